@@ -1,0 +1,33 @@
+# `make demo`: set up .venv (if missing) and run the headline DDA example.
+# `make test`: set up .venv with the test extras and run the fast CPU suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test test-slow lint bench clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/sphere_vs_mie.py
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow and not gpu"
+
+test-slow: $(VENV)/.installed
+	$(PY) -m pytest -q -m "slow"
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check src tests
+
+bench: $(VENV)/.installed
+	$(VENV)/bin/emjax bench dda --grid 32 --grid 48 --grid 64 --precision double --precision single
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

@@ -1,0 +1,156 @@
+"""Devices, precision and memory estimates.
+
+emjax never changes JAX's global configuration. Public entry points run their work inside
+:func:`precision_scope`, which enables 64-bit types locally, and give every array an explicit
+dtype, so ``precision="double"`` works whatever the user's JAX settings are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+
+from .errors import ConfigError, ResourceError
+
+PRECISIONS = ("single", "double")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Real and complex dtypes of one precision."""
+
+    name: str
+    real: type
+    complex: type
+
+
+def precision(name: str) -> Precision:
+    """Map ``"single"``/``"double"`` to dtypes; anything else is a :class:`ConfigError`."""
+    if name == "single":
+        return Precision("single", np.float32, np.complex64)
+    if name == "double":
+        return Precision("double", np.float64, np.complex128)
+    raise ConfigError(f"precision must be one of {PRECISIONS}, got {name!r}")
+
+
+@contextlib.contextmanager
+def precision_scope():
+    """Enable 64-bit types inside the block (without touching the global config)."""
+    with jax.enable_x64(True):
+        yield
+
+
+def default_device() -> jax.Device:
+    return jax.devices()[0]
+
+
+def device_memory_bytes(device: jax.Device | None = None) -> int:
+    """Memory available for arrays on ``device`` (GPU: free bytes; CPU: available RAM)."""
+    device = device or default_device()
+    if device.platform != "cpu":
+        try:
+            stats = device.memory_stats() or {}
+            limit = stats.get("bytes_limit")
+            used = stats.get("bytes_in_use", 0)
+            if limit:
+                return int(limit - used)
+        except Exception:  # noqa: BLE001 - some backends don't report
+            pass
+    return host_available_bytes()
+
+
+def host_available_bytes() -> int:
+    """Available host RAM from /proc/meminfo (falls back to total physical memory)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
+def check_memory(needed_bytes: int, what: str, device: jax.Device | None = None,
+                 fraction: float = 0.9) -> None:
+    """Raise :class:`ResourceError` if ``needed_bytes`` exceeds ``fraction`` of free memory."""
+    available = device_memory_bytes(device)
+    if needed_bytes > fraction * available:
+        raise ResourceError(
+            f"{what} needs about {needed_bytes / 1e9:.2f} GB but only "
+            f"{available / 1e9:.2f} GB are available on {device or default_device()} "
+            f"(limit {fraction:.0%} of free memory); use a smaller grid, single precision, "
+            "or a device with more memory"
+        )
+
+
+# Copy bandwidth (read+write, bytes/s) of known devices, for roofline fractions. Measured
+# values belong in BENCHMARKS.md; these are the vendors' peak figures.
+PEAK_BANDWIDTH = {
+    "H100": 3.35e12,  # H100 SXM5 HBM3
+    "H200": 4.8e12,
+    "A100": 2.0e12,
+}
+
+
+def peak_bandwidth(device: jax.Device | None = None) -> float | None:
+    """Vendor peak memory bandwidth of a GPU in bytes/s, or None if unknown (e.g. CPU)."""
+    device = device or default_device()
+    kind = getattr(device, "device_kind", "")
+    for key, bw in PEAK_BANDWIDTH.items():
+        if key in kind:
+            return bw
+    return None
+
+
+def device_description(device: jax.Device | None = None) -> str:
+    device = device or default_device()
+    kind = getattr(device, "device_kind", device.platform)
+    if device.platform == "cpu":
+        return f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+    return f"{device.platform}:{kind}"
+
+
+def info() -> dict:
+    """Versions and devices, as printed by ``emjax info``."""
+    import scipy
+
+    from . import __version__
+
+    devices = []
+    for d in jax.devices():
+        entry = {"id": d.id, "platform": d.platform, "kind": getattr(d, "device_kind", "")}
+        if d.platform != "cpu":
+            try:
+                stats = d.memory_stats() or {}
+                entry["memory_bytes"] = int(stats.get("bytes_limit", 0))
+            except Exception:  # noqa: BLE001
+                pass
+        devices.append(entry)
+    return {
+        "emjax": __version__,
+        "jax": jax.__version__,
+        "jaxlib": getattr(jax.lib, "__version__", None) or _jaxlib_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "python": platform.python_version(),
+        "default_backend": jax.default_backend(),
+        "devices": devices,
+    }
+
+
+def _jaxlib_version() -> str | None:
+    try:
+        import jaxlib
+
+        return jaxlib.__version__
+    except Exception:  # noqa: BLE001
+        return None

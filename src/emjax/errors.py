@@ -1,0 +1,66 @@
+"""Exceptions raised by emjax.
+
+All are subclasses of :class:`EmjaxError`, so ``except emjax.EmjaxError`` catches every
+problem that emjax reports on purpose.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class EmjaxError(Exception):
+    """Base class of every error emjax raises on purpose."""
+
+
+class ConfigError(EmjaxError, ValueError):
+    """An input is invalid; the message names the field and the allowed range."""
+
+
+class ConvergenceError(EmjaxError, RuntimeError):
+    """An iterative method did not reach its tolerance (or broke down)."""
+
+
+class ResourceError(EmjaxError, MemoryError):
+    """A run would need more memory than the device has; says needed vs available."""
+
+
+def require_finite(name: str, value: float) -> float:
+    """Return ``float(value)`` or raise :class:`ConfigError` if it is NaN/Inf."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name} must be a real number, got {value!r}") from exc
+    if not math.isfinite(v):
+        raise ConfigError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def require_positive(name: str, value: float) -> float:
+    """Finite and > 0, else :class:`ConfigError`."""
+    v = require_finite(name, value)
+    if v <= 0:
+        raise ConfigError(f"{name} must be > 0, got {value!r}")
+    return v
+
+
+def require_range(name: str, value: float, lo: float, hi: float, *, open_lo: bool = False) -> float:
+    """Finite and in [lo, hi] (or (lo, hi] with ``open_lo``), else :class:`ConfigError`."""
+    v = require_finite(name, value)
+    if v < lo or v > hi or (open_lo and v == lo):
+        left = "(" if open_lo else "["
+        raise ConfigError(f"{name} must be in {left}{lo}, {hi}], got {value!r}")
+    return v
+
+
+def require_int(name: str, value: int, lo: int, hi: int | None = None) -> int:
+    """An integer in [lo, hi], else :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, (int,)) and not (
+        isinstance(value, float) and float(value).is_integer()
+    ):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    v = int(value)
+    if v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ConfigError(f"{name} must be an integer {rng}, got {value!r}")
+    return v

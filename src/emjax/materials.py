@@ -1,0 +1,203 @@
+"""Materials: relative permittivity as a function of angular frequency.
+
+Frequencies are angular frequencies in units of c / length (``omega = 2 pi / wavelength``
+with the wavelength in vacuum, in the length unit of the problem). Time dependence
+``exp(-i omega t)``, so lossy media have ``Im eps > 0`` and ``m = sqrt(eps)`` with
+``Im m >= 0``.
+
+Every material has ``permittivity(omega)`` and ``refractive_index(wavelength)``;
+frequency-domain solvers (DDA, FDFD, layered) call these, FDTD reads the pole parameters
+of :class:`Drude` and :class:`Lorentz` terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ConfigError, require_finite, require_positive
+
+
+def _as_complex(name: str, value) -> complex:
+    try:
+        z = complex(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name} must be a complex number, got {value!r}") from exc
+    if not (np.isfinite(z.real) and np.isfinite(z.imag)):
+        raise ConfigError(f"{name} must be finite, got {value!r}")
+    return z
+
+
+def check_refractive_index(name: str, m) -> complex:
+    """Validate a complex refractive index ``n + i k`` with ``k >= 0`` (exp(-i omega t))."""
+    z = _as_complex(name, m)
+    if z.imag < 0:
+        raise ConfigError(
+            f"{name} = {z} has a negative imaginary part; with emjax's exp(-i omega t) "
+            "convention absorption is Im(m) >= 0 (write m = n + i k with k >= 0)"
+        )
+    if z == 1:
+        raise ConfigError(f"{name} = 1 is the vacuum: nothing scatters")
+    return z
+
+
+class Material:
+    """Base class: subclasses implement :meth:`permittivity`."""
+
+    def permittivity(self, omega):
+        raise NotImplementedError
+
+    def refractive_index(self, wavelength):
+        """Complex refractive index at vacuum ``wavelength`` (Im >= 0 branch)."""
+        omega = 2 * np.pi / np.asarray(wavelength, dtype=float)
+        eps = np.asarray(self.permittivity(omega), dtype=complex)
+        m = np.sqrt(eps)
+        return np.where(m.imag < 0, -m, m)
+
+
+@dataclass(frozen=True)
+class Constant(Material):
+    """A non-dispersive medium, given by its refractive index ``m`` (or ``eps = m**2``)."""
+
+    m: complex
+
+    def __post_init__(self):
+        object.__setattr__(self, "m", check_refractive_index("m", self.m))
+
+    @classmethod
+    def from_permittivity(cls, eps) -> Constant:
+        e = _as_complex("eps", eps)
+        m = np.sqrt(e)
+        return cls(-m if m.imag < 0 else m)
+
+    def permittivity(self, omega):
+        return np.full(np.shape(omega), self.m**2, dtype=complex)
+
+
+@dataclass(frozen=True)
+class DrudePole:
+    """``-omega_p**2 / (omega**2 + i gamma omega)``."""
+
+    omega_p: float
+    gamma: float
+
+    def __call__(self, omega):
+        omega = np.asarray(omega, dtype=float)
+        return -(self.omega_p**2) / (omega**2 + 1j * self.gamma * omega)
+
+
+@dataclass(frozen=True)
+class LorentzPole:
+    """``delta_eps omega_0**2 / (omega_0**2 - omega**2 - i gamma omega)``."""
+
+    delta_eps: float
+    omega_0: float
+    gamma: float
+
+    def __call__(self, omega):
+        omega = np.asarray(omega, dtype=float)
+        return self.delta_eps * self.omega_0**2 / (self.omega_0**2 - omega**2 - 1j * self.gamma * omega)
+
+
+@dataclass(frozen=True)
+class Dispersive(Material):
+    """``eps_inf + sum(poles)`` with Drude and Lorentz poles (the Drude-Lorentz model)."""
+
+    eps_inf: float = 1.0
+    poles: tuple = field(default_factory=tuple)
+
+    def __post_init__(self):
+        require_finite("eps_inf", self.eps_inf)
+        for i, p in enumerate(self.poles):
+            if not isinstance(p, (DrudePole, LorentzPole)):
+                raise ConfigError(f"poles[{i}] must be a DrudePole or LorentzPole, got {p!r}")
+            if isinstance(p, DrudePole):
+                require_positive(f"poles[{i}].omega_p", p.omega_p)
+                if p.gamma < 0:
+                    raise ConfigError(f"poles[{i}].gamma must be >= 0, got {p.gamma}")
+            else:
+                require_positive(f"poles[{i}].omega_0", p.omega_0)
+                if p.gamma < 0:
+                    raise ConfigError(f"poles[{i}].gamma must be >= 0, got {p.gamma}")
+
+    def permittivity(self, omega):
+        omega = np.asarray(omega, dtype=float)
+        eps = np.full(omega.shape, self.eps_inf, dtype=complex)
+        for p in self.poles:
+            eps = eps + p(omega)
+        return eps
+
+
+def Drude(eps_inf: float, omega_p: float, gamma: float) -> Dispersive:
+    """A Drude metal ``eps_inf - omega_p**2 / (omega**2 + i gamma omega)``."""
+    return Dispersive(eps_inf, (DrudePole(omega_p, gamma),))
+
+
+def Lorentz(eps_inf: float, delta_eps: float, omega_0: float, gamma: float) -> Dispersive:
+    """A single Lorentz oscillator."""
+    return Dispersive(eps_inf, (LorentzPole(delta_eps, omega_0, gamma),))
+
+
+@dataclass(frozen=True)
+class Debye(Material):
+    """``eps_inf + delta_eps / (1 - i omega tau)``."""
+
+    eps_inf: float
+    delta_eps: float
+    tau: float
+
+    def permittivity(self, omega):
+        omega = np.asarray(omega, dtype=float)
+        return self.eps_inf + self.delta_eps / (1 - 1j * omega * self.tau)
+
+
+@dataclass(frozen=True)
+class Tabulated(Material):
+    """Measured ``n, k`` at vacuum wavelengths, linearly interpolated in wavelength.
+
+    Outside the table a :class:`ConfigError` is raised (no silent extrapolation).
+    """
+
+    wavelength: tuple
+    n: tuple
+    k: tuple
+
+    def __post_init__(self):
+        wl = np.asarray(self.wavelength, dtype=float)
+        n = np.asarray(self.n, dtype=float)
+        k = np.asarray(self.k, dtype=float)
+        if wl.ndim != 1 or wl.size < 2 or n.shape != wl.shape or k.shape != wl.shape:
+            raise ConfigError("Tabulated needs 1-D wavelength, n, k of equal length >= 2")
+        if not np.all(np.isfinite(wl)) or not np.all(np.diff(wl) > 0):
+            raise ConfigError("Tabulated.wavelength must be finite and strictly increasing")
+        if np.any(k < 0):
+            raise ConfigError("Tabulated.k must be >= 0 (exp(-i omega t): k >= 0 absorbs)")
+        object.__setattr__(self, "wavelength", tuple(wl))
+        object.__setattr__(self, "n", tuple(n))
+        object.__setattr__(self, "k", tuple(k))
+
+    @classmethod
+    def from_file(cls, path) -> Tabulated:
+        """Read three whitespace-separated columns: wavelength, n, k (``#`` comments)."""
+        data = np.loadtxt(path, comments="#", ndmin=2)
+        if data.shape[1] < 3:
+            raise ConfigError(f"{path}: need three columns (wavelength, n, k)")
+        return cls(tuple(data[:, 0]), tuple(data[:, 1]), tuple(data[:, 2]))
+
+    def refractive_index(self, wavelength):
+        wl = np.asarray(wavelength, dtype=float)
+        lo, hi = self.wavelength[0], self.wavelength[-1]
+        if np.any(wl < lo) or np.any(wl > hi):
+            raise ConfigError(f"wavelength {wavelength} is outside the table [{lo}, {hi}]")
+        return np.interp(wl, self.wavelength, self.n) + 1j * np.interp(wl, self.wavelength, self.k)
+
+    def permittivity(self, omega):
+        return self.refractive_index(2 * np.pi / np.asarray(omega, dtype=float)) ** 2
+
+
+def as_material(value) -> Material:
+    """A :class:`Material` from a material or a (complex) refractive index."""
+    if isinstance(value, Material):
+        return value
+    return Constant(value)
