@@ -1,0 +1,16 @@
+"""Discrete Dipole Approximation (ADDA's method) on CPU and GPU.
+
+>>> from emjax import dda, geometry
+>>> prob = dda.DDAProblem(geometry.Sphere(), m=(1.5 + 0.01j,), eq_rad=0.5,
+...                       wavelength=0.6283185307, dipoles_per_wavelength=15)
+>>> res = dda.solve(prob)          # QMR to relative residual 1e-5, both polarizations
+>>> res.Qext, res.Qabs, res.mueller.shape
+"""
+
+from ..krylov import QMR, BiCG, BiCGStab
+from .lattice import Lattice
+from .polarizability import CM, FCD, LDR, POLARIZABILITIES, RR
+from .solve import DDAProblem, DDAResult, solve
+
+__all__ = ["CM", "FCD", "LDR", "POLARIZABILITIES", "RR", "BiCG", "BiCGStab", "DDAProblem",
+           "DDAResult", "Lattice", "QMR", "solve"]

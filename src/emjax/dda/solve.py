@@ -1,0 +1,354 @@
+"""DDA problem spec, solver entry point and result."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import krylov
+from ..backend import check_memory, precision, precision_scope
+from ..errors import ConfigError, require_finite
+from ..geometry import Shape, Voxels
+from ..materials import Material, check_refractive_index
+from ..scattering import degree_of_polarization, euler_matrix, mueller_from_amplitude, scattering_basis
+from . import interaction, observables
+from .lattice import Lattice, build_lattice, plan_grid
+from .matvec import DDAOperator, sqrt_alpha_grid
+from .polarizability import CM, FCD, LDR, RR
+
+_POLARIZABILITY_TYPES = (CM, RR, LDR, FCD)
+# vectors kept by the solvers (QMR: x, r, v, v_prev, p1, p2, ap1, ap2 + temporaries)
+_KRYLOV_VECTORS = 12
+
+
+@dataclass(frozen=True, eq=False)
+class DDAProblem:
+    """A particle, a wavelength and how to discretize and solve it.
+
+    Parameters
+    ----------
+    shape : an :mod:`emjax.geometry` shape.
+    m : refractive index per domain (complex ``n + ik``, ``k >= 0``) or materials.
+    wavelength : vacuum wavelength (length unit shared with sizes; default 2 pi, as ADDA).
+    size_x / eq_rad : particle size along x, or its volume-equivalent radius (one of them).
+    dipoles_per_wavelength : default ``10 |m|_max`` (as ADDA); or give ``grid``.
+    grid : dipoles along x (overrides ``dipoles_per_wavelength``).
+    polarizability : ``LDR()`` (default), ``CM()``, ``RR()`` or ``FCD()``.
+    orientation : ZYZ Euler angles (alpha, beta, gamma) in degrees of the particle.
+    precision : ``"double"`` (default) or ``"single"``.
+    theta : scattering angles in degrees (default 0..180 step 1).
+    phi : azimuths of the scattering planes in degrees (default 90: the yz plane, as ADDA).
+    integrate : also compute Csca and g by integrating |F|^2 over all directions.
+    volume_correction : scale the dipole size so that the dipoles' volume equals the shape's.
+    """
+
+    shape: Shape
+    m: tuple
+    wavelength: float = 2 * math.pi
+    size_x: float | None = None
+    eq_rad: float | None = None
+    dipoles_per_wavelength: float | None = None
+    grid: int | None = None
+    polarizability: object = field(default_factory=LDR)
+    orientation: tuple = (0.0, 0.0, 0.0)
+    precision: str = "double"
+    theta: tuple | None = None
+    phi: tuple = (90.0,)
+    integrate: bool = True
+    volume_correction: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.shape, Shape):
+            raise ConfigError(f"shape must be an emjax.geometry shape, got {self.shape!r}")
+        ms = self.m if isinstance(self.m, (tuple, list)) else (self.m,)
+        object.__setattr__(self, "m", tuple(ms))
+        if len(self.m) != self.shape.n_domains:
+            raise ConfigError(
+                f"m: shape {self.shape.name!r} has {self.shape.n_domains} domain(s) but "
+                f"{len(self.m)} refractive index(es) were given"
+            )
+        wl = require_finite("wavelength", self.wavelength)
+        if wl <= 0:
+            raise ConfigError(f"wavelength must be > 0, got {self.wavelength!r}")
+        self.refractive_indices()  # validates m
+        if not isinstance(self.polarizability, _POLARIZABILITY_TYPES):
+            raise ConfigError(f"polarizability must be one of CM(), RR(), LDR(), FCD(); got "
+                              f"{self.polarizability!r}")
+        precision(self.precision)
+        if len(self.orientation) != 3:
+            raise ConfigError("orientation must be three Euler angles (alpha, beta, gamma) in degrees")
+        for name, a in zip(("alpha", "beta", "gamma"), self.orientation):
+            require_finite(f"orientation.{name}", a)
+        theta = tuple(np.arange(181.0)) if self.theta is None else tuple(float(t) for t in self.theta)
+        for t in theta:
+            if not (np.isfinite(t) and -360 <= t <= 360):
+                raise ConfigError(f"theta values must be finite angles in [-360, 360] deg, got {t}")
+        object.__setattr__(self, "theta", theta)
+        phi = tuple(float(p) for p in np.atleast_1d(self.phi))
+        if not phi or not all(np.isfinite(phi)):
+            raise ConfigError("phi must be a non-empty list of finite angles in degrees")
+        object.__setattr__(self, "phi", phi)
+        nx, size_x = self.plan()
+        self._check_resources(self.shape.box_shape(nx))
+
+    # -- derived, cheap --------------------------------------------------------------------
+    def refractive_indices(self) -> tuple[complex, ...]:
+        out = []
+        for i, m in enumerate(self.m):
+            if isinstance(m, Material):
+                m = complex(np.asarray(m.refractive_index(self.wavelength)))
+            out.append(check_refractive_index(f"m[{i}]", m))
+        return tuple(out)
+
+    @property
+    def k(self) -> float:
+        return 2 * math.pi / self.wavelength
+
+    def plan(self) -> tuple[int, float]:
+        m_max = max(abs(m) for m in self.refractive_indices())
+        return plan_grid(self.shape, self.wavelength, m_max, size_x=self.size_x, eq_rad=self.eq_rad,
+                         dipoles_per_wavelength=self.dipoles_per_wavelength, grid=self.grid)
+
+    def memory_bytes(self, grid) -> int:
+        c = np.dtype(precision(self.precision).complex).itemsize
+        n = math.prod(grid)
+        fft = math.prod(interaction.fft_shape(grid))
+        octant = 6 * n * 16
+        return 6 * fft * c + 3 * fft * c * 2 + _KRYLOV_VECTORS * 3 * n * c + octant
+
+    def _check_resources(self, grid):
+        check_memory(self.memory_bytes(grid), f"DDA on a {grid[0]}x{grid[1]}x{grid[2]} lattice")
+
+    def lattice(self) -> Lattice:
+        nx, size_x = self.plan()
+        return build_lattice(self.shape, nx, size_x, volume_correction=self.volume_correction
+                             and not isinstance(self.shape, Voxels))
+
+
+@dataclass(frozen=True, eq=False)
+class DDAResult:
+    """Result of :func:`solve` for one orientation and both incident polarizations.
+
+    Per-polarization arrays have a leading axis of 2: index 0 is the incident field
+    polarized along the lab x axis ("X", perpendicular to the yz plane), 1 along y ("Y").
+    ``S`` has shape (n_phi, n_theta, 4) holding (S1, S2, S3, S4); ``mueller`` (n_phi,
+    n_theta, 4, 4).
+    """
+
+    problem: DDAProblem
+    lattice: Lattice
+    Cext_xy: np.ndarray
+    Cabs_xy: np.ndarray
+    Csca_int_xy: np.ndarray | None
+    g_xy: np.ndarray | None
+    theta: np.ndarray
+    phi: np.ndarray
+    S: np.ndarray
+    mueller: np.ndarray
+    forward_amplitude: np.ndarray  # F(a).e for X and Y
+    iterations: tuple
+    converged: tuple
+    residual_history: tuple
+    solver_messages: tuple
+    alpha: np.ndarray  # (2, n_domains) polarizability used for X and Y
+    seconds: float
+    timings: dict
+    polarization: tuple | None = None  # device arrays (3, nx, ny, nz) per X/Y if kept
+
+    # unpolarized-incidence (average over X and Y) quantities
+    @property
+    def Cext(self) -> float:
+        return float(np.mean(self.Cext_xy))
+
+    @property
+    def Cabs(self) -> float:
+        return float(np.mean(self.Cabs_xy))
+
+    @property
+    def Csca(self) -> float:
+        return self.Cext - self.Cabs
+
+    @property
+    def Csca_integrated(self) -> float | None:
+        return None if self.Csca_int_xy is None else float(np.mean(self.Csca_int_xy))
+
+    @property
+    def g(self) -> float | None:
+        if self.g_xy is None:
+            return None
+        return float(np.sum(self.g_xy * self.Csca_int_xy) / np.sum(self.Csca_int_xy))
+
+    @property
+    def a_eq(self) -> float:
+        return self.lattice.a_eq
+
+    @property
+    def geometric_cross_section(self) -> float:
+        return math.pi * self.a_eq**2
+
+    @property
+    def Qext(self) -> float:
+        return self.Cext / self.geometric_cross_section
+
+    @property
+    def Qabs(self) -> float:
+        return self.Cabs / self.geometric_cross_section
+
+    @property
+    def Qsca(self) -> float:
+        return self.Csca / self.geometric_cross_section
+
+    @property
+    def Cext_optical_theorem(self) -> np.ndarray:
+        """``(4 pi / k^2) Re(F(a) . e^*)`` for X and Y."""
+        return 4 * math.pi / self.problem.k**2 * np.real(self.forward_amplitude)
+
+    @property
+    def degree_of_polarization(self) -> np.ndarray:
+        return degree_of_polarization(self.mueller)
+
+    @property
+    def all_converged(self) -> bool:
+        return all(self.converged)
+
+    def summary(self) -> dict:
+        return {
+            "Cext": self.Cext, "Cabs": self.Cabs, "Csca": self.Csca,
+            "Csca_integrated": self.Csca_integrated,
+            "Qext": self.Qext, "Qabs": self.Qabs, "Qsca": self.Qsca, "g": self.g,
+            "a_eq": self.a_eq, "n_dipoles": self.lattice.n_dipoles, "grid": list(self.lattice.shape),
+            "dipoles_per_wavelength": self.problem.wavelength / self.lattice.d,
+            "iterations": list(self.iterations), "converged": self.all_converged,
+            "seconds": self.seconds,
+        }
+
+    def to_xarray(self):
+        from ..io import dda_to_xarray
+
+        return dda_to_xarray(self)
+
+    def save(self, path):
+        from ..io import save_dataset
+
+        return save_dataset(self.to_xarray(), path)
+
+
+def solve(problem: DDAProblem, solver: krylov._Method | None = None, *,
+          progress: Callable[[str, int, float], None] | None = None,
+          keep_polarization: bool = False, variant: str = "pruned") -> DDAResult:
+    """Solve the DDA for both incident polarizations and compute the observables.
+
+    ``progress(label, iterations, relative_residual)`` is called between solver chunks.
+    Non-convergence does not raise: the result has ``converged`` False for that
+    polarization and a RuntimeWarning is issued (the CLI reports it loudly).
+    """
+    solver = solver or krylov.QMR()
+    if not isinstance(solver, krylov._Method):
+        raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
+    with precision_scope():
+        return _solve(problem, solver, progress, keep_polarization, variant)
+
+
+def _solve(problem, solver, progress, keep_polarization, variant):
+    t_start = time.perf_counter()
+    timings = {}
+    prec = precision(problem.precision)
+    cdt, rdt = prec.complex, prec.real
+    lat = problem.lattice()
+    grid = lat.shape
+    k, d = problem.k, lat.d
+    ms = problem.refractive_indices()
+    pol = problem.polarizability
+    timings["lattice_s"] = time.perf_counter() - t_start
+
+    t0 = time.perf_counter()
+    Dhat = interaction.interaction_fft(grid, d, k, cdt, kind=pol.interaction)
+    Dhat.block_until_ready()
+    timings["interaction_s"] = time.perf_counter() - t0
+
+    R = euler_matrix(*problem.orientation)
+    to_particle = R.T  # lab vectors in the particle frame
+    prop = to_particle @ np.array([0.0, 0.0, 1.0])
+    pols = (to_particle @ np.array([1.0, 0.0, 0.0]), to_particle @ np.array([0.0, 1.0, 0.0]))
+    domains = jnp.asarray(lat.domains)
+    mask = domains >= 0
+
+    theta = np.asarray(problem.theta)
+    phi = np.asarray(problem.phi)
+    T, Ph = np.meshgrid(theta, phi)  # (n_phi, n_theta)
+    n_lab, th_lab, ph_lab = scattering_basis(T, Ph)
+    dirs = np.concatenate([n_lab.reshape(-1, 3), [[0.0, 0.0, 1.0]]])
+    if problem.integrate:
+        rmax = 0.5 * d * math.sqrt(sum(n * n for n in grid))
+        qt, qp, qw = observables.sphere_quadrature(k * rmax)
+        qn, _, _ = scattering_basis(qt, qp)
+        dirs = np.concatenate([dirs, qn])
+    dirs_p = jnp.asarray(dirs @ to_particle.T, dtype=rdt)
+
+    Cext, Cabs, amps, iters, conv, hists, msgs, alphas, Ps = [], [], [], [], [], [], [], [], []
+    t0 = time.perf_counter()
+    for label, e in zip(("X", "Y"), pols):
+        alpha = np.array([pol(m, d, k, prop, e) for m in ms])
+        alphas.append(alpha)
+        s = sqrt_alpha_grid(lat.domains, alpha, cdt)
+        inv_alpha = jnp.where(mask, 1 / jnp.asarray(alpha, cdt)[jnp.clip(domains, 0)], 0)
+        E = observables.incident_field(grid, d, k, prop, e, cdt)
+        op = DDAOperator(Dhat, s, variant)
+        cb = None if progress is None else (lambda it, r, _l=label: progress(_l, it, r))
+        res = krylov.solve(op, s * E, solver, progress=cb)
+        if not res.converged:
+            warnings.warn(f"DDA polarization {label}: {res.message}", RuntimeWarning, stacklevel=3)
+        P = s * res.x
+        ce, ca = observables.cross_sections(P, E, inv_alpha, mask, k)
+        Cext.append(float(ce))
+        Cabs.append(float(ca))
+        amps.append(np.asarray(observables.far_field_sum(P, dirs_p, d, k)))  # particle frame
+        iters.append(res.iterations)
+        conv.append(res.converged)
+        hists.append(res.residual_history)
+        msgs.append(res.message)
+        if keep_polarization:
+            Ps.append(P)
+    timings["solve_s"] = time.perf_counter() - t0
+
+    # far-field amplitudes F = -i k^3 A, back in the lab frame
+    F = [(-1j * k**3) * (a @ to_particle) for a in amps]  # rows: lab-frame vectors
+    n_ang = T.size
+    FX, FY = F[0][:n_ang].reshape(T.shape + (3,)), F[1][:n_ang].reshape(T.shape + (3,))
+    cp, sp = np.cos(np.deg2rad(Ph))[..., None], np.sin(np.deg2rad(Ph))[..., None]
+    F_par = cp * FX + sp * FY
+    F_perp = sp * FX - cp * FY
+    dot = lambda a, b: np.sum(a * b, axis=-1)
+    S2, S4 = dot(F_par, th_lab), dot(F_par, -ph_lab)
+    S3, S1 = dot(F_perp, th_lab), dot(F_perp, -ph_lab)
+    S = np.stack([S1, S2, S3, S4], axis=-1)
+    mueller = mueller_from_amplitude(S1, S2, S3, S4)
+    fwd = np.array([F[0][n_ang] @ np.array([1.0, 0, 0]), F[1][n_ang] @ np.array([0, 1.0, 0])])
+
+    Csca_int = g = None
+    if problem.integrate:
+        Csca_int, g = [], []
+        for f in F:
+            fq = f[n_ang + 1:]
+            fq = fq - qn * np.sum(qn * fq, axis=-1, keepdims=True)  # transverse part (I - nn) F
+            inten = np.sum(np.abs(fq) ** 2, axis=-1) / k**2
+            c = float(np.sum(qw * inten))
+            Csca_int.append(c)
+            g.append(float(np.sum(qw * inten * np.cos(np.deg2rad(qt)))) / c)
+        Csca_int, g = np.array(Csca_int), np.array(g)
+
+    return DDAResult(
+        problem=problem, lattice=lat, Cext_xy=np.array(Cext), Cabs_xy=np.array(Cabs),
+        Csca_int_xy=Csca_int, g_xy=g, theta=theta, phi=phi, S=S, mueller=mueller,
+        forward_amplitude=fwd, iterations=tuple(iters), converged=tuple(conv),
+        residual_history=tuple(hists), solver_messages=tuple(msgs), alpha=np.array(alphas),
+        seconds=time.perf_counter() - t_start, timings=timings,
+        polarization=tuple(Ps) if keep_polarization else None,
+    )

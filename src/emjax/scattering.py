@@ -1,0 +1,110 @@
+"""Scattering quantities shared by DDA, FDTD and FDFD.
+
+Conventions (Bohren & Huffman): incidence along +z, scattering direction
+``n = (sin t cos p, sin t sin p, cos t)``; the scattering plane contains z and n. Unit
+vectors: parallel incident ``e_par_i = (cos p, sin p, 0)``, perpendicular incident
+``e_perp_i = (sin p, -cos p, 0)``; parallel scattered ``theta_hat``, perpendicular
+scattered ``-phi_hat``. The amplitude matrix relates the far fields,
+
+    [E_par_s, E_perp_s] = exp(ik(r - z)) / (-ikr) [[S2, S3], [S4, S1]] [E_par_i, E_perp_i],
+
+and the Mueller matrix follows BH eq. (3.16). ADDA's default scattering plane is yz
+(``phi = 90 deg``), where "parallel" incidence is y-polarized and "perpendicular" is x.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "PlaneWave",
+    "euler_matrix",
+    "scattering_basis",
+    "mueller_from_amplitude",
+    "degree_of_polarization",
+]
+
+
+def euler_matrix(alpha: float, beta: float, gamma: float) -> np.ndarray:
+    """ZYZ rotation ``Rz(alpha) Ry(beta) Rz(gamma)`` (angles in degrees) as a 3x3 array."""
+    a, b, g = np.deg2rad([alpha, beta, gamma])
+
+    def rz(t):
+        c, s = np.cos(t), np.sin(t)
+        return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+    cb, sb = np.cos(b), np.sin(b)
+    ry = np.array([[cb, 0.0, sb], [0.0, 1.0, 0.0], [-sb, 0.0, cb]])
+    return rz(a) @ ry @ rz(g)
+
+
+def scattering_basis(theta_deg, phi_deg):
+    """Direction ``n``, ``theta_hat`` and ``phi_hat`` for angles (degrees), each ``(..., 3)``."""
+    t = np.deg2rad(np.asarray(theta_deg, dtype=float))
+    p = np.deg2rad(np.asarray(phi_deg, dtype=float))
+    t, p = np.broadcast_arrays(t, p)
+    st, ct, sp, cp = np.sin(t), np.cos(t), np.sin(p), np.cos(p)
+    n = np.stack([st * cp, st * sp, ct], axis=-1)
+    th = np.stack([ct * cp, ct * sp, -st], axis=-1)
+    ph = np.stack([-sp, cp, np.zeros_like(p)], axis=-1)
+    return n, th, ph
+
+
+class PlaneWave:
+    """Unit-amplitude plane wave ``e exp(i k k_hat . r)`` in the lab frame.
+
+    ``direction`` and ``polarization`` are unit 3-vectors (polarization orthogonal to the
+    direction; complex for elliptical polarization). DDA uses it as its incident field,
+    FDTD as its TF/SF source.
+    """
+
+    def __init__(self, direction=(0.0, 0.0, 1.0), polarization=(1.0, 0.0, 0.0)):
+        d = np.asarray(direction, dtype=float)
+        e = np.asarray(polarization, dtype=complex)
+        if d.shape != (3,) or e.shape != (3,) or not np.all(np.isfinite(d)):
+            raise ValueError("direction and polarization must be finite 3-vectors")
+        d = d / np.linalg.norm(d)
+        e = e / np.linalg.norm(e)
+        if abs(np.dot(d, e)) > 1e-9:
+            raise ValueError("polarization must be orthogonal to the direction")
+        self.direction, self.polarization = d, e
+
+    def rotated(self, R: np.ndarray) -> PlaneWave:
+        """The same wave expressed in a frame rotated by ``R`` (vectors become ``R @ v``)."""
+        return PlaneWave(R @ self.direction, R @ self.polarization)
+
+    def field(self, k: float, points: np.ndarray) -> np.ndarray:
+        """``E(points)``, points ``(..., 3)`` -> ``(..., 3)`` complex."""
+        phase = np.exp(1j * k * (np.asarray(points) @ self.direction))
+        return phase[..., None] * self.polarization
+
+
+def mueller_from_amplitude(S1, S2, S3, S4) -> np.ndarray:
+    """4x4 Mueller matrix (BH 3.16) from amplitude elements; output ``(..., 4, 4)``."""
+    S1, S2, S3, S4 = (np.asarray(s) for s in (S1, S2, S3, S4))
+    a1, a2, a3, a4 = (np.abs(s) ** 2 for s in (S1, S2, S3, S4))
+    c = np.conj
+    M = np.empty(S1.shape + (4, 4))
+    M[..., 0, 0] = 0.5 * (a2 + a1 + a4 + a3)
+    M[..., 0, 1] = 0.5 * (a2 - a1 + a4 - a3)
+    M[..., 0, 2] = np.real(S2 * c(S3) + S1 * c(S4))
+    M[..., 0, 3] = np.imag(S2 * c(S3) - S1 * c(S4))
+    M[..., 1, 0] = 0.5 * (a2 - a1 - a4 + a3)
+    M[..., 1, 1] = 0.5 * (a2 + a1 - a4 - a3)
+    M[..., 1, 2] = np.real(S2 * c(S3) - S1 * c(S4))
+    M[..., 1, 3] = np.imag(S2 * c(S3) + S1 * c(S4))
+    M[..., 2, 0] = np.real(S2 * c(S4) + S1 * c(S3))
+    M[..., 2, 1] = np.real(S2 * c(S4) - S1 * c(S3))
+    M[..., 2, 2] = np.real(S1 * c(S2) + S3 * c(S4))
+    M[..., 2, 3] = np.imag(S2 * c(S1) + S4 * c(S3))
+    M[..., 3, 0] = np.imag(c(S2) * S4 + c(S3) * S1)
+    M[..., 3, 1] = np.imag(c(S2) * S4 - c(S3) * S1)
+    M[..., 3, 2] = np.imag(S1 * c(S2) - S3 * c(S4))
+    M[..., 3, 3] = np.real(S1 * c(S2) - S3 * c(S4))
+    return M
+
+
+def degree_of_polarization(M: np.ndarray) -> np.ndarray:
+    """``sqrt(M21**2 + M31**2 + M41**2) / M11`` for unpolarized incidence (ADDA paper eq. 9)."""
+    M = np.asarray(M)
+    return np.sqrt(M[..., 1, 0] ** 2 + M[..., 2, 0] ** 2 + M[..., 3, 0] ** 2) / M[..., 0, 0]
