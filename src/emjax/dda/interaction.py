@@ -127,8 +127,13 @@ def lax_slice(a, axis, start, stop):
     return a[tuple(idx)]
 
 
-def interaction_fft(grid, d: float, k: float, dtype, kind: str = "point") -> jax.Array:
-    """FFT of the circulantly embedded interaction tensor, (6, Mx, My, Mz) of ``dtype``."""
+LAYOUTS = {"pruned": "yzx", "full": "xyz"}
+
+
+def interaction_fft(grid, d: float, k: float, dtype, kind: str = "point",
+                    layout: str = "yzx") -> jax.Array:
+    """FFT of the circulantly embedded interaction tensor of ``dtype``: (6, Mx, My, Mz) in
+    the "xyz" layout, (6, My, Mz, Mx) in the "yzx" layout used by :func:`convolve`."""
     octant = point_green_octant(grid, d, k)
     if kind == "fcd":
         octant = octant + jnp.asarray(fcd_correction_octant(grid, d, k))
@@ -141,43 +146,43 @@ def interaction_fft(grid, d: float, k: float, dtype, kind: str = "point") -> jax
         g = octant[c]
         for axis in range(3):
             g = _embed(g, axis, M[axis], axis in _ODD_AXES[c])
-        comps.append(jnp.fft.fftn(g))
+        g = jnp.fft.fftn(g)
+        comps.append(jnp.moveaxis(g, 0, 2) if layout == "yzx" else g)
     return jnp.stack(comps)
 
 
 def convolve(Dhat: jax.Array, p: jax.Array) -> jax.Array:
     """``(G * p)_i = sum_j G(r_i - r_j) p_j`` for p of shape (3, nx, ny, nz).
 
-    The transforms skip the zero padding where they can: the first axis is transformed on
-    the unpadded lines only, and the inverse crops each axis as soon as it is done.
+    ``Dhat`` is in the "yzx" layout (6, My, Mz, Mx). The forward transform does the (y, z)
+    pair on the nx unpadded planes only, moves x last, and transforms x; the product is
+    formed in that layout, and the inverse crops x before moving it back, so the zero
+    half of the padding along x is never transformed.
     """
     _, nx, ny, nz = p.shape
-    Mx, My, Mz = Dhat.shape[1:]
-    q = jnp.fft.fft(p, n=Mz, axis=3)
-    q = jnp.fft.fft(q, n=My, axis=2)
-    q = jnp.fft.fft(q, n=Mx, axis=1)
-    D = Dhat
-    y0 = D[0] * q[0] + D[1] * q[1] + D[2] * q[2]
-    y1 = D[1] * q[0] + D[3] * q[1] + D[4] * q[2]
-    y2 = D[2] * q[0] + D[4] * q[1] + D[5] * q[2]
-    y = jnp.stack([y0, y1, y2])
-    y = jnp.fft.ifft(y, axis=1)[:, :nx]
-    y = jnp.fft.ifft(y, axis=2)[:, :, :ny]
-    y = jnp.fft.ifft(y, axis=3)[:, :, :, :nz]
-    return y
+    My, Mz, Mx = Dhat.shape[1:]
+    q = jnp.fft.fft2(p, s=(My, Mz), axes=(2, 3))
+    q = jnp.fft.fft(jnp.moveaxis(q, 1, 3), n=Mx, axis=3)
+    y = _tensor_product(Dhat, q)
+    y = jnp.moveaxis(jnp.fft.ifft(y, axis=3)[..., :nx], 3, 1)
+    return jnp.fft.ifft2(y, axes=(2, 3))[:, :, :ny, :nz]
 
 
-def convolve_full(Dhat: jax.Array, p: jax.Array) -> jax.Array:
-    """Same as :func:`convolve` with plain padded 3-D FFTs (reference and benchmark variant)."""
-    _, nx, ny, nz = p.shape
-    Mx, My, Mz = Dhat.shape[1:]
-    q = jnp.fft.fftn(jnp.pad(p, ((0, 0), (0, Mx - nx), (0, My - ny), (0, Mz - nz))), axes=(1, 2, 3))
-    D = Dhat
-    y = jnp.stack([
+def _tensor_product(D, q):
+    return jnp.stack([
         D[0] * q[0] + D[1] * q[1] + D[2] * q[2],
         D[1] * q[0] + D[3] * q[1] + D[4] * q[2],
         D[2] * q[0] + D[4] * q[1] + D[5] * q[2],
     ])
+
+
+def convolve_full(Dhat: jax.Array, p: jax.Array) -> jax.Array:
+    """Same as :func:`convolve` with plain padded 3-D FFTs; ``Dhat`` in "xyz" layout
+    (6, Mx, My, Mz)."""
+    _, nx, ny, nz = p.shape
+    Mx, My, Mz = Dhat.shape[1:]
+    q = jnp.fft.fftn(jnp.pad(p, ((0, 0), (0, Mx - nx), (0, My - ny), (0, Mz - nz))), axes=(1, 2, 3))
+    y = _tensor_product(Dhat, q)
     return jnp.fft.ifftn(y, axes=(1, 2, 3))[:, :nx, :ny, :nz]
 
 

@@ -15,13 +15,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .interaction import convolve, convolve_full
+from .interaction import LAYOUTS, convolve, convolve_full
 
 
 class DDAOperator:
-    """``x -> x - s * (G * (s * x))``; a JAX pytree (Dhat and s are its leaves)."""
+    """``x -> x - s * (G * (s * x))``; a JAX pytree (Dhat and s are its leaves).
+
+    ``variant`` "pruned" (default) needs ``Dhat`` in the "yzx" layout, "full" in "xyz"
+    (``interaction_fft(..., layout=LAYOUTS[variant])``).
+    """
 
     def __init__(self, Dhat, s, variant: str = "pruned"):
+        if variant not in LAYOUTS:
+            raise ValueError(f"variant must be one of {sorted(LAYOUTS)}, got {variant!r}")
         self.Dhat, self.s, self.variant = Dhat, s, variant
 
     def interact(self, p):

@@ -269,7 +269,8 @@ def _solve(problem, solver, progress, keep_polarization, variant):
     timings["lattice_s"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    Dhat = interaction.interaction_fft(grid, d, k, cdt, kind=pol.interaction)
+    Dhat = interaction.interaction_fft(grid, d, k, cdt, kind=pol.interaction,
+                                         layout=interaction.LAYOUTS[variant])
     Dhat.block_until_ready()
     timings["interaction_s"] = time.perf_counter() - t0
 
