@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import __version__, krylov
-from .backend import device_description, precision, precision_scope
+from .backend import device_description, precision_scope
 
 
 def _git_commit() -> str | None:
@@ -38,8 +38,11 @@ def _time(fn, *args, repeats: int):
     return first, min(times), float(np.median(times))
 
 
-def copy_bandwidth(nbytes: int = 1 << 28, repeats: int = 10) -> float:
-    """Measured device copy bandwidth (bytes read + written per second) of ``y = x + 1``."""
+def copy_bandwidth(nbytes: int | None = None, repeats: int = 10) -> float:
+    """Measured device copy bandwidth (bytes read + written per second) of ``y = x + 1``
+    on a 2 GiB (GPU) or 256 MiB (CPU) float32 array."""
+    if nbytes is None:
+        nbytes = 1 << 28 if jax.default_backend() == "cpu" else 1 << 31
     with precision_scope():
         x = jnp.zeros(nbytes // 4, jnp.float32)
         f = jax.jit(lambda a: a + 1)
@@ -60,27 +63,37 @@ def matvec_bytes(grid, fft_grid, itemsize: int) -> int:
 
 
 def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve: bool = True,
-                  variant: str = "pruned", m: complex = 1.5 + 0.01j, iterations: int = 20,
-                  bandwidth: float | None = None) -> dict:
-    """Matvec, per-iteration and full-solve times of a sphere on an N^3 lattice.
+                  variant: str | None = None, m: complex = 1.5 + 0.01j, iterations: int = 20,
+                  bandwidth: float | None = None, case: str = "sphere") -> dict:
+    """Matvec, per-iteration and full-solve times on an N^3 lattice (one polarization).
 
-    The sphere's diameter spans the N^3 box at 15 dipoles per wavelength (|m| = 1.5, ADDA's
-    default density), so its size parameter grows with N.
+    ``case="sphere"``: a sphere spanning the N^3 box at 15 dipoles per wavelength (|m| = 1.5,
+    ADDA's default density; its size parameter grows with N), LDR, QMR to 1e-5.
+    ``case="cube_kd30"``: the cross-code benchmark of arXiv:2603.02871 - a cube of edge
+    2387.3 nm at 500 nm (kD = 30), m = 1.313, FCD, BiCGStab to 10^-4.024.
     """
-    from .dda import DDAProblem
+    from .dda import FCD, DDAProblem, observables
     from .dda import interaction as inter
-    from .dda import observables
-    from .dda.matvec import DDAOperator, apply, sqrt_alpha_grid
-    from .geometry import Sphere
+    from .dda.matvec import DDAOperator, apply, default_variant, sqrt_alpha_grid
+    from .geometry import Box, Sphere
 
+    variant = variant or default_variant()
     prec = globals()["precision"](precision) if isinstance(precision, str) else precision
-    dpl = 10 * abs(m)
-    wavelength = 1.0
-    size_x = grid * wavelength / dpl
-    prob = DDAProblem(Sphere(), (m,), wavelength=wavelength, size_x=size_x, grid=grid,
-                      precision=prec.name, integrate=False, theta=(0.0,))
+    if case == "sphere":
+        wavelength = 1.0
+        size_x = grid * wavelength / (10 * abs(m))
+        prob = DDAProblem(Sphere(), (m,), wavelength=wavelength, size_x=size_x, grid=grid,
+                          precision=prec.name, integrate=False, theta=(0.0,))
+        solver = krylov.QMR(rtol=1e-5, maxiter=20_000, chunk=100)
+    elif case == "cube_kd30":
+        m, wavelength = 1.313 + 0j, 0.5
+        prob = DDAProblem(Box(), (m,), wavelength=wavelength, size_x=2.3873, grid=grid,
+                          precision=prec.name, integrate=False, theta=(0.0,), polarizability=FCD())
+        solver = krylov.BiCGStab(rtol=10**-4.024, maxiter=20_000, chunk=50)
+    else:
+        raise ValueError(f"unknown benchmark case {case!r}")
     out = {
-        "case": "dda_sphere", "grid": grid, "precision": prec.name, "variant": variant,
+        "case": f"dda_{case}", "grid": grid, "precision": prec.name, "variant": variant,
         "device": device_description(), "date": datetime.date.today().isoformat(),
         "emjax": __version__, "commit": _git_commit(), "jax": jax.__version__,
     }
@@ -89,13 +102,15 @@ def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve
         g = lat.shape
         k = 2 * math.pi / wavelength
         t0 = time.perf_counter()
-        Dhat = inter.interaction_fft(g, lat.d, k, prec.complex, layout=inter.LAYOUTS[variant])
+        Dhat = inter.interaction_fft(g, lat.d, k, prec.complex, kind=prob.polarizability.interaction,
+                                     layout=inter.LAYOUTS[variant])
         Dhat.block_until_ready()
         out["setup_s"] = time.perf_counter() - t0
         alpha = np.array([prob.polarizability(m, lat.d, k, (0, 0, 1), (1, 0, 0))])
-        s = sqrt_alpha_grid(lat.domains, alpha, prec.complex)
+        # as dda.solve: FFTs in the chosen precision, Krylov vectors in complex128
+        s = sqrt_alpha_grid(lat.domains, alpha, np.complex128)
         op = DDAOperator(Dhat, s, variant)
-        E = observables.incident_field(g, lat.d, k, (0, 0, 1), (1, 0, 0), prec.complex)
+        E = observables.incident_field(g, lat.d, k, (0, 0, 1), (1, 0, 0), np.complex128)
         b = s * E
         first, best, med = _time(apply, op, b, repeats=repeats)
         out.update(n_dipoles=lat.n_dipoles, fft_grid=list(inter.fft_shape(g)),
@@ -104,12 +119,15 @@ def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve
         bw = bandwidth or copy_bandwidth()
         out.update(matvec_bytes_model=nbytes, copy_bandwidth_Bps=bw,
                    matvec_bandwidth_fraction=nbytes / best / bw)
-        fixed = krylov.QMR(rtol=1e-30, maxiter=iterations, chunk=iterations)
-        krylov.solve(op, b, krylov.QMR(rtol=1e-30, maxiter=2, chunk=2))  # compile
-        r = krylov.solve(op, b, fixed)
+        kind = type(solver)
+        # warm-ups use the same maxiter (it fixes the history's shape, hence the compiled loop)
+        krylov.solve(op, b, kind(rtol=0.999, maxiter=iterations, chunk=iterations))
+        r = krylov.solve(op, b, kind(rtol=1e-30, maxiter=iterations, chunk=iterations))
         out["iteration_s"] = r.seconds / max(r.iterations, 1)
+        out["solver"] = solver.name
         if solve:
-            r = krylov.solve(op, b, krylov.QMR(rtol=1e-5, maxiter=20_000, chunk=100))
+            krylov.solve(op, b, kind(rtol=0.999, maxiter=solver.maxiter, chunk=solver.chunk))
+            r = krylov.solve(op, b, solver)
             out.update(solve_s=r.seconds, solve_iterations=r.iterations, solve_converged=r.converged,
                        solve_residual=r.residual)
     return out

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from reference import dense_interaction_matrix
 
 from emjax.backend import precision_scope
 from emjax.dda import interaction
 from emjax.dda.matvec import DDAOperator, apply, sqrt_alpha_grid
-from reference import dense_interaction_matrix
 
 
 def test_fft_size_is_smallest_7_smooth():

@@ -87,7 +87,7 @@ def test_sphere_mueller_structure(sphere_x3):
     breaks the sphere's symmetry (up to ~1% of S11 where S11 is small), so only S11 is
     compared there, against the yz plane (bound: 3% where S11 > 1% of its maximum)."""
     M = sphere_x3.mueller
-    for i, phi in enumerate(sphere_x3.phi[:2]):
+    for i, _phi in enumerate(sphere_x3.phi[:2]):
         s11 = M[i, :, 0, 0][:, None]
         tol = 1e-6
         np.testing.assert_array_less(np.abs(M[i, :, 0, 1] - M[i, :, 1, 0]) / s11[:, 0], tol)

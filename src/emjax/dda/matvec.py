@@ -22,7 +22,8 @@ class DDAOperator:
     """``x -> x - s * (G * (s * x))``; a JAX pytree (Dhat and s are its leaves).
 
     ``variant`` "pruned" (default) needs ``Dhat`` in the "yzx" layout, "full" in "xyz"
-    (``interaction_fft(..., layout=LAYOUTS[variant])``).
+    (``interaction_fft(..., layout=LAYOUTS[variant])``). Measured (BENCHMARKS.md): "pruned"
+    is faster on GPUs, "full" (one 3-D FFT call) on CPUs; :func:`default_variant` picks.
     """
 
     def __init__(self, Dhat, s, variant: str = "pruned"):
@@ -31,9 +32,11 @@ class DDAOperator:
         self.Dhat, self.s, self.variant = Dhat, s, variant
 
     def interact(self, p):
-        if self.variant == "full":
-            return convolve_full(self.Dhat, p)
-        return convolve(self.Dhat, p)
+        # the FFTs run in Dhat's precision (complex64 for precision="single"), the Krylov
+        # vectors may be wider (see solve.py)
+        q = p.astype(self.Dhat.dtype)
+        y = convolve_full(self.Dhat, q) if self.variant == "full" else convolve(self.Dhat, q)
+        return y.astype(p.dtype)
 
     def __call__(self, x):
         return x - self.s * self.interact(self.s * x)
@@ -57,3 +60,8 @@ def sqrt_alpha_grid(domains, alpha_per_domain, dtype):
     a = jnp.asarray(alpha_per_domain, dtype=dtype)
     d = jnp.asarray(domains)
     return jnp.where(d >= 0, jnp.sqrt(a)[jnp.clip(d, 0)], 0).astype(dtype)
+
+
+def default_variant() -> str:
+    """"pruned" on accelerators, "full" on CPUs (where XLA's per-axis FFTs cost transposes)."""
+    return "full" if jax.default_backend() == "cpu" else "pruned"

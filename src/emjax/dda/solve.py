@@ -8,7 +8,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -17,10 +16,15 @@ from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_finite
 from ..geometry import Shape, Voxels
 from ..materials import Material, check_refractive_index
-from ..scattering import degree_of_polarization, euler_matrix, mueller_from_amplitude, scattering_basis
+from ..scattering import (
+    degree_of_polarization,
+    euler_matrix,
+    mueller_from_amplitude,
+    scattering_basis,
+)
 from . import interaction, observables
 from .lattice import Lattice, build_lattice, plan_grid
-from .matvec import DDAOperator, sqrt_alpha_grid
+from .matvec import DDAOperator, default_variant, sqrt_alpha_grid
 from .polarizability import CM, FCD, LDR, RR
 
 _POLARIZABILITY_TYPES = (CM, RR, LDR, FCD)
@@ -121,7 +125,7 @@ class DDAProblem:
         n = math.prod(grid)
         fft = math.prod(interaction.fft_shape(grid))
         octant = 6 * n * 16
-        return 6 * fft * c + 3 * fft * c * 2 + _KRYLOV_VECTORS * 3 * n * c + octant
+        return 6 * fft * c + 3 * fft * c * 2 + _KRYLOV_VECTORS * 3 * n * 16 + octant
 
     def _check_resources(self, grid):
         check_memory(self.memory_bytes(grid), f"DDA on a {grid[0]}x{grid[1]}x{grid[2]} lattice")
@@ -161,6 +165,7 @@ class DDAResult:
     seconds: float
     timings: dict
     polarization: tuple | None = None  # device arrays (3, nx, ny, nz) per X/Y if kept
+    solver: object = None  # the Krylov method (with rtol, maxiter) that produced this
 
     # unpolarized-incidence (average over X and Y) quantities
     @property
@@ -242,25 +247,32 @@ class DDAResult:
 
 def solve(problem: DDAProblem, solver: krylov._Method | None = None, *,
           progress: Callable[[str, int, float], None] | None = None,
-          keep_polarization: bool = False, variant: str = "pruned") -> DDAResult:
+          keep_polarization: bool = False, variant: str | None = None) -> DDAResult:
     """Solve the DDA for both incident polarizations and compute the observables.
 
     ``progress(label, iterations, relative_residual)`` is called between solver chunks.
     Non-convergence does not raise: the result has ``converged`` False for that
     polarization and a RuntimeWarning is issued (the CLI reports it loudly).
+
+    ``precision="single"`` keeps the interaction tensor and runs the FFT matvec in
+    complex64 (the bulk of memory and time) but the Krylov vectors and recurrences in
+    complex128: QMR's Lanczos recurrences in float32 stagnate above 1e-5 or diverge once a
+    solve needs more than ~100 iterations (measured on an H100: 32^3 sphere stuck at 1.6e-5,
+    128^3 diverged).
     """
     solver = solver or krylov.QMR()
     if not isinstance(solver, krylov._Method):
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
     with precision_scope():
-        return _solve(problem, solver, progress, keep_polarization, variant)
+        return _solve(problem, solver, progress, keep_polarization, variant or default_variant())
 
 
 def _solve(problem, solver, progress, keep_polarization, variant):
     t_start = time.perf_counter()
     timings = {}
     prec = precision(problem.precision)
-    cdt, rdt = prec.complex, prec.real
+    cdt, _rdt = prec.complex, prec.real  # of the interaction tensor and FFTs
+    vdt = np.complex128  # of the Krylov vectors
     lat = problem.lattice()
     grid = lat.shape
     k, d = problem.k, lat.d
@@ -291,18 +303,20 @@ def _solve(problem, solver, progress, keep_polarization, variant):
         qt, qp, qw = observables.sphere_quadrature(k * rmax)
         qn, _, _ = scattering_basis(qt, qp)
         dirs = np.concatenate([dirs, qn])
-    dirs_p = jnp.asarray(dirs @ to_particle.T, dtype=rdt)
+    dirs_p = jnp.asarray(dirs @ to_particle.T, dtype=np.float64)
 
     Cext, Cabs, amps, iters, conv, hists, msgs, alphas, Ps = [], [], [], [], [], [], [], [], []
     t0 = time.perf_counter()
     for label, e in zip(("X", "Y"), pols):
         alpha = np.array([pol(m, d, k, prop, e) for m in ms])
         alphas.append(alpha)
-        s = sqrt_alpha_grid(lat.domains, alpha, cdt)
-        inv_alpha = jnp.where(mask, 1 / jnp.asarray(alpha, cdt)[jnp.clip(domains, 0)], 0)
-        E = observables.incident_field(grid, d, k, prop, e, cdt)
+        s = sqrt_alpha_grid(lat.domains, alpha, vdt)
+        inv_alpha = jnp.where(mask, 1 / jnp.asarray(alpha, vdt)[jnp.clip(domains, 0)], 0)
+        E = observables.incident_field(grid, d, k, prop, e, vdt)
         op = DDAOperator(Dhat, s, variant)
         cb = None if progress is None else (lambda it, r, _l=label: progress(_l, it, r))
+        if cb is not None:
+            cb(0, 1.0)
         res = krylov.solve(op, s * E, solver, progress=cb)
         if not res.converged:
             warnings.warn(f"DDA polarization {label}: {res.message}", RuntimeWarning, stacklevel=3)
@@ -351,5 +365,5 @@ def _solve(problem, solver, progress, keep_polarization, variant):
         forward_amplitude=fwd, iterations=tuple(iters), converged=tuple(conv),
         residual_history=tuple(hists), solver_messages=tuple(msgs), alpha=np.array(alphas),
         seconds=time.perf_counter() - t_start, timings=timings,
-        polarization=tuple(Ps) if keep_polarization else None,
+        polarization=tuple(Ps) if keep_polarization else None, solver=solver,
     )

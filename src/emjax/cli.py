@@ -1,0 +1,349 @@
+"""The ``emjax`` command: ``info``, ``dda`` and ``bench``.
+
+A thin layer over the Python API: :mod:`emjax.cli_args` reads flags and TOML configs into
+plain values, :func:`build_dda` maps them onto the API's dataclasses (strings become objects
+through the registries ``SHAPES``, ``POLARIZABILITIES`` and ``SOLVERS``, here and nowhere
+else), and the commands call :func:`emjax.dda.solve` and :mod:`emjax.io`.
+
+Exit status: 0 success, 1 invalid input or not enough memory (one line
+``emjax: error: ...``), 2 a solve that did not converge (results are still written).
+JAX, xarray and matplotlib are imported inside the commands, so ``emjax --help`` is fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+import warnings
+from pathlib import Path
+
+from .cli_args import (
+    UsageError,
+    build_parser,
+    dda_config,
+    parse_orientation,
+    ratio_pair,
+    refractive_indices,
+)
+from .errors import ConfigError, EmjaxError, require_finite, require_int
+
+__all__ = ["main", "build_dda"]
+
+#: shape-specific options: key -> (shape name, function of the value -> constructor kwargs)
+_SHAPE_OPTIONS = {
+    "aspect": ("cylinder", lambda v: {"aspect": v}),
+    "core_ratio": ("coated", lambda v: {"core_ratio": v}),
+    "semi_axes": ("ellipsoid", lambda v: _yz_ratios("semi_axes", v)),
+    "box_ratios": ("box", lambda v: _yz_ratios("box_ratios", v)),
+}
+
+
+def _yz_ratios(name, value) -> dict:
+    y, z = ratio_pair(name, value)
+    return {"y_over_x": y, "z_over_x": z}
+
+
+JSON_KEYS = (
+    "Cext",
+    "Cabs",
+    "Csca",
+    "Qext",
+    "Qabs",
+    "Qsca",
+    "g",
+    "n_dipoles",
+    "grid",
+    "iterations",
+    "converged",
+    "seconds",
+)
+
+
+def _lookup(registry: dict, field: str, name):
+    if not isinstance(name, str) or name.lower() not in registry:
+        raise ConfigError(f"{field} must be one of {', '.join(sorted(registry))}; got {name!r}")
+    return registry[name.lower()]
+
+
+def build_dda(cfg: dict):
+    """``(DDAProblem, solver)`` from a config dict (keys of :data:`cli_args.DDA_DEFAULTS`)."""
+    import numpy as np
+
+    from .dda import POLARIZABILITIES, DDAProblem
+    from .geometry import SHAPES
+    from .krylov import SOLVERS
+
+    shape_cls = _lookup(SHAPES, "shape", cfg["shape"])
+    shape_name = cfg["shape"].lower()
+    kwargs = {}
+    for key, (owner, to_kwargs) in _SHAPE_OPTIONS.items():
+        if cfg.get(key) is None:
+            continue
+        if owner != shape_name:
+            raise ConfigError(f"{key} applies to shape {owner!r} only, not {shape_name!r}")
+        kwargs.update(to_kwargs(cfg[key]))
+    shape = shape_cls(**kwargs)
+
+    solver_cls = _lookup(SOLVERS, "solver", cfg["solver"])
+    solver_kw = {"rtol": require_finite("rtol", cfg["rtol"])}
+    if cfg["maxiter"] is not None:
+        solver_kw["maxiter"] = require_int("maxiter", cfg["maxiter"], 1)
+    solver = solver_cls(**solver_kw)
+
+    polarizability = _lookup(POLARIZABILITIES, "polarizability", cfg["polarizability"])()
+    ntheta = require_int("ntheta", cfg["ntheta"], 2, 100_000)
+    if not isinstance(cfg["no_integrate"], bool):
+        raise ConfigError(f"no_integrate must be true or false, got {cfg['no_integrate']!r}")
+    problem = DDAProblem(
+        shape,
+        m=refractive_indices(cfg["m"]),
+        wavelength=cfg["wavelength"],
+        size_x=cfg["size"],
+        eq_rad=cfg["eq_rad"],
+        dipoles_per_wavelength=cfg["dpl"],
+        grid=cfg["grid"],
+        polarizability=polarizability,
+        orientation=parse_orientation(cfg["orient"]),
+        precision=cfg["precision"],
+        theta=tuple(np.linspace(0.0, 180.0, ntheta)),
+        integrate=not cfg["no_integrate"],
+    )
+    return problem, solver
+
+
+class _Progress:
+    """A tqdm status line per polarization on stderr: iterations and relative residual."""
+
+    def __init__(self):
+        self._bars = {}
+
+    def __call__(self, label: str, iterations: int, residual: float) -> None:
+        from tqdm import tqdm
+
+        bar = self._bars.get(label)
+        if bar is None:
+            self.close()
+            # solve() reports only at chunk ends, the first one after compiling: a rate or
+            # elapsed time per bar would mislead, so show iterations and residual only
+            bar = self._bars[label] = tqdm(
+                desc=f"polarization {label}",
+                file=sys.stderr,
+                bar_format="{desc}: {n} iterations{postfix}",
+            )
+        bar.n = iterations
+        bar.set_postfix_str(f"relative residual {residual:.3e}")  # refreshes the line
+
+    def close(self) -> None:
+        for bar in self._bars.values():
+            bar.close()
+
+
+def _finite_or_none(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _summary_json(result) -> str:
+    s = result.summary()
+    return json.dumps({k: _finite_or_none(s[k]) for k in JSON_KEYS}, allow_nan=False)
+
+
+def _summary_text(result, solver) -> str:
+    prob, lat = result.problem, result.lattice
+    ms = ", ".join(f"{m:.6g}" for m in prob.refractive_indices())
+    nx, ny, nz = lat.shape
+    out = [
+        f"emjax dda: {prob.shape!r}, m = {ms}, wavelength {prob.wavelength:.6g}",
+        f"  a_eq {result.a_eq:.6g}, size parameter {prob.k * result.a_eq:.6g}, "
+        f"lattice {nx}x{ny}x{nz}, {lat.n_dipoles} dipoles, "
+        f"{prob.wavelength / lat.d:.4g} dipoles per wavelength",
+        f"  {prob.polarizability!r}, {solver!r}, {prob.precision} precision",
+    ]
+    for label, msg in zip("XY", result.solver_messages, strict=True):
+        out.append(f"  polarization {label}: {msg}")
+    out.append(f"  {'':18s}{'X':>14s}{'Y':>14s}{'unpolarized':>14s}")
+    G = result.geometric_cross_section
+
+    def row(name, xy, avg):
+        out.append(f"  {name:18s}" + "".join(f"{v:14.6g}" for v in (*xy, avg)))
+
+    row("Cext", result.Cext_xy, result.Cext)
+    row("Qext", result.Cext_xy / G, result.Qext)
+    row("Cabs", result.Cabs_xy, result.Cabs)
+    row("Qabs", result.Cabs_xy / G, result.Qabs)
+    row("Csca = Cext - Cabs", result.Cext_xy - result.Cabs_xy, result.Csca)
+    if result.Csca_int_xy is not None:
+        row("Csca (integrated)", result.Csca_int_xy, result.Csca_integrated)
+        row("g", result.g_xy, result.g)
+    out.append(f"  time {result.seconds:.3f} s")
+    return "\n".join(out)
+
+
+def _write_outputs(result, solver, folder: Path, command: str, config) -> None:
+    from .io import save_dataset, write_adda_outputs
+    from .plot import plot_mueller
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ds = result.to_xarray()
+    ds.attrs["solver"] = repr(solver)  # the result does not record its solver
+    ds.attrs["command"] = command
+    save_dataset(ds, folder / "result.nc")
+    notes = {"solver": repr(solver)}
+    if config is not None:
+        notes["config file"] = str(config)
+    write_adda_outputs(result, folder, command=command, notes=notes)
+    plot_mueller(result, folder / "mueller.png")
+
+
+def _cmd_dda(args, argv) -> int:
+    cfg = dda_config(args)
+    problem, solver = build_dda(cfg)
+    from .dda import solve
+
+    progress = _Progress()
+    try:
+        with warnings.catch_warnings():
+            # reported below, louder, with the exit status
+            warnings.filterwarnings("ignore", message="DDA polarization", category=RuntimeWarning)
+            result = solve(problem, solver, progress=progress)
+    finally:
+        progress.close()
+    command = shlex.join(["emjax", *argv])
+    if cfg["out"] is not None:
+        _write_outputs(result, solver, Path(cfg["out"]), command, args.config)
+    print(_summary_json(result) if args.json else _summary_text(result, solver), flush=True)
+    if cfg["out"] is not None and not args.json:
+        print(f"  outputs written to {cfg['out']}")
+    if not result.all_converged:
+        bad = [
+            f"polarization {label}: {msg}"
+            for label, ok, msg in zip("XY", result.converged, result.solver_messages, strict=True)
+            if not ok
+        ]
+        print(
+            "\n*** NOT CONVERGED *** "
+            + "; ".join(bad)
+            + "\n*** The results above are NOT reliable: raise --maxiter, loosen --rtol, "
+            "or try another --solver. ***",
+            file=sys.stderr,
+        )
+        return 2
+    return 0
+
+
+def _format_info(info: dict) -> str:
+    out = [f"emjax {info['emjax']}"]
+    for key in ("python", "jax", "jaxlib", "numpy", "scipy"):
+        out.append(f"  {key:16s}{info.get(key)}")
+    out.append(f"  {'default backend':16s}{info.get('default_backend')}")
+    out.append("devices:")
+    for d in info.get("devices", []):
+        mem = d.get("memory_bytes")
+        mem = f", {mem / 2**30:.1f} GiB" if mem else ""
+        out.append(f"  {d['id']}: {d['platform']} {d.get('kind', '')}{mem}")
+    return "\n".join(out)
+
+
+def _cmd_info(args, argv) -> int:
+    from .backend import info
+
+    data = info()
+    print(json.dumps(data) if args.json else _format_info(data))
+    return 0
+
+
+def _append_json(path: Path, record: dict) -> None:
+    records = []
+    if path.exists():
+        try:
+            records = json.loads(path.read_text() or "[]")
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--out: {str(path)!r} is not valid JSON: {exc}") from exc
+        if not isinstance(records, list):
+            raise ConfigError(f"--out: {str(path)!r} must hold a JSON list")
+    records.append(record)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(records, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+def _bench_line(r: dict) -> str:
+    def ms(key):
+        v = r.get(key)
+        return "-" if v is None else f"{1e3 * v:.3f} ms"
+
+    line = (
+        f"dda grid {r.get('grid')} {r.get('precision')}: matvec {ms('matvec_s')}, "
+        f"iteration {ms('iteration_s')}"
+    )
+    if r.get("solve_s") is not None:
+        line += f", solve {r['solve_s']:.3f} s ({r.get('solve_iterations')} it)"
+    if r.get("matvec_bandwidth_fraction") is not None:
+        line += f", {r['matvec_bandwidth_fraction']:.0%} of copy bandwidth"
+    return line + f" on {r.get('device')}"
+
+
+def _cmd_bench(args, argv) -> int:
+    from .backend import PRECISIONS
+    from .bench import dda_benchmark
+
+    precisions = args.precision or ["double"]
+    for p in precisions:
+        if p not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {PRECISIONS}, got {p!r}")
+    grids = [require_int("grid", g, 1) for g in args.grid]
+    repeats = require_int("repeats", args.repeats, 1)
+    for grid in grids:
+        for p in precisions:
+            r = dda_benchmark(
+                grid=grid,
+                precision=p,
+                repeats=repeats,
+                solve=not args.no_solve,
+                variant=args.variant,
+            )
+            r = {"grid": grid, "precision": p, **r}
+            print(json.dumps(r, default=str) if args.json else _bench_line(r), flush=True)
+            if args.out is not None:
+                _append_json(args.out, r)
+    return 0
+
+
+_COMMANDS = {"info": _cmd_info, "dda": _cmd_dda, "bench": _cmd_bench}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``emjax`` command line ``argv`` (default ``sys.argv[1:]``); return the status."""
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"{exc.usage}emjax: error: {exc}", file=sys.stderr)
+        return 1
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 1
+    if args.command == "bench" and args.bench_command is None:
+        print("emjax: error: say what to benchmark: emjax bench dda --grid N ...", file=sys.stderr)
+        return 1
+    try:
+        return _COMMANDS[args.command](args, argv)
+    except (EmjaxError, ImportError, OSError) as exc:
+        msg = (
+            str(exc)
+            if not isinstance(exc, OSError) or not exc.filename
+            else (f"{exc.strerror}: {exc.filename}")
+        )
+        print(f"emjax: error: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("emjax: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

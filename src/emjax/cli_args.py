@@ -1,0 +1,298 @@
+"""Argument parsing for the ``emjax`` command: argparse, TOML configs and their merging.
+
+Nothing here imports JAX, so ``emjax --help`` stays fast. Values stay plain Python (strings,
+numbers, lists); :mod:`emjax.cli` maps them onto emjax's dataclasses through the registries.
+
+A ``dda`` TOML config uses the long option names with underscores as keys::
+
+    shape = "cylinder"
+    aspect = 2.0
+    size = 3.0
+    m = "1.5+0.01j"          # or a list, one entry per domain: ["1.5+0.01j", "1.2"]
+    orient = [0, 30, 0]      # or "0,30,0"
+
+Flags on the command line override the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from .errors import ConfigError
+
+#: defaults of ``emjax dda`` (None: let the Python API decide)
+DDA_DEFAULTS = {
+    "shape": "sphere",
+    "aspect": None,
+    "core_ratio": None,
+    "semi_axes": None,
+    "box_ratios": None,
+    "size": None,
+    "eq_rad": None,
+    "wavelength": 2 * math.pi,
+    "m": ["1.5"],
+    "dpl": None,
+    "grid": None,
+    "solver": "qmr",
+    "rtol": 1e-5,
+    "maxiter": None,
+    "polarizability": "ldr",
+    "precision": "double",
+    "orient": [0.0, 0.0, 0.0],
+    "ntheta": 181,
+    "out": None,
+    "no_integrate": False,
+}
+#: keys of DDA_DEFAULTS that are alternatives: giving one on the command line drops the
+#: other from the config file
+_ALTERNATIVES = (("size", "eq_rad"),)
+
+
+class UsageError(Exception):
+    """A command line argparse could not read (reported as ``emjax: error: ...``)."""
+
+    def __init__(self, message: str, usage: str = ""):
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse exits with status 2 on a bad argument; emjax reserves 2 for "not converged"
+    # and reports every input error the same way (status 1, one line).
+    def error(self, message):
+        raise UsageError(message, self.format_usage())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="emjax", description="Computational electromagnetics with JAX.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("info", help="versions and devices")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    _add_dda(
+        sub.add_parser(
+            "dda",
+            help="discrete dipole approximation (ADDA-like options)",
+            description="Scattering by one particle with the DDA, for incident light polarized "
+            "along x and y, incidence along +z. Lengths in any unit shared by the "
+            "wavelength and the sizes. Exit status 0 converged, 2 not converged, "
+            "1 invalid input.",
+        )
+    )
+
+    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(
+        dest="bench_command", metavar="WHAT"
+    )
+    b = bench.add_parser("dda", help="DDA matvec, iteration and solve times of a sphere")
+    b.add_argument(
+        "--grid",
+        type=int,
+        action="append",
+        required=True,
+        metavar="N",
+        help="lattice N^3 (repeatable)",
+    )
+    b.add_argument(
+        "--precision",
+        action="append",
+        metavar="P",
+        help="single or double (repeatable; default double)",
+    )
+    b.add_argument("--repeats", type=int, default=10, help="timed matvecs (default 10)")
+    b.add_argument("--variant", default="pruned", help="FFT layout (default pruned)")
+    b.add_argument("--no-solve", action="store_true", help="skip the full solve")
+    b.add_argument("--json", action="store_true", help="one JSON object per run on stdout")
+    b.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE.json",
+        help="append the results to this JSON file (a list)",
+    )
+    return parser
+
+
+def _add_dda(p: argparse.ArgumentParser) -> None:
+    # Every default is None so that a TOML config can fill what the command line leaves out.
+    g = p.add_argument_group("particle")
+    g.add_argument("--shape", help="sphere (default), ellipsoid, box, cylinder, coated")
+    g.add_argument("--aspect", type=float, help="cylinder: height / diameter (along z)")
+    g.add_argument(
+        "--core-ratio",
+        type=float,
+        help="coated: core diameter / outer diameter (give two --m: shell, core)",
+    )
+    g.add_argument(
+        "--semi-axes",
+        type=float,
+        nargs=2,
+        metavar=("Y_OVER_X", "Z_OVER_X"),
+        help="ellipsoid: semi-axes along y and z over that along x",
+    )
+    g.add_argument(
+        "--box-ratios",
+        type=float,
+        nargs=2,
+        metavar=("Y_OVER_X", "Z_OVER_X"),
+        help="box: edges along y and z over that along x",
+    )
+    g.add_argument("--size", type=float, metavar="SIZE_X", help="particle size along x")
+    g.add_argument("--eq-rad", type=float, help="volume-equivalent radius (instead of --size)")
+    g.add_argument(
+        "--m",
+        action="append",
+        metavar="M",
+        help="refractive index n+ik per domain (repeatable): 1.5+0.01j, 1.5,0.01 "
+        "or 1.33; default 1.5",
+    )
+    g.add_argument(
+        "--orient",
+        metavar="ALPHA,BETA,GAMMA",
+        help="ZYZ Euler angles of the particle in degrees (default 0,0,0)",
+    )
+    g = p.add_argument_group("light and discretization")
+    g.add_argument("--wavelength", type=float, help="vacuum wavelength (default 2 pi)")
+    g.add_argument("--dpl", type=float, help="dipoles per wavelength (default 10 |m|)")
+    g.add_argument("--grid", type=int, help="dipoles along x (overrides --dpl)")
+    g.add_argument("--polarizability", help="ldr (default), cm, rr, fcd")
+    g.add_argument("--precision", help="double (default) or single")
+    g = p.add_argument_group("solver")
+    g.add_argument("--solver", help="qmr (default), bicg, bicgstab")
+    g.add_argument("--rtol", type=float, help="relative residual to reach (default 1e-5)")
+    g.add_argument("--maxiter", type=int, help="maximum iterations (default 10000)")
+    g = p.add_argument_group("output")
+    g.add_argument(
+        "--ntheta", type=int, help="scattering angles: N points from 0 to 180 deg (default 181)"
+    )
+    g.add_argument(
+        "--no-integrate",
+        action="store_const",
+        const=True,
+        default=None,
+        help="skip the integration of Csca and g over all directions",
+    )
+    g.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="write result.nc, CrossSec-X/Y, mueller, log, mueller.png here",
+    )
+    g.add_argument(
+        "--json", action="store_true", help="print one line of JSON (and nothing else) on stdout"
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE.toml",
+        help="TOML file with the same keys (underscores); flags override it",
+    )
+
+
+def load_toml(path) -> dict:
+    """Read a TOML file (tomllib on Python >= 3.11, else the ``tomli`` package)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError as exc:
+            raise ConfigError(
+                "reading TOML configs needs Python >= 3.11 or the tomli package (pip install tomli)"
+            ) from exc
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config: {str(path)!r} is not valid TOML: {exc}") from exc
+
+
+def dda_config(args: argparse.Namespace) -> dict:
+    """Defaults, then the ``--config`` file, then the command-line flags."""
+    cfg = dict(DDA_DEFAULTS)
+    cli = {k: getattr(args, k) for k in DDA_DEFAULTS if getattr(args, k, None) is not None}
+    if args.config is not None:
+        toml = load_toml(args.config)
+        unknown = sorted(set(toml) - set(DDA_DEFAULTS))
+        if unknown:
+            raise ConfigError(
+                f"config: unknown key(s) {unknown} in {str(args.config)!r}; "
+                f"allowed: {sorted(DDA_DEFAULTS)}"
+            )
+        for group in _ALTERNATIVES:
+            if any(k in cli for k in group):
+                for k in group:
+                    toml.pop(k, None)
+        if toml.get("out") is not None:
+            toml["out"] = Path(toml["out"])
+        cfg.update(toml)
+    cfg.update(cli)
+    return cfg
+
+
+def parse_refractive_index(value, name: str = "m") -> complex:
+    """A refractive index from ``1.5+0.01j``, ``1.5,0.01``, ``1.33``, a number or ``[n, k]``.
+
+    Only the form is checked here; the API checks the range (``k >= 0``, finite).
+    """
+    bad = ConfigError(
+        f"{name}: cannot read {value!r} as a refractive index; write it as "
+        "1.5+0.01j, 1.5,0.01 or 1.33"
+    )
+    if isinstance(value, bool):
+        raise bad
+    if isinstance(value, (int, float, complex)):
+        return complex(value)
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        n, k = (_number(v, bad) for v in value)
+        return complex(n, k)
+    if not isinstance(value, str):
+        raise bad
+    text = value.strip().replace(" ", "")
+    if "," in text:
+        parts = text.split(",")
+        if len(parts) != 2:
+            raise bad
+        return complex(*(_number(v, bad) for v in parts))
+    try:
+        return complex(text.replace("i", "j"))
+    except ValueError:
+        raise bad from None
+
+
+def _number(value, error: Exception) -> float:
+    if isinstance(value, bool):
+        raise error
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise error from None
+
+
+def refractive_indices(value) -> tuple[complex, ...]:
+    """All domains' indices from ``--m`` (list of strings) or the config's ``m``."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ConfigError("m: give at least one refractive index")
+    return tuple(parse_refractive_index(v, f"m[{i}]") for i, v in enumerate(items))
+
+
+def parse_orientation(value) -> tuple[float, float, float]:
+    """``"ALPHA,BETA,GAMMA"`` or a list of three numbers (degrees)."""
+    parts = value.split(",") if isinstance(value, str) else value
+    bad = ConfigError(f"orient: expected three angles ALPHA,BETA,GAMMA in degrees, got {value!r}")
+    if not isinstance(parts, (list, tuple)) or len(parts) != 3:
+        raise bad
+    return tuple(_number(v, bad) for v in parts)
+
+
+def ratio_pair(name: str, value) -> tuple[float, float]:
+    """Two numbers (``--semi-axes``/``--box-ratios``)."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ConfigError(f"{name}: expected two numbers Y_OVER_X Z_OVER_X, got {value!r}")
+    bad = ConfigError(f"{name}: expected two numbers Y_OVER_X Z_OVER_X, got {value!r}")
+    return tuple(_number(v, bad) for v in value)

@@ -1,0 +1,95 @@
+"""Matplotlib figures of emjax results.
+
+matplotlib is imported inside the functions and figures are drawn on an Agg canvas without
+pyplot, so plotting never changes the user's backend or global pyplot state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["plot_mueller"]
+
+_RATIOS = (  # (title, row, col, sign) of the normalised elements, indices from 0
+    ("-S12/S11", 0, 1, -1.0),
+    ("S22/S11", 1, 1, 1.0),
+    ("S33/S11", 2, 2, 1.0),
+    ("S34/S11", 2, 3, 1.0),
+    ("S44/S11", 3, 3, 1.0),
+)
+
+
+def plot_mueller(result, path, *, title: str | None = None) -> Path:
+    """Mueller-matrix figure of a DDA result, written as PNG to ``path``.
+
+    Panels versus the scattering angle theta (deg): S11 (log scale), -S12/S11, S22/S11,
+    S33/S11, S34/S11, S44/S11 and the degree of polarization, one curve per scattering
+    plane ``phi``. Returns the path written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    theta = np.asarray(result.theta, dtype=float)
+    phi = np.asarray(result.phi, dtype=float)
+    M = np.asarray(result.mueller, dtype=float)  # (n_phi, n_theta, 4, 4)
+    dop = np.asarray(result.degree_of_polarization, dtype=float)
+    s11 = M[..., 0, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        panels = [("S11", s11, True)]
+        panels += [(name, sign * M[..., r, c] / s11, False) for name, r, c, sign in _RATIOS]
+    panels.append(("degree of polarization", dop, False))
+
+    fig = Figure(figsize=(14, 6.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(2, 4, sharex=True).ravel()
+    for ax, (name, values, log) in zip(axes, panels, strict=False):
+        for ip, p in enumerate(phi):
+            y = values[ip]
+            if log:
+                y = np.where(y > 0, y, np.nan)
+            ax.plot(theta, y, label=f"phi = {p:g} deg")
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(name)
+        ax.grid(True, alpha=0.3)
+    for ax in axes[4:]:
+        ax.set_xlabel("theta (deg)")
+    if len(phi) > 1:
+        axes[0].legend(fontsize="small")
+    info = axes[-1]
+    info.axis("off")
+    info.text(
+        0.0,
+        1.0,
+        _summary_text(result),
+        va="top",
+        family="monospace",
+        fontsize=9,
+        transform=info.transAxes,
+    )
+    prob = getattr(result, "problem", None)
+    if title is None and prob is not None:
+        title = f"emjax DDA: {prob.shape.name}, wavelength {prob.wavelength:.6g}"
+    if title:
+        fig.suptitle(title)
+    path = Path(path)
+    fig.savefig(path, format="png", dpi=100)
+    return path
+
+
+def _summary_text(result) -> str:
+    lines = []
+    for key in ("Qext", "Qabs", "Qsca", "g"):
+        val = getattr(result, key, None)
+        if val is not None:
+            lines.append(f"{key:5s} = {val:.6g}")
+    lat = getattr(result, "lattice", None)
+    if lat is not None:
+        nx, ny, nz = lat.shape
+        lines.append(f"grid  = {nx}x{ny}x{nz}")
+        lines.append(f"N     = {lat.n_dipoles}")
+    if hasattr(result, "all_converged") and not result.all_converged:
+        lines.append("NOT CONVERGED")
+    return "\n".join(lines)
