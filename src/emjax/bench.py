@@ -17,6 +17,10 @@ from .backend import device_description, precision_scope
 
 
 def _git_commit() -> str | None:
+    import os
+
+    if os.environ.get("EMJAX_COMMIT"):
+        return os.environ["EMJAX_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True, timeout=5, cwd=__file__.rsplit("/src/", 1)[0])
