@@ -17,7 +17,7 @@ from emjax.bench import copy_bandwidth, dda_benchmark
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--grids", type=int, nargs="+", default=[32, 64])
+    ap.add_argument("--grids", type=int, nargs="*", default=[32, 64])
     ap.add_argument("--precisions", nargs="+", default=["single", "double"])
     ap.add_argument("--variants", nargs="+", default=["pruned", "full"])
     ap.add_argument("--cube", type=int, nargs="*", default=[], help="cube_kd30 lattices, e.g. 150 250")

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import __version__, krylov
+from . import __version__, backend, krylov
 from .backend import device_description, precision_scope
 
 
@@ -82,7 +82,7 @@ def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve
     from .geometry import Box, Sphere
 
     variant = variant or default_variant()
-    prec = globals()["precision"](precision) if isinstance(precision, str) else precision
+    prec = backend.precision(precision) if isinstance(precision, str) else precision
     if case == "sphere":
         wavelength = 1.0
         size_x = grid * wavelength / (10 * abs(m))
