@@ -296,7 +296,7 @@ def test_parse_refractive_index_rejects(bad):
 def fake_bench(monkeypatch):
     calls = []
 
-    def dda_benchmark(grid, precision="double", repeats=10, solve=True, variant="pruned"):
+    def dda_benchmark(grid, precision="double", repeats=10, solve=True, variant=None):
         calls.append((grid, precision, repeats, solve, variant))
         return {
             "grid": grid,
@@ -342,7 +342,7 @@ def test_bench(fake_bench, capsys, tmp_path):
         (16, "single"),
         (16, "double"),
     ]
-    assert fake_bench[0] == (8, "single", 3, False, "pruned")
+    assert fake_bench[0] == (8, "single", 3, False, None)
     rc, out, _ = run(capsys, ["bench", "dda", "--grid", 4, "--out", results])
     assert rc == 0 and "matvec 1.000 ms" in out
     assert len(json.loads(results.read_text())) == 5

@@ -120,6 +120,10 @@ class _Progress:
         self._bars = {}
 
     def __call__(self, label: str, iterations: int, residual: float) -> None:
+        if not sys.stderr.isatty():  # logs and pipes: one plain line per report
+            print(f"polarization {label}: {iterations} iterations, relative residual {residual:.3e}",
+                  file=sys.stderr, flush=True)
+            return
         from tqdm import tqdm
 
         bar = self._bars.get(label)

@@ -52,6 +52,8 @@ def plot_mueller(result, path, *, title: str | None = None) -> Path:
             ax.plot(theta, y, label=f"phi = {p:g} deg")
         if log:
             ax.set_yscale("log")
+        else:  # normalised elements and P lie in [-1, 1]; fixed limits keep flat curves flat
+            ax.set_ylim(-1.05, 1.05)
         ax.set_title(name)
         ax.grid(True, alpha=0.3)
     for ax in axes[4:]:
