@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--repeats", type=int, default=10, help="timed matvecs (default 10)")
     b.add_argument("--variant", default=None, choices=["pruned", "full"],
-                   help="FFT variant (default: pruned on GPUs, full on CPUs, the faster measured)")
+                   help="FFT variant: pruned (default) or full (plain padded 3-D FFTs)")
     b.add_argument("--no-solve", action="store_true", help="skip the full solve")
     b.add_argument("--json", action="store_true", help="one JSON object per run on stdout")
     b.add_argument(

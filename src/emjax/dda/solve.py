@@ -24,7 +24,7 @@ from ..scattering import (
 )
 from . import interaction, observables
 from .lattice import Lattice, build_lattice, plan_grid
-from .matvec import DDAOperator, default_variant, sqrt_alpha_grid
+from .matvec import DDAOperator, sqrt_alpha_grid
 from .polarizability import CM, FCD, LDR, RR
 
 _POLARIZABILITY_TYPES = (CM, RR, LDR, FCD)
@@ -247,7 +247,7 @@ class DDAResult:
 
 def solve(problem: DDAProblem, solver: krylov._Method | None = None, *,
           progress: Callable[[str, int, float], None] | None = None,
-          keep_polarization: bool = False, variant: str | None = None) -> DDAResult:
+          keep_polarization: bool = False, variant: str = "pruned") -> DDAResult:
     """Solve the DDA for both incident polarizations and compute the observables.
 
     ``progress(label, iterations, relative_residual)`` is called between solver chunks.
@@ -264,7 +264,7 @@ def solve(problem: DDAProblem, solver: krylov._Method | None = None, *,
     if not isinstance(solver, krylov._Method):
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
     with precision_scope():
-        return _solve(problem, solver, progress, keep_polarization, variant or default_variant())
+        return _solve(problem, solver, progress, keep_polarization, variant)
 
 
 def _solve(problem, solver, progress, keep_polarization, variant):
