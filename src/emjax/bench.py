@@ -78,10 +78,10 @@ def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve
     """
     from .dda import FCD, DDAProblem, observables
     from .dda import interaction as inter
-    from .dda.matvec import DDAOperator, apply, default_variant, sqrt_alpha_grid
+    from .dda.matvec import DDAOperator, apply, sqrt_alpha_grid
     from .geometry import Box, Sphere
 
-    variant = variant or default_variant()
+    variant = variant or "pruned"
     prec = backend.precision(precision) if isinstance(precision, str) else precision
     if case == "sphere":
         wavelength = 1.0
