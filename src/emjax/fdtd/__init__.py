@@ -1,0 +1,11 @@
+"""Finite-difference time-domain solver (Yee grid, CPML, point sources, probes).
+
+Natural units: eps0 = mu0 = c = 1; lengths in any unit, time in length / c.
+"""
+
+from .grid import CPML, PEC, Grid, Periodic
+from .simulation import FDTDResult, Probe, Simulation, run
+from .sources import ContinuousWave, GaussianPulse, PointDipole, Ricker
+
+__all__ = ["CPML", "PEC", "ContinuousWave", "FDTDResult", "GaussianPulse", "Grid", "Periodic",
+           "PointDipole", "Probe", "Ricker", "Simulation", "run"]

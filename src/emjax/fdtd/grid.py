@@ -1,0 +1,132 @@
+"""FDTD grid, boundaries and the simulation spec (natural units: eps0 = mu0 = c = 1).
+
+Lengths in any unit; time in units of length / c. The grid is uniform with cell size ``dx``;
+fields are component-first arrays ``(3, nx, ny, nz)`` on Yee's staggered grid:
+``Ex`` at ``(i+1/2, j, k) dx``, ``Ey`` at ``(i, j+1/2, k) dx``, ``Ez`` at ``(i, j, k+1/2) dx``,
+``Hx`` at ``(i, j+1/2, k+1/2) dx`` and so on. The domain is periodic with period ``n dx``
+along each axis; a PEC wall is the plane ``i = 0`` (which is also ``i = n``), with a CPML
+in front of it when asked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..backend import precision
+from ..errors import ConfigError, require_int, require_positive, require_range
+
+
+@dataclass(frozen=True)
+class Periodic:
+    """Periodic along the axis (the field wraps around)."""
+
+    name = "periodic"
+
+
+@dataclass(frozen=True)
+class PEC:
+    """Perfect electric conductor walls (tangential E = 0 on the plane i = 0 = n)."""
+
+    name = "pec"
+
+
+@dataclass(frozen=True)
+class CPML:
+    """Convolutional PML of ``thickness`` cells on both faces, backed by PEC.
+
+    Graded profiles with depth ``u`` in [0, 1]: ``sigma = sigma_max u**order``,
+    ``kappa = 1 + (kappa_max - 1) u**order``, ``alpha = alpha_max (1 - u)``;
+    ``sigma_max`` defaults to the usual optimum ``0.8 (order + 1) / dx`` (impedance 1).
+    """
+
+    thickness: int = 10
+    order: float = 3.0
+    sigma_max: float | None = None
+    kappa_max: float = 1.0
+    alpha_max: float = 0.05
+
+    name = "cpml"
+
+    def __post_init__(self):
+        require_int("CPML.thickness", self.thickness, 1, 10_000)
+        require_range("CPML.order", self.order, 1.0, 10.0)
+        if self.sigma_max is not None:
+            require_positive("CPML.sigma_max", self.sigma_max)
+        require_range("CPML.kappa_max", self.kappa_max, 1.0, 100.0)
+        require_range("CPML.alpha_max", self.alpha_max, 0.0, 10.0)
+
+
+BOUNDARIES = {"periodic": Periodic, "pec": PEC, "cpml": CPML}
+COURANT_LIMIT = {2: 1.0, 4: 6.0 / 7.0}  # times 1/sqrt(dims): 4th order's factor 1/(9/8+1/24)
+
+
+@dataclass(frozen=True, eq=False)
+class Grid:
+    """A uniform Yee grid.
+
+    Parameters
+    ----------
+    shape : cells (nx, ny, nz).
+    dx : cell size.
+    courant : ``c dt / dx``; default 0.99 of the stability limit ``1/sqrt(3)`` (2nd order)
+        or ``(6/7)/sqrt(3)`` (4th order).
+    order : 2 or 4 (the 9/8, -1/24 staggered stencil).
+    boundary : one of ``Periodic()``, ``PEC()``, ``CPML(...)``, or a 3-tuple (one per axis).
+    precision : "single" (default) or "double".
+    """
+
+    shape: tuple
+    dx: float
+    courant: float | None = None
+    order: int = 2
+    boundary: object = field(default_factory=PEC)
+    precision: str = "single"
+
+    def __post_init__(self):
+        if len(self.shape) != 3:
+            raise ConfigError(f"shape must be (nx, ny, nz), got {self.shape!r}")
+        shape = tuple(require_int(f"shape[{i}]", n, 1, 2**31 - 1) for i, n in enumerate(self.shape))
+        object.__setattr__(self, "shape", shape)
+        require_positive("dx", self.dx)
+        if self.order not in (2, 4):
+            raise ConfigError(f"order must be 2 or 4, got {self.order!r}")
+        b = self.boundary if isinstance(self.boundary, tuple) else (self.boundary,) * 3
+        if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML)) for x in b):
+            raise ConfigError("boundary must be Periodic(), PEC(), CPML() or a tuple of three")
+        object.__setattr__(self, "boundary", b)
+        for ax, (n, bd) in enumerate(zip(shape, b)):
+            if isinstance(bd, CPML) and n < 2 * bd.thickness + 2:
+                raise ConfigError(f"axis {'xyz'[ax]}: {n} cells cannot hold a {bd.thickness}-cell "
+                                  f"CPML on both faces (need >= {2 * bd.thickness + 2})")
+            if self.order == 4 and not isinstance(bd, Periodic):
+                raise ConfigError("order=4 is implemented for periodic boundaries only (so far)")
+        limit = COURANT_LIMIT[self.order] / math.sqrt(3)
+        if self.courant is None:
+            object.__setattr__(self, "courant", 0.99 * limit)
+        else:
+            require_range("courant", self.courant, 0.0, limit, open_lo=True)
+        precision(self.precision)
+
+    @property
+    def dt(self) -> float:
+        return self.courant * self.dx
+
+    @property
+    def n_cells(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def dtypes(self):
+        p = precision(self.precision)
+        return p.real
+
+    def coords(self, component: int, kind: str = "E"):
+        """Positions (x, y, z) of a field component's nodes, 1-D arrays."""
+        out = []
+        for ax, n in enumerate(self.shape):
+            half = (ax == component) if kind == "E" else (ax != component)
+            out.append((np.arange(n) + (0.5 if half else 0.0)) * self.dx)
+        return out

@@ -1,0 +1,294 @@
+"""FDTD simulation spec and the time loop (chunks of ``lax.scan`` on the device)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..backend import check_memory, precision, precision_scope
+from ..errors import ConfigError, require_int
+from . import pml as pml_mod
+from .grid import CPML, PEC, Grid
+from .sources import PointDipole
+from .update import d_backward, d_forward
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Record ``field`` ("E" or "H") component ``component`` at node ``index`` every step."""
+
+    index: tuple
+    component: int
+    field: str = "E"
+
+    def __post_init__(self):
+        if len(self.index) != 3:
+            raise ConfigError(f"Probe.index must be (i, j, k), got {self.index!r}")
+        require_int("Probe.component", self.component, 0, 2)
+        if self.field not in ("E", "H"):
+            raise ConfigError(f"Probe.field must be 'E' or 'H', got {self.field!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Simulation:
+    """Grid + materials + sources + probes.
+
+    ``eps`` and ``sigma`` are scalars or per-cell arrays ``(nx, ny, nz)`` (relative
+    permittivity, conductivity in units of 1/length with eps0 = c = 1), applied to all
+    three E components of a cell.
+    """
+
+    grid: Grid
+    eps: object = 1.0
+    sigma: object = 0.0
+    sources: tuple = ()
+    probes: tuple = ()
+
+    def __post_init__(self):
+        if not isinstance(self.grid, Grid):
+            raise ConfigError("grid must be an emjax.fdtd.Grid")
+        for name in ("eps", "sigma"):
+            v = getattr(self, name)
+            if np.ndim(v) == 0:
+                if not np.isfinite(v):
+                    raise ConfigError(f"{name} must be finite, got {v!r}")
+            elif np.shape(v) != self.grid.shape:
+                raise ConfigError(f"{name} must be a scalar or of shape {self.grid.shape}, "
+                                  f"got {np.shape(v)}")
+        if np.any(np.asarray(self.eps) < 1):
+            raise ConfigError("eps must be >= 1 (dispersive or metallic media: use poles/PEC)")
+        if np.any(np.asarray(self.sigma) < 0):
+            raise ConfigError("sigma must be >= 0")
+        object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "probes", tuple(self.probes))
+        for s in self.sources:
+            if not isinstance(s, PointDipole):
+                raise ConfigError(f"sources must be PointDipole objects, got {s!r}")
+            s.check(self.grid.shape)
+        for p in self.probes:
+            if not isinstance(p, Probe):
+                raise ConfigError(f"probes must be Probe objects, got {p!r}")
+            for ax, (i, n) in enumerate(zip(p.index, self.grid.shape)):
+                require_int(f"Probe.index[{ax}]", i, 0, n - 1)
+
+    def memory_bytes(self) -> int:
+        item = np.dtype(precision(self.grid.precision).real).itemsize
+        n = self.grid.n_cells
+        arrays = 6 + (2 if np.ndim(self.eps) or np.ndim(self.sigma) else 0)
+        psi = 0
+        for ax, b in enumerate(self.grid.boundary):
+            if isinstance(b, CPML):
+                psi += 4 * 2 * b.thickness * n // self.grid.shape[ax]
+        return (arrays * n + psi) * item * 2  # x2: XLA's double buffering of the carry
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Hashable static description of one step (jit cache key)."""
+
+    shape: tuple
+    dx: float
+    dt: float
+    order: int
+    walls: tuple  # per axis: True if a PEC wall at i = 0
+    pml: tuple  # per axis: thickness or 0
+    sources: tuple
+    probes: tuple
+
+
+def _coefficients(sim: Simulation, dtype):
+    g = sim.grid
+    dt = g.dt
+    eps = np.asarray(sim.eps, dtype=float)
+    sig = np.asarray(sim.sigma, dtype=float)
+    loss = sig * dt / (2 * eps)
+    ca = (1 - loss) / (1 + loss)
+    cb = (dt / eps) / (1 + loss)
+    arrays = {"ca": jnp.asarray(ca, dtype), "cb": jnp.asarray(cb, dtype)}
+    pml = []
+    for ax, b in enumerate(g.boundary):
+        if isinstance(b, CPML):
+            shape = [1, 1, 1]
+            shape[ax] = 2 * b.thickness
+            for kind, half in (("E", False), ("H", True)):
+                bb, cc, km1 = pml_mod.profile(b, g.shape[ax], g.dx, dt, half)
+                arrays[f"pml{kind}{ax}"] = tuple(jnp.asarray(v.reshape(shape), dtype) for v in (bb, cc, km1))
+            pml.append(b.thickness)
+        else:
+            pml.append(0)
+    # the current source's coefficient is the E update's dt/eps at that cell
+    cb_full = np.broadcast_to(cb, g.shape)
+    arrays["src_cb"] = jnp.asarray([cb_full[s.index] * s.amplitude for s in sim.sources], dtype)
+    return arrays, tuple(pml)
+
+
+def _initial_state(sim, plan, dtype, initial):
+    g = sim.grid
+    if initial is None:
+        E = jnp.zeros((3,) + g.shape, dtype)
+        H = jnp.zeros((3,) + g.shape, dtype)
+    else:
+        E = jnp.asarray(initial[0], dtype)
+        H = jnp.asarray(initial[1], dtype)
+        if E.shape != (3,) + g.shape or H.shape != (3,) + g.shape:
+            raise ConfigError(f"initial fields must have shape {(3,) + g.shape}")
+    psi = {}
+    for ax, L in enumerate(plan.pml):
+        if L:
+            shp = list(g.shape)
+            shp[ax] = 2 * L
+            for kind in "EH":
+                for comp in range(3):
+                    if comp != ax:
+                        psi[f"{kind}{ax}{comp}"] = jnp.zeros(shp, dtype)
+    return {"E": E, "H": H, "psi": psi, "n": jnp.zeros((), jnp.int32)}
+
+
+def _curl(plan, arrays, F, kind, psi):
+    """Curl with CPML slab corrections; returns (curl, updated psi entries)."""
+    diff = d_forward if kind == "H" else d_backward  # H update differentiates E forward
+    inv_dx = 1.0 / plan.dx
+    new = {}
+
+    def d(f, axis, comp):
+        v = diff(f, axis, inv_dx, plan.order)
+        L = plan.pml[axis]
+        if L:
+            key = f"{kind}{axis}{comp}"
+            b, c, km1 = arrays[f"pml{'H' if kind == 'H' else 'E'}{axis}"]
+            vs = pml_mod.slab(v, axis, L)
+            p = b * psi[key] + c * vs
+            new[key] = p
+            v = v + pml_mod.unslab(km1 * vs + p, axis, plan.shape[axis])
+        return v
+
+    Fx, Fy, Fz = F[0], F[1], F[2]
+    cx = d(Fz, 1, 2) - d(Fy, 2, 1)
+    cy = d(Fx, 2, 0) - d(Fz, 0, 2)
+    cz = d(Fy, 0, 1) - d(Fx, 1, 0)
+    return jnp.stack([cx, cy, cz]), new
+
+
+def _pec(plan, E):
+    """Zero tangential E on the wall planes i = 0 of walled axes (1-D masks, fused)."""
+    if not any(plan.walls):
+        return E
+    masks = []
+    for ax, (n, wall) in enumerate(zip(plan.shape, plan.walls)):
+        m = jnp.ones((n,), E.dtype)
+        if wall:
+            m = m.at[0].set(0)
+        shape = [1, 1, 1]
+        shape[ax] = n
+        masks.append(m.reshape(shape))
+    out = []
+    for c in range(3):
+        f = E[c]
+        for ax in range(3):
+            if ax != c and plan.walls[ax]:
+                f = f * masks[ax]
+        out.append(f)
+    return jnp.stack(out)
+
+
+def _step(plan, arrays, state, _):
+    E, H, psi, n = state["E"], state["H"], state["psi"], state["n"]
+    dt = plan.dt
+    cE, newH = _curl(plan, arrays, E, "H", psi)
+    H = H - dt * cE
+    cH, newE = _curl(plan, arrays, H, "E", psi)
+    E = arrays["ca"] * E + arrays["cb"] * cH
+    E = _pec(plan, E)
+    t = (n.astype(E.dtype) + 0.5) * dt
+    for s_i, src in enumerate(plan.sources):
+        i, j, k = src.index
+        E = E.at[src.component, i, j, k].add(-arrays["src_cb"][s_i] * src.waveform(t).astype(E.dtype))
+    psi = {**psi, **newH, **newE}
+    rec = [(E if p.field == "E" else H)[(p.component,) + tuple(p.index)] for p in plan.probes]
+    out = jnp.stack(rec) if rec else jnp.zeros((0,), E.dtype)
+    return {"E": E, "H": H, "psi": psi, "n": n + 1}, out
+
+
+@partial(jax.jit, static_argnames=("plan", "steps"), donate_argnames=("state",))
+def _advance(plan, arrays, state, steps: int):
+    state, rec = jax.lax.scan(partial(_step, plan, arrays), state, None, length=steps)
+    finite = jnp.all(jnp.isfinite(state["E"])) & jnp.all(jnp.isfinite(state["H"]))
+    return state, rec, finite
+
+
+@dataclass(frozen=True, eq=False)
+class FDTDResult:
+    """Probe time series ``(steps, n_probes)`` at times ``(n + 1) dt`` (E) and the fields."""
+
+    simulation: Simulation
+    probes: np.ndarray
+    times: np.ndarray
+    E: jax.Array
+    H: jax.Array
+    steps: int
+    seconds: float
+    compile_seconds: float
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def cells_per_second(self) -> float:
+        return self.simulation.grid.n_cells * self.steps / max(self.seconds, 1e-12)
+
+
+def run(sim: Simulation, steps: int, *, chunk: int | None = None, initial=None,
+        progress: Callable[[int, int], None] | None = None) -> FDTDResult:
+    """Advance ``steps`` time steps on the default device.
+
+    The loop runs as ``lax.scan`` over chunks of ``chunk`` steps (default: ~steps/20, at
+    least 1); between chunks the host checks for NaN/Inf (raising FloatingPointError with
+    the step) and calls ``progress(done, steps)``. ``initial = (E, H)`` sets the fields at
+    step 0 (E at t = 0, H at t = -dt/2).
+    """
+    steps = require_int("steps", steps, 1)
+    check_memory(sim.memory_bytes(), f"FDTD on a {'x'.join(map(str, sim.grid.shape))} grid")
+    chunk = chunk or max(1, min(steps, max(steps // 20, 50)))
+    with precision_scope():
+        g = sim.grid
+        dtype = precision(g.precision).real
+        arrays, pml = _coefficients(sim, dtype)
+        walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
+        plan = _Plan(g.shape, float(g.dx), float(g.dt), g.order, walls, pml, sim.sources, sim.probes)
+        state = _initial_state(sim, plan, dtype, initial)
+        recs = []
+        done = 0
+        compile_s = 0.0
+        t_run = 0.0
+        while done < steps:
+            n = min(chunk, steps - done)
+            t0 = time.perf_counter()
+            first = n not in getattr(run, "_seen", set())
+            state, rec, finite = _advance(plan, arrays, state, n)
+            finite = bool(finite)
+            dt_chunk = time.perf_counter() - t0
+            if done == 0 or (n != chunk and first):
+                compile_s += dt_chunk  # first call of each chunk length includes compiling
+            else:
+                t_run += dt_chunk
+            recs.append(np.asarray(rec))
+            done += n
+            if not finite:
+                raise FloatingPointError(f"FDTD fields became NaN/Inf by step {done} "
+                                         "(unstable: check courant, materials, sources)")
+            if progress is not None:
+                progress(done, steps)
+        timed_steps = steps - (min(chunk, steps))
+        seconds = t_run if timed_steps > 0 else compile_s
+        probes = np.concatenate(recs) if recs else np.zeros((0, 0))
+        return FDTDResult(sim, probes, (np.arange(steps) + 1) * g.dt, state["E"], state["H"],
+                          timed_steps if timed_steps > 0 else steps, seconds, compile_s)
+
+
+def courant_limit(order: int) -> float:
+    return {2: 1.0, 4: 6.0 / 7.0}[order] / math.sqrt(3)

@@ -1,0 +1,91 @@
+"""Time profiles and soft point sources.
+
+A point source is a current ``J(t)`` on one E node: the E update there becomes
+``E -= dt / eps * J(t + dt/2)`` (a "soft" source: it adds to, never overwrites, the field).
+Frequencies are ``1 / wavelength`` (c = 1), times in units of length / c.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+
+from ..errors import ConfigError, require_finite, require_int, require_positive
+
+
+@dataclass(frozen=True)
+class GaussianPulse:
+    """``exp(-(t - t0)^2 / (2 tau^2)) sin(2 pi f (t - t0))``, ``tau = 1 / (2 pi bandwidth)``,
+    ``t0 = cutoff * tau`` (the pulse starts smoothly at t = 0)."""
+
+    frequency: float
+    bandwidth: float
+    cutoff: float = 5.0
+
+    def __post_init__(self):
+        require_finite("GaussianPulse.frequency", self.frequency)
+        require_positive("GaussianPulse.bandwidth", self.bandwidth)
+        require_positive("GaussianPulse.cutoff", self.cutoff)
+
+    def __call__(self, t):
+        tau = 1 / (2 * math.pi * self.bandwidth)
+        s = t - self.cutoff * tau
+        return jnp.exp(-(s**2) / (2 * tau**2)) * jnp.sin(2 * math.pi * self.frequency * s)
+
+
+@dataclass(frozen=True)
+class Ricker:
+    """Ricker wavelet of peak frequency ``frequency``, centred at ``delay`` (default 1.5/f)."""
+
+    frequency: float
+    delay: float | None = None
+
+    def __post_init__(self):
+        require_positive("Ricker.frequency", self.frequency)
+
+    def __call__(self, t):
+        t0 = 1.5 / self.frequency if self.delay is None else self.delay
+        a = (math.pi * self.frequency * (t - t0)) ** 2
+        return (1 - 2 * a) * jnp.exp(-a)
+
+
+@dataclass(frozen=True)
+class ContinuousWave:
+    """``sin(2 pi f t)`` switched on smoothly over ``ramp`` time units."""
+
+    frequency: float
+    ramp: float = 10.0
+
+    def __post_init__(self):
+        require_positive("ContinuousWave.frequency", self.frequency)
+        require_positive("ContinuousWave.ramp", self.ramp)
+
+    def __call__(self, t):
+        x = jnp.clip(t / self.ramp, 0.0, 1.0)
+        envelope = x * x * (3 - 2 * x)  # smoothstep
+        return envelope * jnp.sin(2 * math.pi * self.frequency * t)
+
+
+@dataclass(frozen=True)
+class PointDipole:
+    """A soft current source ``amplitude * waveform(t)`` on component ``component`` (0, 1, 2
+    for x, y, z) of the E node with integer index ``index`` = (i, j, k)."""
+
+    index: tuple
+    component: int
+    waveform: object
+    amplitude: float = 1.0
+
+    def __post_init__(self):
+        if len(self.index) != 3:
+            raise ConfigError(f"PointDipole.index must be (i, j, k), got {self.index!r}")
+        require_int("PointDipole.component", self.component, 0, 2)
+        require_finite("PointDipole.amplitude", self.amplitude)
+        if not callable(self.waveform):
+            raise ConfigError("PointDipole.waveform must be GaussianPulse, Ricker or ContinuousWave")
+
+    def check(self, shape):
+        for ax, (i, n) in enumerate(zip(self.index, shape)):
+            require_int(f"PointDipole.index[{ax}]", i, 0, n - 1)
