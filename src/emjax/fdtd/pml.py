@@ -53,13 +53,10 @@ def unslab(s, axis: int, n: int):
     import jax.numpy as jnp
 
     L = s.shape[axis] // 2
-    widths = [(0, 0)] * 3
     lo = [slice(None)] * 3
     hi = [slice(None)] * 3
     lo[axis] = slice(0, L)
     hi[axis] = slice(L, 2 * L)
-    w_lo = list(widths)
-    w_lo[axis] = (0, n - L)
-    w_hi = list(widths)
-    w_hi[axis] = (n - L, 0)
-    return jnp.pad(s[tuple(lo)], w_lo) + jnp.pad(s[tuple(hi)], w_hi)
+    zshape = list(s.shape)
+    zshape[axis] = n - 2 * L
+    return jnp.concatenate([s[tuple(lo)], jnp.zeros(zshape, s.dtype), s[tuple(hi)]], axis=axis)

@@ -132,13 +132,13 @@ def _coefficients(sim: Simulation, dtype):
 def _initial_state(sim, plan, dtype, initial):
     g = sim.grid
     if initial is None:
-        E = jnp.zeros((3,) + g.shape, dtype)
-        H = jnp.zeros((3,) + g.shape, dtype)
+        E = tuple(jnp.zeros(g.shape, dtype) for _ in range(3))
+        H = tuple(jnp.zeros(g.shape, dtype) for _ in range(3))
     else:
-        E = jnp.asarray(initial[0], dtype)
-        H = jnp.asarray(initial[1], dtype)
-        if E.shape != (3,) + g.shape or H.shape != (3,) + g.shape:
+        if np.shape(initial[0]) != (3,) + g.shape or np.shape(initial[1]) != (3,) + g.shape:
             raise ConfigError(f"initial fields must have shape {(3,) + g.shape}")
+        E = tuple(jnp.asarray(initial[0][c], dtype) for c in range(3))
+        H = tuple(jnp.asarray(initial[1][c], dtype) for c in range(3))
     psi = {}
     for ax, L in enumerate(plan.pml):
         if L:
@@ -169,11 +169,11 @@ def _curl(plan, arrays, F, kind, psi):
             v = v + pml_mod.unslab(km1 * vs + p, axis, plan.shape[axis])
         return v
 
-    Fx, Fy, Fz = F[0], F[1], F[2]
+    Fx, Fy, Fz = F
     cx = d(Fz, 1, 2) - d(Fy, 2, 1)
     cy = d(Fx, 2, 0) - d(Fz, 0, 2)
     cz = d(Fy, 0, 1) - d(Fx, 1, 0)
-    return jnp.stack([cx, cy, cz]), new
+    return (cx, cy, cz), new
 
 
 def _pec(plan, E):
@@ -182,7 +182,7 @@ def _pec(plan, E):
         return E
     masks = []
     for ax, (n, wall) in enumerate(zip(plan.shape, plan.walls)):
-        m = jnp.ones((n,), E.dtype)
+        m = jnp.ones((n,), E[0].dtype)
         if wall:
             m = m.at[0].set(0)
         shape = [1, 1, 1]
@@ -195,31 +195,36 @@ def _pec(plan, E):
             if ax != c and plan.walls[ax]:
                 f = f * masks[ax]
         out.append(f)
-    return jnp.stack(out)
+    return tuple(out)
 
 
 def _step(plan, arrays, state, _):
     E, H, psi, n = state["E"], state["H"], state["psi"], state["n"]
     dt = plan.dt
+    # fields are tuples of components: separate buffers fuse into one pass each
     cE, newH = _curl(plan, arrays, E, "H", psi)
-    H = H - dt * cE
+    H = tuple(h - dt * c for h, c in zip(H, cE))
     cH, newE = _curl(plan, arrays, H, "E", psi)
-    E = arrays["ca"] * E + arrays["cb"] * cH
-    E = _pec(plan, E)
-    t = (n.astype(E.dtype) + 0.5) * dt
+    ca, cb = arrays["ca"], arrays["cb"]
+    E = _pec(plan, tuple(ca * e + cb * c for e, c in zip(E, cH)))
+    dtype = E[0].dtype
+    t = (n.astype(dtype) + 0.5) * dt
+    E = list(E)
     for s_i, src in enumerate(plan.sources):
         i, j, k = src.index
-        E = E.at[src.component, i, j, k].add(-arrays["src_cb"][s_i] * src.waveform(t).astype(E.dtype))
+        c = src.component
+        E[c] = E[c].at[i, j, k].add(-arrays["src_cb"][s_i] * src.waveform(t).astype(dtype))
+    E = tuple(E)
     psi = {**psi, **newH, **newE}
-    rec = [(E if p.field == "E" else H)[(p.component,) + tuple(p.index)] for p in plan.probes]
-    out = jnp.stack(rec) if rec else jnp.zeros((0,), E.dtype)
+    rec = [(E if p.field == "E" else H)[p.component][tuple(p.index)] for p in plan.probes]
+    out = jnp.stack(rec) if rec else jnp.zeros((0,), dtype)
     return {"E": E, "H": H, "psi": psi, "n": n + 1}, out
 
 
 @partial(jax.jit, static_argnames=("plan", "steps"), donate_argnames=("state",))
 def _advance(plan, arrays, state, steps: int):
     state, rec = jax.lax.scan(partial(_step, plan, arrays), state, None, length=steps)
-    finite = jnp.all(jnp.isfinite(state["E"])) & jnp.all(jnp.isfinite(state["H"]))
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in state["E"] + state["H"]]))
     return state, rec, finite
 
 
@@ -286,7 +291,8 @@ def run(sim: Simulation, steps: int, *, chunk: int | None = None, initial=None,
         timed_steps = steps - (min(chunk, steps))
         seconds = t_run if timed_steps > 0 else compile_s
         probes = np.concatenate(recs) if recs else np.zeros((0, 0))
-        return FDTDResult(sim, probes, (np.arange(steps) + 1) * g.dt, state["E"], state["H"],
+        return FDTDResult(sim, probes, (np.arange(steps) + 1) * g.dt, jnp.stack(state["E"]),
+                          jnp.stack(state["H"]),
                           timed_steps if timed_steps > 0 else steps, seconds, compile_s)
 
 

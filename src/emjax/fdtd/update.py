@@ -2,8 +2,8 @@
 
 Differences wrap around (``jnp.roll``), so the grid is periodic; PEC walls zero the
 tangential E on the planes ``i = 0`` afterwards, and the CPML adds its slab corrections
-(see pml.py). Everything is element-wise on whole arrays so XLA fuses one step into few
-passes over memory.
+(see pml.py; the curls are assembled in simulation.py). Everything is element-wise on whole
+arrays so XLA fuses one step into few passes over memory.
 """
 
 from __future__ import annotations
@@ -25,26 +25,3 @@ def d_backward(f, axis: int, inv_dx, order: int):
     if order == 2:
         return (f - jnp.roll(f, 1, axis)) * inv_dx
     return (C1 * (f - jnp.roll(f, 1, axis)) + C3 * (jnp.roll(f, -1, axis) - jnp.roll(f, 2, axis))) * inv_dx
-
-
-def curl(F, diff, inv_dx, order: int, pml_terms=None):
-    """Curl of a component-first field with ``diff`` = d_forward or d_backward.
-
-    ``pml_terms(axis, component_index, derivative) -> correction`` (or None) adds the CPML's
-    slab terms to each derivative along a PML axis.
-    """
-    Fx, Fy, Fz = F[0], F[1], F[2]
-
-    def d(f, axis, comp):
-        v = diff(f, axis, inv_dx, order)
-        if pml_terms is not None:
-            corr = pml_terms(axis, comp, v)
-            if corr is not None:
-                v = v + corr
-        return v
-
-    # (curl F)_x = d_y Fz - d_z Fy, etc.; ``comp`` names the differentiated component
-    cx = d(Fz, 1, 2) - d(Fy, 2, 1)
-    cy = d(Fx, 2, 0) - d(Fz, 0, 2)
-    cz = d(Fy, 0, 1) - d(Fx, 1, 0)
-    return jnp.stack([cx, cy, cz])
