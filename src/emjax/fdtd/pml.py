@@ -16,47 +16,39 @@ from .grid import CPML
 
 
 def profile(pml: CPML, n: int, dx: float, dt: float, half: bool):
-    """(b, c, kinv_minus_1) along one axis on the 2L slab nodes (low slab, then high slab).
+    """((b, c, kinv_minus_1) on the low slab, the same on the high slab) along one axis.
 
     ``half``: the nodes sit at i + 1/2 (derivatives of E for the H update) instead of i.
+    The PEC wall is the plane i = 0 (= n); depth runs from 0 at the slab's inner face to 1
+    at the wall.
     """
     L = pml.thickness
-    i = np.arange(L, dtype=float) + (0.5 if half else 0.0)
-    depth_lo = (L - i) / L
-    j = np.arange(n - L, n, dtype=float) + (0.5 if half else 0.0)
-    depth_hi = (j - (n - L)) / L
-    u = np.clip(np.concatenate([depth_lo, depth_hi]), 0.0, 1.0)
+    off = 0.5 if half else 0.0
+    depth_lo = (L - (np.arange(L) + off)) / L
+    depth_hi = (np.arange(n - L, n) + off - (n - L)) / L
     sigma_max = pml.sigma_max if pml.sigma_max is not None else 0.8 * (pml.order + 1) / dx
-    sigma = sigma_max * u**pml.order
-    kappa = 1 + (pml.kappa_max - 1) * u**pml.order
-    alpha = pml.alpha_max * (1 - u)
-    b = np.exp(-(sigma / kappa + alpha) * dt)
-    den = sigma * kappa + kappa**2 * alpha
-    c = np.where(den > 0, sigma * (b - 1) / np.where(den > 0, den, 1.0), 0.0)
-    return b, c, 1 / kappa - 1
+    out = []
+    for u in (np.clip(depth_lo, 0, 1), np.clip(depth_hi, 0, 1)):
+        sigma = sigma_max * u**pml.order
+        kappa = 1 + (pml.kappa_max - 1) * u**pml.order
+        alpha = pml.alpha_max * (1 - u)
+        b = np.exp(-(sigma / kappa + alpha) * dt)
+        den = sigma * kappa + kappa**2 * alpha
+        c = np.where(den > 0, sigma * (b - 1) / np.where(den > 0, den, 1.0), 0.0)
+        out.append((b, c, 1 / kappa - 1))
+    return tuple(out)
 
 
-def slab(d, axis: int, L: int):
-    """The two slabs (first and last L planes along ``axis``) of ``d``, concatenated."""
-    n = d.shape[axis]
-    lo = [slice(None)] * 3
-    hi = [slice(None)] * 3
-    lo[axis] = slice(0, L)
-    hi[axis] = slice(n - L, n)
+def take(d, axis: int, start: int, stop: int):
+    idx = [slice(None)] * d.ndim
+    idx[axis] = slice(start, stop)
+    return d[tuple(idx)]
+
+
+def pad_to(s, axis: int, before: int, after: int):
+    """Zero-pad a slab term to the full array inside the update expression (fuses)."""
     import jax.numpy as jnp
 
-    return jnp.concatenate([d[tuple(lo)], d[tuple(hi)]], axis=axis)
-
-
-def unslab(s, axis: int, n: int):
-    """Pad slab values back to the full length ``n`` along ``axis`` (zeros in between)."""
-    import jax.numpy as jnp
-
-    L = s.shape[axis] // 2
-    lo = [slice(None)] * 3
-    hi = [slice(None)] * 3
-    lo[axis] = slice(0, L)
-    hi[axis] = slice(L, 2 * L)
-    zshape = list(s.shape)
-    zshape[axis] = n - 2 * L
-    return jnp.concatenate([s[tuple(lo)], jnp.zeros(zshape, s.dtype), s[tuple(hi)]], axis=axis)
+    widths = [(0, 0)] * s.ndim
+    widths[axis] = (before, after)
+    return jnp.pad(s, widths)

@@ -85,7 +85,7 @@ class Simulation:
         psi = 0
         for ax, b in enumerate(self.grid.boundary):
             if isinstance(b, CPML):
-                psi += 4 * 2 * b.thickness * n // self.grid.shape[ax]
+                psi += 8 * 2 * b.thickness * n // self.grid.shape[ax]
         return (arrays * n + psi) * item * 2  # x2: XLA's double buffering of the carry
 
 
@@ -116,10 +116,11 @@ def _coefficients(sim: Simulation, dtype):
     for ax, b in enumerate(g.boundary):
         if isinstance(b, CPML):
             shape = [1, 1, 1]
-            shape[ax] = 2 * b.thickness
+            shape[ax] = b.thickness
             for kind, half in (("E", False), ("H", True)):
-                bb, cc, km1 = pml_mod.profile(b, g.shape[ax], g.dx, dt, half)
-                arrays[f"pml{kind}{ax}"] = tuple(jnp.asarray(v.reshape(shape), dtype) for v in (bb, cc, km1))
+                for side, coefs in zip(("lo", "hi"), pml_mod.profile(b, g.shape[ax], g.dx, dt, half)):
+                    arrays[f"pml{kind}{ax}{side}"] = tuple(jnp.asarray(v.reshape(shape), dtype)
+                                                           for v in coefs)
             pml.append(b.thickness)
         else:
             pml.append(0)
@@ -143,11 +144,12 @@ def _initial_state(sim, plan, dtype, initial):
     for ax, L in enumerate(plan.pml):
         if L:
             shp = list(g.shape)
-            shp[ax] = 2 * L
+            shp[ax] = L
             for kind in "EH":
                 for comp in range(3):
                     if comp != ax:
-                        psi[f"{kind}{ax}{comp}"] = jnp.zeros(shp, dtype)
+                        for side in ("lo", "hi"):
+                            psi[f"{kind}{ax}{comp}{side}"] = jnp.zeros(shp, dtype)
     return {"E": E, "H": H, "psi": psi, "n": jnp.zeros((), jnp.int32)}
 
 
@@ -161,12 +163,14 @@ def _curl(plan, arrays, F, kind, psi):
         v = diff(f, axis, inv_dx, plan.order)
         L = plan.pml[axis]
         if L:
-            key = f"{kind}{axis}{comp}"
-            b, c, km1 = arrays[f"pml{'H' if kind == 'H' else 'E'}{axis}"]
-            vs = pml_mod.slab(v, axis, L)
-            p = b * psi[key] + c * vs
-            new[key] = p
-            v = v + pml_mod.unslab(km1 * vs + p, axis, plan.shape[axis])
+            n = plan.shape[axis]
+            for side, (start, before, after) in (("lo", (0, 0, n - L)), ("hi", (n - L, n - L, 0))):
+                key = f"{kind}{axis}{comp}{side}"
+                b, c, km1 = arrays[f"pml{kind}{axis}{side}"]
+                vs = pml_mod.take(v, axis, start, start + L)
+                p = b * psi[key] + c * vs
+                new[key] = p
+                v = v + pml_mod.pad_to(km1 * vs + p, axis, before, after)
         return v
 
     Fx, Fy, Fz = F
