@@ -167,7 +167,7 @@ def _curl(plan, arrays, F, kind, psi):
             for side, (start, before, after) in (("lo", (0, 0, n - L)), ("hi", (n - L, n - L, 0))):
                 key = f"{kind}{axis}{comp}{side}"
                 b, c, km1 = arrays[f"pml{kind}{axis}{side}"]
-                vs = pml_mod.take(v, axis, start, start + L)
+                vs = pml_mod.slab_derivative(f, axis, start, L, kind == "H", inv_dx)
                 p = b * psi[key] + c * vs
                 new[key] = p
                 v = v + pml_mod.pad_to(km1 * vs + p, axis, before, after)
