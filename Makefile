@@ -24,7 +24,8 @@ test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m "slow"
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check src tests
+	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m ruff format --check src tests benchmarks examples
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/emjax bench dda --grid 32 --grid 48 --grid 64 --precision double --precision single

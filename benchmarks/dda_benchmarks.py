@@ -31,19 +31,31 @@ def main(argv=None):
         for p in args.precisions:
             for v in args.variants:
                 try:
-                    r = dda_benchmark(n, p, repeats=10, solve=n <= args.solve_max_grid and v == args.variants[0],
-                                      variant=v, bandwidth=bw)
+                    r = dda_benchmark(
+                        n,
+                        p,
+                        repeats=10,
+                        solve=n <= args.solve_max_grid and v == args.variants[0],
+                        variant=v,
+                        bandwidth=bw,
+                    )
                 except Exception as exc:  # noqa: BLE001 - record and go on (e.g. out of memory)
-                    r = {"case": "dda_sphere", "grid": n, "precision": p, "variant": v,
-                         "error": f"{type(exc).__name__}: {exc}"[:300]}
+                    r = {
+                        "case": "dda_sphere",
+                        "grid": n,
+                        "precision": p,
+                        "variant": v,
+                        "error": f"{type(exc).__name__}: {exc}"[:300],
+                    }
                     traceback.print_exc(file=sys.stderr)
                 print(json.dumps(r), flush=True)
                 rows.append(r)
                 args.out.write_text(json.dumps(rows, indent=1))
     for n in args.cube:
         try:
-            r = dda_benchmark(n, "double", repeats=5, solve=True, variant=args.variants[0],
-                              bandwidth=bw, case="cube_kd30")
+            r = dda_benchmark(
+                n, "double", repeats=5, solve=True, variant=args.variants[0], bandwidth=bw, case="cube_kd30"
+            )
         except Exception as exc:  # noqa: BLE001
             r = {"case": "dda_cube_kd30", "grid": n, "error": f"{type(exc).__name__}: {exc}"[:300]}
             traceback.print_exc(file=sys.stderr)

@@ -1,6 +1,6 @@
 """FDTD throughput sweep (cell updates per second), JSON lines to stdout and --out.
 
-    PYTHONPATH=src python3 benchmarks/fdtd_benchmarks.py --sizes 128 256 512 --out fdtd.json
+PYTHONPATH=src python3 benchmarks/fdtd_benchmarks.py --sizes 128 256 512 --out fdtd.json
 """
 
 from __future__ import annotations
@@ -21,8 +21,13 @@ def main(argv=None):
     ap.add_argument("--precisions", nargs="+", default=["single", "double"])
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    cases = [("periodic", 2, "vacuum"), ("cpml", 2, "vacuum"), ("pec", 2, "vacuum"),
-             ("cpml", 2, "dielectric"), ("periodic", 4, "vacuum")]
+    cases = [
+        ("periodic", 2, "vacuum"),
+        ("cpml", 2, "vacuum"),
+        ("pec", 2, "vacuum"),
+        ("cpml", 2, "dielectric"),
+        ("periodic", 4, "vacuum"),
+    ]
     rows = []
     for n in args.sizes:
         for p in args.precisions:
@@ -30,8 +35,14 @@ def main(argv=None):
                 try:
                     r = fdtd_benchmark(n, args.steps, p, boundary, order, material)
                 except Exception as exc:  # noqa: BLE001 - record (e.g. out of memory) and go on
-                    r = {"size": n, "precision": p, "boundary": boundary, "order": order,
-                         "material": material, "error": f"{type(exc).__name__}: {exc}"[:300]}
+                    r = {
+                        "size": n,
+                        "precision": p,
+                        "boundary": boundary,
+                        "order": order,
+                        "material": material,
+                        "error": f"{type(exc).__name__}: {exc}"[:300],
+                    }
                     traceback.print_exc(file=sys.stderr)
                 print(json.dumps(r), flush=True)
                 rows.append(r)

@@ -38,8 +38,9 @@ def main() -> int:
     ref = mie(M, x)
     rows = []
     for dpl in (15, 25):
-        prob = dda.DDAProblem(geometry.Sphere(), (M,), wavelength=WAVELENGTH, eq_rad=RADIUS,
-                              dipoles_per_wavelength=dpl)
+        prob = dda.DDAProblem(
+            geometry.Sphere(), (M,), wavelength=WAVELENGTH, eq_rad=RADIUS, dipoles_per_wavelength=dpl
+        )
         t0 = time.perf_counter()
         res = dda.solve(prob)
         dt = time.perf_counter() - t0
@@ -51,13 +52,17 @@ def main() -> int:
             plot_mueller(res, OUT / "mueller.png")
     print(f"\n{'':14s}{'Qext':>10s}{'Qabs':>10s}{'Qsca':>10s}{'g':>10s}  dipoles   iters   seconds")
     for dpl, r, dt in rows:
-        print(f"DDA dpl={dpl:<6d}{r.Qext:10.5f}{r.Qabs:10.5f}{r.Qsca:10.5f}{r.g:10.5f}  "
-              f"{r.lattice.n_dipoles:7d}  {r.iterations[0]:3d}/{r.iterations[1]:<3d} {dt:7.2f}")
+        print(
+            f"DDA dpl={dpl:<6d}{r.Qext:10.5f}{r.Qabs:10.5f}{r.Qsca:10.5f}{r.g:10.5f}  "
+            f"{r.lattice.n_dipoles:7d}  {r.iterations[0]:3d}/{r.iterations[1]:<3d} {dt:7.2f}"
+        )
     if ref:
         print(f"{'Mie':14s}{ref['Qext']:10.5f}{ref['Qabs']:10.5f}{ref['Qsca']:10.5f}{ref['g']:10.5f}")
         for dpl, r, _ in rows:
-            print(f"error dpl={dpl:<4d}" + "".join(
-                f"{abs(getattr(r, k) / ref[k] - 1):10.2%}" for k in ("Qext", "Qabs", "Qsca", "g")))
+            print(
+                f"error dpl={dpl:<4d}"
+                + "".join(f"{abs(getattr(r, k) / ref[k] - 1):10.2%}" for k in ("Qext", "Qabs", "Qsca", "g"))
+            )
     print(f"\nwrote {OUT}/result.nc, CrossSec-X, CrossSec-Y, mueller, log and mueller.png")
     ok = all(r.all_converged for _, r, _ in rows)
     return 0 if ok else 2

@@ -20,7 +20,7 @@ def _imports(path: Path):
             base = list(pkg[:-1])[: len(pkg) - node.level]
             yield ".".join(base + ([node.module] if node.module else []))
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("emjax"):
-            yield node.module[len("emjax."):]
+            yield node.module[len("emjax.") :]
 
 
 def test_import_directions():
@@ -36,7 +36,9 @@ def test_import_directions():
 
 
 def test_solver_import_is_light():
-    code = ("import sys, emjax.dda; bad = [m for m in ('xarray', 'matplotlib', 'tqdm', 'h5netcdf') "
-            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, emjax.dda; bad = [m for m in ('xarray', 'matplotlib', 'tqdm', 'h5netcdf') "
+        "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr

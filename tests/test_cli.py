@@ -251,14 +251,11 @@ def test_config_maps_to_api_objects(tmp_path):
     assert solver == BiCGStab(rtol=1e-4, maxiter=50)
     assert isinstance(problem.polarizability, FCD)
     assert problem.orientation == (10.0, 20.0, 30.0) and problem.integrate is False
-    problem, _ = build_dda(
-        _config("--shape", "ellipsoid", "--semi-axes", 0.5, 2, "--eq-rad", 1, "--grid", 6)
-    )
+    problem, _ = build_dda(_config("--shape", "ellipsoid", "--semi-axes", 0.5, 2, "--eq-rad", 1, "--grid", 6))
     assert problem.shape == Ellipsoid(0.5, 2.0)
     cfg = tmp_path / "coated.toml"
     cfg.write_text(
-        'shape = "coated"\ncore_ratio = 0.5\nsize = 1.0\ngrid = 6\n'
-        'm = ["1.5+0.01j", [1.2, 0.001]]\n'
+        'shape = "coated"\ncore_ratio = 0.5\nsize = 1.0\ngrid = 6\nm = ["1.5+0.01j", [1.2, 0.001]]\n'
     )
     problem, _ = build_dda(_config("--config", cfg))
     assert problem.shape == CoatedSphere(0.5)
@@ -268,7 +265,7 @@ def test_config_maps_to_api_objects(tmp_path):
 def test_example_config_is_valid():
     problem, solver = build_dda(_config("--config", EXAMPLES / "sphere.toml"))
     assert problem.shape.name == "sphere"
-    assert problem.plan()[0] >= 16
+    assert problem.plan().nx >= 16
 
 
 @pytest.mark.parametrize(

@@ -13,22 +13,25 @@ def _p(**kw):
     return dda.DDAProblem(**base)
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(eq_rad=math.nan), "eq_rad"),
-    (dict(eq_rad=-1.0), "eq_rad"),
-    (dict(eq_rad=None, size_x=0.0), "size_x"),
-    (dict(eq_rad=1.0, size_x=2.0), "either"),
-    (dict(m=(1.5 - 0.01j,)), "negative imaginary"),
-    (dict(m=(complex("nan"),)), "m"),
-    (dict(m=(1.5, 1.3)), "domain"),
-    (dict(wavelength=-1.0), "wavelength"),
-    (dict(grid=0), "grid"),
-    (dict(grid=2.5), "grid"),
-    (dict(precision="quad"), "precision"),
-    (dict(polarizability="ldr"), "polarizability"),
-    (dict(orientation=(0, math.inf, 0)), "orientation"),
-    (dict(dipoles_per_wavelength=-3.0, grid=None), "dipoles_per_wavelength"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(eq_rad=math.nan), "eq_rad"),
+        (dict(eq_rad=-1.0), "eq_rad"),
+        (dict(eq_rad=None, size_x=0.0), "size_x"),
+        (dict(eq_rad=1.0, size_x=2.0), "either"),
+        (dict(m=(1.5 - 0.01j,)), "negative imaginary"),
+        (dict(m=(complex("nan"),)), "m"),
+        (dict(m=(1.5, 1.3)), "domain"),
+        (dict(wavelength=-1.0), "wavelength"),
+        (dict(grid=0), "grid"),
+        (dict(grid=2.5), "grid"),
+        (dict(precision="quad"), "precision"),
+        (dict(polarizability="ldr"), "polarizability"),
+        (dict(orientation=(0, math.inf, 0)), "orientation"),
+        (dict(dipoles_per_wavelength=-3.0, grid=None), "dipoles_per_wavelength"),
+    ],
+)
 def test_config_errors(kw, match):
     with pytest.raises(ConfigError, match=match):
         _p(**kw)
@@ -48,3 +51,17 @@ def test_grid_beyond_memory_is_refused_before_allocation():
         _p(grid=60000)
     with pytest.raises(ConfigError, match="grid"):
         _p(grid=70000)
+
+
+def test_more_config_errors():
+    with pytest.raises(ConfigError, match="over-determine"):
+        _p(eq_rad=1.0, grid=8, dipoles_per_wavelength=10)
+    with pytest.raises(ConfigError, match="too thin"):
+        dda.DDAProblem(geometry.Ellipsoid(0.01, 0.01), (1.5,), size_x=1.0, grid=4)
+    with pytest.raises(ConfigError, match="FCD"):
+        _p(eq_rad=1.0, grid=2, wavelength=1.0, polarizability=dda.FCD())
+    with pytest.raises(ConfigError, match="variant"):
+        dda.solve(_p(), variant="bogus")
+    with pytest.raises(ConfigError, match="maxiter"):
+        dda.QMR(maxiter=2.5)
+    assert dda.QMR(maxiter=1e3).maxiter == 1000 and isinstance(dda.QMR(maxiter=1e3).maxiter, int)

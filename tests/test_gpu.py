@@ -12,8 +12,14 @@ from emjax import dda, geometry
 def test_gpu_matches_cpu(precision):
     """One code path: a 16^3 sphere solved on the GPU equals the CPU solve to the solver
     tolerance (both stop at rtol 1e-8; FFT rounding differs between cuFFT and DUCC)."""
-    prob = dda.DDAProblem(geometry.Sphere(), (1.5 + 0.01j,), eq_rad=1.0, grid=16,
-                          precision=precision, theta=(0.0, 45.0, 90.0, 180.0))
+    prob = dda.DDAProblem(
+        geometry.Sphere(),
+        (1.5 + 0.01j,),
+        eq_rad=1.0,
+        grid=16,
+        precision=precision,
+        theta=(0.0, 45.0, 90.0, 180.0),
+    )
     solver = dda.QMR(rtol=1e-8)
     gpu = dda.solve(prob, solver)
     with jax.default_device(jax.devices("cpu")[0]):

@@ -39,8 +39,12 @@ def test_plain_function_operator_and_progress():
     A, b = _system(40)
     calls = []
     with precision_scope():
-        r = krylov.solve(lambda x: jax.numpy.asarray(A) @ x, b, krylov.QMR(rtol=1e-9, chunk=3),
-                         progress=lambda it, res: calls.append((it, res)))
+        r = krylov.solve(
+            lambda x: jax.numpy.asarray(A) @ x,
+            b,
+            krylov.QMR(rtol=1e-9, chunk=3),
+            progress=lambda it, res: calls.append((it, res)),
+        )
     assert r.converged and calls and calls[-1][0] == r.iterations
     assert all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
 

@@ -41,7 +41,10 @@ def precision(name: str) -> Precision:
 @contextlib.contextmanager
 def precision_scope():
     """Enable 64-bit types inside the block (without touching the global config)."""
-    with jax.enable_x64(True):
+    enable = getattr(jax, "enable_x64", None)
+    if enable is None:  # older JAX
+        from jax.experimental import enable_x64 as enable
+    with enable(True):
         yield
 
 
@@ -79,8 +82,9 @@ def host_available_bytes() -> int:
         return 8 * 1024**3
 
 
-def check_memory(needed_bytes: int, what: str, device: jax.Device | None = None,
-                 fraction: float = 0.9) -> None:
+def check_memory(
+    needed_bytes: int, what: str, device: jax.Device | None = None, fraction: float = 0.9
+) -> None:
     """Raise :class:`ResourceError` if ``needed_bytes`` exceeds ``fraction`` of free memory."""
     available = device_memory_bytes(device)
     if needed_bytes > fraction * available:

@@ -22,8 +22,13 @@ def _git_commit() -> str | None:
     if os.environ.get("EMJAX_COMMIT"):
         return os.environ["EMJAX_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=5, cwd=__file__.rsplit("/src/", 1)[0])
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=__file__.rsplit("/src/", 1)[0],
+        )
         return out.stdout.strip() or None
     except Exception:  # noqa: BLE001
         return None
@@ -66,9 +71,17 @@ def matvec_bytes(grid, fft_grid, itemsize: int) -> int:
     return (2 * fwd + mult + scale) * itemsize
 
 
-def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve: bool = True,
-                  variant: str | None = None, m: complex = 1.5 + 0.01j, iterations: int = 20,
-                  bandwidth: float | None = None, case: str = "sphere") -> dict:
+def dda_benchmark(
+    grid: int,
+    precision: str = "double",
+    repeats: int = 10,
+    solve: bool = True,
+    variant: str | None = None,
+    m: complex = 1.5 + 0.01j,
+    iterations: int = 20,
+    bandwidth: float | None = None,
+    case: str = "sphere",
+) -> dict:
     """Matvec, per-iteration and full-solve times on an N^3 lattice (one polarization).
 
     ``case="sphere"``: a sphere spanning the N^3 box at 15 dipoles per wavelength (|m| = 1.5,
@@ -86,28 +99,52 @@ def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve
     if case == "sphere":
         wavelength = 1.0
         size_x = grid * wavelength / (10 * abs(m))
-        prob = DDAProblem(Sphere(), (m,), wavelength=wavelength, size_x=size_x, grid=grid,
-                          precision=prec.name, integrate=False, theta=(0.0,))
+        prob = DDAProblem(
+            Sphere(),
+            (m,),
+            wavelength=wavelength,
+            size_x=size_x,
+            grid=grid,
+            precision=prec.name,
+            integrate=False,
+            theta=(0.0,),
+        )
         solver = krylov.QMR(rtol=1e-5, maxiter=20_000, chunk=100)
     elif case == "cube_kd30":
         m, wavelength = 1.313 + 0j, 0.5
-        prob = DDAProblem(Box(), (m,), wavelength=wavelength, size_x=2.3873, grid=grid,
-                          precision=prec.name, integrate=False, theta=(0.0,), polarizability=FCD())
+        prob = DDAProblem(
+            Box(),
+            (m,),
+            wavelength=wavelength,
+            size_x=2.3873,
+            grid=grid,
+            precision=prec.name,
+            integrate=False,
+            theta=(0.0,),
+            polarizability=FCD(),
+        )
         solver = krylov.BiCGStab(rtol=10**-4.024, maxiter=20_000, chunk=50)
     else:
         raise ValueError(f"unknown benchmark case {case!r}")
     out = {
-        "case": f"dda_{case}", "grid": grid, "precision": prec.name, "variant": variant,
-        "device": device_description(), "date": datetime.date.today().isoformat(),
-        "emjax": __version__, "commit": _git_commit(), "jax": jax.__version__,
+        "case": f"dda_{case}",
+        "grid": grid,
+        "precision": prec.name,
+        "variant": variant,
+        "device": device_description(),
+        "date": datetime.date.today().isoformat(),
+        "emjax": __version__,
+        "commit": _git_commit(),
+        "jax": jax.__version__,
     }
     with precision_scope():
         lat = prob.lattice()
         g = lat.shape
         k = 2 * math.pi / wavelength
         t0 = time.perf_counter()
-        Dhat = inter.interaction_fft(g, lat.d, k, prec.complex, kind=prob.polarizability.interaction,
-                                     layout=inter.LAYOUTS[variant])
+        Dhat = inter.interaction_fft(
+            g, lat.d, k, prec.complex, kind=prob.polarizability.interaction, layout=inter.LAYOUTS[variant]
+        )
         Dhat.block_until_ready()
         out["setup_s"] = time.perf_counter() - t0
         alpha = np.array([prob.polarizability(m, lat.d, k, (0, 0, 1), (1, 0, 0))])
@@ -117,12 +154,18 @@ def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve
         E = observables.incident_field(g, lat.d, k, (0, 0, 1), (1, 0, 0), np.complex128)
         b = s * E
         first, best, med = _time(apply, op, b, repeats=repeats)
-        out.update(n_dipoles=lat.n_dipoles, fft_grid=list(inter.fft_shape(g)),
-                   matvec_compile_s=first, matvec_s=best, matvec_median_s=med)
+        out.update(
+            n_dipoles=lat.n_dipoles,
+            fft_grid=list(inter.fft_shape(g)),
+            matvec_compile_s=first,
+            matvec_s=best,
+            matvec_median_s=med,
+        )
         nbytes = matvec_bytes(g, inter.fft_shape(g), np.dtype(prec.complex).itemsize)
         bw = bandwidth or copy_bandwidth()
-        out.update(matvec_bytes_model=nbytes, copy_bandwidth_Bps=bw,
-                   matvec_bandwidth_fraction=nbytes / best / bw)
+        out.update(
+            matvec_bytes_model=nbytes, copy_bandwidth_Bps=bw, matvec_bandwidth_fraction=nbytes / best / bw
+        )
         kind = type(solver)
         # warm-ups use the same maxiter (it fixes the history's shape, hence the compiled loop)
         krylov.solve(op, b, kind(rtol=0.999, maxiter=iterations, chunk=iterations))
@@ -132,13 +175,24 @@ def dda_benchmark(grid: int, precision: str = "double", repeats: int = 10, solve
         if solve:
             krylov.solve(op, b, kind(rtol=0.999, maxiter=solver.maxiter, chunk=solver.chunk))
             r = krylov.solve(op, b, solver)
-            out.update(solve_s=r.seconds, solve_iterations=r.iterations, solve_converged=r.converged,
-                       solve_residual=r.residual)
+            out.update(
+                solve_s=r.seconds,
+                solve_iterations=r.iterations,
+                solve_converged=r.converged,
+                solve_residual=r.residual,
+            )
     return out
 
 
-def fdtd_benchmark(size: int, steps: int = 200, precision: str = "single", boundary: str = "cpml",
-                   order: int = 2, material: str = "vacuum", pml_thickness: int = 10) -> dict:
+def fdtd_benchmark(
+    size: int,
+    steps: int = 200,
+    precision: str = "single",
+    boundary: str = "cpml",
+    order: int = 2,
+    material: str = "vacuum",
+    pml_thickness: int = 10,
+) -> dict:
     """Cell updates per second of the FDTD step on an N^3 grid with a z-dipole at the centre.
 
     ``material``: "vacuum" (scalar coefficients) or "dielectric" (per-cell eps array).
@@ -154,7 +208,7 @@ def fdtd_benchmark(size: int, steps: int = 200, precision: str = "single", bound
     if material == "dielectric":
         eps = np.ones(grid.shape, np.float32)
         c = size // 2
-        eps[c // 2: c + c // 2, c // 2: c + c // 2, c // 2: c + c // 2] = 2.25
+        eps[c // 2 : c + c // 2, c // 2 : c + c // 2, c // 2 : c + c // 2] = 2.25
     c = size // 2
     src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
     sim = fdtd.Simulation(grid, eps=eps, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),))
@@ -166,12 +220,24 @@ def fdtd_benchmark(size: int, steps: int = 200, precision: str = "single", bound
     per_cell = (18 + (2 if material != "vacuum" else 0)) * item
     bw = copy_bandwidth()
     return {
-        "case": "fdtd_dipole", "size": size, "cells": grid.n_cells, "steps": r.steps,
-        "precision": prec.name, "boundary": boundary, "order": order, "material": material,
-        "cells_per_s": r.cells_per_second, "seconds": r.seconds, "compile_s": r.compile_seconds,
-        "setup_s": setup, "bytes_per_cell": per_cell, "copy_bandwidth_Bps": bw,
+        "case": "fdtd_dipole",
+        "size": size,
+        "cells": grid.n_cells,
+        "steps": r.steps,
+        "precision": prec.name,
+        "boundary": boundary,
+        "order": order,
+        "material": material,
+        "cells_per_s": r.cells_per_second,
+        "seconds": r.seconds,
+        "compile_s": r.compile_seconds,
+        "setup_s": setup,
+        "bytes_per_cell": per_cell,
+        "copy_bandwidth_Bps": bw,
         "bandwidth_fraction": r.cells_per_second * per_cell / bw,
         "memory_bytes_per_cell": sim.memory_bytes() / grid.n_cells,
-        "device": device_description(), "date": datetime.date.today().isoformat(),
-        "commit": _git_commit(), "jax": jax.__version__,
+        "device": device_description(),
+        "date": datetime.date.today().isoformat(),
+        "commit": _git_commit(),
+        "jax": jax.__version__,
     }

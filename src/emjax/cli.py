@@ -121,8 +121,11 @@ class _Progress:
 
     def __call__(self, label: str, iterations: int, residual: float) -> None:
         if not sys.stderr.isatty():  # logs and pipes: one plain line per report
-            print(f"polarization {label}: {iterations} iterations, relative residual {residual:.3e}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"polarization {label}: {iterations} iterations, relative residual {residual:.3e}",
+                file=sys.stderr,
+                flush=True,
+            )
             return
         from tqdm import tqdm
 
@@ -192,10 +195,10 @@ def _write_outputs(result, solver, folder: Path, command: str, config) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     ds = result.to_xarray()
-    ds.attrs["solver"] = repr(solver)  # the result does not record its solver
+    ds.attrs["solver"] = repr(result.solver or solver)
     ds.attrs["command"] = command
     save_dataset(ds, folder / "result.nc")
-    notes = {"solver": repr(solver)}
+    notes = {"solver": repr(result.solver or solver)}
     if config is not None:
         notes["config file"] = str(config)
     write_adda_outputs(result, folder, command=command, notes=notes)

@@ -83,9 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
 
-    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(
-        dest="bench_command", metavar="WHAT"
-    )
+    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", metavar="WHAT")
     b = bench.add_parser("dda", help="DDA matvec, iteration and solve times of a sphere")
     b.add_argument(
         "--grid",
@@ -102,8 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="single or double (repeatable; default double)",
     )
     b.add_argument("--repeats", type=int, default=10, help="timed matvecs (default 10)")
-    b.add_argument("--variant", default=None, choices=["pruned", "full"],
-                   help="FFT variant: pruned (default) or full (plain padded 3-D FFTs)")
+    b.add_argument(
+        "--variant",
+        default=None,
+        choices=["pruned", "full"],
+        help="FFT variant: pruned (default) or full (plain padded 3-D FFTs)",
+    )
     b.add_argument("--no-solve", action="store_true", help="skip the full solve")
     b.add_argument("--json", action="store_true", help="one JSON object per run on stdout")
     b.add_argument(
@@ -145,8 +147,7 @@ def _add_dda(p: argparse.ArgumentParser) -> None:
         "--m",
         action="append",
         metavar="M",
-        help="refractive index n+ik per domain (repeatable): 1.5+0.01j, 1.5,0.01 "
-        "or 1.33; default 1.5",
+        help="refractive index n+ik per domain (repeatable): 1.5+0.01j, 1.5,0.01 or 1.33; default 1.5",
     )
     g.add_argument(
         "--orient",
@@ -164,9 +165,7 @@ def _add_dda(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rtol", type=float, help="relative residual to reach (default 1e-5)")
     g.add_argument("--maxiter", type=int, help="maximum iterations (default 10000)")
     g = p.add_argument_group("output")
-    g.add_argument(
-        "--ntheta", type=int, help="scattering angles: N points from 0 to 180 deg (default 181)"
-    )
+    g.add_argument("--ntheta", type=int, help="scattering angles: N points from 0 to 180 deg (default 181)")
     g.add_argument(
         "--no-integrate",
         action="store_const",
@@ -180,9 +179,7 @@ def _add_dda(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write result.nc, CrossSec-X/Y, mueller, log, mueller.png here",
     )
-    g.add_argument(
-        "--json", action="store_true", help="print one line of JSON (and nothing else) on stdout"
-    )
+    g.add_argument("--json", action="store_true", help="print one line of JSON (and nothing else) on stdout")
     p.add_argument(
         "--config",
         type=Path,
@@ -221,8 +218,7 @@ def dda_config(args: argparse.Namespace) -> dict:
         unknown = sorted(set(toml) - set(DDA_DEFAULTS))
         if unknown:
             raise ConfigError(
-                f"config: unknown key(s) {unknown} in {str(args.config)!r}; "
-                f"allowed: {sorted(DDA_DEFAULTS)}"
+                f"config: unknown key(s) {unknown} in {str(args.config)!r}; allowed: {sorted(DDA_DEFAULTS)}"
             )
         for group in _ALTERNATIVES:
             if any(k in cli for k in group):
@@ -241,8 +237,7 @@ def parse_refractive_index(value, name: str = "m") -> complex:
     Only the form is checked here; the API checks the range (``k >= 0``, finite).
     """
     bad = ConfigError(
-        f"{name}: cannot read {value!r} as a refractive index; write it as "
-        "1.5+0.01j, 1.5,0.01 or 1.33"
+        f"{name}: cannot read {value!r} as a refractive index; write it as 1.5+0.01j, 1.5,0.01 or 1.33"
     )
     if isinstance(value, bool):
         raise bad

@@ -7,6 +7,7 @@ problem that emjax reports on purpose.
 from __future__ import annotations
 
 import math
+import numbers
 
 
 class EmjaxError(Exception):
@@ -55,8 +56,10 @@ def require_range(name: str, value: float, lo: float, hi: float, *, open_lo: boo
 
 def require_int(name: str, value: int, lo: int, hi: int | None = None) -> int:
     """An integer in [lo, hi], else :class:`ConfigError`."""
-    if isinstance(value, bool) or not isinstance(value, (int,)) and not (
-        isinstance(value, float) and float(value).is_integer()
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        and not (isinstance(value, numbers.Real) and float(value).is_integer())
     ):
         raise ConfigError(f"{name} must be an integer, got {value!r}")
     v = int(value)

@@ -49,8 +49,13 @@ class Shape:
 
     def box_shape(self, nx: int) -> tuple[int, int, int]:
         """Lattice dimensions for ``nx`` cells along x (ADDA's rounding)."""
-        ny = max(1, int(math.floor(self.yx_ratio * nx + 0.5)))
-        nz = max(1, int(math.floor(self.zx_ratio * nx + 0.5)))
+        ny = int(math.floor(self.yx_ratio * nx + 0.5))
+        nz = int(math.floor(self.zx_ratio * nx + 0.5))
+        for axis, n in (("y", ny), ("z", nz)):
+            if n < 1:
+                raise ConfigError(
+                    f"the particle is too thin along {axis} for {nx} cells along x: increase the grid"
+                )
         return nx, ny, nz
 
 

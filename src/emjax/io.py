@@ -298,8 +298,7 @@ def _log_text(result, command: str | None, notes: dict | None) -> str:
         f"Dipoles/lambda: {_g10(prob.wavelength / lat.d)}",
         f"dipole size d: {_g10(lat.d)}   size along x: {_g10(lat.size_x)}",
         f"Total number of occupied dipoles: {lat.n_dipoles}",
-        f"Volume-equivalent size parameter: {_g10(prob.k * result.a_eq)}"
-        f"   a_eq: {_g10(result.a_eq)}",
+        f"Volume-equivalent size parameter: {_g10(prob.k * result.a_eq)}   a_eq: {_g10(result.a_eq)}",
         f"Polarizability: {prob.polarizability!r}",
     ]
     for label, alpha in zip(POLARIZATIONS, np.asarray(result.alpha), strict=True):
@@ -324,9 +323,7 @@ def _log_text(result, command: str | None, notes: dict | None) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_adda_outputs(
-    result, folder, command: str | None = None, notes: dict | None = None
-) -> list[Path]:
+def write_adda_outputs(result, folder, command: str | None = None, notes: dict | None = None) -> list[Path]:
     """ADDA-like text files in ``folder``: ``CrossSec-X``, ``CrossSec-Y``, ``mueller``, ``log``.
 
     ``CrossSec-*`` hold ``name\\t= value`` lines (10 significant digits) for the incident

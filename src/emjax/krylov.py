@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .backend import precision_scope
 from .errors import ConfigError, require_int
 
 
@@ -46,8 +47,8 @@ class _Method:
             raise ConfigError(f"atol must be finite and >= 0, got {self.atol!r}")
         if self.rtol == 0 and self.atol == 0:
             raise ConfigError("rtol and atol cannot both be 0")
-        require_int("maxiter", self.maxiter, 1, 10_000_000)
-        require_int("chunk", self.chunk, 1, 1_000_000)
+        object.__setattr__(self, "maxiter", require_int("maxiter", self.maxiter, 1, 10_000_000))
+        object.__setattr__(self, "chunk", require_int("chunk", self.chunk, 1, 1_000_000))
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,23 @@ def _qmr_init(A, b, x):
     one = jnp.ones((), rdt)
     zero_c = jnp.zeros((), b.dtype)
     return dict(
-        x=x, r=r, v=v, v_prev=z, beta=zero_c, omega=omega, omega_prev=jnp.zeros((), rdt),
-        c1=one, s1=zero_c, c2=one, s2=zero_c, g=(omega * beta1).astype(b.dtype),
-        p1=z, p2=z, ap1=z, ap2=z, rnorm=_norm(r),
+        x=x,
+        r=r,
+        v=v,
+        v_prev=z,
+        beta=zero_c,
+        omega=omega,
+        omega_prev=jnp.zeros((), rdt),
+        c1=one,
+        s1=zero_c,
+        c2=one,
+        s2=zero_c,
+        g=(omega * beta1).astype(b.dtype),
+        p1=z,
+        p2=z,
+        ap1=z,
+        ap2=z,
+        rnorm=_norm(r),
         breakdown=(beta1 == 0) & (_norm(r) > 0),
     )
 
@@ -176,9 +191,24 @@ def _qmr_step(A, s):
     tiny = jnp.finfo(rnorm.dtype).eps
     breakdown = ((jnp.abs(beta_next) <= tiny * vt_norm) & (vt_norm > 0)) | (r_nn == 0)
     return dict(
-        x=x, r=r, v=v_next, v_prev=v, beta=beta_next, omega=omega_next, omega_prev=s["omega"],
-        c1=c, s1=sn, c2=s["c1"], s2=s["s1"], g=g_next, p1=p, p2=s["p1"], ap1=ap, ap2=s["ap1"],
-        rnorm=rnorm, breakdown=breakdown,
+        x=x,
+        r=r,
+        v=v_next,
+        v_prev=v,
+        beta=beta_next,
+        omega=omega_next,
+        omega_prev=s["omega"],
+        c1=c,
+        s1=sn,
+        c2=s["c1"],
+        s2=s["s1"],
+        g=g_next,
+        p1=p,
+        p2=s["p1"],
+        ap1=ap,
+        ap2=s["ap1"],
+        rnorm=rnorm,
+        breakdown=breakdown,
     )
 
 
@@ -211,8 +241,18 @@ def _bicgstab_init(A, b, x):
     r = b - A(x)
     one = jnp.ones((), b.dtype)
     z = jnp.zeros_like(b)
-    return dict(x=x, r=r, rhat=r, p=z, v=z, rho=one, alpha=one, omega=one, rnorm=_norm(r),
-                breakdown=jnp.zeros((), bool))
+    return dict(
+        x=x,
+        r=r,
+        rhat=r,
+        p=z,
+        v=z,
+        rho=one,
+        alpha=one,
+        omega=one,
+        rnorm=_norm(r),
+        breakdown=jnp.zeros((), bool),
+    )
 
 
 def _bicgstab_step(A, s):
@@ -233,8 +273,18 @@ def _bicgstab_step(A, s):
     r = sv - omega * t
     rnorm = _norm(r)
     breakdown = ((rho == 0) | (rv == 0) | ((omega == 0) & (_norm(sv) > 0))) & (rnorm > 0)
-    return dict(x=x, r=r, rhat=s["rhat"], p=p, v=v, rho=rho, alpha=alpha, omega=omega,
-                rnorm=rnorm, breakdown=breakdown)
+    return dict(
+        x=x,
+        r=r,
+        rhat=s["rhat"],
+        p=p,
+        v=v,
+        rho=rho,
+        alpha=alpha,
+        omega=omega,
+        rnorm=rnorm,
+        breakdown=breakdown,
+    )
 
 
 _METHODS = {
@@ -254,9 +304,7 @@ class _Scaled:
         return self.d * self.A(self.d * x)
 
 
-jax.tree_util.register_pytree_node(
-    _Scaled, lambda s: ((s.A, s.d), None), lambda _, c: _Scaled(*c)
-)
+jax.tree_util.register_pytree_node(_Scaled, lambda s: ((s.A, s.d), None), lambda _, c: _Scaled(*c))
 
 
 def _as_pytree_operator(A):
@@ -283,10 +331,13 @@ def _chunk(method, A, state, it_stop, tol):
 
     def body(s):
         it, hist = s["it"], s["hist"]
-        s = step(A, {k: v for k, v in s.items() if k not in ("it", "hist")})
-        s["it"] = it + 1
-        s["hist"] = hist.at[it + 1].set(s["rnorm"])
-        return s
+        new = step(A, {k: v for k, v in s.items() if k not in ("it", "hist")})
+        # a breakdown step divided by a (guarded) zero: keep the last good iterate
+        for key in ("x", "r", "rnorm"):
+            new[key] = jnp.where(new["breakdown"], s[key], new[key])
+        new["it"] = it + 1
+        new["hist"] = hist.at[it + 1].set(new["rnorm"])
+        return new
 
     return lax.while_loop(cond, body, state)
 
@@ -311,7 +362,14 @@ def solve(
     x0 : initial guess (default zeros).
     M : optional Jacobi preconditioner, an array ``~ 1/diag(A)`` shaped like ``b``.
     progress : called as ``progress(iterations, relative_residual)`` after every chunk.
+
+    Runs with 64-bit types enabled (complex128 inputs stay complex128).
     """
+    with precision_scope():
+        return _solve(A, b, solver, x0, M, progress)
+
+
+def _solve(A, b, solver, x0, M, progress) -> KrylovResult:
     solver = solver or QMR()
     if not isinstance(solver, _Method):
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
@@ -335,6 +393,14 @@ def solve(
     t0 = time.perf_counter()
     bnorm = float(_norm(b))
     rdt = jnp.real(b).dtype
+    eps = float(jnp.finfo(rdt).eps)
+    if solver.rtol and solver.rtol < 10 * eps and solver.atol == 0:
+        warnings.warn(
+            f"rtol = {solver.rtol:g} is below 10 x the machine epsilon of {b.dtype} "
+            f"({eps:.1e}); the solve will stagnate",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     if bnorm == 0:
         x = jnp.zeros_like(b)
         return KrylovResult(x, True, 0, 0, 0.0, np.zeros(1), "b = 0: x = 0", 0.0, solver.name)
@@ -360,11 +426,15 @@ def solve(
     elif not np.isfinite(rnorm):
         msg = f"diverged: residual became {rnorm} after {it} iterations"
     elif bool(state["breakdown"]):
-        msg = (f"{solver.name} broke down after {it} iterations at relative residual "
-               f"{rnorm / bnorm:.3e}; try another solver")
+        msg = (
+            f"{solver.name} broke down after {it} iterations at relative residual "
+            f"{rnorm / bnorm:.3e}; try another solver"
+        )
     else:
-        msg = (f"did not converge: relative residual {rnorm / bnorm:.3e} > rtol "
-               f"{solver.rtol:g} after maxiter = {solver.maxiter} iterations")
+        msg = (
+            f"did not converge: relative residual {rnorm / bnorm:.3e} > rtol "
+            f"{solver.rtol:g} after maxiter = {solver.maxiter} iterations"
+        )
     n_mv = it * solver.matvecs_per_iteration + 1
     return KrylovResult(x, converged, it, n_mv, rnorm / bnorm, history, msg, seconds, solver.name)
 
@@ -373,8 +443,3 @@ def jacobi(diagonal) -> jax.Array:
     """Jacobi preconditioner ``1 / diag(A)`` for :func:`solve`'s ``M``."""
     diagonal = jnp.asarray(diagonal)
     return 1.0 / diagonal
-
-
-def warn_if_not_converged(result: KrylovResult, what: str = "iterative solve") -> None:
-    if not result.converged:
-        warnings.warn(f"{what}: {result.message}", RuntimeWarning, stacklevel=3)

@@ -34,8 +34,7 @@ def test_fft_matvec_equals_dense_product(variant):
     d, k = 0.35, 2.0
     alpha = np.array([0.01 + 0.002j, 0.02 + 0.0005j])
     with precision_scope():
-        Dhat = interaction.interaction_fft(grid, d, k, np.complex128,
-                                           layout=interaction.LAYOUTS[variant])
+        Dhat = interaction.interaction_fft(grid, d, k, np.complex128, layout=interaction.LAYOUTS[variant])
         s = sqrt_alpha_grid(domains, alpha, np.complex128)
         op = DDAOperator(Dhat, s, variant)
         x = rng.normal(size=(3,) + grid) + 1j * rng.normal(size=(3,) + grid)

@@ -29,8 +29,15 @@ OBSERVED = {
 
 def _errors(m, x, dpl):
     qext, qsca, _, _ = miepython.efficiencies_mx(m, x)
-    prob = dda.DDAProblem(geometry.Sphere(), (m,), wavelength=WAVELENGTH, eq_rad=float(x),
-                          dipoles_per_wavelength=dpl, integrate=False, theta=(0.0,))
+    prob = dda.DDAProblem(
+        geometry.Sphere(),
+        (m,),
+        wavelength=WAVELENGTH,
+        eq_rad=float(x),
+        dipoles_per_wavelength=dpl,
+        integrate=False,
+        theta=(0.0,),
+    )
     res = dda.solve(prob)
     assert res.all_converged
     qabs = qext - qsca
@@ -63,8 +70,14 @@ def test_sphere_efficiencies_vs_mie(m, x):
 
 @pytest.fixture(scope="module")
 def sphere_x3():
-    prob = dda.DDAProblem(geometry.Sphere(), (1.5 + 0.01j,), wavelength=WAVELENGTH, eq_rad=3.0,
-                          dipoles_per_wavelength=20, phi=(90.0, 0.0, 30.0))
+    prob = dda.DDAProblem(
+        geometry.Sphere(),
+        (1.5 + 0.01j,),
+        wavelength=WAVELENGTH,
+        eq_rad=3.0,
+        dipoles_per_wavelength=20,
+        phi=(90.0, 0.0, 30.0),
+    )
     return dda.solve(prob, dda.QMR(rtol=1e-7))
 
 

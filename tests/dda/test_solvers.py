@@ -14,8 +14,10 @@ def _problem(**kw):
 
 @pytest.fixture(scope="module")
 def results():
-    return {s.name: dda.solve(_problem(), s) for s in (dda.QMR(rtol=1e-8), dda.BiCG(rtol=1e-8),
-                                                       dda.BiCGStab(rtol=1e-8))}
+    return {
+        s.name: dda.solve(_problem(), s)
+        for s in (dda.QMR(rtol=1e-8), dda.BiCG(rtol=1e-8), dda.BiCGStab(rtol=1e-8))
+    }
 
 
 def test_three_solvers_agree(results):
@@ -40,8 +42,9 @@ def test_optical_theorem_and_energy_balance(results):
 
 
 def test_single_vs_double():
-    """Single precision (complex64 FFTs and solver) agrees with double to ~1e-5: both
-    stop at rtol 1e-5, and float32 rounding in the FFT is ~1e-7 relative per matvec."""
+    """Single precision (complex64 interaction tensor and FFTs; the Krylov recurrences stay
+    complex128) agrees with double to ~1e-5: both stop at rtol 1e-5, and float32 rounding in
+    the FFT is ~1e-7 relative per matvec."""
     d = dda.solve(_problem(precision="double"))
     s = dda.solve(_problem(precision="single"))
     assert s.all_converged

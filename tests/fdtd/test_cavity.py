@@ -66,7 +66,7 @@ def test_cavity_spectrum_peaks_match_modes():
         f0 = yee(m, n, 0)
         sel = np.abs(freqs - f0) < 0.02 * f0
         k = np.argmax(spec[sel]) + np.flatnonzero(sel)[0]
-        y0, y1, y2 = np.log(spec[k - 1: k + 2])
+        y0, y1, y2 = np.log(spec[k - 1 : k + 2])
         f_peak = freqs[k] + 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) * (freqs[1] - freqs[0])
         assert f_peak == pytest.approx(f0, rel=3e-4), (m, n)
 

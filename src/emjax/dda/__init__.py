@@ -12,5 +12,17 @@ from .lattice import Lattice
 from .polarizability import CM, FCD, LDR, POLARIZABILITIES, RR
 from .solve import DDAProblem, DDAResult, solve
 
-__all__ = ["CM", "FCD", "LDR", "POLARIZABILITIES", "RR", "BiCG", "BiCGStab", "DDAProblem",
-           "DDAResult", "Lattice", "QMR", "solve"]
+__all__ = [
+    "CM",
+    "FCD",
+    "LDR",
+    "POLARIZABILITIES",
+    "RR",
+    "BiCG",
+    "BiCGStab",
+    "DDAProblem",
+    "DDAResult",
+    "Lattice",
+    "QMR",
+    "solve",
+]

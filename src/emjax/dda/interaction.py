@@ -130,8 +130,7 @@ def lax_slice(a, axis, start, stop):
 LAYOUTS = {"pruned": "yzx", "full": "xyz"}
 
 
-def interaction_fft(grid, d: float, k: float, dtype, kind: str = "point",
-                    layout: str = "yzx") -> jax.Array:
+def interaction_fft(grid, d: float, k: float, dtype, kind: str = "point", layout: str = "yzx") -> jax.Array:
     """FFT of the circulantly embedded interaction tensor of ``dtype``: (6, Mx, My, Mz) in
     the "xyz" layout, (6, My, Mz, Mx) in the "yzx" layout used by :func:`convolve`."""
     octant = point_green_octant(grid, d, k)
@@ -169,11 +168,13 @@ def convolve(Dhat: jax.Array, p: jax.Array) -> jax.Array:
 
 
 def _tensor_product(D, q):
-    return jnp.stack([
-        D[0] * q[0] + D[1] * q[1] + D[2] * q[2],
-        D[1] * q[0] + D[3] * q[1] + D[4] * q[2],
-        D[2] * q[0] + D[4] * q[1] + D[5] * q[2],
-    ])
+    return jnp.stack(
+        [
+            D[0] * q[0] + D[1] * q[1] + D[2] * q[2],
+            D[1] * q[0] + D[3] * q[1] + D[4] * q[2],
+            D[2] * q[0] + D[4] * q[1] + D[5] * q[2],
+        ]
+    )
 
 
 def convolve_full(Dhat: jax.Array, p: jax.Array) -> jax.Array:

@@ -61,4 +61,3 @@ def sqrt_alpha_grid(domains, alpha_per_domain, dtype):
     a = jnp.asarray(alpha_per_domain, dtype=dtype)
     d = jnp.asarray(domains)
     return jnp.where(d >= 0, jnp.sqrt(a)[jnp.clip(d, 0)], 0).astype(dtype)
-

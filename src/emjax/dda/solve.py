@@ -14,7 +14,7 @@ import numpy as np
 from .. import krylov
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_finite
-from ..geometry import Shape, Voxels
+from ..geometry import Shape
 from ..materials import Material, check_refractive_index
 from ..scattering import (
     degree_of_polarization,
@@ -83,8 +83,9 @@ class DDAProblem:
             raise ConfigError(f"wavelength must be > 0, got {self.wavelength!r}")
         self.refractive_indices()  # validates m
         if not isinstance(self.polarizability, _POLARIZABILITY_TYPES):
-            raise ConfigError(f"polarizability must be one of CM(), RR(), LDR(), FCD(); got "
-                              f"{self.polarizability!r}")
+            raise ConfigError(
+                f"polarizability must be one of CM(), RR(), LDR(), FCD(); got {self.polarizability!r}"
+            )
         precision(self.precision)
         if len(self.orientation) != 3:
             raise ConfigError("orientation must be three Euler angles (alpha, beta, gamma) in degrees")
@@ -99,8 +100,15 @@ class DDAProblem:
         if not phi or not all(np.isfinite(phi)):
             raise ConfigError("phi must be a non-empty list of finite angles in degrees")
         object.__setattr__(self, "phi", phi)
-        nx, size_x = self.plan()
-        self._check_resources(self.shape.box_shape(nx))
+        plan = self.plan()
+        grid = self.shape.box_shape(plan.nx)
+        self._check_resources(grid)
+        if isinstance(self.polarizability, FCD):  # FCD needs k d < pi (nominal d, before voxels)
+            d = plan.d or (plan.size_x / plan.nx if plan.size_x else None)
+            if d is not None and self.k * d >= math.pi:
+                raise ConfigError(
+                    f"FCD needs more than 2 dipoles per wavelength; the lattice has {self.wavelength / d:.3g}"
+                )
 
     # -- derived, cheap --------------------------------------------------------------------
     def refractive_indices(self) -> tuple[complex, ...]:
@@ -115,10 +123,17 @@ class DDAProblem:
     def k(self) -> float:
         return 2 * math.pi / self.wavelength
 
-    def plan(self) -> tuple[int, float]:
+    def plan(self):
         m_max = max(abs(m) for m in self.refractive_indices())
-        return plan_grid(self.shape, self.wavelength, m_max, size_x=self.size_x, eq_rad=self.eq_rad,
-                         dipoles_per_wavelength=self.dipoles_per_wavelength, grid=self.grid)
+        return plan_grid(
+            self.shape,
+            self.wavelength,
+            m_max,
+            size_x=self.size_x,
+            eq_rad=self.eq_rad,
+            dipoles_per_wavelength=self.dipoles_per_wavelength,
+            grid=self.grid,
+        )
 
     def memory_bytes(self, grid) -> int:
         c = np.dtype(precision(self.precision).complex).itemsize
@@ -131,9 +146,7 @@ class DDAProblem:
         check_memory(self.memory_bytes(grid), f"DDA on a {grid[0]}x{grid[1]}x{grid[2]} lattice")
 
     def lattice(self) -> Lattice:
-        nx, size_x = self.plan()
-        return build_lattice(self.shape, nx, size_x, volume_correction=self.volume_correction
-                             and not isinstance(self.shape, Voxels))
+        return build_lattice(self.shape, self.plan(), volume_correction=self.volume_correction)
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,12 +238,20 @@ class DDAResult:
 
     def summary(self) -> dict:
         return {
-            "Cext": self.Cext, "Cabs": self.Cabs, "Csca": self.Csca,
+            "Cext": self.Cext,
+            "Cabs": self.Cabs,
+            "Csca": self.Csca,
             "Csca_integrated": self.Csca_integrated,
-            "Qext": self.Qext, "Qabs": self.Qabs, "Qsca": self.Qsca, "g": self.g,
-            "a_eq": self.a_eq, "n_dipoles": self.lattice.n_dipoles, "grid": list(self.lattice.shape),
+            "Qext": self.Qext,
+            "Qabs": self.Qabs,
+            "Qsca": self.Qsca,
+            "g": self.g,
+            "a_eq": self.a_eq,
+            "n_dipoles": self.lattice.n_dipoles,
+            "grid": list(self.lattice.shape),
             "dipoles_per_wavelength": self.problem.wavelength / self.lattice.d,
-            "iterations": list(self.iterations), "converged": self.all_converged,
+            "iterations": list(self.iterations),
+            "converged": self.all_converged,
             "seconds": self.seconds,
         }
 
@@ -245,9 +266,14 @@ class DDAResult:
         return save_dataset(self.to_xarray(), path)
 
 
-def solve(problem: DDAProblem, solver: krylov._Method | None = None, *,
-          progress: Callable[[str, int, float], None] | None = None,
-          keep_polarization: bool = False, variant: str = "pruned") -> DDAResult:
+def solve(
+    problem: DDAProblem,
+    solver: krylov._Method | None = None,
+    *,
+    progress: Callable[[str, int, float], None] | None = None,
+    keep_polarization: bool = False,
+    variant: str = "pruned",
+) -> DDAResult:
     """Solve the DDA for both incident polarizations and compute the observables.
 
     ``progress(label, iterations, relative_residual)`` is called between solver chunks.
@@ -263,6 +289,8 @@ def solve(problem: DDAProblem, solver: krylov._Method | None = None, *,
     solver = solver or krylov.QMR()
     if not isinstance(solver, krylov._Method):
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
+    if variant not in interaction.LAYOUTS:
+        raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
     with precision_scope():
         return _solve(problem, solver, progress, keep_polarization, variant)
 
@@ -281,8 +309,9 @@ def _solve(problem, solver, progress, keep_polarization, variant):
     timings["lattice_s"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    Dhat = interaction.interaction_fft(grid, d, k, cdt, kind=pol.interaction,
-                                         layout=interaction.LAYOUTS[variant])
+    Dhat = interaction.interaction_fft(
+        grid, d, k, cdt, kind=pol.interaction, layout=interaction.LAYOUTS[variant]
+    )
     Dhat.block_until_ready()
     timings["interaction_s"] = time.perf_counter() - t0
 
@@ -351,7 +380,7 @@ def _solve(problem, solver, progress, keep_polarization, variant):
     if problem.integrate:
         Csca_int, g = [], []
         for f in F:
-            fq = f[n_ang + 1:]
+            fq = f[n_ang + 1 :]
             fq = fq - qn * np.sum(qn * fq, axis=-1, keepdims=True)  # transverse part (I - nn) F
             inten = np.sum(np.abs(fq) ** 2, axis=-1) / k**2
             c = float(np.sum(qw * inten))
@@ -360,10 +389,24 @@ def _solve(problem, solver, progress, keep_polarization, variant):
         Csca_int, g = np.array(Csca_int), np.array(g)
 
     return DDAResult(
-        problem=problem, lattice=lat, Cext_xy=np.array(Cext), Cabs_xy=np.array(Cabs),
-        Csca_int_xy=Csca_int, g_xy=g, theta=theta, phi=phi, S=S, mueller=mueller,
-        forward_amplitude=fwd, iterations=tuple(iters), converged=tuple(conv),
-        residual_history=tuple(hists), solver_messages=tuple(msgs), alpha=np.array(alphas),
-        seconds=time.perf_counter() - t_start, timings=timings,
-        polarization=tuple(Ps) if keep_polarization else None, solver=solver,
+        problem=problem,
+        lattice=lat,
+        Cext_xy=np.array(Cext),
+        Cabs_xy=np.array(Cabs),
+        Csca_int_xy=Csca_int,
+        g_xy=g,
+        theta=theta,
+        phi=phi,
+        S=S,
+        mueller=mueller,
+        forward_amplitude=fwd,
+        iterations=tuple(iters),
+        converged=tuple(conv),
+        residual_history=tuple(hists),
+        solver_messages=tuple(msgs),
+        alpha=np.array(alphas),
+        seconds=time.perf_counter() - t_start,
+        timings=timings,
+        polarization=tuple(Ps) if keep_polarization else None,
+        solver=solver,
     )

@@ -7,5 +7,17 @@ from .grid import CPML, PEC, Grid, Periodic
 from .simulation import FDTDResult, Probe, Simulation, run
 from .sources import ContinuousWave, GaussianPulse, PointDipole, Ricker
 
-__all__ = ["CPML", "PEC", "ContinuousWave", "FDTDResult", "GaussianPulse", "Grid", "Periodic",
-           "PointDipole", "Probe", "Ricker", "Simulation", "run"]
+__all__ = [
+    "CPML",
+    "PEC",
+    "ContinuousWave",
+    "FDTDResult",
+    "GaussianPulse",
+    "Grid",
+    "Periodic",
+    "PointDipole",
+    "Probe",
+    "Ricker",
+    "Simulation",
+    "run",
+]

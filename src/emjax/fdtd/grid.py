@@ -99,8 +99,10 @@ class Grid:
         object.__setattr__(self, "boundary", b)
         for ax, (n, bd) in enumerate(zip(shape, b)):
             if isinstance(bd, CPML) and n < 2 * bd.thickness + 2:
-                raise ConfigError(f"axis {'xyz'[ax]}: {n} cells cannot hold a {bd.thickness}-cell "
-                                  f"CPML on both faces (need >= {2 * bd.thickness + 2})")
+                raise ConfigError(
+                    f"axis {'xyz'[ax]}: {n} cells cannot hold a {bd.thickness}-cell "
+                    f"CPML on both faces (need >= {2 * bd.thickness + 2})"
+                )
             if self.order == 4 and not isinstance(bd, Periodic):
                 raise ConfigError("order=4 is implemented for periodic boundaries only (so far)")
         limit = COURANT_LIMIT[self.order] / math.sqrt(3)

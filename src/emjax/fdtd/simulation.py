@@ -60,8 +60,7 @@ class Simulation:
                 if not np.isfinite(v):
                     raise ConfigError(f"{name} must be finite, got {v!r}")
             elif np.shape(v) != self.grid.shape:
-                raise ConfigError(f"{name} must be a scalar or of shape {self.grid.shape}, "
-                                  f"got {np.shape(v)}")
+                raise ConfigError(f"{name} must be a scalar or of shape {self.grid.shape}, got {np.shape(v)}")
         if np.any(np.asarray(self.eps) < 1):
             raise ConfigError("eps must be >= 1 (dispersive or metallic media: use poles/PEC)")
         if np.any(np.asarray(self.sigma) < 0):
@@ -119,8 +118,9 @@ def _coefficients(sim: Simulation, dtype):
             shape[ax] = b.thickness
             for kind, half in (("E", False), ("H", True)):
                 for side, coefs in zip(("lo", "hi"), pml_mod.profile(b, g.shape[ax], g.dx, dt, half)):
-                    arrays[f"pml{kind}{ax}{side}"] = tuple(jnp.asarray(v.reshape(shape), dtype)
-                                                           for v in coefs)
+                    arrays[f"pml{kind}{ax}{side}"] = tuple(
+                        jnp.asarray(v.reshape(shape), dtype) for v in coefs
+                    )
             pml.append(b.thickness)
         else:
             pml.append(0)
@@ -251,8 +251,14 @@ class FDTDResult:
         return self.simulation.grid.n_cells * self.steps / max(self.seconds, 1e-12)
 
 
-def run(sim: Simulation, steps: int, *, chunk: int | None = None, initial=None,
-        progress: Callable[[int, int], None] | None = None) -> FDTDResult:
+def run(
+    sim: Simulation,
+    steps: int,
+    *,
+    chunk: int | None = None,
+    initial=None,
+    progress: Callable[[int, int], None] | None = None,
+) -> FDTDResult:
     """Advance ``steps`` time steps on the default device.
 
     The loop runs as ``lax.scan`` over chunks of ``chunk`` steps (default: ~steps/20, at
@@ -288,16 +294,24 @@ def run(sim: Simulation, steps: int, *, chunk: int | None = None, initial=None,
             recs.append(np.asarray(rec))
             done += n
             if not finite:
-                raise FloatingPointError(f"FDTD fields became NaN/Inf by step {done} "
-                                         "(unstable: check courant, materials, sources)")
+                raise FloatingPointError(
+                    f"FDTD fields became NaN/Inf by step {done} (unstable: check courant, materials, sources)"
+                )
             if progress is not None:
                 progress(done, steps)
         timed_steps = steps - (min(chunk, steps))
         seconds = t_run if timed_steps > 0 else compile_s
         probes = np.concatenate(recs) if recs else np.zeros((0, 0))
-        return FDTDResult(sim, probes, (np.arange(steps) + 1) * g.dt, jnp.stack(state["E"]),
-                          jnp.stack(state["H"]),
-                          timed_steps if timed_steps > 0 else steps, seconds, compile_s)
+        return FDTDResult(
+            sim,
+            probes,
+            (np.arange(steps) + 1) * g.dt,
+            jnp.stack(state["E"]),
+            jnp.stack(state["H"]),
+            timed_steps if timed_steps > 0 else steps,
+            seconds,
+            compile_s,
+        )
 
 
 def courant_limit(order: int) -> float:
