@@ -4,8 +4,9 @@ Natural units: eps0 = mu0 = c = 1; lengths in any unit, time in length / c.
 """
 
 from .grid import CPML, PEC, Grid, Periodic
+from .monitors import DFTPlane
 from .simulation import FDTDResult, Probe, Simulation, run
-from .sources import ContinuousWave, GaussianPulse, PointDipole, Ricker
+from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
 
 __all__ = [
     "CPML",

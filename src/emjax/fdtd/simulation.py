@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -14,9 +14,12 @@ import numpy as np
 
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_int
+from ..materials import Dispersive, DrudePole
+from . import monitors as mon_mod
 from . import pml as pml_mod
 from .grid import CPML, PEC, Grid
-from .sources import PointDipole
+from .monitors import DFTPlane
+from .sources import PlaneSource, PointDipole
 from .update import d_backward, d_forward
 
 
@@ -50,6 +53,8 @@ class Simulation:
     sigma: object = 0.0
     sources: tuple = ()
     probes: tuple = ()
+    monitors: tuple = ()
+    dispersive: tuple | None = None  # (materials.Dispersive with Drude poles, bool mask)
 
     def __post_init__(self):
         if not isinstance(self.grid, Grid):
@@ -67,10 +72,27 @@ class Simulation:
             raise ConfigError("sigma must be >= 0")
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "probes", tuple(self.probes))
+        object.__setattr__(self, "monitors", tuple(self.monitors))
         for s in self.sources:
-            if not isinstance(s, PointDipole):
-                raise ConfigError(f"sources must be PointDipole objects, got {s!r}")
+            if not isinstance(s, (PointDipole, PlaneSource)):
+                raise ConfigError(f"sources must be PointDipole or PlaneSource objects, got {s!r}")
             s.check(self.grid.shape)
+        if self.dispersive is not None:
+            mat, mask = self.dispersive
+            if (
+                not isinstance(mat, Dispersive)
+                or not mat.poles
+                or not all(isinstance(p, DrudePole) for p in mat.poles)
+            ):
+                raise ConfigError("dispersive must be (materials.Dispersive with Drude poles, mask)")
+            if np.shape(mask) != self.grid.shape:
+                raise ConfigError(f"dispersive mask must have shape {self.grid.shape}")
+            if mat.eps_inf < 1:
+                raise ConfigError("dispersive eps_inf must be >= 1")
+        for m in self.monitors:
+            if not isinstance(m, DFTPlane):
+                raise ConfigError(f"monitors must be DFTPlane objects, got {m!r}")
+            m.check(self.grid.shape)
         for p in self.probes:
             if not isinstance(p, Probe):
                 raise ConfigError(f"probes must be Probe objects, got {p!r}")
@@ -100,6 +122,8 @@ class _Plan:
     pml: tuple  # per axis: thickness or 0
     sources: tuple
     probes: tuple
+    monitors: tuple
+    n_poles: int = 0
 
 
 def _coefficients(sim: Simulation, dtype):
@@ -107,10 +131,26 @@ def _coefficients(sim: Simulation, dtype):
     dt = g.dt
     eps = np.asarray(sim.eps, dtype=float)
     sig = np.asarray(sim.sigma, dtype=float)
-    loss = sig * dt / (2 * eps)
-    ca = (1 - loss) / (1 + loss)
-    cb = (dt / eps) / (1 + loss)
-    arrays = {"ca": jnp.asarray(ca, dtype), "cb": jnp.asarray(cb, dtype)}
+    beta_sum = 0.0
+    arrays = {}
+    if sim.dispersive is not None:
+        # Drude ADE (J-E coupling, Taflove ch. 9): J' = k J + beta (E' + E) per pole
+        mat, mask = sim.dispersive
+        mask = np.asarray(mask, bool)
+        eps = np.where(mask, mat.eps_inf, eps)
+        ks, betas = [], []
+        for p in mat.poles:
+            k = (1 - p.gamma * dt / 2) / (1 + p.gamma * dt / 2)
+            beta = (p.omega_p**2 * dt / 2) / (1 + p.gamma * dt / 2)
+            ks.append(np.where(mask, k, 0.0))
+            betas.append(np.where(mask, beta, 0.0))
+        beta_sum = sum(betas)
+        arrays["pole_k"] = tuple(jnp.asarray(k, dtype) for k in ks)
+        arrays["pole_beta"] = tuple(jnp.asarray(b, dtype) for b in betas)
+    den = 2 * eps + sig * dt + beta_sum * dt
+    ca = (2 * eps - sig * dt - beta_sum * dt) / den
+    cb = 2 * dt / den
+    arrays.update({"ca": jnp.asarray(ca, dtype), "cb": jnp.asarray(cb, dtype)})
     pml = []
     for ax, b in enumerate(g.boundary):
         if isinstance(b, CPML):
@@ -126,7 +166,10 @@ def _coefficients(sim: Simulation, dtype):
             pml.append(0)
     # the current source's coefficient is the E update's dt/eps at that cell
     cb_full = np.broadcast_to(cb, g.shape)
-    arrays["src_cb"] = jnp.asarray([cb_full[s.index] * s.amplitude for s in sim.sources], dtype)
+    arrays["src_cb"] = tuple(
+        jnp.asarray(cb_full[s.index if isinstance(s, PointDipole) else s.slices] * s.amplitude, dtype)
+        for s in sim.sources
+    )
     return arrays, tuple(pml)
 
 
@@ -150,7 +193,10 @@ def _initial_state(sim, plan, dtype, initial):
                     if comp != ax:
                         for side in ("lo", "hi"):
                             psi[f"{kind}{ax}{comp}{side}"] = jnp.zeros(shp, dtype)
-    return {"E": E, "H": H, "psi": psi, "n": jnp.zeros((), jnp.int32)}
+    cdtype = jnp.result_type(dtype, jnp.complex64)
+    dft = tuple(mon_mod.zeros(m, g.shape, cdtype) for m in plan.monitors)
+    J = tuple(tuple(jnp.zeros(g.shape, dtype) for _ in range(3)) for _ in range(plan.n_poles))
+    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "n": jnp.zeros((), jnp.int32)}
 
 
 def _curl(plan, arrays, F, kind, psi):
@@ -210,19 +256,35 @@ def _step(plan, arrays, state, _):
     H = tuple(h - dt * c for h, c in zip(H, cE))
     cH, newE = _curl(plan, arrays, H, "E", psi)
     ca, cb = arrays["ca"], arrays["cb"]
+    J = state["J"]
+    if plan.n_poles:
+        # curl H - (1/2) sum_p (1 + k_p) J_p, then J_p' = k_p J_p + beta_p (E' + E)
+        cH = tuple(
+            c - 0.5 * sum((1 + arrays["pole_k"][p]) * J[p][i] for p in range(plan.n_poles))
+            for i, c in enumerate(cH)
+        )
+    E_old = E
     E = _pec(plan, tuple(ca * e + cb * c for e, c in zip(E, cH)))
+    if plan.n_poles:
+        J = tuple(
+            tuple(
+                arrays["pole_k"][p] * J[p][i] + arrays["pole_beta"][p] * (E[i] + E_old[i]) for i in range(3)
+            )
+            for p in range(plan.n_poles)
+        )
     dtype = E[0].dtype
     t = (n.astype(dtype) + 0.5) * dt
     E = list(E)
     for s_i, src in enumerate(plan.sources):
-        i, j, k = src.index
+        where = tuple(src.index) if isinstance(src, PointDipole) else src.slices
         c = src.component
-        E[c] = E[c].at[i, j, k].add(-arrays["src_cb"][s_i] * src.waveform(t).astype(dtype))
+        E[c] = E[c].at[where].add(-arrays["src_cb"][s_i] * src.waveform(t).astype(dtype))
     E = tuple(E)
     psi = {**psi, **newH, **newE}
+    dft = tuple(mon_mod.accumulate(m, acc, E, H, n, dt) for m, acc in zip(plan.monitors, state["dft"]))
     rec = [(E if p.field == "E" else H)[p.component][tuple(p.index)] for p in plan.probes]
     out = jnp.stack(rec) if rec else jnp.zeros((0,), dtype)
-    return {"E": E, "H": H, "psi": psi, "n": n + 1}, out
+    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "n": n + 1}, out
 
 
 @partial(jax.jit, static_argnames=("plan", "steps"), donate_argnames=("state",))
@@ -244,7 +306,18 @@ class FDTDResult:
     steps: int
     seconds: float
     compile_seconds: float
-    timings: dict = field(default_factory=dict)
+    dft: tuple = ()  # per monitor: {"E": (nf, 2, n1, n2), "H": ...} complex
+
+    def flux(self, monitor: int = 0) -> np.ndarray:
+        """Flux spectrum through DFT monitor ``monitor`` (towards +axis)."""
+        d = self.dft[monitor]
+        return mon_mod.flux(d["E"], d["H"], self.simulation.grid.dx**2)
+
+    def flux_difference(self, other: FDTDResult, monitor: int = 0) -> np.ndarray:
+        """Flux of (this - other) fields: e.g. the reflected flux, with ``other`` the run
+        without the scatterer (same sources and monitors)."""
+        a, b = self.dft[monitor], other.dft[monitor]
+        return mon_mod.flux(a["E"] - b["E"], a["H"] - b["H"], self.simulation.grid.dx**2)
 
     @property
     def cells_per_second(self) -> float:
@@ -274,7 +347,18 @@ def run(
         dtype = precision(g.precision).real
         arrays, pml = _coefficients(sim, dtype)
         walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
-        plan = _Plan(g.shape, float(g.dx), float(g.dt), g.order, walls, pml, sim.sources, sim.probes)
+        plan = _Plan(
+            g.shape,
+            float(g.dx),
+            float(g.dt),
+            g.order,
+            walls,
+            pml,
+            sim.sources,
+            sim.probes,
+            sim.monitors,
+            len(sim.dispersive[0].poles) if sim.dispersive is not None else 0,
+        )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []
         done = 0
@@ -311,6 +395,7 @@ def run(
             timed_steps if timed_steps > 0 else steps,
             seconds,
             compile_s,
+            tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
         )
 
 

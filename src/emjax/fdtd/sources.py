@@ -89,3 +89,34 @@ class PointDipole:
     def check(self, shape):
         for ax, (i, n) in enumerate(zip(self.index, shape)):
             require_int(f"PointDipole.index[{ax}]", i, 0, n - 1)
+
+
+@dataclass(frozen=True)
+class PlaneSource:
+    """A soft current sheet on the whole E plane ``index`` normal to ``axis``, driving E
+    component ``component`` (tangential) with ``amplitude * waveform(t)``: with periodic
+    transverse boundaries it launches plane waves both ways along ``axis``."""
+
+    axis: int
+    index: int
+    component: int
+    waveform: object
+    amplitude: float = 1.0
+
+    def __post_init__(self):
+        require_int("PlaneSource.axis", self.axis, 0, 2)
+        require_int("PlaneSource.component", self.component, 0, 2)
+        if self.component == self.axis:
+            raise ConfigError("PlaneSource.component must be tangential to the plane")
+        require_finite("PlaneSource.amplitude", self.amplitude)
+        if not callable(self.waveform):
+            raise ConfigError("PlaneSource.waveform must be GaussianPulse, Ricker or ContinuousWave")
+
+    def check(self, shape):
+        require_int("PlaneSource.index", self.index, 0, shape[self.axis] - 1)
+
+    @property
+    def slices(self):
+        idx = [slice(None)] * 3
+        idx[self.axis] = self.index
+        return tuple(idx)
