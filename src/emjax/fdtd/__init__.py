@@ -16,6 +16,8 @@ __all__ = [
     "GaussianPulse",
     "Grid",
     "Periodic",
+    "DFTPlane",
+    "PlaneSource",
     "PointDipole",
     "Probe",
     "Ricker",
