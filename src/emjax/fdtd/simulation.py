@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -331,13 +333,18 @@ def run(
     chunk: int | None = None,
     initial=None,
     progress: Callable[[int, int], None] | None = None,
+    checkpoint: str | Path | None = None,
 ) -> FDTDResult:
     """Advance ``steps`` time steps on the default device.
 
     The loop runs as ``lax.scan`` over chunks of ``chunk`` steps (default: ~steps/20, at
-    least 1); between chunks the host checks for NaN/Inf (raising FloatingPointError with
+    least 50); between chunks the host checks for NaN/Inf (raising FloatingPointError with
     the step) and calls ``progress(done, steps)``. ``initial = (E, H)`` sets the fields at
     step 0 (E at t = 0, H at t = -dt/2).
+
+    ``checkpoint``: a file (.npz) written atomically at every chunk boundary with the whole
+    state and the probe records so far. If it exists when ``run`` starts, the run resumes
+    from it (bit for bit the same as an uninterrupted run); delete it to start afresh.
     """
     steps = require_int("steps", steps, 1)
     check_memory(sim.memory_bytes(), f"FDTD on a {'x'.join(map(str, sim.grid.shape))} grid")
@@ -347,6 +354,7 @@ def run(
         dtype = precision(g.precision).real
         arrays, pml = _coefficients(sim, dtype)
         walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
+        n_poles = len(sim.dispersive[0].poles) if sim.dispersive is not None else 0
         plan = _Plan(
             g.shape,
             float(g.dx),
@@ -357,46 +365,90 @@ def run(
             sim.sources,
             sim.probes,
             sim.monitors,
-            len(sim.dispersive[0].poles) if sim.dispersive is not None else 0,
+            n_poles,
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []
-        done = 0
-        compile_s = 0.0
-        t_run = 0.0
+        if checkpoint is not None and Path(checkpoint).exists():
+            state, recs = _load_checkpoint(Path(checkpoint), state, plan)
+        done = int(state["n"])
+        if done > steps:
+            raise ConfigError(f"checkpoint {checkpoint} is at step {done}, beyond steps = {steps}")
+        compile_s = t_run = 0.0
+        timed_steps = 0
+        seen = set()
         while done < steps:
             n = min(chunk, steps - done)
             t0 = time.perf_counter()
-            first = n not in getattr(run, "_seen", set())
             state, rec, finite = _advance(plan, arrays, state, n)
             finite = bool(finite)
-            dt_chunk = time.perf_counter() - t0
-            if done == 0 or (n != chunk and first):
-                compile_s += dt_chunk  # first call of each chunk length includes compiling
-            else:
-                t_run += dt_chunk
+            elapsed = time.perf_counter() - t0
+            if n in seen:
+                t_run += elapsed
+                timed_steps += n
+            else:  # the first call of each chunk length includes compiling
+                compile_s += elapsed
+                seen.add(n)
             recs.append(np.asarray(rec))
             done += n
             if not finite:
                 raise FloatingPointError(
-                    f"FDTD fields became NaN/Inf by step {done} (unstable: check courant, materials, sources)"
+                    f"FDTD fields became NaN/Inf by step {done} (unstable: check courant, materials, "
+                    "sources); the last checkpoint, if any, holds the state before this chunk"
                 )
+            if checkpoint is not None:
+                _save_checkpoint(Path(checkpoint), state, recs, plan)
             if progress is not None:
                 progress(done, steps)
-        timed_steps = steps - (min(chunk, steps))
-        seconds = t_run if timed_steps > 0 else compile_s
-        probes = np.concatenate(recs) if recs else np.zeros((0, 0))
+        probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))
         return FDTDResult(
             sim,
             probes,
-            (np.arange(steps) + 1) * g.dt,
+            (np.arange(len(probes)) + 1) * g.dt,
             jnp.stack(state["E"]),
             jnp.stack(state["H"]),
-            timed_steps if timed_steps > 0 else steps,
-            seconds,
+            timed_steps if timed_steps else steps,
+            t_run if timed_steps else compile_s,
             compile_s,
             tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
         )
+
+
+def _fingerprint(plan) -> str:
+    return repr(
+        (
+            plan.shape,
+            plan.dx,
+            plan.dt,
+            plan.order,
+            plan.pml,
+            plan.walls,
+            len(plan.probes),
+            len(plan.monitors),
+            plan.n_poles,
+        )
+    )
+
+
+def _save_checkpoint(path: Path, state, recs, plan) -> None:
+    leaves = jax.tree_util.tree_leaves(state)
+    data = {f"leaf{i}": np.asarray(v) for i, v in enumerate(leaves)}
+    data["probes"] = np.concatenate(recs) if recs else np.zeros((0,))
+    data["fingerprint"] = np.array(_fingerprint(plan))
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **data)
+    os.replace(tmp, path)  # atomic: a crash never leaves a half-written checkpoint
+
+
+def _load_checkpoint(path: Path, template, plan):
+    with np.load(path) as f:
+        if str(f["fingerprint"]) != _fingerprint(plan):
+            raise ConfigError(f"checkpoint {path} belongs to a different simulation")
+        leaves, treedef = jax.tree_util.tree_flatten(template)
+        loaded = [jnp.asarray(f[f"leaf{i}"], dtype=leaf.dtype) for i, leaf in enumerate(leaves)]
+        probes = f["probes"]
+    state = jax.tree_util.tree_unflatten(treedef, loaded)
+    return state, ([probes] if probes.size else [])
 
 
 def courant_limit(order: int) -> float:
