@@ -294,6 +294,10 @@ def _bench_line(r: dict) -> str:
 
 
 def _cmd_bench(args, argv) -> int:
+    if args.bench_command == "fdtd":
+        from .cli_fdtd import cmd_bench_fdtd
+
+        return cmd_bench_fdtd(args)
     from .backend import PRECISIONS
     from .bench import dda_benchmark
 
@@ -319,7 +323,13 @@ def _cmd_bench(args, argv) -> int:
     return 0
 
 
-_COMMANDS = {"info": _cmd_info, "dda": _cmd_dda, "bench": _cmd_bench}
+def _cmd_fdtd(args, argv) -> int:
+    from .cli_fdtd import cmd_fdtd
+
+    return cmd_fdtd(args, argv)
+
+
+_COMMANDS = {"info": _cmd_info, "dda": _cmd_dda, "bench": _cmd_bench, "fdtd": _cmd_fdtd}
 
 
 def main(argv: list[str] | None = None) -> int:

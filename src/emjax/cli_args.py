@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.json",
         help="append the results to this JSON file (a list)",
     )
+    from .cli_fdtd import add_parsers
+
+    add_parsers(sub, bench)
     return parser
 
 

@@ -346,3 +346,32 @@ def write_adda_outputs(result, folder, command: str | None = None, notes: dict |
         p.write_text(text)
         paths.append(p)
     return paths
+
+
+def fdtd_to_xarray(result):
+    """FDTD result -> Dataset: probe time series, DFT flux spectra, final fields' mid-z slice."""
+    import xarray as xr
+
+    sim = result.simulation
+    g = sim.grid
+    data = {
+        "probes": (("time", "probe"), np.asarray(result.probes), {"units": "field (natural units)"}),
+    }
+    coords = {"time": ("time", result.times, {"units": "length / c"}), "probe": np.arange(len(sim.probes))}
+    for i, mon in enumerate(sim.monitors):
+        data[f"flux{i}"] = ((f"frequency{i}",), result.flux(i), {"units": "power / length^2 (c = 1)"})
+        coords[f"frequency{i}"] = (f"frequency{i}", np.asarray(mon.frequencies), {"units": "1 / length"})
+    E = np.asarray(result.E)
+    data["E_mid_z"] = (("component", "x", "y"), E[:, :, :, g.shape[2] // 2], {"units": "natural"})
+    attrs = {
+        "emjax_version": _version(),
+        "shape": list(g.shape),
+        "dx": g.dx,
+        "dt": g.dt,
+        "courant": g.courant,
+        "order": g.order,
+        "precision": g.precision,
+        "steps": result.steps,
+        "cells_per_s": result.cells_per_second,
+    }
+    return xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=attrs)

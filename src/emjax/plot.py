@@ -95,3 +95,32 @@ def _summary_text(result) -> str:
     if hasattr(result, "all_converged") and not result.all_converged:
         lines.append("NOT CONVERGED")
     return "\n".join(lines)
+
+
+def plot_fdtd(result, path) -> Path:
+    """PNG with the probes' time series and spectra, and |E| on the mid-z plane."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(14, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_t, ax_f, ax_e = fig.subplots(1, 3)
+    probes = np.asarray(result.probes)
+    for i in range(probes.shape[1]):
+        ax_t.plot(result.times, probes[:, i], label=f"probe {i}")
+        spec = np.abs(np.fft.rfft(probes[:, i]))
+        f = np.fft.rfftfreq(len(probes), result.simulation.grid.dt)
+        ax_f.semilogy(f[1:], spec[1:] + 1e-30)
+    ax_t.set(xlabel="time (length / c)", title="probes")
+    ax_f.set(xlabel="frequency (1 / length)", title="probe spectra")
+    if probes.shape[1]:
+        ax_t.legend(fontsize="small")
+    E = np.asarray(result.E)
+    nz = E.shape[3]
+    mag = np.sqrt(np.sum(E[:, :, :, nz // 2] ** 2, axis=0))
+    im = ax_e.imshow(mag.T, origin="lower", cmap="magma")
+    ax_e.set(title="|E| on the mid-z plane (final step)", xlabel="i", ylabel="j")
+    fig.colorbar(im, ax=ax_e)
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    return path

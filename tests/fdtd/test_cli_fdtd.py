@@ -1,0 +1,38 @@
+"""`emjax fdtd CONFIG.toml` and `emjax bench fdtd` in-process."""
+
+import json
+from pathlib import Path
+
+import xarray as xr
+
+from emjax.cli import main
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "fdtd_dipole.toml"
+
+
+def test_fdtd_example_runs_and_writes(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["fdtd", str(EXAMPLE), "--steps", "120", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip())
+    assert summary["steps"] == 120 and summary["cells_per_s"] > 0
+    ds = xr.open_dataset(out / "result.nc")
+    assert ds["probes"].shape == (120, 2) and ds["flux0"].shape == (5,)
+    assert (out / "fdtd.png").stat().st_size > 10_000
+
+
+def test_fdtd_bad_config(tmp_path, capsys):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("[grid]\nshape = [30, 30, 30]\ndx = 0.1\ncourant = 2.0\n[run]\nsteps = 10\n")
+    assert main(["fdtd", str(cfg)]) == 1
+    assert "courant" in capsys.readouterr().err
+    cfg.write_text(
+        '[grid]\nshape = [20, 20, 20]\ndx = 0.1\nboundary = "cpml"\npml_thickness = 12\n[run]\nsteps = 10\n'
+    )
+    assert main(["fdtd", str(cfg)]) == 1
+    assert "CPML" in capsys.readouterr().err
+
+
+def test_bench_fdtd_json(capsys):
+    assert main(["bench", "fdtd", "--size", "24", "--steps", "8", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"cells_per_s", "bytes_per_cell", "seconds", "device"} <= set(r)
