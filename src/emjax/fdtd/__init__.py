@@ -4,7 +4,8 @@ Natural units: eps0 = mu0 = c = 1; lengths in any unit, time in length / c.
 """
 
 from .grid import CPML, PEC, Grid, Periodic
-from .monitors import DFTPlane
+from .monitors import DFTPlane, box_flux, flux_box
+from .tfsf import TFSF
 from .simulation import FDTDResult, Probe, Simulation, run
 from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
 
@@ -17,6 +18,9 @@ __all__ = [
     "Grid",
     "Periodic",
     "DFTPlane",
+    "TFSF",
+    "box_flux",
+    "flux_box",
     "PlaneSource",
     "PointDipole",
     "Probe",

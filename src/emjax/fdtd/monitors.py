@@ -28,6 +28,8 @@ class DFTPlane:
     axis: int
     index: int
     frequencies: tuple
+    lo: tuple | None = None  # optional box (cell indices) limiting the plane's tangential extent
+    hi: tuple | None = None
 
     def __post_init__(self):
         require_int("DFTPlane.axis", self.axis, 0, 2)
@@ -40,14 +42,21 @@ class DFTPlane:
         require_int("DFTPlane.index", self.index, 1, shape[self.axis] - 1)
 
 
-def _plane(f, axis, index):
+def _plane(f, axis, index, mon=None):
     idx = [slice(None)] * 3
     idx[axis] = index
+    if mon is not None and mon.lo is not None:
+        for ax in range(3):
+            if ax != axis:
+                idx[ax] = slice(mon.lo[ax], mon.hi[ax])
     return f[tuple(idx)]
 
 
 def zeros(mon: DFTPlane, shape, cdtype):
-    plane = [n for ax, n in enumerate(shape) if ax != mon.axis]
+    if mon.lo is not None:
+        plane = [mon.hi[ax] - mon.lo[ax] for ax in range(3) if ax != mon.axis]
+    else:
+        plane = [n for ax, n in enumerate(shape) if ax != mon.axis]
     shape = (len(mon.frequencies), 2, *plane)
     return {"E": jnp.zeros(shape, cdtype), "H": jnp.zeros(shape, cdtype)}  # distinct buffers
 
@@ -56,9 +65,12 @@ def accumulate(mon: DFTPlane, acc, E, H, n, dt):
     """Add step n's contribution (E at (n+1) dt, H at (n+1/2) dt)."""
     f = jnp.asarray(mon.frequencies, E[0].dtype)
     t1, t2 = TANGENTIAL[mon.axis]
-    e = jnp.stack([_plane(E[t1], mon.axis, mon.index), _plane(E[t2], mon.axis, mon.index)])
+    e = jnp.stack([_plane(E[t1], mon.axis, mon.index, mon), _plane(E[t2], mon.axis, mon.index, mon)])
     h = jnp.stack(
-        [0.5 * (_plane(H[c], mon.axis, mon.index) + _plane(H[c], mon.axis, mon.index - 1)) for c in (t1, t2)]
+        [
+            0.5 * (_plane(H[c], mon.axis, mon.index, mon) + _plane(H[c], mon.axis, mon.index - 1, mon))
+            for c in (t1, t2)
+        ]
     )
     tE = (n + 1).astype(E[0].dtype) * dt
     tH = (n + 0.5).astype(E[0].dtype) * dt
@@ -76,3 +88,17 @@ def flux(E_dft, H_dft, dA: float) -> np.ndarray:
     E_dft, H_dft = np.asarray(E_dft), np.asarray(H_dft)
     s = E_dft[:, 0] * np.conj(H_dft[:, 1]) - E_dft[:, 1] * np.conj(H_dft[:, 0])
     return 0.5 * np.real(s.sum(axis=(1, 2))) * dA
+
+
+def flux_box(lo, hi, frequencies) -> tuple:
+    """Six DFT planes on the faces of the cell box [lo, hi] (indices of the face planes)."""
+    planes = []
+    for ax in range(3):
+        for index in (lo[ax], hi[ax]):
+            planes.append(DFTPlane(ax, index, tuple(frequencies), tuple(lo), tuple(hi)))
+    return tuple(planes)
+
+
+def box_flux(fluxes) -> np.ndarray:
+    """Outward flux of a :func:`flux_box` from its six planes' fluxes (low faces count -)."""
+    return sum(f if i % 2 else -f for i, f in enumerate(fluxes))

@@ -19,9 +19,11 @@ from ..errors import ConfigError, require_int
 from ..materials import Dispersive, DrudePole
 from . import monitors as mon_mod
 from . import pml as pml_mod
+from . import tfsf as tfsf_mod
 from .grid import CPML, PEC, Grid
 from .monitors import DFTPlane
 from .sources import PlaneSource, PointDipole
+from .tfsf import TFSF
 from .update import d_backward, d_forward
 
 
@@ -76,9 +78,11 @@ class Simulation:
         object.__setattr__(self, "probes", tuple(self.probes))
         object.__setattr__(self, "monitors", tuple(self.monitors))
         for s in self.sources:
-            if not isinstance(s, (PointDipole, PlaneSource)):
-                raise ConfigError(f"sources must be PointDipole or PlaneSource objects, got {s!r}")
+            if not isinstance(s, (PointDipole, PlaneSource, TFSF)):
+                raise ConfigError(f"sources must be PointDipole, PlaneSource or TFSF objects, got {s!r}")
             s.check(self.grid.shape)
+        if sum(isinstance(s, TFSF) for s in self.sources) > 1:
+            raise ConfigError("at most one TFSF source per simulation")
         if self.dispersive is not None:
             mat, mask = self.dispersive
             if (
@@ -126,6 +130,7 @@ class _Plan:
     probes: tuple
     monitors: tuple
     n_poles: int = 0
+    aux_len: int = 0  # length of the TF/SF source's 1-D grid (0: none)
 
 
 def _coefficients(sim: Simulation, dtype):
@@ -171,6 +176,7 @@ def _coefficients(sim: Simulation, dtype):
     arrays["src_cb"] = tuple(
         jnp.asarray(cb_full[s.index if isinstance(s, PointDipole) else s.slices] * s.amplitude, dtype)
         for s in sim.sources
+        if not isinstance(s, TFSF)
     )
     return arrays, tuple(pml)
 
@@ -198,7 +204,8 @@ def _initial_state(sim, plan, dtype, initial):
     cdtype = jnp.result_type(dtype, jnp.complex64)
     dft = tuple(mon_mod.zeros(m, g.shape, cdtype) for m in plan.monitors)
     J = tuple(tuple(jnp.zeros(g.shape, dtype) for _ in range(3)) for _ in range(plan.n_poles))
-    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "n": jnp.zeros((), jnp.int32)}
+    aux = (jnp.zeros(plan.aux_len, dtype), jnp.zeros(plan.aux_len, dtype)) if plan.aux_len else ()
+    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": jnp.zeros((), jnp.int32)}
 
 
 def _curl(plan, arrays, F, kind, psi):
@@ -254,9 +261,20 @@ def _step(plan, arrays, state, _):
     E, H, psi, n = state["E"], state["H"], state["psi"], state["n"]
     dt = plan.dt
     # fields are tuples of components: separate buffers fuse into one pass each
+    tf = next((s for s in plan.sources if isinstance(s, TFSF)), None)
+    aux = state["aux"]
+    inv_dx = 1.0 / plan.dx
+    courant = dt / plan.dx
     cE, newH = _curl(plan, arrays, E, "H", psi)
+    if tf is not None:  # TF/SF: incident E at step n, then the 1-D grid's H to n + 1/2
+        corr = tfsf_mod.correction_h(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype)
+        cE = tuple(c + k for c, k in zip(cE, corr))
+        aux = (aux[0], tfsf_mod.aux_step_h(tf, aux[0], aux[1], courant))
     H = tuple(h - dt * c for h, c in zip(H, cE))
     cH, newE = _curl(plan, arrays, H, "E", psi)
+    if tf is not None:
+        corr = tfsf_mod.correction_e(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype)
+        cH = tuple(c + k for c, k in zip(cH, corr))
     ca, cb = arrays["ca"], arrays["cb"]
     J = state["J"]
     if plan.n_poles:
@@ -276,8 +294,10 @@ def _step(plan, arrays, state, _):
         )
     dtype = E[0].dtype
     t = (n.astype(dtype) + 0.5) * dt
+    if tf is not None:
+        aux = (tfsf_mod.aux_step_e(tf, aux[0], aux[1], courant, (n + 1).astype(dtype) * dt), aux[1])
     E = list(E)
-    for s_i, src in enumerate(plan.sources):
+    for s_i, src in enumerate(s for s in plan.sources if not isinstance(s, TFSF)):
         where = tuple(src.index) if isinstance(src, PointDipole) else src.slices
         c = src.component
         E[c] = E[c].at[where].add(-arrays["src_cb"][s_i] * src.waveform(t).astype(dtype))
@@ -286,7 +306,7 @@ def _step(plan, arrays, state, _):
     dft = tuple(mon_mod.accumulate(m, acc, E, H, n, dt) for m, acc in zip(plan.monitors, state["dft"]))
     rec = [(E if p.field == "E" else H)[p.component][tuple(p.index)] for p in plan.probes]
     out = jnp.stack(rec) if rec else jnp.zeros((0,), dtype)
-    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "n": n + 1}, out
+    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": n + 1}, out
 
 
 @partial(jax.jit, static_argnames=("plan", "steps"), donate_argnames=("state",))
@@ -355,6 +375,8 @@ def run(
         arrays, pml = _coefficients(sim, dtype)
         walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
         n_poles = len(sim.dispersive[0].poles) if sim.dispersive is not None else 0
+        tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)
+        aux_len = tfsf_mod.aux_length(tf, g.shape, steps, g.courant) if tf is not None else 0
         plan = _Plan(
             g.shape,
             float(g.dx),
@@ -366,6 +388,7 @@ def run(
             sim.probes,
             sim.monitors,
             n_poles,
+            aux_len,
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []
