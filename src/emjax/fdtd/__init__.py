@@ -5,9 +5,9 @@ Natural units: eps0 = mu0 = c = 1; lengths in any unit, time in length / c.
 
 from .grid import CPML, PEC, Grid, Periodic
 from .monitors import DFTPlane, box_flux, flux_box
-from .tfsf import TFSF
 from .simulation import FDTDResult, Probe, Simulation, run
 from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
+from .tfsf import TFSF
 
 __all__ = [
     "CPML",
