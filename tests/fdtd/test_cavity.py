@@ -121,3 +121,20 @@ def test_energy_conserved_in_closed_cavity():
     r = fdtd.run(sim, 500, initial=(E, H))
     w1 = energy(np.asarray(r.E), np.asarray(r.H))
     assert w1 == pytest.approx(w0, rel=1e-12)
+
+
+def test_2d_tm_cavity_mode():
+    """2-D PEC square (24 x 18 cells), TM_21 mode Ez = sin(2 pi x/a) sin(pi y/b): frequency
+    from Yee's 2-D dispersion to rounding, at a Courant number above the 3-D limit (0.65 >
+    1/sqrt(3)), which a 2-D grid allows (limit 1/sqrt(2))."""
+    shape, dx = (24, 18), 0.05
+    g = fdtd.Grid.two_d(shape, dx, courant=0.65, precision="double")
+    assert g.dimensions == 2
+    i = np.arange(shape[0])[:, None, None]
+    j = np.arange(shape[1])[None, :, None]
+    E = np.zeros((3, shape[0], shape[1], 1))
+    E[2] = np.sin(2 * np.pi * i / shape[0]) * np.sin(np.pi * j / shape[1])
+    r = fdtd.run(fdtd.Simulation(g, probes=(fdtd.Probe((5, 7, 0), 2),)), 500, initial=(E, np.zeros_like(E)))
+    kx, ky = 2 * math.pi / (shape[0] * dx), math.pi / (shape[1] * dx)
+    s2 = (g.dt / dx) ** 2 * (math.sin(kx * dx / 2) ** 2 + math.sin(ky * dx / 2) ** 2)
+    assert _recurrence_cos(r.probes[:, 0]) == pytest.approx(1 - 2 * s2, abs=1e-12)

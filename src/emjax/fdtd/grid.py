@@ -72,7 +72,7 @@ class Grid:
     shape : cells (nx, ny, nz).
     dx : cell size.
     courant : ``c dt / dx``; default 0.99 of the stability limit ``1/sqrt(3)`` (2nd order)
-        or ``(6/7)/sqrt(3)`` (4th order).
+        or ``(6/7)/sqrt(3)`` (4th order); ``1/sqrt(2)`` and ``(6/7)/sqrt(2)`` in 2-D.
     order : 2 or 4 (the 9/8, -1/24 staggered stencil).
     boundary : one of ``Periodic()``, ``PEC()``, ``CPML(...)``, or a 3-tuple (one per axis).
     precision : "single" (default) or "double".
@@ -105,12 +105,28 @@ class Grid:
                 )
             if self.order == 4 and not isinstance(bd, Periodic):
                 raise ConfigError("order=4 is implemented for periodic boundaries only (so far)")
-        limit = COURANT_LIMIT[self.order] / math.sqrt(3)
+        limit = COURANT_LIMIT[self.order] / math.sqrt(self.dimensions)
         if self.courant is None:
             object.__setattr__(self, "courant", 0.99 * limit)
         else:
             require_range("courant", self.courant, 0.0, limit, open_lo=True)
         precision(self.precision)
+
+    @property
+    def dimensions(self) -> int:
+        """Axes along which fields vary: a periodic axis of one cell does not count (2-D)."""
+        return sum(1 for n, b in zip(self.shape, self.boundary) if not (n == 1 and isinstance(b, Periodic)))
+
+    @classmethod
+    def two_d(cls, shape: tuple, dx: float, boundary=None, **kw) -> Grid:
+        """A 2-D grid in the xy plane: (nx, ny, 1) cells, periodic along z, so nothing varies
+        along z. TM (Ez, Hx, Hy) or TE (Hz, Ex, Ey) follows from the sources' components;
+        the Courant limit is the 2-D one, 1/sqrt(2)."""
+        if len(shape) != 2:
+            raise ConfigError(f"two_d needs shape (nx, ny), got {shape!r}")
+        b = boundary if boundary is not None else PEC()
+        bx, by = b if isinstance(b, tuple) else (b, b)
+        return cls((shape[0], shape[1], 1), dx, boundary=(bx, by, Periodic()), **kw)
 
     @property
     def dt(self) -> float:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_int
-from ..materials import Dispersive, DrudePole
+from ..materials import Dispersive, DrudePole, LorentzPole
 from . import monitors as mon_mod
 from . import pml as pml_mod
 from . import tfsf as tfsf_mod
@@ -58,7 +58,8 @@ class Simulation:
     sources: tuple = ()
     probes: tuple = ()
     monitors: tuple = ()
-    dispersive: tuple | None = None  # (materials.Dispersive with Drude poles, bool mask)
+    dispersive: tuple | None = None  # (materials.Dispersive with Drude/Lorentz poles, bool mask)
+    pec: object = None  # bool mask of perfectly conducting cells (all E nodes of a cell = 0)
 
     def __post_init__(self):
         if not isinstance(self.grid, Grid):
@@ -88,13 +89,21 @@ class Simulation:
             if (
                 not isinstance(mat, Dispersive)
                 or not mat.poles
-                or not all(isinstance(p, DrudePole) for p in mat.poles)
+                or not all(isinstance(p, (DrudePole, LorentzPole)) for p in mat.poles)
             ):
-                raise ConfigError("dispersive must be (materials.Dispersive with Drude poles, mask)")
+                raise ConfigError("dispersive must be (materials.Dispersive with Drude/Lorentz poles, mask)")
+            for p in mat.poles:
+                if isinstance(p, LorentzPole) and p.omega_0 * self.grid.dt >= 2:
+                    raise ConfigError(
+                        f"Lorentz pole omega_0 = {p.omega_0} needs dt < 2 / omega_0 "
+                        f"(dt = {self.grid.dt:.3g}): refine the grid"
+                    )
             if np.shape(mask) != self.grid.shape:
                 raise ConfigError(f"dispersive mask must have shape {self.grid.shape}")
             if mat.eps_inf < 1:
                 raise ConfigError("dispersive eps_inf must be >= 1")
+        if self.pec is not None and np.shape(self.pec) != self.grid.shape:
+            raise ConfigError(f"pec mask must have shape {self.grid.shape}")
         for m in self.monitors:
             if not isinstance(m, DFTPlane):
                 raise ConfigError(f"monitors must be DFTPlane objects, got {m!r}")
@@ -129,8 +138,10 @@ class _Plan:
     sources: tuple
     probes: tuple
     monitors: tuple
-    n_poles: int = 0
+    n_poles: int = 0  # Drude poles (J-E scheme)
     aux_len: int = 0  # length of the TF/SF source's 1-D grid (0: none)
+    n_lorentz: int = 0  # Lorentz poles (polarization P, central differences)
+    has_pec: bool = False
 
 
 def _coefficients(sim: Simulation, dtype):
@@ -145,15 +156,27 @@ def _coefficients(sim: Simulation, dtype):
         mat, mask = sim.dispersive
         mask = np.asarray(mask, bool)
         eps = np.where(mask, mat.eps_inf, eps)
-        ks, betas = [], []
+        ks, betas, lor = [], [], []
         for p in mat.poles:
-            k = (1 - p.gamma * dt / 2) / (1 + p.gamma * dt / 2)
-            beta = (p.omega_p**2 * dt / 2) / (1 + p.gamma * dt / 2)
-            ks.append(np.where(mask, k, 0.0))
-            betas.append(np.where(mask, beta, 0.0))
-        beta_sum = sum(betas)
+            if isinstance(p, DrudePole):
+                k = (1 - p.gamma * dt / 2) / (1 + p.gamma * dt / 2)
+                beta = (p.omega_p**2 * dt / 2) / (1 + p.gamma * dt / 2)
+                ks.append(np.where(mask, k, 0.0))
+                betas.append(np.where(mask, beta, 0.0))
+            else:
+                # P'' + gamma P' + w0^2 P = d_eps w0^2 E by central differences at step n:
+                # P^(n+1) = c1 P^n + c2 P^(n-1) + c3 E^n
+                damp = 1 + p.gamma * dt / 2
+                c1 = (2 - (p.omega_0 * dt) ** 2) / damp
+                c2 = -(1 - p.gamma * dt / 2) / damp
+                c3 = np.where(mask, p.delta_eps * (p.omega_0 * dt) ** 2 / damp, 0.0)
+                lor.append((jnp.asarray(c1, dtype), jnp.asarray(c2, dtype), jnp.asarray(c3, dtype)))
+        beta_sum = sum(betas) if betas else 0.0
         arrays["pole_k"] = tuple(jnp.asarray(k, dtype) for k in ks)
         arrays["pole_beta"] = tuple(jnp.asarray(b, dtype) for b in betas)
+        arrays["lorentz"] = tuple(lor)
+    if sim.pec is not None:
+        arrays["pec_keep"] = jnp.asarray(~np.asarray(sim.pec, bool), dtype)
     den = 2 * eps + sig * dt + beta_sum * dt
     ca = (2 * eps - sig * dt - beta_sum * dt) / den
     cb = 2 * dt / den
@@ -204,6 +227,11 @@ def _initial_state(sim, plan, dtype, initial):
     cdtype = jnp.result_type(dtype, jnp.complex64)
     dft = tuple(mon_mod.zeros(m, g.shape, cdtype) for m in plan.monitors)
     J = tuple(tuple(jnp.zeros(g.shape, dtype) for _ in range(3)) for _ in range(plan.n_poles))
+    # Lorentz: (P^n, P^(n-1)) per pole and component
+    J = J + tuple(
+        tuple((jnp.zeros(g.shape, dtype), jnp.zeros(g.shape, dtype)) for _ in range(3))
+        for _ in range(plan.n_lorentz)
+    )
     aux = (jnp.zeros(plan.aux_len, dtype), jnp.zeros(plan.aux_len, dtype)) if plan.aux_len else ()
     return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": jnp.zeros((), jnp.int32)}
 
@@ -283,8 +311,22 @@ def _step(plan, arrays, state, _):
             c - 0.5 * sum((1 + arrays["pole_k"][p]) * J[p][i] for p in range(plan.n_poles))
             for i, c in enumerate(cH)
         )
+    lorentz = J[plan.n_poles :]
+    new_lorentz = ()
+    if plan.n_lorentz:
+        # P^(n+1) from E^n, then -(P^(n+1) - P^n)/dt enters Ampere's law
+        new_lorentz = tuple(
+            tuple((c1 * P[i][0] + c2 * P[i][1] + c3 * E[i], P[i][0]) for i in range(3))
+            for (c1, c2, c3), P in zip(arrays["lorentz"], lorentz)
+        )
+        cH = tuple(
+            c - sum(Pn[i][0] - Po[i][0] for Pn, Po in zip(new_lorentz, lorentz)) / dt
+            for i, c in enumerate(cH)
+        )
     E_old = E
     E = _pec(plan, tuple(ca * e + cb * c for e, c in zip(E, cH)))
+    if plan.has_pec:
+        E = tuple(e * arrays["pec_keep"] for e in E)
     if plan.n_poles:
         J = tuple(
             tuple(
@@ -292,6 +334,7 @@ def _step(plan, arrays, state, _):
             )
             for p in range(plan.n_poles)
         )
+    J = tuple(J[: plan.n_poles]) + new_lorentz
     dtype = E[0].dtype
     t = (n.astype(dtype) + 0.5) * dt
     if tf is not None:
@@ -374,7 +417,9 @@ def run(
         dtype = precision(g.precision).real
         arrays, pml = _coefficients(sim, dtype)
         walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
-        n_poles = len(sim.dispersive[0].poles) if sim.dispersive is not None else 0
+        poles = sim.dispersive[0].poles if sim.dispersive is not None else ()
+        n_poles = sum(isinstance(p, DrudePole) for p in poles)
+        n_lorentz = len(poles) - n_poles
         tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)
         aux_len = tfsf_mod.aux_length(tf, g.shape, steps, g.courant) if tf is not None else 0
         plan = _Plan(
@@ -389,6 +434,8 @@ def run(
             sim.monitors,
             n_poles,
             aux_len,
+            n_lorentz,
+            sim.pec is not None,
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []
@@ -449,6 +496,9 @@ def _fingerprint(plan) -> str:
             len(plan.probes),
             len(plan.monitors),
             plan.n_poles,
+            plan.n_lorentz,
+            plan.has_pec,
+            plan.aux_len,
         )
     )
 
