@@ -1,12 +1,17 @@
-"""A dielectric sphere by TF/SF + flux boxes against the Mie series, and TF/SF leakage."""
+"""A dielectric sphere by TF/SF + flux boxes + near-to-far field against the Mie series."""
 
 import miepython
 import numpy as np
+import pytest
 
 from emjax import fdtd
 from emjax.fdtd import monitors
 from emjax.fdtd.tfsf import TFSF, incident_spectrum
 from emjax.scattering import PlaneWave
+
+M, R = 1.5, 0.35
+FREQS = 1 / np.linspace(1.25, 0.8, 9)
+STEPS = 3000
 
 
 def test_tfsf_box_does_not_leak():
@@ -27,37 +32,71 @@ def test_tfsf_box_does_not_leak():
     assert np.all(peak[1:] < 1e-12 * peak[0])
 
 
-def test_sphere_scattering_vs_mie():
+@pytest.fixture(scope="module")
+def sphere_run():
     """Sphere m = 1.5, radius 0.35, wavelengths 0.8..1.25 (x = 1.8..2.7) at 20 cells per
-    wavelength in the material (dx = 0.0267, radius 13 cells), TF/SF plane wave along +z.
-    Csca = outward flux of the scattered field through a box in the SF region / incident
-    intensity; within 2% of Mie at every wavelength (measured <= 1.04%, the staircased
-    surface and Yee dispersion; the issue asks for 5%). Absorption (net inward flux through
-    a box inside the TF region) vanishes for this lossless sphere: |Cabs| < 1% of Csca."""
-    m, r = 1.5, 0.35
-    dx = 0.8 / m / 20
-    rc = r / dx
+    wavelength in the material (dx = 0.0267, radius 13 cells), TF/SF plane wave along +z
+    polarized along x, a flux box in the SF region and one inside the TF region."""
+    dx = 0.8 / M / 20
+    rc = R / dx
     n = 68
     c = n / 2
     tf_lo, tf_hi = 17, 51
-    freqs = 1 / np.linspace(1.25, 0.8, 9)
     idx = np.arange(n) + 0.5
     X, Y, Z = np.meshgrid(idx, idx, idx, indexing="ij")
-    eps = np.where((X - c) ** 2 + (Y - c) ** 2 + (Z - c) ** 2 <= rc**2, m**2, 1.0)
+    eps = np.where((X - c) ** 2 + (Y - c) ** 2 + (Z - c) ** 2 <= rc**2, M**2, 1.0)
     g = fdtd.Grid((n, n, n), dx=dx, boundary=fdtd.CPML(10), precision="single")
     src = TFSF(
         (tf_lo,) * 3,
         (tf_hi,) * 3,
         PlaneWave((0, 0, 1), (1, 0, 0)),
-        fdtd.GaussianPulse(frequency=freqs.mean(), bandwidth=0.4),
+        fdtd.GaussianPulse(frequency=FREQS.mean(), bandwidth=0.4),
     )
-    outer = monitors.flux_box((tf_lo - 3,) * 3, (tf_hi + 3,) * 3, freqs)
-    inner = monitors.flux_box((tf_lo + 2,) * 3, (tf_hi - 2,) * 3, freqs)
-    steps = 3000
-    res = fdtd.run(fdtd.Simulation(g, eps=eps, sources=(src,), monitors=outer + inner), steps)
-    intensity = 0.5 * np.abs(incident_spectrum(src, freqs, steps, g.dt)) ** 2
+    outer = monitors.flux_box((tf_lo - 3,) * 3, (tf_hi + 3,) * 3, FREQS)
+    inner = monitors.flux_box((tf_lo + 2,) * 3, (tf_hi - 2,) * 3, FREQS)
+    res = fdtd.run(fdtd.Simulation(g, eps=eps, sources=(src,), monitors=outer + inner), STEPS)
+    e_inc = incident_spectrum(src, FREQS, STEPS, g.dt)
+    return res, outer, e_inc
+
+
+def test_sphere_cross_sections_vs_mie(sphere_run):
+    """Csca = outward flux of the scattered field through the SF box / incident intensity,
+    within 2% of Mie at every wavelength (measured <= 1.04%: the staircased surface and Yee
+    dispersion; the issue asks for 5%). Absorption (net inward flux through the TF box) of
+    this lossless sphere is below 1% of Csca, so Cext = Csca + Cabs agrees with Mie too."""
+    res, _, e_inc = sphere_run
+    intensity = 0.5 * np.abs(e_inc) ** 2
     Csca = monitors.box_flux([res.flux(i) for i in range(6)]) / intensity
     Cabs = -monitors.box_flux([res.flux(i) for i in range(6, 12)]) / intensity
-    mie = np.array([miepython.efficiencies_mx(m, 2 * np.pi * f * r)[1] for f in freqs]) * np.pi * r**2
-    np.testing.assert_array_less(np.abs(Csca / mie - 1), 0.02)
+    mie = np.array([miepython.efficiencies_mx(M, 2 * np.pi * f * R)[:2] for f in FREQS]) * np.pi * R**2
+    np.testing.assert_array_less(np.abs(Csca / mie[:, 1] - 1), 0.02)
     np.testing.assert_array_less(np.abs(Cabs), 0.01 * Csca)
+    np.testing.assert_array_less(np.abs((Csca + Cabs) / mie[:, 0] - 1), 0.03)
+
+
+def test_sphere_far_field_vs_mie(sphere_run):
+    """Near-to-far-field transform of the SF box: the differential cross section
+    |F|^2/|E_inc|^2 in the xz plane (E-plane, BH |S2|^2/k^2) and the yz plane (H-plane,
+    |S1|^2/k^2) vs Mie at x = 2.2, within 3.5% of the forward value at every angle
+    (measured 0.6% and 2.2%; the forward value itself within 0.1%); and its integral over
+    the sphere equals the flux-box Csca within 2%."""
+    res, outer, e_inc = sphere_run
+    fi = 4
+    f = FREQS[fi]
+    k = 2 * np.pi * f
+    theta = np.arange(0, 181, 10.0)
+    dfts = res.dft[:6]
+    mu = np.cos(np.deg2rad(theta))
+    S1, S2 = miepython.S1_S2(M, k * R, mu, norm="wiscombe")
+    for phi, ref in ((0.0, np.abs(S2) ** 2 / k**2), (90.0, np.abs(S1) ** 2 / k**2)):
+        Ft, Fp = monitors.far_field(dfts, outer, res.simulation.grid.dx, fi, theta, phi)
+        dcs = (np.abs(Ft) ** 2 + np.abs(Fp) ** 2) / np.abs(e_inc[fi]) ** 2
+        assert np.max(np.abs(dcs - ref)) < 0.035 * ref[0], (phi, dcs / ref)
+    # integral over all directions (Gauss-Legendre x uniform phi)
+    x, w = np.polynomial.legendre.leggauss(24)
+    T, P = np.meshgrid(np.degrees(np.arccos(x)), np.arange(48) * 7.5, indexing="ij")
+    Ft, Fp = monitors.far_field(dfts, outer, res.simulation.grid.dx, fi, T, P)
+    dcs = (np.abs(Ft) ** 2 + np.abs(Fp) ** 2) / np.abs(e_inc[fi]) ** 2
+    csca_ff = np.sum(w[:, None] * dcs) * (2 * np.pi / 48)
+    csca_flux = monitors.box_flux([res.flux(i)[fi] for i in range(6)]) / (0.5 * np.abs(e_inc[fi]) ** 2)
+    assert csca_ff == pytest.approx(csca_flux, rel=0.02)

@@ -4,7 +4,7 @@ Natural units: eps0 = mu0 = c = 1; lengths in any unit, time in length / c.
 """
 
 from .grid import CPML, PEC, Grid, Periodic
-from .monitors import DFTPlane, box_flux, flux_box
+from .monitors import DFTPlane, box_flux, far_field, flux_box
 from .simulation import FDTDResult, Probe, Simulation, run
 from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
 from .tfsf import TFSF
@@ -20,6 +20,7 @@ __all__ = [
     "DFTPlane",
     "TFSF",
     "box_flux",
+    "far_field",
     "flux_box",
     "PlaneSource",
     "PointDipole",

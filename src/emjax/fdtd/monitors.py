@@ -102,3 +102,56 @@ def flux_box(lo, hi, frequencies) -> tuple:
 def box_flux(fluxes) -> np.ndarray:
     """Outward flux of a :func:`flux_box` from its six planes' fluxes (low faces count -)."""
     return sum(f if i % 2 else -f for i, f in enumerate(fluxes))
+
+
+def far_field(dfts, planes, dx: float, frequency_index: int, theta_deg, phi_deg):
+    """Near-to-far-field transform of a closed :func:`flux_box` (its six planes' DFTs).
+
+    Surface currents ``J = n x H`` and ``M = -n x E`` on the faces (outward n) radiate
+    ``N = sum J exp(-i k r.r') dS`` and ``L = sum M exp(-i k r.r') dS``; with exp(-i omega t),
+    eps0 = mu0 = c = 1, the far field is ``E = exp(ikr)/r (F_theta theta + F_phi phi)``,
+    ``F_theta = (ik/4pi)(N_theta + L_phi)``, ``F_phi = (ik/4pi)(N_phi - L_theta)``.
+    Returns (F_theta, F_phi) for angles broadcast from ``theta_deg``, ``phi_deg``;
+    ``|F|^2 / |E_inc|^2`` is the differential scattering cross section.
+    """
+    th = np.deg2rad(np.asarray(theta_deg, float))
+    ph = np.deg2rad(np.asarray(phi_deg, float))
+    th, ph = np.broadcast_arrays(th, ph)
+    st, ct, sp, cp = np.sin(th), np.cos(th), np.sin(ph), np.cos(ph)
+    rhat = np.stack([st * cp, st * sp, ct], -1)
+    that = np.stack([ct * cp, ct * sp, -st], -1)
+    phat = np.stack([-sp, cp, np.zeros_like(ph)], -1)
+    k = 2 * np.pi * planes[0].frequencies[frequency_index]
+    N = np.zeros(th.shape + (3,), complex)
+    L = np.zeros(th.shape + (3,), complex)
+    for face, (mon, d) in enumerate(zip(planes, dfts)):
+        a = mon.axis
+        t1, t2 = TANGENTIAL[a]
+        sign = 1.0 if face % 2 else -1.0  # flux_box order: low face, high face per axis
+        E = np.asarray(d["E"])[frequency_index]
+        H = np.asarray(d["H"])[frequency_index]
+        coords = {a: np.array([mon.index * dx])}
+        for t in (t1, t2):
+            coords[t] = np.arange(mon.lo[t], mon.hi[t]) * dx
+        # plane arrays are indexed by the two tangential axes in increasing axis order
+        X = np.meshgrid(coords[0], coords[1], coords[2], indexing="ij")
+        pos = np.stack([x.squeeze(axis=a) for x in X], -1)  # (n_lo, n_hi, 3)
+        phase = np.exp(-1j * k * np.einsum("...c,ijc->...ij", rhat, pos)) * dx * dx
+        e1, e2, h1, h2 = E[0], E[1], H[0], H[1]
+
+        def shift(axis):  # Yee offset of a sample by half a cell along ``axis``
+            return np.exp(-1j * k * rhat[..., axis] * dx / 2)[..., None]
+
+        def add(acc, comp, values, offset_axis):
+            acc[..., comp] += shift(offset_axis)[..., 0] * np.einsum("...ij,ij->...", phase, values)
+
+        # J = n x H, M = -n x E with n = sign * a_hat and (t1, t2, a) right-handed.
+        # E_t1 sits half a cell along t1, E_t2 along t2; H_t1 along t2, H_t2 along t1.
+        add(N, t2, sign * h1, t2)
+        add(N, t1, -sign * h2, t1)
+        add(L, t2, -sign * e1, t1)
+        add(L, t1, sign * e2, t2)
+    dot = lambda v, u: np.sum(v * u, -1)
+    F_theta = 1j * k / (4 * np.pi) * (dot(N, that) + dot(L, phat))
+    F_phi = 1j * k / (4 * np.pi) * (dot(N, phat) - dot(L, that))
+    return F_theta, F_phi
