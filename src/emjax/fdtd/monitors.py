@@ -142,7 +142,7 @@ def far_field(dfts, planes, dx: float, frequency_index: int, theta_deg, phi_deg)
         def shift(axis):  # Yee offset of a sample by half a cell along ``axis``
             return np.exp(-1j * k * rhat[..., axis] * dx / 2)[..., None]
 
-        def add(acc, comp, values, offset_axis):
+        def add(acc, comp, values, offset_axis, phase=phase):
             acc[..., comp] += shift(offset_axis)[..., 0] * np.einsum("...ij,ij->...", phase, values)
 
         # J = n x H, M = -n x E with n = sign * a_hat and (t1, t2, a) right-handed.
