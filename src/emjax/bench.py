@@ -192,7 +192,6 @@ def fdtd_benchmark(
     order: int = 2,
     material: str = "vacuum",
     pml_thickness: int = 10,
-    pml_update: str = "pad",
 ) -> dict:
     """Cell updates per second of the FDTD step on an N^3 grid with a z-dipole at the centre.
 
@@ -203,11 +202,7 @@ def fdtd_benchmark(
     from . import fdtd
 
     prec = backend.precision(precision)
-    bd = {
-        "cpml": fdtd.CPML(pml_thickness, update=pml_update),
-        "pec": fdtd.PEC(),
-        "periodic": fdtd.Periodic(),
-    }[boundary]
+    bd = {"cpml": fdtd.CPML(pml_thickness), "pec": fdtd.PEC(), "periodic": fdtd.Periodic()}[boundary]
     grid = fdtd.Grid((size,) * 3, dx=1.0, order=order, boundary=bd, precision=prec.name)
     eps = 1.0
     if material == "dielectric":

@@ -47,7 +47,6 @@ class CPML:
     sigma_max: float | None = None
     kappa_max: float = 1.0
     alpha_max: float = 0.05
-    update: str = "pad"  # how slab corrections join the update: "pad" (fused) or "dus" (in place)
 
     name = "cpml"
 
@@ -58,8 +57,6 @@ class CPML:
             require_positive("CPML.sigma_max", self.sigma_max)
         require_range("CPML.kappa_max", self.kappa_max, 1.0, 100.0)
         require_range("CPML.alpha_max", self.alpha_max, 0.0, 10.0)
-        if self.update not in ("pad", "dus"):
-            raise ConfigError(f"CPML.update must be 'pad' or 'dus', got {self.update!r}")
 
 
 BOUNDARIES = {"periodic": Periodic, "pec": PEC, "cpml": CPML}

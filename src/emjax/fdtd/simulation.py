@@ -142,7 +142,6 @@ class _Plan:
     aux_len: int = 0  # length of the TF/SF source's 1-D grid (0: none)
     n_lorentz: int = 0  # Lorentz poles (polarization P, central differences)
     has_pec: bool = False
-    pml_update: str = "pad"
 
 
 def _coefficients(sim: Simulation, dtype):
@@ -238,18 +237,12 @@ def _initial_state(sim, plan, dtype, initial):
 
 
 def _curl(plan, arrays, F, kind, psi):
-    """Curl with CPML slab corrections; returns (curl, updated psi entries, slab terms).
-
-    With ``plan.pml_update == "pad"`` the slab corrections are zero-padded into the curl
-    (one fused pass); with "dus" they are returned as (component, axis, start, term) for
-    in-place ``dynamic_update_slice`` additions after the bulk update.
-    """
+    """Curl with CPML slab corrections; returns (curl, updated psi entries)."""
     diff = d_forward if kind == "H" else d_backward  # H update differentiates E forward
     inv_dx = 1.0 / plan.dx
     new = {}
-    slabs = []
 
-    def d(f, axis, comp, out, sign):
+    def d(f, axis, comp):
         v = diff(f, axis, inv_dx, plan.order)
         L = plan.pml[axis]
         if L:
@@ -260,31 +253,14 @@ def _curl(plan, arrays, F, kind, psi):
                 vs = pml_mod.slab_derivative(f, axis, start, L, kind == "H", inv_dx)
                 p = b * psi[key] + c * vs
                 new[key] = p
-                term = km1 * vs + p
-                if plan.pml_update == "pad":
-                    v = v + pml_mod.pad_to(term, axis, before, after)
-                else:
-                    slabs.append((out, axis, start, sign * term))
+                v = v + pml_mod.pad_to(km1 * vs + p, axis, before, after)
         return v
 
     Fx, Fy, Fz = F
-    cx = d(Fz, 1, 2, 0, 1) - d(Fy, 2, 1, 0, -1)
-    cy = d(Fx, 2, 0, 1, 1) - d(Fz, 0, 2, 1, -1)
-    cz = d(Fy, 0, 1, 2, 1) - d(Fx, 1, 0, 2, -1)
-    return (cx, cy, cz), new, slabs
-
-
-def _add_slabs(fields, slabs, coef):
-    """fields[c][slab] += coef[slab] * term, in place (dynamic_update_slice on a fresh buffer)."""
-    fields = list(fields)
-    for comp, axis, start, term in slabs:
-        f = fields[comp]
-        starts = [0, 0, 0]
-        starts[axis] = start
-        region = pml_mod.take(f, axis, start, start + term.shape[axis])
-        k = coef if jnp.ndim(coef) == 0 else pml_mod.take(coef, axis, start, start + term.shape[axis])
-        fields[comp] = jax.lax.dynamic_update_slice(f, region + k * term, tuple(starts))
-    return tuple(fields)
+    cx = d(Fz, 1, 2) - d(Fy, 2, 1)
+    cy = d(Fx, 2, 0) - d(Fz, 0, 2)
+    cz = d(Fy, 0, 1) - d(Fx, 1, 0)
+    return (cx, cy, cz), new
 
 
 def _pec(plan, E):
@@ -317,15 +293,13 @@ def _step(plan, arrays, state, _):
     aux = state["aux"]
     inv_dx = 1.0 / plan.dx
     courant = dt / plan.dx
-    cE, newH, slabsH = _curl(plan, arrays, E, "H", psi)
+    cE, newH = _curl(plan, arrays, E, "H", psi)
     if tf is not None:  # TF/SF: incident E at step n, then the 1-D grid's H to n + 1/2
         corr = tfsf_mod.correction_h(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype)
         cE = tuple(c + k for c, k in zip(cE, corr))
         aux = (aux[0], tfsf_mod.aux_step_h(tf, aux[0], aux[1], courant))
     H = tuple(h - dt * c for h, c in zip(H, cE))
-    if slabsH:
-        H = _add_slabs(H, slabsH, -dt)
-    cH, newE, slabsE = _curl(plan, arrays, H, "E", psi)
+    cH, newE = _curl(plan, arrays, H, "E", psi)
     if tf is not None:
         corr = tfsf_mod.correction_e(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype)
         cH = tuple(c + k for c, k in zip(cH, corr))
@@ -350,10 +324,7 @@ def _step(plan, arrays, state, _):
             for i, c in enumerate(cH)
         )
     E_old = E
-    E = tuple(ca * e + cb * c for e, c in zip(E, cH))
-    if slabsE:
-        E = _add_slabs(E, slabsE, cb)
-    E = _pec(plan, E)
+    E = _pec(plan, tuple(ca * e + cb * c for e, c in zip(E, cH)))
     if plan.has_pec:
         E = tuple(e * arrays["pec_keep"] for e in E)
     if plan.n_poles:
@@ -465,7 +436,6 @@ def run(
             aux_len,
             n_lorentz,
             sim.pec is not None,
-            next((b.update for b in g.boundary if isinstance(b, CPML)), "pad"),
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []
