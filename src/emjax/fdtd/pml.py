@@ -10,6 +10,7 @@ update, so XLA fuses it into one pass (DESIGN.md: ``.at[].add`` costs a pass per
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from .grid import CPML
@@ -47,8 +48,6 @@ def take(d, axis: int, start: int, stop: int):
 
 def pad_to(s, axis: int, before: int, after: int):
     """Zero-pad a slab term to the full array inside the update expression (fuses)."""
-    import jax.numpy as jnp
-
     widths = [(0, 0)] * s.ndim
     widths[axis] = (before, after)
     return jnp.pad(s, widths)
@@ -56,8 +55,6 @@ def pad_to(s, axis: int, before: int, after: int):
 
 def take_wrapped(f, axis: int, start: int, length: int):
     """Planes ``start .. start+length-1`` (indices modulo n) along ``axis``."""
-    import jax.numpy as jnp
-
     n = f.shape[axis]
     start %= n
     if start + length <= n:

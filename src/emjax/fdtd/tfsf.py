@@ -143,12 +143,7 @@ def incident_fields(src: TFSF, shape, e1, h1, kind: str):
             masked.append(None)
             continue
         f = _broadcast(line * float(vec[c]), a)
-        m = None
-        for ax in range(3):
-            # E_c sits at +1/2 along c; H_c at +1/2 along the two other axes
-            half = (ax == c) if kind == "E" else (ax != c)
-            mk = _broadcast(_mask_1d(shape[ax], src.lo[ax], src.hi[ax], half, dtype), ax)
-            m = mk if m is None else m * mk
+        m = (e_mask if kind == "E" else h_mask)(src, shape, c, dtype)
         field.append(f)
         masked.append(f * m)
     return tuple(field), tuple(masked)
@@ -167,20 +162,22 @@ def _curl_sparse(F, diff, inv_dx, shape):
     return (d(Fz, 1) - d(Fy, 2), d(Fx, 2) - d(Fz, 0), d(Fy, 0) - d(Fx, 1))
 
 
-def e_mask(src: TFSF, shape, c, dtype):
+def _box_mask(src: TFSF, shape, half_axes, dtype):
     m = None
     for ax in range(3):
-        mk = _broadcast(_mask_1d(shape[ax], src.lo[ax], src.hi[ax], ax == c, dtype), ax)
+        mk = _broadcast(_mask_1d(shape[ax], src.lo[ax], src.hi[ax], ax in half_axes, dtype), ax)
         m = mk if m is None else m * mk
     return m
+
+
+def e_mask(src: TFSF, shape, c, dtype):
+    """Total-field indicator at E_c nodes (half a cell along c)."""
+    return _box_mask(src, shape, (c,), dtype)
 
 
 def h_mask(src: TFSF, shape, c, dtype):
-    m = None
-    for ax in range(3):
-        mk = _broadcast(_mask_1d(shape[ax], src.lo[ax], src.hi[ax], ax != c, dtype), ax)
-        m = mk if m is None else m * mk
-    return m
+    """Total-field indicator at H_c nodes (half a cell along the two other axes)."""
+    return _box_mask(src, shape, tuple(ax for ax in range(3) if ax != c), dtype)
 
 
 def correction_h(src, shape, e1, h1, inv_dx, dtype):
