@@ -194,10 +194,3 @@ class Tabulated(Material):
 
     def permittivity(self, omega):
         return self.refractive_index(2 * np.pi / np.asarray(omega, dtype=float)) ** 2
-
-
-def as_material(value) -> Material:
-    """A :class:`Material` from a material or a (complex) refractive index."""
-    if isinstance(value, Material):
-        return value
-    return Constant(value)

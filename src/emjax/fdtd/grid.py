@@ -136,11 +136,6 @@ class Grid:
     def n_cells(self) -> int:
         return math.prod(self.shape)
 
-    @property
-    def dtypes(self):
-        p = precision(self.precision)
-        return p.real
-
     def coords(self, component: int, kind: str = "E"):
         """Positions (x, y, z) of a field component's nodes, 1-D arrays."""
         out = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable
@@ -522,7 +521,3 @@ def _load_checkpoint(path: Path, template, plan):
         probes = f["probes"]
     state = jax.tree_util.tree_unflatten(treedef, loaded)
     return state, ([probes] if probes.size else [])
-
-
-def courant_limit(order: int) -> float:
-    return {2: 1.0, 4: 6.0 / 7.0}[order] / math.sqrt(3)
