@@ -54,7 +54,7 @@ def build_fdtd(cfg: dict):
     """(Simulation, steps, chunk, checkpoint) from a parsed TOML config."""
     from . import fdtd
 
-    _known(cfg, {"grid", "run", "sources", "probes", "monitors", "blocks"}, "config")
+    _known(cfg, {"grid", "run", "sources", "probes", "monitors", "blocks", "flux_boxes"}, "config")
     g = dict(cfg.get("grid", {}))
     _known(g, {"shape", "dx", "order", "boundary", "pml_thickness", "courant", "precision"}, "[grid]")
     if "shape" not in g or "dx" not in g:
@@ -89,10 +89,42 @@ def build_fdtd(cfg: dict):
         where = f"sources[{i}]"
         _known(
             s,
-            {"type", "index", "axis", "component", "waveform", "frequency", "bandwidth", "ramp", "amplitude"},
+            {
+                "type",
+                "index",
+                "axis",
+                "component",
+                "waveform",
+                "frequency",
+                "bandwidth",
+                "ramp",
+                "amplitude",
+                "lo",
+                "hi",
+                "direction",
+                "polarization",
+            },
             where,
         )
         wf = _waveform(s, where)
+        if s.get("type") == "tfsf":
+            from .scattering import PlaneWave
+
+            direction = s.get("direction", "+z")
+            if direction not in ("+x", "+y", "+z"):
+                raise ConfigError(
+                    f"{where}.direction must be +x, +y or +z (oblique: not yet), got {direction!r}"
+                )
+            d = [0.0, 0.0, 0.0]
+            d[AXES[direction[1]]] = 1.0
+            try:
+                wave = PlaneWave(
+                    d, s.get("polarization", [1.0, 0.0, 0.0] if direction != "+x" else [0, 0, 1.0])
+                )
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from exc
+            sources.append(fdtd.TFSF(tuple(s["lo"]), tuple(s["hi"]), wave, wf))
+            continue
         comp = _axis(s.get("component", "z"), f"{where}.component")
         if s.get("type", "dipole") == "dipole":
             sources.append(fdtd.PointDipole(tuple(s["index"]), comp, wf, s.get("amplitude", 1.0)))
@@ -103,7 +135,7 @@ def build_fdtd(cfg: dict):
                 )
             )
         else:
-            raise ConfigError(f"{where}.type must be dipole or plane, got {s['type']!r}")
+            raise ConfigError(f"{where}.type must be dipole, plane or tfsf, got {s['type']!r}")
     probes = [
         fdtd.Probe(
             tuple(p["index"]), _axis(p.get("component", "z"), f"probes[{i}].component"), p.get("field", "E")
@@ -114,6 +146,9 @@ def build_fdtd(cfg: dict):
         fdtd.DFTPlane(_axis(m["axis"], f"monitors[{i}].axis"), m["index"], tuple(m["frequencies"]))
         for i, m in enumerate(cfg.get("monitors", []))
     ]
+    for i, b in enumerate(cfg.get("flux_boxes", [])):  # six more DFT planes each, after the monitors
+        _known(b, {"lo", "hi", "frequencies"}, f"flux_boxes[{i}]")
+        monitors.extend(fdtd.flux_box(tuple(b["lo"]), tuple(b["hi"]), tuple(b["frequencies"])))
     sim = fdtd.Simulation(
         grid,
         eps=eps if np.any(eps != 1) else 1.0,
@@ -158,6 +193,7 @@ def cmd_fdtd(args, argv) -> int:
         print(f"step {done}/{total}", file=sys.stderr, flush=True)
 
     res = fdtd.run(sim, steps, chunk=chunk, checkpoint=checkpoint, progress=progress)
+    boxes = _box_results(sim, res, steps, len(load_toml(args.config).get("flux_boxes", [])))
     summary = {
         "steps": steps,
         "cells": sim.grid.n_cells,
@@ -173,9 +209,34 @@ def cmd_fdtd(args, argv) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         save_dataset(fdtd_to_xarray(res), args.out / "result.nc")
         plot_fdtd(res, args.out / "fdtd.png")
+        if boxes:
+            (args.out / "flux_boxes.json").write_text(json.dumps(boxes, indent=1))
         summary["out"] = str(args.out)
+    if boxes:
+        summary["flux_boxes"] = boxes
     print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
     return 0
+
+
+def _box_results(sim, res, steps: int, n_boxes: int) -> list:
+    """Outward flux of each flux box (the last 6 * n_boxes monitors) and, with a TF/SF
+    source, the cross section it stands for (scattered outside, -absorbed inside the box)."""
+    from . import fdtd
+    from .fdtd.tfsf import incident_spectrum
+
+    out = []
+    first = len(sim.monitors) - 6 * n_boxes
+    tf = next((s for s in sim.sources if isinstance(s, fdtd.TFSF)), None)
+    for b in range(n_boxes):
+        idx = range(first + 6 * b, first + 6 * b + 6)
+        flux = fdtd.box_flux([res.flux(i) for i in idx])
+        freqs = sim.monitors[first + 6 * b].frequencies
+        entry = {"frequencies": list(freqs), "outward_flux": flux.tolist()}
+        if tf is not None:
+            intensity = 0.5 * np.abs(incident_spectrum(tf, freqs, steps, sim.grid.dt)) ** 2
+            entry["flux_over_incident_intensity"] = (flux / intensity).tolist()
+        out.append(entry)
+    return out
 
 
 def cmd_bench_fdtd(args) -> int:

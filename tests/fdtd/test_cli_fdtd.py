@@ -36,3 +36,22 @@ def test_bench_fdtd_json(capsys):
     assert main(["bench", "fdtd", "--size", "24", "--steps", "8", "--json"]) == 0
     r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert {"cells_per_s", "bytes_per_cell", "seconds", "device"} <= set(r)
+
+
+def test_fdtd_tfsf_flux_box_config(tmp_path, capsys):
+    """A TF/SF source and a flux box from TOML; with no scatterer the box sees no flux (the
+    TF/SF box does not leak), and a bad direction is refused with the field named."""
+    cfg = tmp_path / "t.toml"
+    base = (
+        "[grid]\nshape = [36, 36, 36]\ndx = 0.05\npml_thickness = 6\n[run]\nsteps = 150\n"
+        '[[sources]]\ntype = "tfsf"\nlo = [12, 12, 12]\nhi = [24, 24, 24]\ndirection = "{d}"\n'
+        "polarization = [0.0, 1.0, 0.0]\nfrequency = 1.0\n"
+        "[[flux_boxes]]\nlo = [9, 9, 9]\nhi = [27, 27, 27]\nfrequencies = [1.0]\n"
+    )
+    cfg.write_text(base.replace("{d}", "+x").replace("[0.0, 1.0, 0.0]", "[0.0, 0.0, 1.0]"))
+    assert main(["fdtd", str(cfg), "--json"]) == 0
+    box = json.loads(capsys.readouterr().out.strip())["flux_boxes"][0]
+    assert abs(box["flux_over_incident_intensity"][0]) < 1e-6
+    cfg.write_text(base.replace("{d}", "-z"))
+    assert main(["fdtd", str(cfg)]) == 1
+    assert "direction" in capsys.readouterr().err
