@@ -105,7 +105,7 @@ class Grid:
                 )
             if self.order == 4 and not isinstance(bd, Periodic):
                 raise ConfigError("order=4 is implemented for periodic boundaries only (so far)")
-        limit = COURANT_LIMIT[self.order] / math.sqrt(self.dimensions)
+        limit = COURANT_LIMIT[self.order] / math.sqrt(max(self.dimensions, 1))
         if self.courant is None:
             object.__setattr__(self, "courant", 0.99 * limit)
         else:
