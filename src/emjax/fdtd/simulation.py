@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,113 +14,17 @@ import numpy as np
 
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_int
-from ..materials import Dispersive, DrudePole, LorentzPole
+from ..materials import DrudePole
+from . import checkpoint as checkpoint_mod
+from . import dispersive
 from . import monitors as mon_mod
 from . import pml as pml_mod
 from . import tfsf as tfsf_mod
-from .grid import CPML, PEC, Grid
-from .monitors import DFTPlane
-from .sources import PlaneSource, PointDipole
+from .grid import CPML, PEC
+from .sources import PointDipole
+from .spec import Simulation
 from .tfsf import TFSF
 from .update import d_backward, d_forward
-
-
-@dataclass(frozen=True)
-class Probe:
-    """Record ``field`` ("E" or "H") component ``component`` at node ``index`` every step."""
-
-    index: tuple
-    component: int
-    field: str = "E"
-
-    def __post_init__(self):
-        if len(self.index) != 3:
-            raise ConfigError(f"Probe.index must be (i, j, k), got {self.index!r}")
-        require_int("Probe.component", self.component, 0, 2)
-        if self.field not in ("E", "H"):
-            raise ConfigError(f"Probe.field must be 'E' or 'H', got {self.field!r}")
-
-
-@dataclass(frozen=True, eq=False)
-class Simulation:
-    """Grid + materials + sources + probes.
-
-    ``eps`` and ``sigma`` are scalars or per-cell arrays ``(nx, ny, nz)`` (relative
-    permittivity, conductivity in units of 1/length with eps0 = c = 1), applied to all
-    three E components of a cell.
-    """
-
-    grid: Grid
-    eps: object = 1.0
-    sigma: object = 0.0
-    sources: tuple = ()
-    probes: tuple = ()
-    monitors: tuple = ()
-    dispersive: tuple | None = None  # (materials.Dispersive with Drude/Lorentz poles, bool mask)
-    pec: object = None  # bool mask of perfectly conducting cells (all E nodes of a cell = 0)
-
-    def __post_init__(self):
-        if not isinstance(self.grid, Grid):
-            raise ConfigError("grid must be an emjax.fdtd.Grid")
-        for name in ("eps", "sigma"):
-            v = getattr(self, name)
-            if np.ndim(v) == 0:
-                if not np.isfinite(v):
-                    raise ConfigError(f"{name} must be finite, got {v!r}")
-            elif np.shape(v) != self.grid.shape:
-                raise ConfigError(f"{name} must be a scalar or of shape {self.grid.shape}, got {np.shape(v)}")
-        if np.any(np.asarray(self.eps) < 1):
-            raise ConfigError("eps must be >= 1 (dispersive or metallic media: use poles/PEC)")
-        if np.any(np.asarray(self.sigma) < 0):
-            raise ConfigError("sigma must be >= 0")
-        object.__setattr__(self, "sources", tuple(self.sources))
-        object.__setattr__(self, "probes", tuple(self.probes))
-        object.__setattr__(self, "monitors", tuple(self.monitors))
-        for s in self.sources:
-            if not isinstance(s, (PointDipole, PlaneSource, TFSF)):
-                raise ConfigError(f"sources must be PointDipole, PlaneSource or TFSF objects, got {s!r}")
-            s.check(self.grid.shape)
-        if sum(isinstance(s, TFSF) for s in self.sources) > 1:
-            raise ConfigError("at most one TFSF source per simulation")
-        if self.dispersive is not None:
-            mat, mask = self.dispersive
-            if (
-                not isinstance(mat, Dispersive)
-                or not mat.poles
-                or not all(isinstance(p, (DrudePole, LorentzPole)) for p in mat.poles)
-            ):
-                raise ConfigError("dispersive must be (materials.Dispersive with Drude/Lorentz poles, mask)")
-            for p in mat.poles:
-                if isinstance(p, LorentzPole) and p.omega_0 * self.grid.dt >= 2:
-                    raise ConfigError(
-                        f"Lorentz pole omega_0 = {p.omega_0} needs dt < 2 / omega_0 "
-                        f"(dt = {self.grid.dt:.3g}): refine the grid"
-                    )
-            if np.shape(mask) != self.grid.shape:
-                raise ConfigError(f"dispersive mask must have shape {self.grid.shape}")
-            if mat.eps_inf < 1:
-                raise ConfigError("dispersive eps_inf must be >= 1")
-        if self.pec is not None and np.shape(self.pec) != self.grid.shape:
-            raise ConfigError(f"pec mask must have shape {self.grid.shape}")
-        for m in self.monitors:
-            if not isinstance(m, DFTPlane):
-                raise ConfigError(f"monitors must be DFTPlane objects, got {m!r}")
-            m.check(self.grid.shape)
-        for p in self.probes:
-            if not isinstance(p, Probe):
-                raise ConfigError(f"probes must be Probe objects, got {p!r}")
-            for ax, (i, n) in enumerate(zip(p.index, self.grid.shape)):
-                require_int(f"Probe.index[{ax}]", i, 0, n - 1)
-
-    def memory_bytes(self) -> int:
-        item = np.dtype(precision(self.grid.precision).real).itemsize
-        n = self.grid.n_cells
-        arrays = 6 + (2 if np.ndim(self.eps) or np.ndim(self.sigma) else 0)
-        psi = 0
-        for ax, b in enumerate(self.grid.boundary):
-            if isinstance(b, CPML):
-                psi += 8 * 2 * b.thickness * n // self.grid.shape[ax]
-        return (arrays * n + psi) * item * 2  # x2: XLA's double buffering of the carry
 
 
 @dataclass(frozen=True)
@@ -151,29 +54,8 @@ def _coefficients(sim: Simulation, dtype):
     beta_sum = 0.0
     arrays = {}
     if sim.dispersive is not None:
-        # Drude ADE (J-E coupling, Taflove ch. 9): J' = k J + beta (E' + E) per pole
-        mat, mask = sim.dispersive
-        mask = np.asarray(mask, bool)
-        eps = np.where(mask, mat.eps_inf, eps)
-        ks, betas, lor = [], [], []
-        for p in mat.poles:
-            if isinstance(p, DrudePole):
-                k = (1 - p.gamma * dt / 2) / (1 + p.gamma * dt / 2)
-                beta = (p.omega_p**2 * dt / 2) / (1 + p.gamma * dt / 2)
-                ks.append(np.where(mask, k, 0.0))
-                betas.append(np.where(mask, beta, 0.0))
-            else:
-                # P'' + gamma P' + w0^2 P = d_eps w0^2 E by central differences at step n:
-                # P^(n+1) = c1 P^n + c2 P^(n-1) + c3 E^n
-                damp = 1 + p.gamma * dt / 2
-                c1 = (2 - (p.omega_0 * dt) ** 2) / damp
-                c2 = -(1 - p.gamma * dt / 2) / damp
-                c3 = np.where(mask, p.delta_eps * (p.omega_0 * dt) ** 2 / damp, 0.0)
-                lor.append((jnp.asarray(c1, dtype), jnp.asarray(c2, dtype), jnp.asarray(c3, dtype)))
-        beta_sum = sum(betas) if betas else 0.0
-        arrays["pole_k"] = tuple(jnp.asarray(k, dtype) for k in ks)
-        arrays["pole_beta"] = tuple(jnp.asarray(b, dtype) for b in betas)
-        arrays["lorentz"] = tuple(lor)
+        eps, beta_sum, pole_arrays = dispersive.coefficients(*sim.dispersive, eps, dt, dtype)
+        arrays.update(pole_arrays)
     if sim.pec is not None:
         arrays["pec_keep"] = jnp.asarray(~np.asarray(sim.pec, bool), dtype)
     den = 2 * eps + sig * dt + beta_sum * dt
@@ -225,12 +107,7 @@ def _initial_state(sim, plan, dtype, initial):
                             psi[f"{kind}{ax}{comp}{side}"] = jnp.zeros(shp, dtype)
     cdtype = jnp.result_type(dtype, jnp.complex64)
     dft = tuple(mon_mod.zeros(m, g.shape, cdtype) for m in plan.monitors)
-    J = tuple(tuple(jnp.zeros(g.shape, dtype) for _ in range(3)) for _ in range(plan.n_poles))
-    # Lorentz: (P^n, P^(n-1)) per pole and component
-    J = J + tuple(
-        tuple((jnp.zeros(g.shape, dtype), jnp.zeros(g.shape, dtype)) for _ in range(3))
-        for _ in range(plan.n_lorentz)
-    )
+    J = dispersive.zeros(plan.n_poles, plan.n_lorentz, g.shape, dtype)
     aux = (jnp.zeros(plan.aux_len, dtype), jnp.zeros(plan.aux_len, dtype)) if plan.aux_len else ()
     return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": jnp.zeros((), jnp.int32)}
 
@@ -304,36 +181,13 @@ def _step(plan, arrays, state, _):
         cH = tuple(c + k for c, k in zip(cH, corr))
     ca, cb = arrays["ca"], arrays["cb"]
     J = state["J"]
-    if plan.n_poles:
-        # curl H - (1/2) sum_p (1 + k_p) J_p, then J_p' = k_p J_p + beta_p (E' + E)
-        cH = tuple(
-            c - 0.5 * sum((1 + arrays["pole_k"][p]) * J[p][i] for p in range(plan.n_poles))
-            for i, c in enumerate(cH)
-        )
-    lorentz = J[plan.n_poles :]
-    new_lorentz = ()
-    if plan.n_lorentz:
-        # P^(n+1) from E^n, then -(P^(n+1) - P^n)/dt enters Ampere's law
-        new_lorentz = tuple(
-            tuple((c1 * P[i][0] + c2 * P[i][1] + c3 * E[i], P[i][0]) for i in range(3))
-            for (c1, c2, c3), P in zip(arrays["lorentz"], lorentz)
-        )
-        cH = tuple(
-            c - sum(Pn[i][0] - Po[i][0] for Pn, Po in zip(new_lorentz, lorentz)) / dt
-            for i, c in enumerate(cH)
-        )
+    cH, new_lorentz = dispersive.before_e_update(plan.n_poles, plan.n_lorentz, arrays, J, E, cH, dt)
     E_old = E
     E = _pec(plan, tuple(ca * e + cb * c for e, c in zip(E, cH)))
     if plan.has_pec:
         E = tuple(e * arrays["pec_keep"] for e in E)
-    if plan.n_poles:
-        J = tuple(
-            tuple(
-                arrays["pole_k"][p] * J[p][i] + arrays["pole_beta"][p] * (E[i] + E_old[i]) for i in range(3)
-            )
-            for p in range(plan.n_poles)
-        )
-    J = tuple(J[: plan.n_poles]) + new_lorentz
+    J = dispersive.after_e_update(plan.n_poles, arrays, J, E, E_old)
+    J = J + new_lorentz
     dtype = E[0].dtype
     t = (n.astype(dtype) + 0.5) * dt
     if tf is not None:
@@ -439,7 +293,7 @@ def run(
         state = _initial_state(sim, plan, dtype, initial)
         recs = []
         if checkpoint is not None and Path(checkpoint).exists():
-            state, recs = _load_checkpoint(Path(checkpoint), state, plan)
+            state, recs = checkpoint_mod.load(Path(checkpoint), state, plan)
         done = int(state["n"])
         if done > steps:
             raise ConfigError(f"checkpoint {checkpoint} is at step {done}, beyond steps = {steps}")
@@ -466,7 +320,7 @@ def run(
                     "sources); the last checkpoint, if any, holds the state before this chunk"
                 )
             if checkpoint is not None:
-                _save_checkpoint(Path(checkpoint), state, recs, plan)
+                checkpoint_mod.save(Path(checkpoint), state, recs, plan)
             if progress is not None:
                 progress(done, steps)
         probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))
@@ -481,43 +335,3 @@ def run(
             compile_s,
             tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
         )
-
-
-def _fingerprint(plan) -> str:
-    return repr(
-        (
-            plan.shape,
-            plan.dx,
-            plan.dt,
-            plan.order,
-            plan.pml,
-            plan.walls,
-            len(plan.probes),
-            len(plan.monitors),
-            plan.n_poles,
-            plan.n_lorentz,
-            plan.has_pec,
-            plan.aux_len,
-        )
-    )
-
-
-def _save_checkpoint(path: Path, state, recs, plan) -> None:
-    leaves = jax.tree_util.tree_leaves(state)
-    data = {f"leaf{i}": np.asarray(v) for i, v in enumerate(leaves)}
-    data["probes"] = np.concatenate(recs) if recs else np.zeros((0,))
-    data["fingerprint"] = np.array(_fingerprint(plan))
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **data)
-    os.replace(tmp, path)  # atomic: a crash never leaves a half-written checkpoint
-
-
-def _load_checkpoint(path: Path, template, plan):
-    with np.load(path) as f:
-        if str(f["fingerprint"]) != _fingerprint(plan):
-            raise ConfigError(f"checkpoint {path} belongs to a different simulation")
-        leaves, treedef = jax.tree_util.tree_flatten(template)
-        loaded = [jnp.asarray(f[f"leaf{i}"], dtype=leaf.dtype) for i, leaf in enumerate(leaves)]
-        probes = f["probes"]
-    state = jax.tree_util.tree_unflatten(treedef, loaded)
-    return state, ([probes] if probes.size else [])

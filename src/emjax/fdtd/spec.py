@@ -1,0 +1,113 @@
+"""FDTD inputs: the simulation spec and probes (validated before anything is allocated)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backend import precision
+from ..errors import ConfigError, require_int
+from ..materials import Dispersive, DrudePole, LorentzPole
+from .grid import CPML, Grid
+from .monitors import DFTPlane
+from .sources import PlaneSource, PointDipole
+from .tfsf import TFSF
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Record ``field`` ("E" or "H") component ``component`` at node ``index`` every step."""
+
+    index: tuple
+    component: int
+    field: str = "E"
+
+    def __post_init__(self):
+        if len(self.index) != 3:
+            raise ConfigError(f"Probe.index must be (i, j, k), got {self.index!r}")
+        require_int("Probe.component", self.component, 0, 2)
+        if self.field not in ("E", "H"):
+            raise ConfigError(f"Probe.field must be 'E' or 'H', got {self.field!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Simulation:
+    """Grid + materials + sources + probes.
+
+    ``eps`` and ``sigma`` are scalars or per-cell arrays ``(nx, ny, nz)`` (relative
+    permittivity, conductivity in units of 1/length with eps0 = c = 1), applied to all
+    three E components of a cell.
+    """
+
+    grid: Grid
+    eps: object = 1.0
+    sigma: object = 0.0
+    sources: tuple = ()
+    probes: tuple = ()
+    monitors: tuple = ()
+    dispersive: tuple | None = None  # (materials.Dispersive with Drude/Lorentz poles, bool mask)
+    pec: object = None  # bool mask of perfectly conducting cells (all E nodes of a cell = 0)
+
+    def __post_init__(self):
+        if not isinstance(self.grid, Grid):
+            raise ConfigError("grid must be an emjax.fdtd.Grid")
+        for name in ("eps", "sigma"):
+            v = getattr(self, name)
+            if np.ndim(v) == 0:
+                if not np.isfinite(v):
+                    raise ConfigError(f"{name} must be finite, got {v!r}")
+            elif np.shape(v) != self.grid.shape:
+                raise ConfigError(f"{name} must be a scalar or of shape {self.grid.shape}, got {np.shape(v)}")
+        if np.any(np.asarray(self.eps) < 1):
+            raise ConfigError("eps must be >= 1 (dispersive or metallic media: use poles/PEC)")
+        if np.any(np.asarray(self.sigma) < 0):
+            raise ConfigError("sigma must be >= 0")
+        object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "probes", tuple(self.probes))
+        object.__setattr__(self, "monitors", tuple(self.monitors))
+        for s in self.sources:
+            if not isinstance(s, (PointDipole, PlaneSource, TFSF)):
+                raise ConfigError(f"sources must be PointDipole, PlaneSource or TFSF objects, got {s!r}")
+            s.check(self.grid.shape)
+        if sum(isinstance(s, TFSF) for s in self.sources) > 1:
+            raise ConfigError("at most one TFSF source per simulation")
+        if self.dispersive is not None:
+            mat, mask = self.dispersive
+            if (
+                not isinstance(mat, Dispersive)
+                or not mat.poles
+                or not all(isinstance(p, (DrudePole, LorentzPole)) for p in mat.poles)
+            ):
+                raise ConfigError("dispersive must be (materials.Dispersive with Drude/Lorentz poles, mask)")
+            for p in mat.poles:
+                if isinstance(p, LorentzPole) and p.omega_0 * self.grid.dt >= 2:
+                    raise ConfigError(
+                        f"Lorentz pole omega_0 = {p.omega_0} needs dt < 2 / omega_0 "
+                        f"(dt = {self.grid.dt:.3g}): refine the grid"
+                    )
+            if np.shape(mask) != self.grid.shape:
+                raise ConfigError(f"dispersive mask must have shape {self.grid.shape}")
+            if mat.eps_inf < 1:
+                raise ConfigError("dispersive eps_inf must be >= 1")
+        if self.pec is not None and np.shape(self.pec) != self.grid.shape:
+            raise ConfigError(f"pec mask must have shape {self.grid.shape}")
+        for m in self.monitors:
+            if not isinstance(m, DFTPlane):
+                raise ConfigError(f"monitors must be DFTPlane objects, got {m!r}")
+            m.check(self.grid.shape)
+        for p in self.probes:
+            if not isinstance(p, Probe):
+                raise ConfigError(f"probes must be Probe objects, got {p!r}")
+            for ax, (i, n) in enumerate(zip(p.index, self.grid.shape)):
+                require_int(f"Probe.index[{ax}]", i, 0, n - 1)
+
+    def memory_bytes(self) -> int:
+        item = np.dtype(precision(self.grid.precision).real).itemsize
+        n = self.grid.n_cells
+        arrays = 6 + (2 if np.ndim(self.eps) or np.ndim(self.sigma) else 0)
+        psi = 0
+        for ax, b in enumerate(self.grid.boundary):
+            if isinstance(b, CPML):
+                psi += 8 * 2 * b.thickness * n // self.grid.shape[ax]
+        return (arrays * n + psi) * item * 2  # x2: XLA's double buffering of the carry
