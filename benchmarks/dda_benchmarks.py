@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import traceback
 from pathlib import Path
 
-from emjax.bench import copy_bandwidth, dda_benchmark
+from emjax.bench import copy_bandwidth, dda_benchmark, record
 
 
 def main(argv=None):
@@ -30,38 +28,35 @@ def main(argv=None):
     for n in args.grids:
         for p in args.precisions:
             for v in args.variants:
-                try:
-                    r = dda_benchmark(
-                        n,
-                        p,
-                        repeats=10,
-                        solve=n <= args.solve_max_grid and v == args.variants[0],
-                        variant=v,
-                        bandwidth=bw,
-                    )
-                except Exception as exc:  # noqa: BLE001 - record and go on (e.g. out of memory)
-                    r = {
-                        "case": "dda_sphere",
-                        "grid": n,
-                        "precision": p,
-                        "variant": v,
-                        "error": f"{type(exc).__name__}: {exc}"[:300],
-                    }
-                    traceback.print_exc(file=sys.stderr)
-                print(json.dumps(r), flush=True)
-                rows.append(r)
-                args.out.write_text(json.dumps(rows, indent=1))
+                labels = {"case": "dda_sphere", "grid": n, "precision": p, "variant": v}
+                solve = n <= args.solve_max_grid and v == args.variants[0]
+                record(
+                    rows,
+                    args.out,
+                    labels,
+                    dda_benchmark,
+                    n,
+                    p,
+                    repeats=10,
+                    solve=solve,
+                    variant=v,
+                    bandwidth=bw,
+                )
     for n in args.cube:
-        try:
-            r = dda_benchmark(
-                n, "double", repeats=5, solve=True, variant=args.variants[0], bandwidth=bw, case="cube_kd30"
-            )
-        except Exception as exc:  # noqa: BLE001
-            r = {"case": "dda_cube_kd30", "grid": n, "error": f"{type(exc).__name__}: {exc}"[:300]}
-            traceback.print_exc(file=sys.stderr)
-        print(json.dumps(r), flush=True)
-        rows.append(r)
-        args.out.write_text(json.dumps(rows, indent=1))
+        labels = {"case": "dda_cube_kd30", "grid": n}
+        record(
+            rows,
+            args.out,
+            labels,
+            dda_benchmark,
+            n,
+            "double",
+            repeats=5,
+            solve=True,
+            variant=args.variants[0],
+            bandwidth=bw,
+            case="cube_kd30",
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import datetime
 import math
 import subprocess
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -169,7 +170,9 @@ def dda_benchmark(
         kind = type(solver)
         # warm-ups use the same maxiter (it fixes the history's shape, hence the compiled loop)
         krylov.solve(op, b, kind(rtol=0.999, maxiter=iterations, chunk=iterations))
-        r = krylov.solve(op, b, kind(rtol=1e-30, maxiter=iterations, chunk=iterations))
+        with warnings.catch_warnings():  # rtol below epsilon on purpose: exactly `iterations` steps
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r = krylov.solve(op, b, kind(rtol=1e-30, maxiter=iterations, chunk=iterations))
         out["iteration_s"] = r.seconds / max(r.iterations, 1)
         out["solver"] = solver.name
         if solve:
@@ -192,6 +195,7 @@ def fdtd_benchmark(
     order: int = 2,
     material: str = "vacuum",
     pml_thickness: int = 10,
+    bandwidth: float | None = None,
 ) -> dict:
     """Cell updates per second of the FDTD step on an N^3 grid with a z-dipole at the centre.
 
@@ -218,7 +222,7 @@ def fdtd_benchmark(
     r = fdtd.run(sim, steps + steps // 4, chunk=steps // 4)
     item = np.dtype(prec.real).itemsize
     per_cell = (18 + (2 if material != "vacuum" else 0)) * item
-    bw = copy_bandwidth()
+    bw = bandwidth or copy_bandwidth()
     return {
         "case": "fdtd_dipole",
         "size": size,
@@ -241,3 +245,22 @@ def fdtd_benchmark(
         "commit": _git_commit(),
         "jax": jax.__version__,
     }
+
+
+def record(rows: list, out, labels: dict, fn, *args, **kwargs) -> dict:
+    """Run one benchmark case for a sweep: a failure (e.g. out of memory) is recorded with
+    its labels instead of stopping the sweep; the row is printed as a JSON line and the
+    whole list rewritten to ``out``."""
+    import json
+    import sys
+    import traceback
+
+    try:
+        row = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - keep the sweep going, say what failed
+        row = {**labels, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        traceback.print_exc(file=sys.stderr)
+    print(json.dumps(row), flush=True)
+    rows.append(row)
+    out.write_text(json.dumps(rows, indent=1))
+    return row
