@@ -298,6 +298,10 @@ def _cmd_bench(args, argv) -> int:
         from .cli_fdtd import cmd_bench_fdtd
 
         return cmd_bench_fdtd(args)
+    if args.bench_command == "layered":
+        from .cli_layered import cmd_bench_layered
+
+        return cmd_bench_layered(args)
     from .backend import PRECISIONS
     from .bench import dda_benchmark
 
@@ -329,7 +333,19 @@ def _cmd_fdtd(args, argv) -> int:
     return cmd_fdtd(args, argv)
 
 
-_COMMANDS = {"info": _cmd_info, "dda": _cmd_dda, "bench": _cmd_bench, "fdtd": _cmd_fdtd}
+def _cmd_layered(args, argv) -> int:
+    from .cli_layered import cmd_layered
+
+    return cmd_layered(args, argv)
+
+
+_COMMANDS = {
+    "info": _cmd_info,
+    "dda": _cmd_dda,
+    "bench": _cmd_bench,
+    "fdtd": _cmd_fdtd,
+    "layered": _cmd_layered,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

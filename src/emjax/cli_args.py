@@ -115,8 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="append the results to this JSON file (a list)",
     )
     from .cli_fdtd import add_parsers
+    from .cli_layered import add_parsers as add_layered
 
     add_parsers(sub, bench)
+    add_layered(sub, bench)
     return parser
 
 

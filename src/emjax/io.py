@@ -375,3 +375,55 @@ def fdtd_to_xarray(result):
         "cells_per_s": result.cells_per_second,
     }
     return xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=attrs)
+
+
+def layered_to_xarray(result, shape=None, axes=None):
+    """Dipole fields in a stack -> Dataset with E, H (point, component) complex.
+
+    ``shape = (n1, n2)`` and ``axes = ("x", "z")``: the points are a plane map in C order
+    (index 1 slowest); E and H then get dims (axes[0], axes[1], component) with coordinates.
+    """
+    import xarray as xr
+
+    pts = np.asarray(result.points)
+    comp = ["x", "y", "z"]
+    units = {"units": "p / (eps0 L^3) (E); Z0 H in the same units (H)"}
+    attrs = {
+        "emjax_version": _version(),
+        "wavelength": result.wavelength,
+        "source": list(map(float, result.source)),
+        "p_real": list(map(float, np.real(result.p))),
+        "p_imag": list(map(float, np.imag(result.p))),
+        "part": result.part,
+        "stack_eps": [str(e) for e in result.stack.eps],
+        "stack_thickness": list(result.stack.thickness),
+        "stack_z_top": result.stack.z_top,
+        "seconds": result.seconds,
+        "convention": "exp(-i omega t); E = k0^2 G p with curl curl G - k0^2 eps G = I delta",
+    }
+    if shape is None:
+        dims = ("point", "component")
+        data = {
+            "E": (dims, np.asarray(result.E), units),
+            "H": (dims, np.asarray(result.H), units),
+            "error_estimate": (("point",), np.asarray(result.error), {"units": "relative"}),
+        }
+        coords = {
+            "component": comp,
+            "x": ("point", pts[:, 0]),
+            "y": ("point", pts[:, 1]),
+            "z": ("point", pts[:, 2]),
+        }
+        return xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=attrs)
+    n1, n2 = shape
+    a1, a2 = axes
+    idx = {"x": 0, "y": 1, "z": 2}
+    grid = pts.reshape(n1, n2, 3)
+    dims = (a1, a2, "component")
+    data = {
+        "E": (dims, np.asarray(result.E).reshape(n1, n2, 3), units),
+        "H": (dims, np.asarray(result.H).reshape(n1, n2, 3), units),
+        "error_estimate": ((a1, a2), np.asarray(result.error).reshape(n1, n2), {"units": "relative"}),
+    }
+    coords = {"component": comp, a1: grid[:, 0, idx[a1]], a2: grid[0, :, idx[a2]]}
+    return xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=attrs)
