@@ -125,15 +125,12 @@ def _sample(rho, h, size: int, rng):
 
 
 class _Group:
-    """The points of one observation medium and their quadrature path."""
+    """Points of one observation medium with similar decay distances, and their path."""
 
-    def __init__(self, ctx, m, sel):
+    def __init__(self, ctx, m, sel, idx, geometry):
         self.ctx, self.m, self.sel = ctx, m, sel
-        idx = np.nonzero(ctx["layer"] == m)[0]
         self.idx = idx
-        self.rho, self.phi, self.zu, self.zd, self.h = _geometry(
-            ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], m
-        )
+        self.rho, self.phi, self.zu, self.zd, self.h = geometry
         n = ctx["stack"].n_media
         self.has_up, self.has_dn = m < n - 1, m > 0
         self.orders = som.orders_of(sel)
@@ -198,7 +195,16 @@ class _Group:
                 parts.append((which, np.concatenate(ks, 1), np.concatenate(gs, 1)))
             total = sum(k.sum(1) for _, k, _ in parts)  # (S, nsel)
             scale = np.maximum(np.linalg.norm(total, axis=1), 1e-300)
-            errs = [(w, np.abs(k - g).sum(2) / (c["rtol"] * scale[:, None])) for w, k, g in parts]
+            # differences at the rounding level of the working precision count as converged
+            floor = 64 * np.finfo(c["rdtype"]).eps
+            errs = [
+                (
+                    w,
+                    np.maximum(np.abs(k - g) - floor * (np.abs(k) + np.abs(g)), 0).sum(2)
+                    / (c["rtol"] * scale[:, None]),
+                )
+                for w, k, g in parts
+            ]
             worst = sum(e.sum(1) for _, e in errs)
             if np.all(worst <= 1.0):
                 return
@@ -323,6 +329,24 @@ def free_space(k, k0, R):
     return G, GH
 
 
+def _groups(ctx, sel):
+    """One group per observation medium and octave of the decay distance h: the reflected
+    and transmitted waves decay as exp(-h k_rho), so a group integrates only as far as its
+    smallest h needs (a field map spanning h = 10 ... 500 needs ~10x fewer nodes per point).
+    Small sets stay one group: there the refinement, not the integration, costs the time."""
+    for m in np.unique(ctx["layer"]):
+        idx = np.nonzero(ctx["layer"] == m)[0]
+        geo = _geometry(ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], int(m))
+        h = geo[4]
+        octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
+        octave = (
+            np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)
+        )  # small maps: one group
+        for o in np.unique(octave):
+            sub = np.nonzero(octave == o)[0]
+            yield _Group(ctx, int(m), sel, idx[sub], tuple(a[sub] for a in geo))
+
+
 def _run(stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, seed=0) -> GreenResult:
     wavelength, src, pts, rtol, p = _check(stack, wavelength, source, points, part, rtol, prec)
     batch = (
@@ -362,8 +386,7 @@ def _run(stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, 
     n_nodes = 0
     phi = np.zeros(N)
     with precision_scope():
-        for m in np.unique(layer):
-            g = _Group(ctx, int(m), sel)
+        for g in _groups(ctx, sel):
             g.refine()
             k, e = g.evaluate(batch)[:2]
             scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
