@@ -329,6 +329,7 @@ def layered_benchmark(
         "max_error_normwise": float(d.max() / np.abs(reference).max()),
         "median_error_pointwise": float(np.median(d / np.maximum(np.abs(reference), 1e-300))),
         "max_error_estimate": float(np.max(r.error)),
+        "groups": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in g.items()} for g in r.stats],
         "device": device_description(),
         "date": datetime.date.today().isoformat(),
         "commit": _git_commit(),

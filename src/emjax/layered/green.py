@@ -10,6 +10,7 @@ a dipole ``p`` at ``r'`` radiates ``E = (k0^2 / eps0) G p``. :func:`dipole_field
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +40,9 @@ class GreenResult:
     error: np.ndarray
     n_nodes: int
     part: str
+    stats: tuple = ()  # per group of points: medium, points, nodes, rounds, times
+    E: np.ndarray | None = None  # k0^2 G p when a moment p was given
+    H: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +59,7 @@ class DipoleFields:
     error: np.ndarray
     part: str
     seconds: float = 0.0
+    stats: tuple = ()  # quadrature per group of points (see GreenResult)
 
     def to_xarray(self):
         from ..io import layered_to_xarray
@@ -206,6 +211,7 @@ class _Group:
                 for w, k, g in parts
             ]
             worst = sum(e.sum(1) for _, e in errs)
+            self.rounds = getattr(self, "rounds", 0) + 1
             if np.all(worst <= 1.0):
                 return
             n_pan = self.path.n_panels
@@ -220,7 +226,7 @@ class _Group:
             f"(observation medium {self.m}); loosen rtol or move points away from the source/interfaces"
         )
 
-    def evaluate(self, batch: int, block_panels: int = 4):
+    def evaluate(self, batch: int, block_panels: int = 2):
         """Integrals (P, nsel) of every point and their error estimates: the Gauss-Kronrod
         differences plus the truncated tail beyond k_max, estimated from the last panel
         as for an exp(-h k_rho) decay: |K_last| q / (1 - q), q = exp(-h w), times 2."""
@@ -236,15 +242,19 @@ class _Group:
                 wl[-15:] = wk[-15:]
             for a in range(0, len(kr), som.CHUNK):
                 sl = slice(a, a + som.CHUNK)
+                nodes = som.CHUNK  # the last chunk: the smallest of CHUNK / 2^j that holds it
+                while nodes // 2 >= len(kr[sl]) and nodes // 2 >= 2 * block:
+                    nodes //= 2
                 k_, w_, coef_, kzm_ = _padded(
                     kr[sl].real if real else kr[sl],
                     np.stack([wk[sl], wk[sl] - wg[sl], wl[sl]], 1),
                     coef[sl],
                     kzm[sl],
-                    som.CHUNK,
+                    nodes,
                     c,
+                    host_weights=True,
                 )
-                chunks.append((k_, w_, coef_, kzm_, real))
+                chunks.append((k_, jnp.asarray(som.weight_matrix(w_, block)), coef_, kzm_, real))
         n_nodes = sum(len(t[0]) for t in self._tables())
         res_k = np.zeros((n, S), complex)
         res_e = np.zeros((n, S))
@@ -264,7 +274,7 @@ class _Group:
             )
             for k_, w_, coef_, kzm_, real in chunks:
                 acc = som.integrate(
-                    acc, k_, w_, coef_, kzm_, *pts, self.orders, real, self.has_up, self.has_dn, block
+                    acc, k_, w_, coef_, kzm_, *pts, self.orders, real, self.has_up, self.has_dn
                 )
             K, err, last = (np.asarray(x)[:P] for x in acc)
             q = np.exp(-self.h[sl] * w_last)
@@ -273,7 +283,7 @@ class _Group:
         return res_k, res_e, n_nodes
 
 
-def _padded(kr, w, coef, kzm, size: int, c):
+def _padded(kr, w, coef, kzm, size: int, c, host_weights: bool = False):
     """Node arrays padded to ``size`` with zero-weight copies of the last node."""
     pad = size - len(kr)
     real = not np.iscomplexobj(kr)
@@ -282,49 +292,66 @@ def _padded(kr, w, coef, kzm, size: int, c):
     coef_ = np.concatenate([coef, np.repeat(coef[-1:], pad, 0)])
     kzm_ = np.concatenate([kzm, np.repeat(kzm[-1:], pad, 0)])
     kdt = c["rdtype"] if real else c["cdtype"]
-    return jnp.asarray(kr_, kdt), jnp.asarray(w_, c["cdtype"]), jnp.asarray(coef_), jnp.asarray(kzm_)
+    w_ = w_ if host_weights else jnp.asarray(w_, c["cdtype"])
+    return jnp.asarray(kr_, kdt), w_, jnp.asarray(coef_), jnp.asarray(kzm_)
 
 
-def _assemble(I, phi, sel, cdtype):
-    """Tensors from the integrals I (N, 9) (zeros where not computed)."""
-    full = np.zeros((I.shape[0], 9), complex)
-    full[:, list(sel)] = I
-    I = full
-    c, s = np.cos(phi), np.sin(phi)
-    c2, s2 = np.cos(2 * phi), np.sin(2 * phi)
+@partial(jax.jit, static_argnames=("sel", "want_h"))
+def _assemble(I, phi, sel, want_h: bool):
+    """Tensors G and G_H (N, 3, 3) from the integrals I (N, nsel) (the others are zero),
+    on the device."""
+    N = I.shape[0]
+    zero = jnp.zeros((N,), I.dtype)
+    cols = [zero] * 9
+    for j, i in enumerate(sel):
+        cols[i] = I[:, j]
+    I = cols
+    c, s = jnp.cos(phi), jnp.sin(phi)
+    c2, s2 = jnp.cos(2 * phi), jnp.sin(2 * phi)
     a = 1j / (8 * np.pi)
     b = -1 / (4 * np.pi)
-    G = np.zeros((I.shape[0], 3, 3), complex)
-    G[:, 0, 0] = a * (I[:, 0] + I[:, 1] * c2)
-    G[:, 1, 1] = a * (I[:, 0] - I[:, 1] * c2)
-    G[:, 0, 1] = G[:, 1, 0] = a * I[:, 1] * s2
-    G[:, 0, 2], G[:, 1, 2] = b * I[:, 2] * c, b * I[:, 2] * s
-    G[:, 2, 0], G[:, 2, 1] = b * I[:, 3] * c, b * I[:, 3] * s
-    G[:, 2, 2] = 2 * a * I[:, 4]
-    GH = np.zeros_like(G)
-    GH[:, 0, 0] = a * I[:, 5] * s2
-    GH[:, 1, 1] = -a * I[:, 5] * s2
-    GH[:, 0, 1] = a * (I[:, 6] - I[:, 5] * c2)
-    GH[:, 1, 0] = a * (-I[:, 6] - I[:, 5] * c2)
-    GH[:, 2, 0], GH[:, 2, 1] = -b * I[:, 7] * s, b * I[:, 7] * c
-    GH[:, 0, 2], GH[:, 1, 2] = -b * I[:, 8] * s, b * I[:, 8] * c
-    return G, GH
+    G = [
+        [a * (I[0] + I[1] * c2), a * I[1] * s2, b * I[2] * c],
+        [a * I[1] * s2, a * (I[0] - I[1] * c2), b * I[2] * s],
+        [b * I[3] * c, b * I[3] * s, 2 * a * I[4]],
+    ]
+    G = jnp.stack([jnp.stack(r, -1) for r in G], -2)
+    if not want_h:
+        return G, None
+    GH = [
+        [a * I[5] * s2, a * (I[6] - I[5] * c2), -b * I[8] * s],
+        [a * (-I[6] - I[5] * c2), -a * I[5] * s2, b * I[8] * c],
+        [-b * I[7] * s, b * I[7] * c, zero],
+    ]
+    return G, jnp.stack([jnp.stack(r, -1) for r in GH], -2)
 
 
 def free_space(k, k0, R):
     """Direct terms (N, 3, 3) in a homogeneous medium of wavenumber k: G0 and G0_H
-    (``H = k0^2 G0_H p``); R (N, 3) = r - r' (nonzero)."""
-    r = np.linalg.norm(R, axis=1)
+    (``H = k0^2 G0_H p``); R (N, 3) = r - r' (nonzero). NumPy in, NumPy out."""
+    with precision_scope():
+        G, GH = _free_space(jnp.asarray(k, jnp.complex128), k0, jnp.asarray(R, jnp.float64))
+        return np.asarray(G), np.asarray(GH)
+
+
+@jax.jit
+def _free_space(k, k0, R):
+    r = jnp.linalg.norm(R, axis=1)
     u = R / r[:, None]
     kr = k * r
-    g = np.exp(1j * kr) / (4 * np.pi * r)
+    g = jnp.exp(1j * kr) / (4 * np.pi * r)
     A = (1 + 1j / kr - 1 / kr**2) * g
     B = (-1 - 3j / kr + 3 / kr**2) * g
-    G = A[:, None, None] * np.eye(3)[None] + B[:, None, None] * u[:, :, None] * u[:, None, :]
-    cross = np.zeros((len(r), 3, 3))
-    cross[:, 0, 1], cross[:, 0, 2] = -u[:, 2], u[:, 1]
-    cross[:, 1, 0], cross[:, 1, 2] = u[:, 2], -u[:, 0]
-    cross[:, 2, 0], cross[:, 2, 1] = -u[:, 1], u[:, 0]
+    G = A[:, None, None] * jnp.eye(3)[None] + B[:, None, None] * u[:, :, None] * u[:, None, :]
+    z = jnp.zeros_like(r)
+    cross = jnp.stack(
+        [
+            jnp.stack([z, -u[:, 2], u[:, 1]], -1),
+            jnp.stack([u[:, 2], z, -u[:, 0]], -1),
+            jnp.stack([-u[:, 1], u[:, 0], z], -1),
+        ],
+        -2,
+    )
     GH = ((k + 1j / r) * g / k0)[:, None, None] * cross
     return G, GH
 
@@ -347,7 +374,9 @@ def _groups(ctx, sel):
             yield _Group(ctx, int(m), sel, idx[sub], tuple(a[sub] for a in geo))
 
 
-def _run(stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, seed=0) -> GreenResult:
+def _run(
+    stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, seed=0, moment=None
+) -> GreenResult:
     wavelength, src, pts, rtol, p = _check(stack, wavelength, source, points, part, rtol, prec)
     batch = (
         require_int("batch", batch, 1)
@@ -384,10 +413,15 @@ def _run(stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, 
     I = np.zeros((N, len(sel)), complex)
     err = np.zeros(N)
     n_nodes = 0
+    stats = []
     phi = np.zeros(N)
     with precision_scope():
+        import time
+
         for g in _groups(ctx, sel):
+            t0 = time.perf_counter()
             g.refine()
+            t1 = time.perf_counter()
             k, e = g.evaluate(batch)[:2]
             scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
             bad = np.nonzero(e.sum(1) > rtol * scale)[0]
@@ -395,20 +429,41 @@ def _run(stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, 
                 g.refine(extra=bad[:64])
                 k, e, nn = g.evaluate(batch)
                 scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
+            stats.append(
+                dict(
+                    medium=g.m,
+                    points=len(g.idx),
+                    h_min=float(g.h.min()),
+                    rho_max=float(g.rho.max()),
+                    nodes=g.path.n_panels * 15,
+                    rounds=g.rounds,
+                    second_pass=bool(len(bad)),
+                    refine_s=t1 - t0,
+                    integrate_s=time.perf_counter() - t1,
+                )
+            )
             n_nodes = max(n_nodes, g.path.n_panels * 15)
             I[g.idx] = k
             err[g.idx] = e.sum(1) / scale
             phi[g.idx] = g.phi
-    G, GH = _assemble(I, phi, sel, p.complex)
-    if part == "total":
-        in_s = layer == s
-        if in_s.any():
-            ks = k0 * np.sqrt(complex(eps[s]))
-            ks = -ks if ks.imag < 0 else ks
-            G0, GH0 = free_space(ks, k0, R[in_s])
-            G[in_s] += G0
-            GH[in_s] += GH0
-    return GreenResult(pts, G, GH, err, n_nodes, part)
+        want_h = any(i >= 5 for i in sel)
+        G, GH = _assemble(jnp.asarray(I, p.complex), jnp.asarray(phi, p.real), tuple(sel), want_h)
+        if part == "total":
+            in_s = np.nonzero(layer == s)[0]
+            if len(in_s):
+                ks = k0 * np.sqrt(complex(eps[s]))
+                ks = -ks if ks.imag < 0 else ks
+                G0, GH0 = _free_space(jnp.asarray(ks, p.complex), k0, jnp.asarray(R[in_s], p.real))
+                G = G.at[in_s].add(G0.astype(G.dtype))
+                if want_h:
+                    GH = GH.at[in_s].add(GH0.astype(G.dtype))
+        if moment is not None:  # contract on the device: only (N, 3) comes back
+            pm = jnp.asarray(moment, G.dtype) * k0**2
+            E = np.asarray(G @ pm) if any(i < 5 for i in sel) else None
+            H = np.asarray(GH @ pm) if want_h else None
+            return GreenResult(pts, None, None, err, n_nodes, part, tuple(stats), E, H)
+        G, GH = np.asarray(G), (np.asarray(GH) if want_h else None)
+    return GreenResult(pts, G, GH, err, n_nodes, part, tuple(stats))
 
 
 def green_tensor(
@@ -476,14 +531,21 @@ def dipole_fields(
         sel += ([5, 6, 7] if lateral else []) + ([8] if vertical else [])
     sel = tuple(sorted(sel)) or (4,)
     t0 = time.perf_counter()
-    r = _run(stack, wavelength, source, points, part=part, rtol=rtol, prec=precision, sel_fn=sel, batch=batch)
-    k0 = 2 * np.pi / require_positive("wavelength", wavelength)
-    E = k0**2 * np.einsum("nij,j->ni", r.G, pv) if "E" in fields else np.full((len(r.points), 3), np.nan + 0j)
-    H = (
-        k0**2 * np.einsum("nij,j->ni", r.GH, pv)
-        if "H" in fields
-        else np.full((len(r.points), 3), np.nan + 0j)
+    r = _run(
+        stack,
+        wavelength,
+        source,
+        points,
+        part=part,
+        rtol=rtol,
+        prec=precision,
+        sel_fn=sel,
+        batch=batch,
+        moment=pv,
     )
+    nan = np.full((len(r.points), 3), np.nan + 0j)
+    E = r.E if ("E" in fields and r.E is not None) else nan
+    H = r.H if ("H" in fields and r.H is not None) else nan
     return DipoleFields(
         stack,
         float(wavelength),
@@ -495,6 +557,7 @@ def dipole_fields(
         r.error,
         part,
         time.perf_counter() - t0,
+        r.stats,
     )
 
 

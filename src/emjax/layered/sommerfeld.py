@@ -179,38 +179,47 @@ def panel_sums(kr, wk, wg, coef, kzm, rho, zu, zd, orders, bessel_real, has_up, 
 CHUNK = 15 * 64  # nodes per call of integrate (fixed shapes: one compilation per variant)
 
 
-@partial(
-    jax.jit, static_argnames=("orders", "bessel_real", "has_up", "has_dn", "block"), donate_argnames=("acc",)
-)
-def integrate(acc, kr, w, coef, kzm, rho, zu, zd, orders, bessel_real, has_up, has_dn, block):
+def weight_matrix(w, block: int):
+    """(n_blocks, block, 2 q + 1) per-panel weights of ``w`` (N, 3) (Kronrod, Kronrod - Gauss,
+    last-panel Kronrod), q = block / 15 panels per block: one matrix product then gives the
+    per-panel sums and the last-panel sum from one evaluation of the integrand."""
+    N = w.shape[0]
+    q = block // 15
+    W = np.zeros((N // block, block, 2 * q + 1), w.dtype)
+    wb = w.reshape(N // block, q, 15, 3)
+    for j in range(q):
+        W[:, 15 * j : 15 * (j + 1), j] = wb[:, j, :, 0]
+        W[:, 15 * j : 15 * (j + 1), q + j] = wb[:, j, :, 1]
+    W[:, :, 2 * q] = w[:, 2].reshape(N // block, block)
+    return W
+
+
+@partial(jax.jit, static_argnames=("orders", "bessel_real", "has_up", "has_dn"), donate_argnames=("acc",))
+def integrate(acc, kr, W, coef, kzm, rho, zu, zd, orders, bessel_real, has_up, has_dn):
     """Add one chunk of nodes to the accumulators ``acc = (K, err, last)`` of all points.
 
-    ``w`` (CHUNK, 3): Kronrod weights, Kronrod - Gauss weights, and the Kronrod weights of
-    the tail's last panel only (for the truncation estimate); padded nodes have zero
-    weights. The loop runs over blocks of ``block`` nodes (whole panels), vectorised over
-    points (P,). K, last: (P, nsel) complex; err (P, nsel): sum over panels of |K - G|.
+    ``W`` (n_blocks, block, 2 q + 1) from :func:`weight_matrix` (padded nodes: zero
+    weights). The loop runs over blocks of nodes (whole panels), vectorised over points
+    (P,); the integrand of a block is evaluated once and contracted with W. K, last:
+    (P, nsel) complex; err (P, nsel): sum over panels of |K - G| above rounding level.
     """
-    nb = kr.shape[0] // block
-    S = len(orders)
-    cdtype = coef.dtype
+    nb, block, ncol = W.shape
+    q = block // 15
+    floor = 64 * jnp.finfo(rho.dtype).eps  # rounding-level differences are no error signal
 
     def body(carry, blk):
         K, err, last = carry
-        k, a, c, q = blk
-        total, J = integrand(k, c, q, rho, zu, zd, bessel_real, has_up, has_dn)
+        k, w, c, z = blk
+        total, J = integrand(k, c, z, rho, zu, zd, bessel_real, has_up, has_dn)
         f = select_bessel(total, J, orders)  # (P, block, S)
-        a = a.astype(cdtype)
-        d = (f * a[None, :, 1, None]).reshape(f.shape[0], block // 15, 15, S).sum(2)
-        kp = (f * a[None, :, 0, None]).reshape(f.shape[0], block // 15, 15, S).sum(2)
-        floor = 64 * jnp.finfo(rho.dtype).eps  # rounding-level differences are no error signal
+        r = jnp.einsum("pbs,bw->psw", f, w)  # (P, S, 2q + 1)
+        kp, d = r[..., :q], r[..., q : 2 * q]
         d = jnp.maximum(jnp.abs(d) - floor * 2 * jnp.abs(kp), 0)
-        K = K + kp.sum(1)
-        last = last + jnp.einsum("pbs,b->ps", f, a[:, 2])
-        return (K, err + d.sum(1), last), None
+        return (K + kp.sum(-1), err + d.sum(-1), last + r[..., 2 * q]), None
 
     xs = (
         kr.reshape(nb, block),
-        w.reshape(nb, block, 3),
+        W.astype(coef.dtype),
         coef.reshape(nb, block, *coef.shape[1:]),
         kzm.reshape(nb, block),
     )
