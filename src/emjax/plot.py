@@ -155,7 +155,8 @@ def plot_layered_map(result, shape, axes, path, component: int = 2) -> Path:
             for ax in (ax1, ax2):
                 if v[0] <= zi <= v[-1]:
                     ax.axhline(zi, color="w", lw=0.8, ls="--")
-    fig.suptitle(f"dipole at {tuple(np.round(result.source, 6))}, wavelength {result.wavelength:g}")
+    where = ", ".join(f"{v:g}" for v in np.asarray(result.source, float))
+    fig.suptitle(f"dipole at ({where}), p = {np.round(result.p, 4).tolist()}, wavelength {result.wavelength:g}")
     path = Path(path)
     fig.savefig(path, dpi=110)
     return path
