@@ -13,7 +13,7 @@ K0 = 2 * np.pi / LAM
 
 
 @pytest.mark.parametrize("eps2", [2.25, 0.49, -10 + 1j, 4 + 2j])
-@pytest.mark.parametrize("d", [0.03, 0.3])
+@pytest.mark.parametrize("d", [0.03, pytest.param(0.3, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("orientation", ["perpendicular", "parallel"])
 def test_decay_rate_vs_chance_prock_silbey(eps2, d, orientation):
     """Normalised decay rate of a dipole at height d (wavelengths) above glass, a
@@ -68,7 +68,7 @@ def _far(G, k, r):
     return G * (r * np.exp(-1j * k * r))
 
 
-@pytest.mark.parametrize("eps2", [2.25, -4 + 0.3j])
+@pytest.mark.parametrize("eps2", [2.25, pytest.param(-4 + 0.3j, marks=pytest.mark.slow)])
 def test_far_field_above_vs_fresnel_image(eps2):
     """Total field far above the interface (polar angles 20 and 55 degrees) against the
     asymptotic direct + Fresnel-weighted image far field. The exact field approaches it as
@@ -88,6 +88,7 @@ def test_far_field_above_vs_fresnel_image(eps2):
     assert np.abs(ext - R).max() < 1e-4 * np.abs(R).max()
 
 
+@pytest.mark.slow
 def test_far_field_below_vs_stationary_phase():
     """Transmitted far field in glass below a dipole in air (polar angles 150 and 170 deg,
     away from the critical angle at 131.8 deg) against the stationary-phase result,

@@ -459,8 +459,9 @@ def _run(
                     GH = GH.at[in_s].add(GH0.astype(G.dtype))
         if moment is not None:  # contract on the device: only (N, 3) comes back
             pm = jnp.asarray(moment, G.dtype) * k0**2
-            E = np.asarray(G @ pm) if any(i < 5 for i in sel) else None
-            H = np.asarray(GH @ pm) if want_h else None
+            hi = jax.lax.Precision.HIGHEST  # no TF32 on the GPU in single precision
+            E = np.asarray(jnp.matmul(G, pm, precision=hi)) if any(i < 5 for i in sel) else None
+            H = np.asarray(jnp.matmul(GH, pm, precision=hi)) if want_h else None
             return GreenResult(pts, None, None, err, n_nodes, part, tuple(stats), E, H)
         G, GH = np.asarray(G), (np.asarray(GH) if want_h else None)
     return GreenResult(pts, G, GH, err, n_nodes, part, tuple(stats))

@@ -28,6 +28,9 @@ from ..errors import ConfigError
 from .bessel import jn012
 from .coefficients import BESSEL_ORDER, integrand_coefficients
 
+# full float32 products in the contractions (the GPU's default for float32 dots is TF32)
+HIGHEST = jax.lax.Precision.HIGHEST
+
 # Gauss-Kronrod (7, 15) on [-1, 1]: Kronrod nodes/weights and the embedded Gauss weights
 _XK = np.array(
     [
@@ -171,8 +174,8 @@ def panel_sums(kr, wk, wg, coef, kzm, rho, zu, zd, orders, bessel_real, has_up, 
     P, N, S = f.shape
     f = f.reshape(P, N // 15, 15, S)
     return (
-        jnp.einsum("pnks,nk->pns", f, wk.reshape(-1, 15)),
-        jnp.einsum("pnks,nk->pns", f, wg.reshape(-1, 15)),
+        jnp.einsum("pnks,nk->pns", f, wk.reshape(-1, 15), precision=HIGHEST),
+        jnp.einsum("pnks,nk->pns", f, wg.reshape(-1, 15), precision=HIGHEST),
     )
 
 
@@ -212,7 +215,7 @@ def integrate(acc, kr, W, coef, kzm, rho, zu, zd, orders, bessel_real, has_up, h
         k, w, c, z = blk
         total, J = integrand(k, c, z, rho, zu, zd, bessel_real, has_up, has_dn)
         f = select_bessel(total, J, orders)  # (P, block, S)
-        r = jnp.einsum("pbs,bw->psw", f, w)  # (P, S, 2q + 1)
+        r = jnp.einsum("pbs,bw->psw", f, w, precision=HIGHEST)  # (P, S, 2q + 1)
         kp, d = r[..., :q], r[..., q : 2 * q]
         d = jnp.maximum(jnp.abs(d) - floor * 2 * jnp.abs(kp), 0)
         return (K + kp.sum(-1), err + d.sum(-1), last + r[..., 2 * q]), None
