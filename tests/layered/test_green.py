@@ -159,3 +159,16 @@ def test_bad_inputs(kwargs, match):
 def test_bad_stacks(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         Stack(**kwargs)
+
+
+def test_stack_accepts_materials():
+    """An emjax.materials object in the stack is evaluated at the wavelength: a Drude metal
+    gives the same field as its permittivity typed in as a number."""
+    from emjax.materials import Drude
+
+    metal = Drude(1.0, 2 * np.pi / 0.3, 0.1)
+    eps = complex(metal.permittivity(2 * np.pi / LAM))
+    pts = [[0.1, 0.0, 0.05], [0.2, 0.1, -0.02]]
+    a = green_tensor(Stack(eps=[1.0, metal]), LAM, (0, 0, 0.04), pts, part="scattered", rtol=1e-8)
+    b = green_tensor(Stack(eps=[1.0, eps]), LAM, (0, 0, 0.04), pts, part="scattered", rtol=1e-8)
+    assert eps.real < 0 and np.array_equal(a, b)
