@@ -1,0 +1,230 @@
+"""Points grouped by observation medium and decay distance, each with its own quadrature
+path: the adaptive refinement on a sample and the integration of all points (the driver
+behind green.py; the path, nodes and kernels are in sommerfeld.py)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import ConfigError
+from . import sommerfeld as som
+
+
+def _geometry(stack, src, pts, s, m):
+    """rho, phi, z offsets from the layer's interfaces, and the decay distance h per point."""
+    zi = stack.interfaces
+    n = stack.n_media
+    dx, dy = pts[:, 0] - src[0], pts[:, 1] - src[1]
+    rho = np.hypot(dx, dy)
+    phi = np.arctan2(dy, dx)
+    z, zs = pts[:, 2], src[2]
+    zu = z - zi[m] if m < n - 1 else np.zeros_like(z)
+    zd = z - zi[m - 1] if m > 0 else np.zeros_like(z)
+    if m == s:
+        cand = []
+        if s < n - 1:
+            cand.append((zs - zi[s]) + (z - zi[s]))
+        if s > 0:
+            cand.append((zi[s - 1] - zs) + (zi[s - 1] - z))
+        h = np.min(np.stack(cand), axis=0)
+    elif m < s:
+        h = (zi[s - 1] - zs) + (zi[m] - zi[s - 1]) + (z - zi[m])
+    else:
+        h = (zs - zi[s]) + (zi[s] - zi[m - 1]) + (zi[m - 1] - z)
+    return rho, phi, zu, zd, h
+
+
+def _sample(rho, h, size: int, rng):
+    idx = {int(np.argmax(rho)), int(np.argmin(h)), int(np.argmax(rho - h * rho.max() / max(h.max(), 1e-300)))}
+    idx |= {int(np.argmin(rho)), int(np.argmax(h))}
+    if len(rho) > size:
+        idx |= set(rng.choice(len(rho), size, replace=False).tolist())
+    else:
+        idx |= set(range(len(rho)))
+    return np.array(sorted(idx))
+
+
+class _Group:
+    """Points of one observation medium with similar decay distances, and their path."""
+
+    def __init__(self, ctx, m, sel, idx, geometry):
+        self.ctx, self.m, self.sel = ctx, m, sel
+        self.idx = idx
+        self.rho, self.phi, self.zu, self.zd, self.h = geometry
+        n = ctx["stack"].n_media
+        self.has_up, self.has_dn = m < n - 1, m > 0
+        self.orders = som.orders_of(sel)
+        self.path = som.choose_path(
+            ctx["k0"], ctx["eps"], float(self.rho.max()), float(self.h.min()), ctx["rtol"], ctx["wavelength"]
+        )
+
+    def _tables(self):
+        c = self.ctx
+        (ke, we, ge), (kt, wt, gt) = self.path.nodes()
+        out = []
+        for kr, wk, wg, real in ((ke, we, ge, False), (kt, wt, gt, True)):
+            coef, kzm = som.coefficient_table(
+                kr,
+                c["k0"],
+                c["eps"],
+                c["stack"].interfaces,
+                c["src"][2],
+                c["s"],
+                self.m,
+                self.sel,
+                c["cdtype"],
+            )
+            out.append((kr, wk, wg, coef, kzm, real))
+        return out
+
+    def refine(self, extra=()):
+        c = self.ctx
+        sample = np.union1d(_sample(self.rho, self.h, 48, c["rng"]), np.asarray(extra, int))
+        sample = np.resize(sample, -(-len(sample) // 64) * 64)  # fixed sizes: one compilation
+        args = [jnp.asarray(a[sample], c["rdtype"]) for a in (self.rho, self.zu, self.zd)]
+        step = 15 * 256
+        for _ in range(som.MAX_ROUNDS):
+            parts = []
+            for which, (kr, wk, wg, coef, kzm, real) in zip(("ellipse", "tail"), self._tables()):
+                ks, gs = [], []
+                for a in range(0, len(kr), step):
+                    sl = slice(a, a + step)
+                    n = len(kr[sl])
+                    k_, w_, coef_, kzm_ = _padded(
+                        kr[sl].real if real else kr[sl],
+                        np.stack([wk[sl], wg[sl]], 1),
+                        coef[sl],
+                        kzm[sl],
+                        step,
+                        c,
+                    )
+                    k_, g_ = som.panel_sums(
+                        k_,
+                        w_[:, 0],
+                        w_[:, 1],
+                        coef_,
+                        kzm_,
+                        *args,
+                        self.orders,
+                        real,
+                        self.has_up,
+                        self.has_dn,
+                    )
+                    ks.append(np.asarray(k_)[:, : n // 15])
+                    gs.append(np.asarray(g_)[:, : n // 15])
+                parts.append((which, np.concatenate(ks, 1), np.concatenate(gs, 1)))
+            total = sum(k.sum(1) for _, k, _ in parts)  # (S, nsel)
+            scale = np.maximum(np.linalg.norm(total, axis=1), 1e-300)
+            # differences at the rounding level of the working precision count as converged
+            floor = 64 * np.finfo(c["rdtype"]).eps
+            errs = [
+                (
+                    w,
+                    np.maximum(np.abs(k - g) - floor * (np.abs(k) + np.abs(g)), 0).sum(2)
+                    / (c["rtol"] * scale[:, None]),
+                )
+                for w, k, g in parts
+            ]
+            worst = sum(e.sum(1) for _, e in errs)
+            self.rounds = getattr(self, "rounds", 0) + 1
+            if np.all(worst <= 1.0):
+                return
+            n_pan = self.path.n_panels
+            for which, e in errs:
+                mask = e.max(0) > 1.0 / n_pan
+                if mask.any():
+                    self.path.bisect(which, mask)
+            if self.path.n_panels > som.MAX_PANELS:
+                break
+        raise ConfigError(
+            f"points: the quadrature did not reach rtol = {c['rtol']:g} within {som.MAX_PANELS} panels "
+            f"(observation medium {self.m}); loosen rtol or move points away from the source/interfaces"
+        )
+
+    def evaluate(self, batch: int, block_panels: int = 2):
+        """Integrals (P, nsel) of every point and their error estimates: the Gauss-Kronrod
+        differences plus the truncated tail beyond k_max, estimated from the last panel
+        as for an exp(-h k_rho) decay: |K_last| q / (1 - q), q = exp(-h w), times 2."""
+        c = self.ctx
+        block = 15 * block_panels
+        n = len(self.idx)
+        size = batch if n > batch else max(16, 1 << (n - 1).bit_length())
+        S = len(self.sel)
+        chunks = []
+        for t, (kr, wk, wg, coef, kzm, real) in enumerate(self._tables()):
+            wl = np.zeros_like(wk)
+            if t == 1:
+                wl[-15:] = wk[-15:]
+            for a in range(0, len(kr), som.CHUNK):
+                sl = slice(a, a + som.CHUNK)
+                nodes = som.CHUNK  # the last chunk: the smallest of CHUNK / 2^j that holds it
+                while nodes // 2 >= len(kr[sl]) and nodes // 2 >= 2 * block:
+                    nodes //= 2
+                k_, w_, coef_, kzm_ = _padded(
+                    kr[sl].real if real else kr[sl],
+                    np.stack([wk[sl], wk[sl] - wg[sl], wl[sl]], 1),
+                    coef[sl],
+                    kzm[sl],
+                    nodes,
+                    c,
+                    host_weights=True,
+                )
+                chunks.append((k_, jnp.asarray(som.weight_matrix(w_, block)), coef_, kzm_, real))
+        n_nodes = sum(len(t[0]) for t in self._tables())
+        res_k = np.zeros((n, S), complex)
+        res_e = np.zeros((n, S))
+        w_last = self.path.tail[1][-1] - self.path.tail[0][-1]
+        rdt = c["rdtype"]
+        for a in range(0, n, size):
+            sl = slice(a, a + size)
+            P = len(self.rho[sl])
+            pts = [
+                jnp.asarray(np.pad(v[sl], (0, size - P), mode="edge"), rdt)
+                for v in (self.rho, self.zu, self.zd)
+            ]
+            acc = (
+                jnp.zeros((size, S), c["cdtype"]),
+                jnp.zeros((size, S), rdt),
+                jnp.zeros((size, S), c["cdtype"]),
+            )
+            for k_, w_, coef_, kzm_, real in chunks:
+                acc = som.integrate(
+                    acc, k_, w_, coef_, kzm_, *pts, self.orders, real, self.has_up, self.has_dn
+                )
+            K, err, last = (np.asarray(x)[:P] for x in acc)
+            q = np.exp(-self.h[sl] * w_last)
+            res_k[sl] = K
+            res_e[sl] = err + 2 * np.abs(last) * (q / (1 - q))[:, None]
+        return res_k, res_e, n_nodes
+
+
+def _padded(kr, w, coef, kzm, size: int, c, host_weights: bool = False):
+    """Node arrays padded to ``size`` with zero-weight copies of the last node."""
+    pad = size - len(kr)
+    real = not np.iscomplexobj(kr)
+    kr_ = np.concatenate([kr, np.full(pad, kr[-1])])
+    w_ = np.concatenate([w, np.zeros((pad,) + w.shape[1:], w.dtype)])
+    coef_ = np.concatenate([coef, np.repeat(coef[-1:], pad, 0)])
+    kzm_ = np.concatenate([kzm, np.repeat(kzm[-1:], pad, 0)])
+    kdt = c["rdtype"] if real else c["cdtype"]
+    w_ = w_ if host_weights else jnp.asarray(w_, c["cdtype"])
+    return jnp.asarray(kr_, kdt), w_, jnp.asarray(coef_), jnp.asarray(kzm_)
+
+
+def groups(ctx, sel):
+    """One group per observation medium and octave of the decay distance h: the reflected
+    and transmitted waves decay as exp(-h k_rho), so a group integrates only as far as its
+    smallest h needs (a field map spanning h = 10 ... 500 needs ~10x fewer nodes per point).
+    Small sets stay one group: there the refinement, not the integration, costs the time."""
+    for m in np.unique(ctx["layer"]):
+        idx = np.nonzero(ctx["layer"] == m)[0]
+        geo = _geometry(ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], int(m))
+        h = geo[4]
+        octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
+        octave = (
+            np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)
+        )  # small maps: one group
+        for o in np.unique(octave):
+            sub = np.nonzero(octave == o)[0]
+            yield _Group(ctx, int(m), sel, idx[sub], tuple(a[sub] for a in geo))
