@@ -33,10 +33,10 @@ __all__ = ["main", "build_dda"]
 
 #: shape-specific options: key -> (shape name, function of the value -> constructor kwargs)
 _SHAPE_OPTIONS = {
-    "aspect": ("cylinder", lambda v: {"aspect": v}),
-    "core_ratio": ("coated", lambda v: {"core_ratio": v}),
-    "semi_axes": ("ellipsoid", lambda v: _yz_ratios("semi_axes", v)),
-    "box_ratios": ("box", lambda v: _yz_ratios("box_ratios", v)),
+    "aspect": (("cylinder", "prism"), lambda v: {"aspect": v}),  # prism: hexagonal (Prism(6, aspect))
+    "core_ratio": (("coated",), lambda v: {"core_ratio": v}),
+    "semi_axes": (("ellipsoid",), lambda v: _yz_ratios("semi_axes", v)),
+    "box_ratios": (("box",), lambda v: _yz_ratios("box_ratios", v)),
 }
 
 
@@ -81,8 +81,8 @@ def build_dda(cfg: dict):
     for key, (owner, to_kwargs) in _SHAPE_OPTIONS.items():
         if cfg.get(key) is None:
             continue
-        if owner != shape_name:
-            raise ConfigError(f"{key} applies to shape {owner!r} only, not {shape_name!r}")
+        if shape_name not in owner:
+            raise ConfigError(f"{key} applies to shape(s) {', '.join(owner)} only, not {shape_name!r}")
         kwargs.update(to_kwargs(cfg[key]))
     shape = shape_cls(**kwargs)
 
