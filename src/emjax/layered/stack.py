@@ -57,11 +57,10 @@ class Stack:
         if eps is None or len(eps) < 2:
             raise ConfigError(f"Stack.eps must list at least two media (top and bottom), got {self.eps!r}")
         eps = tuple(_check_eps(f"Stack.eps[{i}]", e) for i, e in enumerate(eps))
-        th = (
-            tuple(np.atleast_1d(np.asarray(self.thickness, dtype=float)).tolist())
-            if len(self.thickness)
-            else ()
-        )
+        try:  # a list, a tuple, an array or a single number
+            th = tuple(np.atleast_1d(np.asarray(self.thickness, dtype=float)).ravel().tolist())
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"Stack.thickness must be numbers, got {self.thickness!r}") from exc
         if len(th) != len(eps) - 2:
             raise ConfigError(
                 f"Stack.thickness needs one value per finite layer: {len(eps) - 2} for {len(eps)} "
