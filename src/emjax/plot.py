@@ -156,7 +156,8 @@ def plot_layered_map(result, shape, axes, path, component: int = 2) -> Path:
                 if v[0] <= zi <= v[-1]:
                     ax.axhline(zi, color="w", lw=0.8, ls="--")
     where = ", ".join(f"{v:g}" for v in np.asarray(result.source, float))
-    fig.suptitle(f"dipole at ({where}), p = {np.round(result.p, 4).tolist()}, wavelength {result.wavelength:g}")
+    p = np.round(result.p, 4).tolist()
+    fig.suptitle(f"dipole at ({where}), p = {p}, wavelength {result.wavelength:g}")
     path = Path(path)
     fig.savefig(path, dpi=110)
     return path
