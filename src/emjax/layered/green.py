@@ -9,6 +9,7 @@ a dipole ``p`` at ``r'`` radiates ``E = (k0^2 / eps0) G p``. :func:`dipole_field
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import partial
 
@@ -197,18 +198,16 @@ def _run(
     stats = []
     phi = np.zeros(N)
     with precision_scope():
-        import time
-
         for g in groups(ctx, sel):
             t0 = time.perf_counter()
             g.refine()
             t1 = time.perf_counter()
-            k, e = g.evaluate(batch)[:2]
+            k, e = g.evaluate(batch)
             scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
             bad = np.nonzero(e.sum(1) > rtol * scale)[0]
             if len(bad):  # the sample missed these: refine with them and integrate again
                 g.refine(extra=bad[:64])
-                k, e, nn = g.evaluate(batch)
+                k, e = g.evaluate(batch)
                 scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
             stats.append(
                 dict(
@@ -298,8 +297,6 @@ def dipole_fields(
     Units: ``E = k0^2 G p`` (so E in ``p / (eps0 L^3)``) and ``H`` as ``Z0 H`` in the same
     units. ``fields``: "E", "H" or "EH" (which integrals to compute).
     """
-    import time
-
     pv = np.asarray(p, dtype=complex)
     if pv.shape != (3,) or not np.all(np.isfinite(pv)):
         raise ConfigError(f"p must be 3 finite (complex) components, got {p!r}")

@@ -171,7 +171,6 @@ class _Group:
                     host_weights=True,
                 )
                 chunks.append((k_, jnp.asarray(som.weight_matrix(w_, block)), coef_, kzm_, real))
-        n_nodes = sum(len(t[0]) for t in self._tables())
         res_k = np.zeros((n, S), complex)
         res_e = np.zeros((n, S))
         w_last = self.path.tail[1][-1] - self.path.tail[0][-1]
@@ -196,7 +195,7 @@ class _Group:
             q = np.exp(-self.h[sl] * w_last)
             res_k[sl] = K
             res_e[sl] = err + 2 * np.abs(last) * (q / (1 - q))[:, None]
-        return res_k, res_e, n_nodes
+        return res_k, res_e
 
 
 def _padded(kr, w, coef, kzm, size: int, c, host_weights: bool = False):

@@ -15,20 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, require_finite, require_positive
-from ..materials import Material
+from ..materials import Material, _as_complex
 
 
 def _check_eps(name: str, value) -> complex | Material:
     if isinstance(value, Material):
         return value
-    try:
-        z = complex(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"{name} must be a complex permittivity or an emjax material, got {value!r}"
-        ) from exc
-    if not (np.isfinite(z.real) and np.isfinite(z.imag)):
-        raise ConfigError(f"{name} must be finite, got {value!r}")
+    z = _as_complex(name, value)  # a finite complex number (or a ConfigError naming the field)
     if z.imag < 0:
         raise ConfigError(
             f"{name} = {z} has Im < 0; with exp(-i omega t) a lossy medium has Im eps > 0 "
