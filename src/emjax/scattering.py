@@ -19,9 +19,12 @@ import numpy as np
 __all__ = [
     "PlaneWave",
     "euler_matrix",
+    "euler_angles",
     "scattering_basis",
     "mueller_from_amplitude",
     "degree_of_polarization",
+    "clenshaw_curtis",
+    "romberg_beta",
 ]
 
 
@@ -36,6 +39,20 @@ def euler_matrix(alpha: float, beta: float, gamma: float) -> np.ndarray:
     cb, sb = np.cos(b), np.sin(b)
     ry = np.array([[cb, 0.0, sb], [0.0, 1.0, 0.0], [-sb, 0.0, cb]])
     return rz(a) @ ry @ rz(g)
+
+
+def euler_angles(R) -> tuple[float, float, float]:
+    """ZYZ Euler angles (alpha, beta, gamma) in degrees of a rotation matrix (inverse of
+    :func:`euler_matrix`); at beta = 0 or 180 the split between alpha and gamma is
+    arbitrary and gamma = 0 is returned."""
+    R = np.asarray(R, dtype=float)
+    beta = np.arccos(np.clip(R[2, 2], -1.0, 1.0))
+    if np.hypot(R[0, 2], R[1, 2]) < 1e-12:
+        alpha, gamma = np.arctan2(R[1, 0], R[0, 0]) if R[2, 2] > 0 else np.arctan2(-R[1, 0], -R[0, 0]), 0.0
+    else:
+        alpha = np.arctan2(R[1, 2], R[0, 2])
+        gamma = np.arctan2(R[2, 1], -R[2, 0])
+    return tuple(float(v) for v in np.rad2deg([alpha, beta, gamma]))
 
 
 def scattering_basis(theta_deg, phi_deg):
@@ -108,3 +125,48 @@ def degree_of_polarization(M: np.ndarray) -> np.ndarray:
     """``sqrt(M21**2 + M31**2 + M41**2) / M11`` for unpolarized incidence (ADDA paper eq. 9)."""
     M = np.asarray(M)
     return np.sqrt(M[..., 1, 0] ** 2 + M[..., 2, 0] ** 2 + M[..., 3, 0] ** 2) / M[..., 0, 0]
+
+
+# --- orientation quadratures ----------------------------------------------------------------
+
+
+def clenshaw_curtis(level: int) -> tuple[np.ndarray, np.ndarray]:
+    """Clenshaw-Curtis rule on [-1, 1] with ``2**level + 1`` nodes ``cos(pi k / N)``.
+
+    Returns (nodes, weights), weights summing to 2. Nested: level ``j - 1``'s nodes are every
+    other node of level ``j``. As a rule in ``mu = cos(beta)`` its nodes are uniform in
+    ``beta`` (``beta_k = 180 k / N`` degrees), the points ADDA's Romberg scheme uses.
+    """
+    n = 2**level
+    k = np.arange(n + 1)
+    theta = np.pi * k / n
+    w = np.ones(n + 1)
+    for j in range(1, n // 2 + 1):
+        b = 1.0 if 2 * j == n else 2.0
+        w -= b / (4 * j * j - 1) * np.cos(2 * j * theta)
+    c = np.full(n + 1, 2.0)
+    c[0] = c[-1] = 1.0
+    return np.cos(theta), c * w / n
+
+
+def romberg_beta(values: np.ndarray) -> float:
+    """Romberg estimate of ``(1/2) int_0^pi f(beta) sin(beta) d beta`` from ``2**J + 1`` samples
+    of ``f`` uniform in beta (0 and 180 degrees included) - ADDA's scheme for beta, kept to
+    compare rules (see :func:`clenshaw_curtis`)."""
+    values = np.asarray(values, dtype=float)
+    n = values.size - 1
+    levels = int(round(np.log2(n)))
+    if n < 1 or 2**levels != n:
+        raise ValueError("romberg_beta needs 2**J + 1 samples")
+    beta = np.linspace(0.0, np.pi, n + 1)
+    g = values * np.sin(beta) / 2
+    table = []
+    for j in range(levels + 1):
+        step = n // 2**j
+        h = np.pi / 2**j
+        gj = g[::step]
+        table.append([h * (gj.sum() - 0.5 * (gj[0] + gj[-1]))])
+    for m in range(1, levels + 1):
+        for j in range(m, levels + 1):
+            table[j].append(table[j][m - 1] + (table[j][m - 1] - table[j - 1][m - 1]) / (4**m - 1))
+    return float(table[levels][levels])

@@ -9,10 +9,14 @@
 
 from ..krylov import QMR, BiCG, BiCGStab
 from .lattice import Lattice
+from .orientation import AveragedResult, OrientationAverage, average
 from .polarizability import CM, FCD, LDR, POLARIZABILITIES, RR
 from .solve import DDAProblem, DDAResult, solve
 
 __all__ = [
+    "AveragedResult",
+    "OrientationAverage",
+    "average",
     "CM",
     "FCD",
     "LDR",

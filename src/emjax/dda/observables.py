@@ -81,3 +81,46 @@ def sphere_quadrature(k_rmax: float, minimum: int = 24):
     T, Ph = np.meshgrid(theta, phi, indexing="ij")
     W = np.repeat(w[:, None], n_phi, axis=1) * (2 * np.pi / n_phi)
     return T.ravel(), Ph.ravel(), W.ravel()
+
+
+def amplitude_elements(FX, FY, phi_deg, theta_hat, phi_hat):
+    """Amplitude matrix (S1, S2, S3, S4), stacked on a last axis of 4, from the far-field
+    vectors ``FX``, ``FY`` (lab frame, ``(..., 3)``) of the x- and y-polarized incident waves,
+    in the scattering planes ``phi_deg`` (broadcast against ``FX[..., 0]``)."""
+    cp = np.cos(np.deg2rad(phi_deg))[..., None]
+    sp = np.sin(np.deg2rad(phi_deg))[..., None]
+    F_par = cp * FX + sp * FY
+    F_perp = sp * FX - cp * FY
+
+    def dot(a, b):
+        return np.sum(a * b, axis=-1)
+
+    S2, S4 = dot(F_par, theta_hat), dot(F_par, -phi_hat)
+    S3, S1 = dot(F_perp, theta_hat), dot(F_perp, -phi_hat)
+    return np.stack([S1, S2, S3, S4], axis=-1)
+
+
+def integrated_scattering(F, directions, weights, mu, k):
+    """``(Csca, g)`` from far-field vectors ``F`` (Nq, 3) on a sphere quadrature
+    (unit ``directions``, ``weights`` summing to 4 pi, ``mu`` = cos of the scattering angle)."""
+    F = F - directions * np.sum(directions * F, axis=-1, keepdims=True)  # transverse part
+    intensity = np.sum(np.abs(F) ** 2, axis=-1) / k**2
+    c = float(np.sum(weights * intensity))
+    return c, float(np.sum(weights * intensity * mu)) / c
+
+
+@partial(jax.jit, static_argnames=("batch",))
+def far_field_points(P, positions, directions, k, batch: int = 256):
+    """``A(n) = sum_j P_j exp(-i k n . r_j)`` over listed dipoles: ``P`` (3, Nd),
+    ``positions`` (Nd, 3), ``directions`` (Nn, 3) -> (Nn, 3). For sparse lattices (few
+    occupied cells of the box) this beats :func:`far_field_sum`'s separable contraction."""
+    nn = directions.shape[0]
+    pad = (-nn) % batch
+    dirs = jnp.concatenate([directions, jnp.zeros((pad, 3), directions.dtype)]).reshape(-1, batch, 3)
+    rdt = jnp.real(P).dtype
+
+    def one(nb):
+        phase = jnp.exp(-1j * k * (nb.astype(rdt) @ positions.T.astype(rdt))).astype(P.dtype)
+        return phase @ P.T
+
+    return jax.lax.map(one, dirs).reshape(-1, 3)[:nn]

@@ -366,26 +366,17 @@ def _solve(problem, solver, progress, keep_polarization, variant):
     F = [(-1j * k**3) * (a @ to_particle) for a in amps]  # rows: lab-frame vectors
     n_ang = T.size
     FX, FY = F[0][:n_ang].reshape(T.shape + (3,)), F[1][:n_ang].reshape(T.shape + (3,))
-    cp, sp = np.cos(np.deg2rad(Ph))[..., None], np.sin(np.deg2rad(Ph))[..., None]
-    F_par = cp * FX + sp * FY
-    F_perp = sp * FX - cp * FY
-    dot = lambda a, b: np.sum(a * b, axis=-1)
-    S2, S4 = dot(F_par, th_lab), dot(F_par, -ph_lab)
-    S3, S1 = dot(F_perp, th_lab), dot(F_perp, -ph_lab)
-    S = np.stack([S1, S2, S3, S4], axis=-1)
-    mueller = mueller_from_amplitude(S1, S2, S3, S4)
+    S = observables.amplitude_elements(FX, FY, Ph, th_lab, ph_lab)
+    mueller = mueller_from_amplitude(*np.moveaxis(S, -1, 0))
     fwd = np.array([F[0][n_ang] @ np.array([1.0, 0, 0]), F[1][n_ang] @ np.array([0, 1.0, 0])])
 
     Csca_int = g = None
     if problem.integrate:
         Csca_int, g = [], []
         for f in F:
-            fq = f[n_ang + 1 :]
-            fq = fq - qn * np.sum(qn * fq, axis=-1, keepdims=True)  # transverse part (I - nn) F
-            inten = np.sum(np.abs(fq) ** 2, axis=-1) / k**2
-            c = float(np.sum(qw * inten))
+            c, gi = observables.integrated_scattering(f[n_ang + 1 :], qn, qw, np.cos(np.deg2rad(qt)), k)
             Csca_int.append(c)
-            g.append(float(np.sum(qw * inten * np.cos(np.deg2rad(qt)))) / c)
+            g.append(gi)
         Csca_int, g = np.array(Csca_int), np.array(g)
 
     return DDAResult(
