@@ -350,3 +350,52 @@ def test_bench_bad_input(fake_bench, capsys):
     assert rc == 1 and "precision" in err and not fake_bench
     rc, _, err = run(capsys, ["bench"])
     assert rc == 1 and "emjax: error" in err
+
+
+AVG = [*BASE, "--grid", "6", "--m", "1.5+0.01j", "--orient", "avg", "--avg-beta-levels", "2", "2"]
+AVG += ["--avg-gamma-levels", "2", "2", "--avg-alpha", "4"]
+
+
+def test_orient_avg_json_and_adda_files(capsys, tmp_path):
+    """``--orient avg`` (ADDA's -orient avg): one JSON line with the averaged Cext, Cabs, Q's
+    and the number of orientations; the run folder holds ADDA's averaged files (CrossSec with
+    ``name\\t= value`` lines, mueller with ADDA's columns, log, log_orient_avg) and result.nc,
+    all agreeing with the JSON."""
+    import xarray as xr
+
+    rc, out, _ = run(capsys, [*AVG, "--json", "--out", tmp_path])
+    assert rc == 0
+    s = one_json_line(out)
+    assert s["orient"] == "avg" and s["n_orientations"] == 14 and s["n_alpha"] == 4
+    assert s["Cext"] > s["Cabs"] > 0
+    assert s["Qext"] / s["Cext"] == pytest.approx(s["Qabs"] / s["Cabs"])
+    cs = dict(line.split("\t= ") for line in (tmp_path / "CrossSec").read_text().splitlines())
+    assert float(cs["Cext"]) == pytest.approx(s["Cext"], rel=1e-9)
+    assert float(cs["Qabs"]) == pytest.approx(s["Qabs"], rel=1e-9)
+    rows = (tmp_path / "mueller").read_text().splitlines()
+    assert rows[0].split() == ["theta"] + [f"s{r}{c}" for r in range(1, 5) for c in range(1, 5)]
+    assert len(rows) == 1 + 19
+    table = [r for r in (tmp_path / "log_orient_avg").read_text().splitlines() if not r.startswith("#")]
+    assert len(table) == 1 + 14
+    with xr.open_dataset(tmp_path / "result.nc", engine="h5netcdf") as ds:
+        assert ds.attrs["Cext"] == pytest.approx(s["Cext"], rel=1e-12)
+        assert ds["mueller"].shape == (19, 4, 4)
+        assert float(ds["weight"].sum()) == pytest.approx(1.0)
+    assert (tmp_path / "mueller.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        (["--avg-eps", "0.1"], "avg_eps"),  # without --orient avg
+        (["--sym-n-fold", "4"], "sym_n_fold"),
+    ],
+)
+def test_average_options_need_orient_avg(capsys, extra, field):
+    rc, _, err = run(capsys, [*SMALL, *extra])
+    assert rc == 1 and field in err
+
+
+def test_orient_avg_bad_quadrature(capsys):
+    rc, _, err = run(capsys, [*AVG, "--avg-alpha", "0"])
+    assert rc == 1 and "n_alpha" in err

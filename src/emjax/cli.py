@@ -20,16 +20,18 @@ import warnings
 from pathlib import Path
 
 from .cli_args import (
+    AVERAGE_KEYS,
     UsageError,
     build_parser,
     dda_config,
+    is_average,
     parse_orientation,
     ratio_pair,
     refractive_indices,
 )
 from .errors import ConfigError, EmjaxError, require_finite, require_int
 
-__all__ = ["main", "build_dda"]
+__all__ = ["main", "build_dda", "build_average"]
 
 #: shape-specific options: key -> (shape name, function of the value -> constructor kwargs)
 _SHAPE_OPTIONS = {
@@ -105,12 +107,43 @@ def build_dda(cfg: dict):
         dipoles_per_wavelength=cfg["dpl"],
         grid=cfg["grid"],
         polarizability=polarizability,
-        orientation=parse_orientation(cfg["orient"]),
+        orientation=(0.0, 0.0, 0.0) if is_average(cfg["orient"]) else parse_orientation(cfg["orient"]),
         precision=cfg["precision"],
         theta=tuple(np.linspace(0.0, 180.0, ntheta)),
         integrate=not cfg["no_integrate"],
     )
     return problem, solver
+
+
+def build_average(cfg: dict):
+    """The :class:`~emjax.dda.OrientationAverage` of an ``orient = "avg"`` config, else None."""
+    given = [k for k in AVERAGE_KEYS if cfg.get(k) is not None]
+    if not is_average(cfg["orient"]):
+        if given:
+            raise ConfigError(f"{given[0]} applies to orient = avg only (--orient avg)")
+        return None
+    from .dda import OrientationAverage
+
+    kw = {}
+    names = {
+        "avg_eps": "eps",
+        "avg_beta_levels": "beta_levels",
+        "avg_gamma_levels": "gamma_levels",
+        "avg_alpha": "n_alpha",
+        "sym_n_fold": "n_fold",
+        "sym_c2x": "c2_x",
+    }
+    for key, name in names.items():
+        if cfg.get(key) is not None:
+            kw[name] = cfg[key]
+    if "eps" in kw:
+        kw["eps"] = require_finite("avg_eps", kw["eps"])
+    for key in ("beta_levels", "gamma_levels"):
+        if key in kw and (not isinstance(kw[key], (list, tuple)) or len(kw[key]) != 2):
+            raise ConfigError(f"avg_{key}: expected two integers MIN MAX, got {kw[key]!r}")
+    if "c2_x" in kw and not isinstance(kw["c2_x"], bool):
+        raise ConfigError(f"sym_c2x must be true or false, got {kw['c2_x']!r}")
+    return OrientationAverage(**kw)
 
 
 class _Progress:
@@ -122,7 +155,7 @@ class _Progress:
     def __call__(self, label: str, iterations: int, residual: float) -> None:
         if not sys.stderr.isatty():  # logs and pipes: one plain line per report
             print(
-                f"polarization {label}: {iterations} iterations, relative residual {residual:.3e}",
+                f"{_progress_label(label)}: {iterations} iterations, relative residual {residual:.3e}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -135,7 +168,7 @@ class _Progress:
             # solve() reports only at chunk ends, the first one after compiling: a rate or
             # elapsed time per bar would mislead, so show iterations and residual only
             bar = self._bars[label] = tqdm(
-                desc=f"polarization {label}",
+                desc=_progress_label(label),
                 file=sys.stderr,
                 bar_format="{desc}: {n} iterations{postfix}",
             )
@@ -145,6 +178,11 @@ class _Progress:
     def close(self) -> None:
         for bar in self._bars.values():
             bar.close()
+
+
+def _progress_label(label: str) -> str:
+    """dda.solve reports "X"/"Y", dda.average a description of the batch."""
+    return label if " " in label else f"polarization {label}"
 
 
 def _finite_or_none(x):
@@ -208,6 +246,9 @@ def _write_outputs(result, solver, folder: Path, command: str, config) -> None:
 def _cmd_dda(args, argv) -> int:
     cfg = dda_config(args)
     problem, solver = build_dda(cfg)
+    quadrature = build_average(cfg)
+    if quadrature is not None:
+        return _cmd_dda_average(args, argv, cfg, problem, solver, quadrature)
     from .dda import solve
 
     progress = _Progress()
@@ -224,21 +265,112 @@ def _cmd_dda(args, argv) -> int:
     print(_summary_json(result) if args.json else _summary_text(result, solver), flush=True)
     if cfg["out"] is not None and not args.json:
         print(f"  outputs written to {cfg['out']}")
-    if not result.all_converged:
-        bad = [
-            f"polarization {label}: {msg}"
-            for label, ok, msg in zip("XY", result.converged, result.solver_messages, strict=True)
-            if not ok
-        ]
-        print(
-            "\n*** NOT CONVERGED *** "
-            + "; ".join(bad)
-            + "\n*** The results above are NOT reliable: raise --maxiter, loosen --rtol, "
-            "or try another --solver. ***",
-            file=sys.stderr,
+    bad = [
+        f"polarization {label}: {msg}"
+        for label, ok, msg in zip("XY", result.converged, result.solver_messages, strict=True)
+        if not ok
+    ]
+    return _report_convergence(bad)
+
+
+def _report_convergence(bad: list) -> int:
+    if not bad:
+        return 0
+    print(
+        "\n*** NOT CONVERGED *** "
+        + "; ".join(bad)
+        + "\n*** The results above are NOT reliable: raise --maxiter, loosen --rtol, "
+        "or try another --solver. ***",
+        file=sys.stderr,
+    )
+    return 2
+
+
+AVERAGE_JSON_KEYS = (
+    "Cext",
+    "Cabs",
+    "Csca",
+    "Qext",
+    "Qabs",
+    "Qsca",
+    "g",
+    "n_dipoles",
+    "grid",
+    "orient",
+    "n_orientations",
+    "n_alpha",
+    "error_estimate",
+    "converged",
+    "seconds",
+)
+
+
+def _average_text(result, solver) -> str:
+    prob, lat, q = result.problem, result.lattice, result.quadrature
+    ms = ", ".join(f"{m:.6g}" for m in prob.refractive_indices())
+    nx, ny, nz = lat.shape
+    G = result.geometric_cross_section
+    out = [
+        f"emjax dda --orient avg: {prob.shape!r}, m = {ms}, wavelength {prob.wavelength:.6g}",
+        f"  a_eq {result.a_eq:.6g}, size parameter {prob.k * result.a_eq:.6g}, "
+        f"lattice {nx}x{ny}x{nz}, {lat.n_dipoles} dipoles",
+        f"  {prob.polarizability!r}, {solver!r}, {prob.precision} precision",
+        f"  {result.n_orientations} orientations (beta, gamma) x 2 polarizations x {q.n_alpha} alpha, "
+        f"levels beta {result.levels[0]} gamma {result.levels[1]}, batches of {result.batch_size}",
+        f"  error estimates: beta {result.error['beta']:.2e}, gamma {result.error['gamma']:.2e} "
+        f"(goal {q.eps:g})",
+        f"  Cext {result.Cext:.8g}   Qext {result.Qext:.8g}",
+        f"  Cabs {result.Cabs:.8g}   Qabs {result.Qabs:.8g}",
+        f"  Csca = Cext - Cabs {result.Csca:.8g}   Qsca {result.Qsca:.8g}",
+    ]
+    if result.Csca_integrated is not None:
+        out.append(
+            f"  Csca (integrated) {result.Csca_integrated:.8g}   Qsca {result.Csca_integrated / G:.8g}"
         )
-        return 2
-    return 0
+        out.append(f"  g {result.g:.8g}")
+    out.append(f"  time {result.seconds:.3f} s")
+    return "\n".join(out)
+
+
+def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature) -> int:
+    import numpy as np
+
+    from .dda import average
+
+    batch = None if cfg["batch"] is None else require_int("batch", cfg["batch"], 1)
+    progress = _Progress()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="DDA orientation", category=RuntimeWarning)
+            result = average(problem, quadrature, solver, batch=batch, progress=progress)
+    finally:
+        progress.close()
+    command = shlex.join(["emjax", *argv])
+    if cfg["out"] is not None:
+        from .io import save_dataset, write_adda_average_outputs
+        from .plot import plot_mueller
+
+        folder = Path(cfg["out"])
+        folder.mkdir(parents=True, exist_ok=True)
+        ds = result.to_xarray()
+        ds.attrs["solver"] = repr(solver)
+        ds.attrs["command"] = command
+        save_dataset(ds, folder / "result.nc")
+        notes = {"solver": repr(solver)}
+        if args.config is not None:
+            notes["config file"] = str(args.config)
+        write_adda_average_outputs(result, folder, command=command, notes=notes)
+        plot_mueller(result, folder / "mueller.png")
+    if args.json:
+        s = result.summary()
+        print(json.dumps({k: _finite_or_none(s[k]) for k in AVERAGE_JSON_KEYS}, allow_nan=False), flush=True)
+    else:
+        print(_average_text(result, solver), flush=True)
+        if cfg["out"] is not None:
+            print(f"  outputs written to {cfg['out']}")
+    n_bad = int(np.sum(~np.asarray(result.converged)))
+    bad = [f"{n_bad} of {result.converged.size} orientation/polarization solves"] if n_bad else []
+    return _report_convergence(bad)
 
 
 def _format_info(info: dict) -> str:

@@ -44,7 +44,25 @@ DDA_DEFAULTS = {
     "ntheta": 181,
     "out": None,
     "no_integrate": False,
+    # orientation averaging (orient = "avg")
+    "avg_eps": None,
+    "avg_beta_levels": None,
+    "avg_gamma_levels": None,
+    "avg_alpha": None,
+    "sym_n_fold": None,
+    "sym_c2x": None,
+    "batch": None,
 }
+#: keys that only apply with ``orient = "avg"``
+AVERAGE_KEYS = (
+    "avg_eps",
+    "avg_beta_levels",
+    "avg_gamma_levels",
+    "avg_alpha",
+    "sym_n_fold",
+    "sym_c2x",
+    "batch",
+)
 #: keys of DDA_DEFAULTS that are alternatives: giving one on the command line drops the
 #: other from the config file
 _ALTERNATIVES = (("size", "eq_rad"),)
@@ -156,8 +174,46 @@ def _add_dda(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--orient",
-        metavar="ALPHA,BETA,GAMMA",
-        help="ZYZ Euler angles of the particle in degrees (default 0,0,0)",
+        metavar="ALPHA,BETA,GAMMA|avg",
+        help="ZYZ Euler angles of the particle in degrees (default 0,0,0), or avg: average over "
+        "random orientation (ADDA's -orient avg)",
+    )
+    g = p.add_argument_group("orientation averaging (--orient avg)")
+    g.add_argument(
+        "--avg-eps", type=float, help="relative accuracy of the averaged Cext, Cabs (default 1e-3)"
+    )
+    g.add_argument(
+        "--avg-beta-levels",
+        type=int,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        help="levels of the beta rule, 2^level + 1 nodes in [0, 180] (default 2 5)",
+    )
+    g.add_argument(
+        "--avg-gamma-levels",
+        type=int,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        help="levels of the gamma rule, 2^level nodes per period (default 3 5)",
+    )
+    g.add_argument(
+        "--avg-alpha", type=int, metavar="N", help="alpha values for the Mueller matrix (default 32)"
+    )
+    g.add_argument(
+        "--sym-n-fold",
+        type=int,
+        metavar="N",
+        help="particle unchanged by a 360/N deg rotation about its z axis (0: axisymmetric; default 1)",
+    )
+    g.add_argument(
+        "--sym-c2x",
+        action="store_const",
+        const=True,
+        default=None,
+        help="particle unchanged by a 180 deg rotation about its x axis (halves the beta range)",
+    )
+    g.add_argument(
+        "--batch", type=int, help="orientations solved together (default: what fits in memory, <= 64)"
     )
     g = p.add_argument_group("light and discretization")
     g.add_argument("--wavelength", type=float, help="vacuum wavelength (default 2 pi)")
@@ -282,10 +338,15 @@ def refractive_indices(value) -> tuple[complex, ...]:
     return tuple(parse_refractive_index(v, f"m[{i}]") for i, v in enumerate(items))
 
 
+def is_average(value) -> bool:
+    """Whether an ``orient`` value asks for orientation averaging (``"avg"``)."""
+    return isinstance(value, str) and value.strip().lower() == "avg"
+
+
 def parse_orientation(value) -> tuple[float, float, float]:
     """``"ALPHA,BETA,GAMMA"`` or a list of three numbers (degrees)."""
     parts = value.split(",") if isinstance(value, str) else value
-    bad = ConfigError(f"orient: expected three angles ALPHA,BETA,GAMMA in degrees, got {value!r}")
+    bad = ConfigError(f"orient: expected three angles ALPHA,BETA,GAMMA in degrees or avg, got {value!r}")
     if not isinstance(parts, (list, tuple)) or len(parts) != 3:
         raise bad
     return tuple(_number(v, bad) for v in parts)

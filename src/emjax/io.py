@@ -14,10 +14,24 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
+from .io_adda import (
+    POLARIZATIONS,
+    _complex_str,
+    _version,
+    mueller_plane_index,
+    write_adda_average_outputs,
+    write_adda_outputs,
+)
 
-__all__ = ["dda_to_xarray", "save_dataset", "write_adda_outputs", "mueller_plane_index"]
+__all__ = [
+    "dda_to_xarray",
+    "averaged_to_xarray",
+    "save_dataset",
+    "write_adda_outputs",
+    "write_adda_average_outputs",
+    "mueller_plane_index",
+]
 
-POLARIZATIONS = ("X", "Y")
 AMPLITUDE_ELEMENTS = ("S1", "S2", "S3", "S4")
 CONVENTIONS = (
     "time dependence exp(-i omega t); m = n + i k with k >= 0 absorbing; incidence along +z "
@@ -28,17 +42,6 @@ CONVENTIONS = (
 )
 #: suffixes that :func:`save_dataset` writes, all through the h5netcdf engine
 DATASET_SUFFIXES = (".nc", ".h5", ".hdf5")
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
-def _complex_str(z: complex) -> str:
-    z = complex(z)
-    return f"{z.real:.10g}{z.imag:+.10g}j"
 
 
 def _pad_histories(histories) -> np.ndarray:
@@ -196,6 +199,90 @@ def dda_to_xarray(result):
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
+def averaged_to_xarray(result):
+    """An orientation-averaged :class:`~emjax.dda.AveragedResult` as an ``xarray.Dataset``.
+
+    Dimensions: ``theta`` (deg), ``row``/``col`` (Mueller indices), ``orientation`` (the
+    solved (beta, gamma) nodes, alpha = 0), ``polarization`` (X, Y). Variables: the averaged
+    Mueller matrix, and per orientation the Euler angles, quadrature weight, cross sections,
+    iterations and the Mueller matrix in the yz plane. Averaged scalars are attrs.
+    """
+    import xarray as xr
+
+    prob, lat, q = result.problem, result.lattice, result.quadrature
+    ms = np.asarray(prob.refractive_indices(), dtype=complex)
+    length2 = {"units": "length^2"}
+    one = {"units": "1"}
+    per = ("orientation", "polarization")
+    data = {
+        "mueller": (
+            ("theta", "row", "col"),
+            np.asarray(result.mueller, float),
+            {**one, "long_name": "orientation-averaged Mueller matrix S_ij (Bohren & Huffman)"},
+        ),
+        "beta": ("orientation", result.beta, {"units": "deg", "long_name": "Euler angle beta"}),
+        "gamma": ("orientation", result.gamma, {"units": "deg", "long_name": "Euler angle gamma"}),
+        "weight": ("orientation", result.weights, {**one, "long_name": "quadrature weight (sum 1)"}),
+        "Cext": (per, result.Cext_xy, {**length2, "long_name": "extinction cross section"}),
+        "Cabs": (per, result.Cabs_xy, {**length2, "long_name": "absorption cross section"}),
+        "iterations": (per, np.asarray(result.iterations, np.int64), {**one}),
+        "mueller_orientation": (
+            ("orientation", "theta", "row", "col"),
+            np.asarray(result.mueller_orientations, float),
+            {**one, "long_name": "Mueller matrix at (alpha=0, beta, gamma) in the yz plane"},
+        ),
+    }
+    if result.Csca_int_xy is not None:
+        data["Csca_integrated"] = (per, result.Csca_int_xy, {**length2, "long_name": "integrated Csca"})
+        data["g"] = (per, result.g_xy, {**one, "long_name": "asymmetry parameter"})
+    coords = {
+        "theta": (
+            "theta",
+            np.asarray(result.theta, float),
+            {"units": "deg", "long_name": "scattering angle"},
+        ),
+        "polarization": ("polarization", list(POLARIZATIONS)),
+        "row": ("row", np.arange(1, 5)),
+        "col": ("col", np.arange(1, 5)),
+    }
+    attrs = {
+        "title": "emjax DDA result, averaged over random orientation",
+        "emjax_version": _version(),
+        "conventions": CONVENTIONS,
+        "Cext": result.Cext,
+        "Cabs": result.Cabs,
+        "Csca": result.Csca,
+        "Qext": result.Qext,
+        "Qabs": result.Qabs,
+        "Qsca": result.Qsca,
+        "Csca_integrated": result.Csca_integrated,
+        "g_unpolarized": result.g,
+        "a_eq": result.a_eq,
+        "size_parameter": prob.k * result.a_eq,
+        "n_dipoles": lat.n_dipoles,
+        "grid": np.asarray(lat.shape, dtype=np.int64),
+        "dipole_size": lat.d,
+        "wavelength": float(prob.wavelength),
+        "refractive_index": ", ".join(_complex_str(m) for m in ms),
+        "shape": prob.shape.name,
+        "shape_spec": repr(prob.shape),
+        "polarizability": repr(prob.polarizability),
+        "precision": prob.precision,
+        "quadrature": repr(q),
+        "n_orientations": result.n_orientations,
+        "n_alpha": q.n_alpha,
+        "levels": np.asarray(result.levels, dtype=np.int64),
+        "error_estimate_beta": float(result.error["beta"]),
+        "error_estimate_gamma": float(result.error["gamma"]),
+        "all_converged": int(result.all_converged),
+        "seconds": float(result.seconds),
+    }
+    for key, val in result.timings.items():
+        attrs[f"timing_{key}"] = float(val)
+    attrs = {k: v for k, v in attrs.items() if v is not None}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
 def _split_complex(ds):
     """Replace complex variables ``v`` by ``v_real``/``v_imag`` (NetCDF has no complex)."""
     for name in list(ds.data_vars):
@@ -241,111 +328,6 @@ def save_dataset(ds, path) -> Path:
             f"writing {path.name} needs h5netcdf and h5py (pip install h5netcdf h5py): {exc}"
         ) from exc
     return path
-
-
-# --- ADDA-like text outputs -----------------------------------------------------------------
-
-
-def mueller_plane_index(phi) -> int:
-    """Index of the yz plane (phi = 90 deg) in ``phi`` if present, else 0."""
-    phi = np.asarray(phi, dtype=float)
-    hits = np.flatnonzero(np.isclose(np.mod(phi, 360.0), 90.0))
-    return int(hits[0]) if hits.size else 0
-
-
-def _g10(x) -> str:
-    return f"{float(x):.10g}"
-
-
-def _crosssec_text(result, i: int) -> str:
-    G = result.geometric_cross_section
-    lines = [
-        ("Cext", result.Cext_xy[i]),
-        ("Qext", result.Cext_xy[i] / G),
-        ("Cabs", result.Cabs_xy[i]),
-        ("Qabs", result.Cabs_xy[i] / G),
-    ]
-    if result.Csca_int_xy is not None:
-        c = result.Csca_int_xy[i]
-        lines += [("Csca", c), ("Qsca", c / G)]
-        if result.g_xy is not None:
-            lines.append(("g", result.g_xy[i]))
-    return "".join(f"{name}\t= {_g10(v)}\n" for name, v in lines)
-
-
-def _mueller_text(result) -> str:
-    ip = mueller_plane_index(result.phi)
-    M = np.asarray(result.mueller)[ip]  # (n_theta, 4, 4)
-    header = "theta " + " ".join(f"s{r}{c}" for r in range(1, 5) for c in range(1, 5))
-    rows = [header]
-    for t, m in zip(np.asarray(result.theta, float), M, strict=True):
-        rows.append(f"{t:.2f} " + " ".join(f"{v:.9E}" for v in m.reshape(16)))
-    return "\n".join(rows) + "\n"
-
-
-def _log_text(result, command: str | None, notes: dict | None) -> str:
-    prob, lat = result.problem, result.lattice
-    ms = prob.refractive_indices()
-    nx, ny, nz = lat.shape
-    ip = mueller_plane_index(result.phi)
-    out = [
-        f"Generated by emjax v.{_version()}",
-        f"command: '{command}'" if command else "command: (Python API)",
-        f"lambda: {_g10(prob.wavelength)}",
-        "refractive index: " + ", ".join(f"{i + 1}. {_complex_str(m)}" for i, m in enumerate(ms)),
-        f"shape: {prob.shape.name}  {prob.shape!r}",
-        f"lattice: {nx}x{ny}x{nz}",
-        f"Dipoles/lambda: {_g10(prob.wavelength / lat.d)}",
-        f"dipole size d: {_g10(lat.d)}   size along x: {_g10(lat.size_x)}",
-        f"Total number of occupied dipoles: {lat.n_dipoles}",
-        f"Volume-equivalent size parameter: {_g10(prob.k * result.a_eq)}   a_eq: {_g10(result.a_eq)}",
-        f"Polarizability: {prob.polarizability!r}",
-    ]
-    for label, alpha in zip(POLARIZATIONS, np.asarray(result.alpha), strict=True):
-        out.append(f"  alpha {label}: " + ", ".join(_complex_str(a) for a in alpha))
-    out += [f"{key}: {val}" for key, val in (notes or {}).items()]
-    a, b, g = prob.orientation
-    out += [
-        f"Particle orientation (deg): alpha={_g10(a)}, beta={_g10(b)}, gamma={_g10(g)}",
-        f"Precision: {prob.precision}",
-        f"Scattering angles: {len(result.theta)} theta in [{_g10(np.min(result.theta))}, "
-        f"{_g10(np.max(result.theta))}] deg; mueller file for phi = "
-        f"{_g10(result.phi[ip])} deg",
-        "",
-        "Iterative solver:",
-    ]
-    for label, it, conv, msg in zip(
-        POLARIZATIONS, result.iterations, result.converged, result.solver_messages, strict=True
-    ):
-        out.append(f"  {label}: iterations {it}, converged {bool(conv)}: {msg}")
-    out += ["", "Timing:", f"  total: {result.seconds:.4f} s"]
-    out += [f"  {k}: {float(v):.4f} s" for k, v in result.timings.items()]
-    return "\n".join(out) + "\n"
-
-
-def write_adda_outputs(result, folder, command: str | None = None, notes: dict | None = None) -> list[Path]:
-    """ADDA-like text files in ``folder``: ``CrossSec-X``, ``CrossSec-Y``, ``mueller``, ``log``.
-
-    ``CrossSec-*`` hold ``name\\t= value`` lines (10 significant digits) for the incident
-    polarization along lab x / y; ``Csca``, ``Qsca`` and ``g`` only if they were integrated.
-    ``mueller`` has one line per theta of the yz plane (phi = 90 deg, else the first phi).
-    ``command`` (the command line, if any) and ``notes`` (``{name: value}``, e.g. the solver,
-    which the result does not record) go into ``log``. Returns the paths.
-    """
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {
-        "CrossSec-X": _crosssec_text(result, 0),
-        "CrossSec-Y": _crosssec_text(result, 1),
-        "mueller": _mueller_text(result),
-        "log": _log_text(result, command, notes),
-    }
-    paths = []
-    for name, text in files.items():
-        p = folder / name
-        p.write_text(text)
-        paths.append(p)
-    return paths
 
 
 def fdtd_to_xarray(result):

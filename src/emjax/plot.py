@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .scattering import degree_of_polarization
+
 __all__ = ["plot_mueller"]
 
 _RATIOS = (  # (title, row, col, sign) of the normalised elements, indices from 0
@@ -32,9 +34,13 @@ def plot_mueller(result, path, *, title: str | None = None) -> Path:
     from matplotlib.figure import Figure
 
     theta = np.asarray(result.theta, dtype=float)
-    phi = np.asarray(result.phi, dtype=float)
     M = np.asarray(result.mueller, dtype=float)  # (n_phi, n_theta, 4, 4)
-    dop = np.asarray(result.degree_of_polarization, dtype=float)
+    if M.ndim == 3:  # orientation-averaged: one curve, the same in every plane
+        M = M[None]
+        labels = ["orientation average"]
+    else:
+        labels = [f"phi = {p:g} deg" for p in np.asarray(result.phi, dtype=float)]
+    dop = degree_of_polarization(M)
     s11 = M[..., 0, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
         panels = [("S11", s11, True)]
@@ -45,11 +51,11 @@ def plot_mueller(result, path, *, title: str | None = None) -> Path:
     FigureCanvasAgg(fig)
     axes = fig.subplots(2, 4, sharex=True).ravel()
     for ax, (name, values, log) in zip(axes, panels, strict=False):
-        for ip, p in enumerate(phi):
+        for ip, label in enumerate(labels):
             y = values[ip]
             if log:
                 y = np.where(y > 0, y, np.nan)
-            ax.plot(theta, y, label=f"phi = {p:g} deg")
+            ax.plot(theta, y, label=label)
         if log:
             ax.set_yscale("log")
         else:  # normalised elements and P lie in [-1, 1]; fixed limits keep flat curves flat
@@ -58,7 +64,7 @@ def plot_mueller(result, path, *, title: str | None = None) -> Path:
         ax.grid(True, alpha=0.3)
     for ax in axes[4:]:
         ax.set_xlabel("theta (deg)")
-    if len(phi) > 1:
+    if len(labels) > 1:
         axes[0].legend(fontsize="small")
     info = axes[-1]
     info.axis("off")
@@ -92,6 +98,9 @@ def _summary_text(result) -> str:
         nx, ny, nz = lat.shape
         lines.append(f"grid  = {nx}x{ny}x{nz}")
         lines.append(f"N     = {lat.n_dipoles}")
+    n_orient = getattr(result, "n_orientations", None)
+    if n_orient is not None:
+        lines.append(f"orientations = {n_orient} (x {result.quadrature.n_alpha} alpha)")
     if hasattr(result, "all_converged") and not result.all_converged:
         lines.append("NOT CONVERGED")
     return "\n".join(lines)
