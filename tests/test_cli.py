@@ -399,3 +399,17 @@ def test_average_options_need_orient_avg(capsys, extra, field):
 def test_orient_avg_bad_quadrature(capsys):
     rc, _, err = run(capsys, [*AVG, "--avg-alpha", "0"])
     assert rc == 1 and "n_alpha" in err
+
+
+def test_phi_grid_writes_mueller_scatgrid(capsys, tmp_path):
+    """``--phi 0,45,90``: the Mueller matrix on a (theta, phi) grid, in result.nc and in ADDA's
+    mueller_scatgrid (theta phi s11..s44, theta outer); the phi = 90 rows equal ``mueller``."""
+    rc, _, _ = run(capsys, [*SMALL, "--phi", "0,45,90", "--out", tmp_path])
+    assert rc == 0
+    rows = (tmp_path / "mueller_scatgrid").read_text().splitlines()
+    assert rows[0].split()[:3] == ["theta", "phi", "s11"]
+    grid = np.array([r.split() for r in rows[1:]], float)
+    assert grid.shape == (19 * 3, 18)
+    yz = np.array([r.split() for r in (tmp_path / "mueller").read_text().splitlines()[1:]], float)
+    np.testing.assert_allclose(grid[grid[:, 1] == 90][:, 2:], yz[:, 1:], rtol=1e-8)
+    assert sorted(set(grid[:, 1])) == [0.0, 45.0, 90.0]

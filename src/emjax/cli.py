@@ -25,6 +25,7 @@ from .cli_args import (
     build_parser,
     dda_config,
     is_average,
+    parse_angles,
     parse_orientation,
     ratio_pair,
     refractive_indices,
@@ -110,6 +111,7 @@ def build_dda(cfg: dict):
         orientation=(0.0, 0.0, 0.0) if is_average(cfg["orient"]) else parse_orientation(cfg["orient"]),
         precision=cfg["precision"],
         theta=tuple(np.linspace(0.0, 180.0, ntheta)),
+        phi=parse_angles(cfg["phi"], "phi"),
         integrate=not cfg["no_integrate"],
     )
     return problem, solver

@@ -42,6 +42,7 @@ DDA_DEFAULTS = {
     "precision": "double",
     "orient": [0.0, 0.0, 0.0],
     "ntheta": 181,
+    "phi": [90.0],
     "out": None,
     "no_integrate": False,
     # orientation averaging (orient = "avg")
@@ -228,6 +229,12 @@ def _add_dda(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("output")
     g.add_argument("--ntheta", type=int, help="scattering angles: N points from 0 to 180 deg (default 181)")
     g.add_argument(
+        "--phi",
+        metavar="PHI1,PHI2,...",
+        help="scattering planes in deg (default 90: yz, as ADDA); several give a (theta, phi) grid "
+        "and ADDA's mueller_scatgrid file",
+    )
+    g.add_argument(
         "--no-integrate",
         action="store_const",
         const=True,
@@ -348,6 +355,17 @@ def parse_orientation(value) -> tuple[float, float, float]:
     parts = value.split(",") if isinstance(value, str) else value
     bad = ConfigError(f"orient: expected three angles ALPHA,BETA,GAMMA in degrees or avg, got {value!r}")
     if not isinstance(parts, (list, tuple)) or len(parts) != 3:
+        raise bad
+    return tuple(_number(v, bad) for v in parts)
+
+
+def parse_angles(value, name: str) -> tuple[float, ...]:
+    """``"0,45,90"``, a number or a list of numbers (degrees)."""
+    parts = value.split(",") if isinstance(value, str) else value
+    if isinstance(parts, (int, float)):
+        parts = [parts]
+    bad = ConfigError(f"{name}: expected angles in degrees separated by commas, got {value!r}")
+    if not isinstance(parts, (list, tuple)) or not parts:
         raise bad
     return tuple(_number(v, bad) for v in parts)
 

@@ -55,6 +55,17 @@ def _mueller_text(result) -> str:
     return _mueller_rows(result.theta, np.asarray(result.mueller)[ip])
 
 
+def _scatgrid_text(result) -> str:
+    """ADDA's ``mueller_scatgrid``: one line per (theta, phi), theta outer."""
+    header = "theta phi " + " ".join(f"s{r}{c}" for r in range(1, 5) for c in range(1, 5))
+    rows = [header]
+    M = np.asarray(result.mueller)  # (n_phi, n_theta, 4, 4)
+    for it, t in enumerate(np.asarray(result.theta, float)):
+        for ip, p in enumerate(np.asarray(result.phi, float)):
+            rows.append(f"{t:.2f} {p:.2f} " + " ".join(f"{v:.9E}" for v in M[ip, it].reshape(16)))
+    return "\n".join(rows) + "\n"
+
+
 def _log_text(result, command: str | None, notes: dict | None) -> str:
     prob, lat = result.problem, result.lattice
     ms = prob.refractive_indices()
@@ -100,7 +111,8 @@ def write_adda_outputs(result, folder, command: str | None = None, notes: dict |
 
     ``CrossSec-*`` hold ``name\\t= value`` lines (10 significant digits) for the incident
     polarization along lab x / y; ``Csca``, ``Qsca`` and ``g`` only if they were integrated.
-    ``mueller`` has one line per theta of the yz plane (phi = 90 deg, else the first phi).
+    ``mueller`` has one line per theta of the yz plane (phi = 90 deg, else the first phi);
+    with several planes ``mueller_scatgrid`` holds the whole (theta, phi) grid.
     ``command`` (the command line, if any) and ``notes`` (``{name: value}``, e.g. the solver,
     which the result does not record) go into ``log``. Returns the paths.
     """
@@ -112,6 +124,8 @@ def write_adda_outputs(result, folder, command: str | None = None, notes: dict |
         "mueller": _mueller_text(result),
         "log": _log_text(result, command, notes),
     }
+    if len(result.phi) > 1:
+        files["mueller_scatgrid"] = _scatgrid_text(result)
     paths = []
     for name, text in files.items():
         p = folder / name
