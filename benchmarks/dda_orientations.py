@@ -10,7 +10,7 @@ For each particle, the same fixed orientation rule (beta level 2, gamma level 3:
 Each way runs once untimed (compilation) and once timed. Writes JSON lines to --out.
 
     PYTHONPATH=src python3 benchmarks/dda_orientations.py --cases sphere32 rosette76 --out gpu.jsonl
-    PYTHONPATH=src python3 benchmarks/dda_orientations.py --cases sphere16 rosette24 --out cpu.jsonl
+    PYTHONPATH=src python3 benchmarks/dda_orientations.py --cases sphere16 rosette32 --out cpu.jsonl
 
 ``--sphere128`` also times the paper's 1.1M-dipole sphere (128^3 lattice) to 1e-5.
 """

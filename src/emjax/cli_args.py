@@ -214,7 +214,9 @@ def _add_dda(p: argparse.ArgumentParser) -> None:
         help="particle unchanged by a 180 deg rotation about its x axis (halves the beta range)",
     )
     g.add_argument(
-        "--batch", type=int, help="orientations solved together (default: what fits in memory, <= 64)"
+        "--batch",
+        type=int,
+        help="orientations solved together (default: what fits in memory, <= 64 on a GPU, 1 on a CPU)",
     )
     g = p.add_argument_group("light and discretization")
     g.add_argument("--wavelength", type=float, help="vacuum wavelength (default 2 pi)")

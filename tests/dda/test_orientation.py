@@ -63,7 +63,7 @@ def test_single_dipole_average_equals_single_orientation():
 def sphere_avg():
     prob = dda.DDAProblem(geometry.Sphere(), m=(1.5 + 0.01j,), eq_rad=1.0, grid=10)
     q = OrientationAverage(beta_levels=(2, 2), gamma_levels=(2, 2), eps=0, n_alpha=8)
-    return prob, average(prob, q, TIGHT)
+    return prob, average(prob, q, TIGHT, batch=64)  # all 14 orientations in one batch
 
 
 def test_sphere_average_equals_single_orientation_within_lattice_anisotropy(sphere_avg):
