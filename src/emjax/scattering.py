@@ -14,7 +14,11 @@ and the Mueller matrix follows BH eq. (3.16). ADDA's default scattering plane is
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from .errors import ConfigError, require_int
 
 __all__ = [
     "PlaneWave",
@@ -25,6 +29,7 @@ __all__ = [
     "degree_of_polarization",
     "clenshaw_curtis",
     "romberg_beta",
+    "OrientationAverage",
 ]
 
 
@@ -170,3 +175,84 @@ def romberg_beta(values: np.ndarray) -> float:
         for j in range(m, levels + 1):
             table[j].append(table[j][m - 1] + (table[j][m - 1] - table[j - 1][m - 1]) / (4**m - 1))
     return float(table[levels][levels])
+
+
+@dataclass(frozen=True)
+class OrientationAverage:
+    """How to average over random orientation.
+
+    Parameters
+    ----------
+    eps : relative accuracy goal for the averaged Cext and Cabs (refinement stops below it).
+    beta_levels : (min, max) levels of the beta rule: ``2**level + 1`` nodes in [0, 180].
+    gamma_levels : (min, max) levels of the gamma rule: ``2**level`` nodes in [0, 360/n_fold).
+    n_alpha : alpha values (uniform in [0, 360)) for the Mueller matrix; no solves.
+    n_fold : the particle is unchanged by a rotation of 360/n_fold degrees about its z axis
+        (1: no symmetry; 6: hexagonal prism; 0: axisymmetric, one gamma).
+    c2_x : the particle is unchanged by a rotation of 180 degrees about its x axis, so
+        (alpha, beta, gamma) ~ (alpha + 180, 180 - beta, -gamma) and beta > 90 needs no solve.
+
+    ``eps=0`` with ``min == max`` levels gives a fixed rule. Defaults: ADDA's (eps 1e-3, beta
+    levels 2..4, gamma 2..4, 32 alpha values) with one more level allowed each and gamma
+    starting at 8 nodes: a nested rule cannot see what its coarsest level aliases - a particle
+    on a cubic lattice is nearly 4-fold symmetric about z, so 4 gamma nodes (0, 90, 180, 270)
+    and 2 agree and the refinement would stop there with an error estimate of 0 (measured:
+    0.3% actual error on a spheroid). Keep the minimum levels above the particle's symmetry.
+    """
+
+    eps: float = 1e-3
+    beta_levels: tuple = (2, 5)
+    gamma_levels: tuple = (3, 5)
+    n_alpha: int = 32
+    n_fold: int = 1
+    c2_x: bool = False
+
+    def __post_init__(self):
+        if not (np.isfinite(self.eps) and 0 <= self.eps < 1):
+            raise ConfigError(f"eps must be in [0, 1), got {self.eps!r}")
+        for name in ("beta_levels", "gamma_levels"):
+            lv = getattr(self, name)
+            if len(lv) != 2:
+                raise ConfigError(f"{name} must be (min, max), got {lv!r}")
+            lo = require_int(f"{name}[0]", lv[0], 1, 10)
+            hi = require_int(f"{name}[1]", lv[1], 1, 10)
+            if hi < lo:
+                raise ConfigError(f"{name}: max {hi} < min {lo}")
+            object.__setattr__(self, name, (lo, hi))
+        object.__setattr__(self, "n_alpha", require_int("n_alpha", self.n_alpha, 1, 100_000))
+        object.__setattr__(self, "n_fold", require_int("n_fold", self.n_fold, 0, 360))
+
+    @property
+    def gamma_period(self) -> float:
+        return 360.0 / self.n_fold if self.n_fold else 0.0
+
+    # -- nodes on the finest grids, as integer keys (ib, ig) --------------------------------
+    def _sizes(self):
+        nb = 2 ** self.beta_levels[1]
+        ng = 2 ** self.gamma_levels[1] if self.n_fold else 1
+        return nb, ng
+
+    def _canonical(self, ib, ig):
+        nb, ng = self._sizes()
+        if self.c2_x and 2 * ib > nb:
+            ib, ig = nb - ib, (-ig) % ng
+        if ib in (0, nb):
+            ig = 0
+        return ib, ig
+
+    def angles(self, key) -> tuple[float, float]:
+        """(beta, gamma) in degrees of a node key."""
+        nb, ng = self._sizes()
+        return 180.0 * key[0] / nb, self.gamma_period * key[1] / ng
+
+    def weights(self, jb: int, jg: int) -> dict:
+        """Node key -> weight (summing to 1) of the rule at levels (jb, jg)."""
+        nb, ng = self._sizes()
+        _, wb = clenshaw_curtis(jb)
+        n_gamma = 2**jg if self.n_fold else 1
+        out: dict = {}
+        for kb, w in enumerate(wb / 2):
+            for kg in range(n_gamma):
+                key = self._canonical(kb * nb // 2**jb, kg * ng // n_gamma)
+                out[key] = out.get(key, 0.0) + w / n_gamma
+        return out

@@ -8,8 +8,10 @@
 """
 
 from ..krylov import QMR, BiCG, BiCGStab
+from ..scattering import OrientationAverage
+from .averaged import AveragedResult
 from .lattice import Lattice
-from .orientation import AveragedResult, OrientationAverage, average
+from .orientation import average
 from .polarizability import CM, FCD, LDR, POLARIZABILITIES, RR
 from .solve import DDAProblem, DDAResult, solve
 

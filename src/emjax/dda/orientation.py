@@ -30,7 +30,6 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -40,215 +39,13 @@ import numpy as np
 from .. import krylov
 from ..backend import device_memory_bytes, precision, precision_scope
 from ..errors import ConfigError, require_int
-from ..scattering import clenshaw_curtis, euler_matrix, mueller_from_amplitude, scattering_basis
+from ..scattering import OrientationAverage, euler_matrix, mueller_from_amplitude, scattering_basis
 from . import interaction, observables
+from .averaged import AveragedResult
 from .matvec import DDAOperator
 from .solve import _KRYLOV_VECTORS, DDAProblem
 
 _LAB = np.eye(3)
-
-
-@dataclass(frozen=True)
-class OrientationAverage:
-    """How to average over random orientation.
-
-    Parameters
-    ----------
-    eps : relative accuracy goal for the averaged Cext and Cabs (refinement stops below it).
-    beta_levels : (min, max) levels of the beta rule: ``2**level + 1`` nodes in [0, 180].
-    gamma_levels : (min, max) levels of the gamma rule: ``2**level`` nodes in [0, 360/n_fold).
-    n_alpha : alpha values (uniform in [0, 360)) for the Mueller matrix; no solves.
-    n_fold : the particle is unchanged by a rotation of 360/n_fold degrees about its z axis
-        (1: no symmetry; 6: hexagonal prism; 0: axisymmetric, one gamma).
-    c2_x : the particle is unchanged by a rotation of 180 degrees about its x axis, so
-        (alpha, beta, gamma) ~ (alpha + 180, 180 - beta, -gamma) and beta > 90 needs no solve.
-
-    ``eps=0`` with ``min == max`` levels gives a fixed rule. Defaults: ADDA's (eps 1e-3, beta
-    levels 2..4, gamma 2..4, 32 alpha values) with one more level allowed each and gamma
-    starting at 8 nodes: a nested rule cannot see what its coarsest level aliases - a particle
-    on a cubic lattice is nearly 4-fold symmetric about z, so 4 gamma nodes (0, 90, 180, 270)
-    and 2 agree and the refinement would stop there with an error estimate of 0 (measured:
-    0.3% actual error on a spheroid). Keep the minimum levels above the particle's symmetry.
-    """
-
-    eps: float = 1e-3
-    beta_levels: tuple = (2, 5)
-    gamma_levels: tuple = (3, 5)
-    n_alpha: int = 32
-    n_fold: int = 1
-    c2_x: bool = False
-
-    def __post_init__(self):
-        if not (np.isfinite(self.eps) and 0 <= self.eps < 1):
-            raise ConfigError(f"eps must be in [0, 1), got {self.eps!r}")
-        for name in ("beta_levels", "gamma_levels"):
-            lv = getattr(self, name)
-            if len(lv) != 2:
-                raise ConfigError(f"{name} must be (min, max), got {lv!r}")
-            lo = require_int(f"{name}[0]", lv[0], 1, 10)
-            hi = require_int(f"{name}[1]", lv[1], 1, 10)
-            if hi < lo:
-                raise ConfigError(f"{name}: max {hi} < min {lo}")
-            object.__setattr__(self, name, (lo, hi))
-        object.__setattr__(self, "n_alpha", require_int("n_alpha", self.n_alpha, 1, 100_000))
-        object.__setattr__(self, "n_fold", require_int("n_fold", self.n_fold, 0, 360))
-
-    @property
-    def gamma_period(self) -> float:
-        return 360.0 / self.n_fold if self.n_fold else 0.0
-
-    # -- nodes on the finest grids, as integer keys (ib, ig) --------------------------------
-    def _sizes(self):
-        nb = 2 ** self.beta_levels[1]
-        ng = 2 ** self.gamma_levels[1] if self.n_fold else 1
-        return nb, ng
-
-    def _canonical(self, ib, ig):
-        nb, ng = self._sizes()
-        if self.c2_x and 2 * ib > nb:
-            ib, ig = nb - ib, (-ig) % ng
-        if ib in (0, nb):
-            ig = 0
-        return ib, ig
-
-    def angles(self, key) -> tuple[float, float]:
-        """(beta, gamma) in degrees of a node key."""
-        nb, ng = self._sizes()
-        return 180.0 * key[0] / nb, self.gamma_period * key[1] / ng
-
-    def weights(self, jb: int, jg: int) -> dict:
-        """Node key -> weight (summing to 1) of the rule at levels (jb, jg)."""
-        nb, ng = self._sizes()
-        _, wb = clenshaw_curtis(jb)
-        n_gamma = 2**jg if self.n_fold else 1
-        out: dict = {}
-        for kb, w in enumerate(wb / 2):
-            for kg in range(n_gamma):
-                key = self._canonical(kb * nb // 2**jb, kg * ng // n_gamma)
-                out[key] = out.get(key, 0.0) + w / n_gamma
-        return out
-
-
-@dataclass(frozen=True, eq=False)
-class AveragedResult:
-    """Orientation-averaged DDA result and the per-orientation results it came from.
-
-    Per-orientation arrays run over the solved (beta, gamma) nodes (alpha = 0) and have a
-    last axis of 2 for the X and Y incident polarizations. ``mueller`` (n_theta, 4, 4) is the
-    average (independent of the scattering plane for random orientation);
-    ``mueller_orientations`` (n, n_theta, 4, 4) is each node's Mueller matrix in the yz plane.
-    ``error`` holds the refinement's estimates (relative to Cext) per dimension.
-    """
-
-    problem: DDAProblem
-    quadrature: OrientationAverage
-    lattice: object
-    beta: np.ndarray
-    gamma: np.ndarray
-    weights: np.ndarray
-    Cext_xy: np.ndarray
-    Cabs_xy: np.ndarray
-    Csca_int_xy: np.ndarray | None
-    g_xy: np.ndarray | None
-    theta: np.ndarray
-    mueller: np.ndarray
-    mueller_orientations: np.ndarray
-    iterations: np.ndarray
-    converged: np.ndarray
-    levels: tuple
-    error: dict
-    history: tuple
-    batch_size: int
-    seconds: float
-    timings: dict
-
-    def _avg(self, per_node) -> float:
-        return float(np.sum(self.weights * np.mean(per_node, axis=-1)))
-
-    @property
-    def Cext(self) -> float:
-        return self._avg(self.Cext_xy)
-
-    @property
-    def Cabs(self) -> float:
-        return self._avg(self.Cabs_xy)
-
-    @property
-    def Csca(self) -> float:
-        return self.Cext - self.Cabs
-
-    @property
-    def Csca_integrated(self) -> float | None:
-        return None if self.Csca_int_xy is None else self._avg(self.Csca_int_xy)
-
-    @property
-    def g(self) -> float | None:
-        if self.g_xy is None:
-            return None
-        return self._avg(self.g_xy * self.Csca_int_xy) / self.Csca_integrated
-
-    @property
-    def a_eq(self) -> float:
-        return self.lattice.a_eq
-
-    @property
-    def geometric_cross_section(self) -> float:
-        return math.pi * self.a_eq**2
-
-    @property
-    def Qext(self) -> float:
-        return self.Cext / self.geometric_cross_section
-
-    @property
-    def Qabs(self) -> float:
-        return self.Cabs / self.geometric_cross_section
-
-    @property
-    def Qsca(self) -> float:
-        return self.Csca / self.geometric_cross_section
-
-    @property
-    def n_orientations(self) -> int:
-        """Solved orientations (beta, gamma), each for two polarizations."""
-        return int(self.beta.size)
-
-    @property
-    def all_converged(self) -> bool:
-        return bool(np.all(self.converged))
-
-    def summary(self) -> dict:
-        return {
-            "Cext": self.Cext,
-            "Cabs": self.Cabs,
-            "Csca": self.Csca,
-            "Csca_integrated": self.Csca_integrated,
-            "Qext": self.Qext,
-            "Qabs": self.Qabs,
-            "Qsca": self.Qsca,
-            "g": self.g,
-            "a_eq": self.a_eq,
-            "n_dipoles": self.lattice.n_dipoles,
-            "grid": list(self.lattice.shape),
-            "orient": "avg",
-            "n_orientations": self.n_orientations,
-            "n_alpha": self.quadrature.n_alpha,
-            "levels": {"beta": self.levels[0], "gamma": self.levels[1]},
-            "error_estimate": self.error,
-            "iterations_max": int(np.max(self.iterations)),
-            "converged": self.all_converged,
-            "batch_size": self.batch_size,
-            "seconds": self.seconds,
-        }
-
-    def to_xarray(self):
-        from ..io import averaged_to_xarray
-
-        return averaged_to_xarray(self)
-
-    def save(self, path):
-        from ..io import save_dataset
-
-        return save_dataset(self.to_xarray(), path)
 
 
 @partial(jax.jit, static_argnames=("grid",))
@@ -260,6 +57,21 @@ def _incident(grid, d, k, direction, polarization):
 
 
 _incident_many = jax.jit(jax.vmap(_incident, in_axes=(None, None, None, 0, 0)), static_argnums=0)
+_cross_sections_many = jax.jit(jax.vmap(observables.cross_sections, in_axes=(0, 0, 0, None, None)))
+
+
+@partial(jax.jit, static_argnames=("batch",))
+def _far_points_many(P, positions, directions, k, batch):
+    return jax.vmap(lambda p, n: observables.far_field_points(p, positions, n, k, batch=batch))(P, directions)
+
+
+@partial(jax.jit, static_argnames=("batch",))
+def _far_sum_many(P, directions, d, k, batch):
+    return jax.vmap(lambda p, n: observables.far_field_sum(p, n, d, k, batch=batch))(P, directions)
+
+
+#: right-hand sides per far-field call (bounds the temporaries of the separable sum)
+_FAR_FIELD_GROUP = 8
 
 
 def _batch_rhs(problem, q, ms, d, k, grid, budget) -> int:
@@ -362,6 +174,9 @@ def _average(problem, q, solver, batch, max_batch, progress, variant):
         occ = jnp.asarray(occupied)
         positions = jnp.asarray(lat.positions(), dtype=np.float64)
     dirs = _Directions(problem, q, lat)
+    # directions per far-field step: temporaries of ~2^23 complex numbers per right-hand side
+    cells = lat.n_dipoles if sparse else 3 * grid[0] * grid[1]
+    ff_batch = int(min(256, max(4, 2**23 // cells)))
     rhs_per_batch = (
         2 * batch
         if batch
@@ -396,9 +211,26 @@ def _average(problem, q, solver, batch, max_batch, progress, variant):
         )
         timings["solve_s"] += time.perf_counter() - t_solve
         t_ff = time.perf_counter()
+        X = jnp.stack([r.x for r in res])
+        P = s[:, None] * X
+        inv_alpha = jnp.where(mask[None], 1 / alphas[:, dom_idx], 0)
+        ce, ca = _cross_sections_many(P, E, inv_alpha, mask, k)
+        ce, ca = np.asarray(ce), np.asarray(ca)
+        # far fields, many right-hand sides per call (a loop of small calls is launch-bound
+        # on a GPU); directions in each orientation's particle frame
+        dirs_p = np.repeat(np.stack([dirs.lab @ R for R in Rs]), 2, axis=0)
+        amps = []
+        for start in range(0, P.shape[0], _FAR_FIELD_GROUP):
+            sl = slice(start, start + _FAR_FIELD_GROUP)
+            dp = jnp.asarray(dirs_p[sl], dtype=np.float64)
+            if sparse:
+                Pocc = P[sl].reshape(P[sl].shape[0], 3, -1)[:, :, occ]
+                amps.append(np.asarray(_far_points_many(Pocc, positions, dp, k, ff_batch)))
+            else:
+                amps.append(np.asarray(_far_sum_many(P[sl], dp, d, k, ff_batch)))
+        amps = np.concatenate(amps)
         for i, key in enumerate(keys):
             R = Rs[i]
-            dirs_p = jnp.asarray(dirs.lab @ R, dtype=np.float64)  # lab -> particle frame
             rec = {"Cext": [], "Cabs": [], "F": [], "it": [], "conv": []}
             for j in (0, 1):
                 r = res[2 * i + j]
@@ -409,16 +241,9 @@ def _average(problem, q, solver, batch, max_batch, progress, variant):
                         RuntimeWarning,
                         stacklevel=4,
                     )
-                P = s[2 * i + j] * r.x
-                inv_alpha = jnp.where(mask, 1 / alphas[2 * i + j][dom_idx], 0)
-                ce, ca = observables.cross_sections(P, E[2 * i + j], inv_alpha, mask, k)
-                if sparse:
-                    amp = observables.far_field_points(P.reshape(3, -1)[:, occ], positions, dirs_p, k)
-                else:
-                    amp = observables.far_field_sum(P, dirs_p, d, k)
-                rec["Cext"].append(float(ce))
-                rec["Cabs"].append(float(ca))
-                rec["F"].append((-1j * k**3) * (np.asarray(amp) @ R.T))  # back to the lab frame
+                rec["Cext"].append(float(ce[2 * i + j]))
+                rec["Cabs"].append(float(ca[2 * i + j]))
+                rec["F"].append((-1j * k**3) * (amps[2 * i + j] @ R.T))  # back to the lab frame
                 rec["it"].append(r.iterations)
                 rec["conv"].append(r.converged)
             results[key] = _finish_node(rec, dirs, k)
