@@ -28,7 +28,7 @@ __all__ = [
     "mueller_from_amplitude",
     "degree_of_polarization",
     "clenshaw_curtis",
-    "romberg_beta",
+    "romberg_cos_beta",
     "OrientationAverage",
 ]
 
@@ -140,7 +140,8 @@ def clenshaw_curtis(level: int) -> tuple[np.ndarray, np.ndarray]:
 
     Returns (nodes, weights), weights summing to 2. Nested: level ``j - 1``'s nodes are every
     other node of level ``j``. As a rule in ``mu = cos(beta)`` its nodes are uniform in
-    ``beta`` (``beta_k = 180 k / N`` degrees), the points ADDA's Romberg scheme uses.
+    ``beta`` (``beta_k = 180 k / N`` degrees); ADDA's Romberg scheme uses as many points
+    uniform in ``mu`` (:func:`romberg_cos_beta`).
     """
     n = 2**level
     k = np.arange(n + 1)
@@ -154,23 +155,20 @@ def clenshaw_curtis(level: int) -> tuple[np.ndarray, np.ndarray]:
     return np.cos(theta), c * w / n
 
 
-def romberg_beta(values: np.ndarray) -> float:
-    """Romberg estimate of ``(1/2) int_0^pi f(beta) sin(beta) d beta`` from ``2**J + 1`` samples
-    of ``f`` uniform in beta (0 and 180 degrees included) - ADDA's scheme for beta, kept to
-    compare rules (see :func:`clenshaw_curtis`)."""
+def romberg_cos_beta(values: np.ndarray) -> float:
+    """Romberg estimate of ``(1/2) int_{-1}^{1} f(mu) d mu`` from ``2**J + 1`` samples of ``f``
+    uniform in ``mu = cos(beta)`` (both ends included) - ADDA's scheme for beta, kept to
+    compare rules with :func:`clenshaw_curtis`."""
     values = np.asarray(values, dtype=float)
     n = values.size - 1
-    levels = int(round(np.log2(n)))
+    levels = int(round(np.log2(max(n, 1))))
     if n < 1 or 2**levels != n:
-        raise ValueError("romberg_beta needs 2**J + 1 samples")
-    beta = np.linspace(0.0, np.pi, n + 1)
-    g = values * np.sin(beta) / 2
+        raise ValueError("romberg_cos_beta needs 2**J + 1 samples")
     table = []
     for j in range(levels + 1):
-        step = n // 2**j
-        h = np.pi / 2**j
-        gj = g[::step]
-        table.append([h * (gj.sum() - 0.5 * (gj[0] + gj[-1]))])
+        g = values[:: n // 2**j]
+        h = 2.0 / 2**j
+        table.append([h * (g.sum() - 0.5 * (g[0] + g[-1])) / 2])
     for m in range(1, levels + 1):
         for j in range(m, levels + 1):
             table[j].append(table[j][m - 1] + (table[j][m - 1] - table[j - 1][m - 1]) / (4**m - 1))

@@ -16,9 +16,9 @@ and cross sections for unpolarized light do not depend on alpha at all. At beta 
 all gamma are the same orientation up to alpha, so one gamma is solved there.
 
 Quadrature (:class:`OrientationAverage`): Clenshaw-Curtis in cos(beta) (nodes uniform in
-beta, the points of ADDA's Romberg scheme, but a spectrally accurate rule; see
-:func:`emjax.scattering.clenshaw_curtis` and the test comparing it with Romberg on the same
-solves), the periodic trapezoid rule in gamma (optimal for a smooth periodic function) and in
+beta; ADDA uses Romberg on as many points uniform in cos(beta)) - a spectrally accurate rule;
+see :func:`emjax.scattering.clenshaw_curtis` and the test comparing it with Romberg at equal
+numbers of solves), the periodic trapezoid rule in gamma (optimal for a smooth periodic function) and in
 alpha. Both beta and gamma rules are nested; each is refined (doubled) until halving it changes
 the averaged Cext and Cabs by less than ``eps`` times Cext, or up to its maximum level - the
 accuracy control of ADDA's ``avg_params.dat`` (eps, Jmin, Jmax).
