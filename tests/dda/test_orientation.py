@@ -199,3 +199,12 @@ def test_fixed_orientation_is_refused_for_averaging():
     prob = dda.DDAProblem(geometry.Sphere(), m=(1.5,), eq_rad=1.0, grid=4, orientation=(0, 30, 0))
     with pytest.raises(ConfigError, match="orientation"):
         average(prob)
+
+
+def test_batch_too_large_for_memory_is_a_resource_error():
+    """An explicit batch that cannot fit is refused before anything big is allocated."""
+    from emjax.errors import ResourceError
+
+    prob = dda.DDAProblem(geometry.Sphere(), m=(1.5,), eq_rad=1.0, grid=64)
+    with pytest.raises(ResourceError, match="orientation batch"):
+        average(prob, OrientationAverage(beta_levels=(2, 2), gamma_levels=(2, 2), eps=0), batch=100_000)

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import krylov
-from ..backend import device_memory_bytes, precision, precision_scope
+from ..backend import check_memory, device_memory_bytes, precision, precision_scope
 from ..errors import ConfigError, require_int
 from ..scattering import OrientationAverage, euler_matrix, mueller_from_amplitude, scattering_basis
 from . import interaction, observables
@@ -74,14 +74,13 @@ def _far_sum_many(P, directions, d, k, batch):
 _FAR_FIELD_GROUP = 8
 
 
-def _batch_rhs(problem, q, ms, d, k, grid, budget) -> int:
-    """Right-hand sides per batch that fit in ``budget`` bytes (an even number >= 2)."""
+def _memory(problem, grid) -> tuple[int, int]:
+    """(bytes shared by all right-hand sides, bytes per right-hand side) of a batched solve:
+    the Krylov vectors, incident field and scaling per system, and the FFT work arrays."""
     n = math.prod(grid)
     c = np.dtype(precision(problem.precision).complex).itemsize
     fft = math.prod(interaction.fft_shape(grid))
-    per_rhs = (_KRYLOV_VECTORS + 6) * 3 * n * 16 + 3 * fft * c * 3
-    fixed = problem.memory_bytes(grid)
-    return max(2, 2 * int(max(budget - fixed, 0) // (2 * per_rhs)))
+    return problem.memory_bytes(grid), (_KRYLOV_VECTORS + 6) * 3 * n * 16 + 3 * fft * c * 3
 
 
 def average(
@@ -177,12 +176,13 @@ def _average(problem, q, solver, batch, max_batch, progress, variant):
     # directions per far-field step: temporaries of ~2^23 complex numbers per right-hand side
     cells = lat.n_dipoles if sparse else 3 * grid[0] * grid[1]
     ff_batch = int(min(256, max(4, 2**23 // cells)))
-    rhs_per_batch = (
-        2 * batch
-        if batch
-        else min(2 * max_batch, _batch_rhs(problem, q, ms, d, k, grid, 0.5 * device_memory_bytes()))
-    )
-    nodes_per_batch = max(1, rhs_per_batch // 2)
+    fixed, per_rhs = _memory(problem, grid)
+    if batch:
+        nodes_per_batch = batch
+        check_memory(fixed + 2 * batch * per_rhs, f"an orientation batch of {batch} on {grid}")
+    else:  # as many as fit in half the free memory
+        fit = int(max(0.5 * device_memory_bytes() - fixed, 0) // (2 * per_rhs))
+        nodes_per_batch = max(1, min(max_batch, fit))
 
     results: dict = {}  # key -> per-node record
 
