@@ -145,7 +145,12 @@ def build_average(cfg: dict):
             raise ConfigError(f"avg_{key}: expected two integers MIN MAX, got {kw[key]!r}")
     if "c2_x" in kw and not isinstance(kw["c2_x"], bool):
         raise ConfigError(f"sym_c2x must be true or false, got {kw['c2_x']!r}")
-    return OrientationAverage(**kw)
+    try:
+        return OrientationAverage(**kw)
+    except ConfigError as exc:  # name the option the user typed, not only the API field
+        raise ConfigError(
+            f"orientation averaging (--avg-eps/-beta-levels/-gamma-levels/-alpha, --sym-n-fold): {exc}"
+        ) from exc
 
 
 class _Progress:
