@@ -349,7 +349,9 @@ def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature) -> int:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="DDA orientation", category=RuntimeWarning)
-            result = average(problem, quadrature, solver, batch=batch, progress=progress)
+            result = average(
+                problem, quadrature, solver, batch=batch, progress=progress, checkpoint=cfg["checkpoint"]
+            )
     finally:
         progress.close()
     command = shlex.join(["emjax", *argv])

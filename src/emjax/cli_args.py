@@ -53,6 +53,7 @@ DDA_DEFAULTS = {
     "sym_n_fold": None,
     "sym_c2x": None,
     "batch": None,
+    "checkpoint": None,
 }
 #: keys that only apply with ``orient = "avg"``
 AVERAGE_KEYS = (
@@ -63,6 +64,7 @@ AVERAGE_KEYS = (
     "sym_n_fold",
     "sym_c2x",
     "batch",
+    "checkpoint",
 )
 #: keys of DDA_DEFAULTS that are alternatives: giving one on the command line drops the
 #: other from the config file
@@ -218,6 +220,12 @@ def _add_dda(p: argparse.ArgumentParser) -> None:
         type=int,
         help="orientations solved together (default: what fits in memory, <= 64 on a GPU, 1 on a CPU)",
     )
+    g.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="FILE.npz",
+        help="save the solved orientations after every batch; an existing file resumes the run",
+    )
     g = p.add_argument_group("light and discretization")
     g.add_argument("--wavelength", type=float, help="vacuum wavelength (default 2 pi)")
     g.add_argument("--dpl", type=float, help="dipoles per wavelength (default 10 |m|)")
@@ -294,8 +302,9 @@ def dda_config(args: argparse.Namespace) -> dict:
             if any(k in cli for k in group):
                 for k in group:
                     toml.pop(k, None)
-        if toml.get("out") is not None:
-            toml["out"] = Path(toml["out"])
+        for key in ("out", "checkpoint"):
+            if toml.get(key) is not None:
+                toml[key] = Path(toml[key])
         cfg.update(toml)
     cfg.update(cli)
     return cfg

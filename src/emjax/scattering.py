@@ -238,6 +238,18 @@ class OrientationAverage:
             ig = 0
         return ib, ig
 
+    def key(self, beta: float, gamma: float):
+        """Node key of the orientation (0, beta, gamma) if it lies on this rule's finest grids
+        (up to the symmetries), else None."""
+        nb, ng = self._sizes()
+        ib = beta / 180.0 * nb
+        ig = gamma / self.gamma_period * ng if self.n_fold else 0.0
+        if self.n_fold == 0 and 0 < round(ib) < nb and abs(gamma) > 1e-9:
+            return None  # axisymmetric rule: only gamma = 0 nodes
+        if abs(ib - round(ib)) > 1e-9 or abs(ig - round(ig)) > 1e-6:
+            return None
+        return self._canonical(int(round(ib)), int(round(ig)) % ng)
+
     def angles(self, key) -> tuple[float, float]:
         """(beta, gamma) in degrees of a node key."""
         nb, ng = self._sizes()

@@ -208,3 +208,26 @@ def test_batch_too_large_for_memory_is_a_resource_error():
     prob = dda.DDAProblem(geometry.Sphere(), m=(1.5,), eq_rad=1.0, grid=64)
     with pytest.raises(ResourceError, match="orientation batch"):
         average(prob, OrientationAverage(beta_levels=(2, 2), gamma_levels=(2, 2), eps=0), batch=100_000)
+
+
+def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
+    """An average saved to a checkpoint and resumed with a finer rule solves only the new
+    orientations and gives the uninterrupted finer run's results (to rounding); a checkpoint
+    of another problem is refused."""
+    prob = dda.DDAProblem(
+        geometry.Cylinder(aspect=1.5), m=(1.33 + 0.05j,), eq_rad=1.0, grid=6, theta=(0.0, 90.0)
+    )
+    coarse = OrientationAverage(beta_levels=(2, 2), gamma_levels=(3, 3), eps=0, n_alpha=4)
+    fine = OrientationAverage(beta_levels=(3, 3), gamma_levels=(3, 3), eps=0, n_alpha=4)
+    path = tmp_path / "avg.npz"
+    first = average(prob, coarse, TIGHT, checkpoint=path)
+    assert path.exists() and not (tmp_path / "avg.npz.tmp").exists()
+    resumed = average(prob, fine, TIGHT, checkpoint=path)
+    assert resumed.timings["resumed_orientations"] == first.n_orientations
+    straight = average(prob, fine, TIGHT)
+    assert resumed.n_orientations == straight.n_orientations
+    assert resumed.Cext == pytest.approx(straight.Cext, rel=1e-12)
+    np.testing.assert_allclose(resumed.mueller, straight.mueller, rtol=1e-10)
+    other = dda.DDAProblem(geometry.Cylinder(aspect=1.5), m=(1.5,), eq_rad=1.0, grid=6, theta=(0.0, 90.0))
+    with pytest.raises(ConfigError, match="checkpoint"):
+        average(other, fine, TIGHT, checkpoint=path)

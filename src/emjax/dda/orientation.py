@@ -31,6 +31,7 @@ import time
 import warnings
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +41,7 @@ from .. import krylov
 from ..backend import check_memory, device_memory_bytes, precision, precision_scope
 from ..errors import ConfigError, require_int
 from ..scattering import OrientationAverage, euler_matrix, mueller_from_amplitude, scattering_basis
-from . import interaction, observables
+from . import average_checkpoint, interaction, observables
 from .averaged import AveragedResult
 from .matvec import DDAOperator
 from .solve import _KRYLOV_VECTORS, DDAProblem
@@ -92,6 +93,7 @@ def average(
     max_batch: int | None = None,
     progress: Callable[[str, int, float], None] | None = None,
     variant: str = "pruned",
+    checkpoint: str | Path | None = None,
 ) -> AveragedResult:
     """Average the DDA over random orientation of ``problem``'s particle.
 
@@ -103,7 +105,9 @@ def average(
     polarizations) at a time. ``progress(label, iterations, residual)`` is
     called between solver chunks. ``problem.orientation`` must be (0, 0, 0); ``problem.phi``
     is not used (random orientation makes the averaged Mueller matrix the same in every
-    scattering plane).
+    scattering plane). ``checkpoint``: an ``.npz`` file updated after every batch; a run
+    given an existing one resumes from it (same problem, any quadrature; see
+    :mod:`emjax.dda.average_checkpoint`).
     """
     q = quadrature or OrientationAverage()
     if not isinstance(q, OrientationAverage):
@@ -121,7 +125,7 @@ def average(
     if variant not in interaction.LAYOUTS:
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
     with precision_scope():
-        return _average(problem, q, solver, batch, max_batch, progress, variant)
+        return _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint)
 
 
 class _Directions:
@@ -147,7 +151,7 @@ class _Directions:
         self.lab = np.concatenate(dirs)
 
 
-def _average(problem, q, solver, batch, max_batch, progress, variant):
+def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint):
     t_start = time.perf_counter()
     timings = {"solve_s": 0.0, "far_field_s": 0.0}
     cdt = precision(problem.precision).complex
@@ -185,6 +189,13 @@ def _average(problem, q, solver, batch, max_batch, progress, variant):
         nodes_per_batch = max(1, min(max_batch, fit))
 
     results: dict = {}  # key -> per-node record
+    fp = average_checkpoint.fingerprint(problem, q.n_alpha, solver)
+    if checkpoint is not None:
+        for (beta, gamma), rec in average_checkpoint.load(checkpoint, fp).items():
+            key = q.key(beta, gamma)
+            if key is not None:
+                results.setdefault(key, rec)
+        timings["resumed_orientations"] = len(results)
 
     def solve_nodes(keys, label):
         t_solve = time.perf_counter()
@@ -258,6 +269,8 @@ def _average(problem, q, solver, batch, max_batch, progress, variant):
             chunk = todo[start : start + nodes_per_batch]
             label = f"orientations {start + 1}-{start + len(chunk)} of {len(todo)} (levels {jb},{jg})"
             solve_nodes(chunk, label)
+            if checkpoint is not None:
+                average_checkpoint.save(checkpoint, fp, {q.angles(key): rec for key, rec in results.items()})
         total = _integrate(results, w)
         err_b = _change(total, _integrate(results, q.weights(jb - 1, jg))) if jb > 1 else float("inf")
         err_g = _change(total, _integrate(results, q.weights(jb, jg - 1))) if q.n_fold and jg > 1 else 0.0
