@@ -174,7 +174,10 @@ def _average_log(result, command, notes) -> str:
         "",
         "Timing:",
         f"  total: {result.seconds:.4f} s",
-        *(f"  {k}: {float(v):.4f} s" for k, v in result.timings.items()),
+        *(
+            f"  {k}: {float(v):.4f} s" if k.endswith("_s") else f"  {k}: {v}"
+            for k, v in result.timings.items()
+        ),
     ]
     return "\n".join(out) + "\n"
 
