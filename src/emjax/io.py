@@ -52,6 +52,43 @@ def _pad_histories(histories) -> np.ndarray:
     return out
 
 
+def _result_attrs(result, title: str) -> dict:
+    """Attributes shared by fixed-orientation and averaged DDA datasets."""
+    prob, lat = result.problem, result.lattice
+    ms = np.asarray(prob.refractive_indices(), dtype=complex)
+    return {
+        "title": title,
+        "emjax_version": _version(),
+        "conventions": CONVENTIONS,
+        "Cext": result.Cext,
+        "Cabs": result.Cabs,
+        "Csca": result.Csca,
+        "Qext": result.Qext,
+        "Qabs": result.Qabs,
+        "Qsca": result.Qsca,
+        "Csca_integrated": result.Csca_integrated,
+        "g_unpolarized": result.g,
+        "a_eq": result.a_eq,
+        "size_parameter": prob.k * result.a_eq,
+        "n_dipoles": lat.n_dipoles,
+        "grid": np.asarray(lat.shape, dtype=np.int64),
+        "dipole_size": lat.d,
+        "wavelength": float(prob.wavelength),
+        # one string (a 1-element list would read back as a plain string)
+        "refractive_index": ", ".join(_complex_str(m) for m in ms),
+        "shape": prob.shape.name,
+        "shape_spec": repr(prob.shape),
+        "polarizability": repr(prob.polarizability),
+        "precision": prob.precision,
+    }
+
+
+def _with_timings(attrs: dict, result) -> dict:
+    """``attrs`` plus ``timing_*`` entries, without None values (NetCDF cannot store them)."""
+    attrs = {**attrs, **{f"timing_{key}": float(val) for key, val in result.timings.items()}}
+    return {k: v for k, v in attrs.items() if v is not None}
+
+
 def dda_to_xarray(result):
     """A :class:`~emjax.dda.DDAResult` as an ``xarray.Dataset``.
 
@@ -160,32 +197,10 @@ def dda_to_xarray(result):
         "domain": ("domain", np.arange(alpha.shape[-1])),
     }
     attrs = {
-        "title": "emjax DDA result",
-        "emjax_version": _version(),
-        "conventions": CONVENTIONS,
-        "Cext": result.Cext,
-        "Cabs": result.Cabs,
-        "Csca": result.Csca,
-        "Qext": result.Qext,
-        "Qabs": result.Qabs,
-        "Qsca": result.Qsca,
-        "Csca_integrated": result.Csca_integrated,
-        "g_unpolarized": result.g,
-        "a_eq": result.a_eq,
-        "size_parameter": prob.k * result.a_eq,
-        "n_dipoles": lat.n_dipoles,
-        "grid": np.asarray(lat.shape, dtype=np.int64),
-        "dipole_size": lat.d,
+        **_result_attrs(result, "emjax DDA result"),
         "size_x": lat.size_x,
         "dipoles_per_wavelength": prob.wavelength / lat.d,
-        "wavelength": float(prob.wavelength),
-        # one string (a 1-element list would read back as a plain string)
-        "refractive_index": ", ".join(_complex_str(m) for m in ms),
-        "shape": prob.shape.name,
-        "shape_spec": repr(prob.shape),
-        "polarizability": repr(prob.polarizability),
         "orientation": np.asarray(prob.orientation, dtype=float),
-        "precision": prob.precision,
         "volume_correction": int(bool(prob.volume_correction)),
         "iterations": np.asarray(result.iterations, dtype=np.int64),
         "converged": np.asarray(result.converged, dtype=np.int8),
@@ -193,10 +208,7 @@ def dda_to_xarray(result):
         "solver_messages": [str(m) for m in result.solver_messages],
         "seconds": float(result.seconds),
     }
-    for key, val in result.timings.items():
-        attrs[f"timing_{key}"] = float(val)
-    attrs = {k: v for k, v in attrs.items() if v is not None}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return xr.Dataset(data, coords=coords, attrs=_with_timings(attrs, result))
 
 
 def averaged_to_xarray(result):
@@ -209,8 +221,7 @@ def averaged_to_xarray(result):
     """
     import xarray as xr
 
-    prob, lat, q = result.problem, result.lattice, result.quadrature
-    ms = np.asarray(prob.refractive_indices(), dtype=complex)
+    q = result.quadrature
     length2 = {"units": "length^2"}
     one = {"units": "1"}
     per = ("orientation", "polarization")
@@ -246,28 +257,7 @@ def averaged_to_xarray(result):
         "col": ("col", np.arange(1, 5)),
     }
     attrs = {
-        "title": "emjax DDA result, averaged over random orientation",
-        "emjax_version": _version(),
-        "conventions": CONVENTIONS,
-        "Cext": result.Cext,
-        "Cabs": result.Cabs,
-        "Csca": result.Csca,
-        "Qext": result.Qext,
-        "Qabs": result.Qabs,
-        "Qsca": result.Qsca,
-        "Csca_integrated": result.Csca_integrated,
-        "g_unpolarized": result.g,
-        "a_eq": result.a_eq,
-        "size_parameter": prob.k * result.a_eq,
-        "n_dipoles": lat.n_dipoles,
-        "grid": np.asarray(lat.shape, dtype=np.int64),
-        "dipole_size": lat.d,
-        "wavelength": float(prob.wavelength),
-        "refractive_index": ", ".join(_complex_str(m) for m in ms),
-        "shape": prob.shape.name,
-        "shape_spec": repr(prob.shape),
-        "polarizability": repr(prob.polarizability),
-        "precision": prob.precision,
+        **_result_attrs(result, "emjax DDA result, averaged over random orientation"),
         "quadrature": repr(q),
         "n_orientations": result.n_orientations,
         "n_alpha": q.n_alpha,
@@ -277,10 +267,7 @@ def averaged_to_xarray(result):
         "all_converged": int(result.all_converged),
         "seconds": float(result.seconds),
     }
-    for key, val in result.timings.items():
-        attrs[f"timing_{key}"] = float(val)
-    attrs = {k: v for k, v in attrs.items() if v is not None}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return xr.Dataset(data, coords=coords, attrs=_with_timings(attrs, result))
 
 
 def _split_complex(ds):

@@ -126,6 +126,10 @@ def write_adda_outputs(result, folder, command: str | None = None, notes: dict |
     }
     if len(result.phi) > 1:
         files["mueller_scatgrid"] = _scatgrid_text(result)
+    return _write_files(folder, files)
+
+
+def _write_files(folder: Path, files: dict) -> list[Path]:
     paths = []
     for name, text in files.items():
         p = folder / name
@@ -217,9 +221,4 @@ def write_adda_average_outputs(
         "log": _average_log(result, command, notes),
         "log_orient_avg": _orient_table(result),
     }
-    paths = []
-    for name, text in files.items():
-        p = folder / name
-        p.write_text(text)
-        paths.append(p)
-    return paths
+    return _write_files(folder, files)

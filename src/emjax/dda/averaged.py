@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..scattering import OrientationAverage
-from .solve import DDAProblem
+from .solve import DDAProblem, Efficiencies
 
 
 @dataclass(frozen=True, eq=False)
-class AveragedResult:
+class AveragedResult(Efficiencies):
     """Orientation-averaged DDA result and the per-orientation results it came from.
 
     Per-orientation arrays run over the solved (beta, gamma) nodes (alpha = 0) and have a
@@ -56,10 +55,6 @@ class AveragedResult:
         return self._avg(self.Cabs_xy)
 
     @property
-    def Csca(self) -> float:
-        return self.Cext - self.Cabs
-
-    @property
     def Csca_integrated(self) -> float | None:
         return None if self.Csca_int_xy is None else self._avg(self.Csca_int_xy)
 
@@ -68,26 +63,6 @@ class AveragedResult:
         if self.g_xy is None:
             return None
         return self._avg(self.g_xy * self.Csca_int_xy) / self.Csca_integrated
-
-    @property
-    def a_eq(self) -> float:
-        return self.lattice.a_eq
-
-    @property
-    def geometric_cross_section(self) -> float:
-        return math.pi * self.a_eq**2
-
-    @property
-    def Qext(self) -> float:
-        return self.Cext / self.geometric_cross_section
-
-    @property
-    def Qabs(self) -> float:
-        return self.Cabs / self.geometric_cross_section
-
-    @property
-    def Qsca(self) -> float:
-        return self.Csca / self.geometric_cross_section
 
     @property
     def n_orientations(self) -> int:

@@ -149,8 +149,37 @@ class DDAProblem:
         return build_lattice(self.shape, self.plan(), volume_correction=self.volume_correction)
 
 
+class Efficiencies:
+    """Csca, a_eq and efficiencies ``Q = C / (pi a_eq^2)`` of a result with ``Cext``, ``Cabs``
+    and ``lattice`` (shared by :class:`DDAResult` and the orientation-averaged result)."""
+
+    @property
+    def Csca(self) -> float:
+        return self.Cext - self.Cabs
+
+    @property
+    def a_eq(self) -> float:
+        return self.lattice.a_eq
+
+    @property
+    def geometric_cross_section(self) -> float:
+        return math.pi * self.a_eq**2
+
+    @property
+    def Qext(self) -> float:
+        return self.Cext / self.geometric_cross_section
+
+    @property
+    def Qabs(self) -> float:
+        return self.Cabs / self.geometric_cross_section
+
+    @property
+    def Qsca(self) -> float:
+        return self.Csca / self.geometric_cross_section
+
+
 @dataclass(frozen=True, eq=False)
-class DDAResult:
+class DDAResult(Efficiencies):
     """Result of :func:`solve` for one orientation and both incident polarizations.
 
     Per-polarization arrays have a leading axis of 2: index 0 is the incident field
@@ -190,10 +219,6 @@ class DDAResult:
         return float(np.mean(self.Cabs_xy))
 
     @property
-    def Csca(self) -> float:
-        return self.Cext - self.Cabs
-
-    @property
     def Csca_integrated(self) -> float | None:
         return None if self.Csca_int_xy is None else float(np.mean(self.Csca_int_xy))
 
@@ -202,26 +227,6 @@ class DDAResult:
         if self.g_xy is None:
             return None
         return float(np.sum(self.g_xy * self.Csca_int_xy) / np.sum(self.Csca_int_xy))
-
-    @property
-    def a_eq(self) -> float:
-        return self.lattice.a_eq
-
-    @property
-    def geometric_cross_section(self) -> float:
-        return math.pi * self.a_eq**2
-
-    @property
-    def Qext(self) -> float:
-        return self.Cext / self.geometric_cross_section
-
-    @property
-    def Qabs(self) -> float:
-        return self.Cabs / self.geometric_cross_section
-
-    @property
-    def Qsca(self) -> float:
-        return self.Csca / self.geometric_cross_section
 
     @property
     def Cext_optical_theorem(self) -> np.ndarray:
