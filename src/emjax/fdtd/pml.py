@@ -53,18 +53,22 @@ def pad_to(s, axis: int, before: int, after: int):
     return jnp.pad(s, widths)
 
 
-def take_wrapped(f, axis: int, start: int, length: int):
-    """Planes ``start .. start+length-1`` (indices modulo n) along ``axis``."""
+def shifted(f, axis: int, start: int, length: int):
+    """Planes ``start .. start+length-1`` along ``axis``, where the one plane outside the
+    array (``-1`` or ``n``) reads as zero instead of wrapping around.
+
+    Used on a CPML face, which is backed by a PEC wall at i = 0 (= n): the differentiated
+    components are tangential to that wall, so E there is zero; the H plane at -1/2 only
+    enters the update of E on the wall plane itself, which the wall zeroes. A zero pad
+    fuses into the psi update where a wrap-around concatenate was a kernel of its own."""
     n = f.shape[axis]
-    start %= n
-    if start + length <= n:
-        return take(f, axis, start, start + length)
-    return jnp.concatenate([take(f, axis, start, n), take(f, axis, 0, start + length - n)], axis=axis)
+    lo, hi = max(start, 0), min(start + length, n)
+    return pad_to(take(f, axis, lo, hi), axis, lo - start, start + length - hi)
 
 
 def slab_derivative(f, axis: int, start: int, length: int, forward: bool, inv_dx):
     """2nd-order derivative on one slab computed from slices of ``f`` alone, so that the
     full-size derivative keeps a single consumer (the bulk update) and stays fused."""
     if forward:
-        return (take_wrapped(f, axis, start + 1, length) - take(f, axis, start, start + length)) * inv_dx
-    return (take(f, axis, start, start + length) - take_wrapped(f, axis, start - 1, length)) * inv_dx
+        return (shifted(f, axis, start + 1, length) - take(f, axis, start, start + length)) * inv_dx
+    return (take(f, axis, start, start + length) - shifted(f, axis, start - 1, length)) * inv_dx
