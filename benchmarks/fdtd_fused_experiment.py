@@ -17,7 +17,6 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 
 def roll(f, s, ax):
@@ -150,8 +149,6 @@ def main():
                 fh.write(json.dumps(r) + "\n")
 
 
-
-
 def emjax_cases(n, precisions, hlo_dir):
     """emjax's own step (bench fdtd) beside the minimal loops, and its compiled HLO."""
     from emjax import fdtd
@@ -169,9 +166,9 @@ def emjax_cases(n, precisions, hlo_dir):
                 src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
                 sim = fdtd.Simulation(g, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),))
                 orig = S._advance
-                captured = {}
+                captured: dict = {}
 
-                def spy(plan, arrays, state, steps, _o=orig):
+                def spy(plan, arrays, state, steps, _o=orig, captured=captured):
                     captured["txt"] = _o.lower(plan, arrays, state, steps).compile().as_text()
                     return _o(plan, arrays, state, steps)
 

@@ -26,7 +26,6 @@ from .spec import Simulation
 from .tfsf import TFSF
 from .update import d_backward, d_forward
 
-
 # How CPML corrections and sources reach the fields: None = by backend (_inplace_default);
 # a tuple of three bools forces it per axis (x: also the sources). Tests compare the ways.
 INPLACE = None
