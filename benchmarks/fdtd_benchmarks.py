@@ -8,14 +8,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from emjax.bench import copy_bandwidth, fdtd_benchmark, record
+from emjax.bench import copy_bandwidth, fdtd_benchmark, record, stream_bandwidth
 
 CASES = [
     ("periodic", 2, "vacuum"),
     ("cpml", 2, "vacuum"),
     ("pec", 2, "vacuum"),
     ("cpml", 2, "dielectric"),
+    ("cpml", 2, "drude"),
     ("periodic", 4, "vacuum"),
+    ("cpml", 4, "vacuum"),
 ]
 
 
@@ -26,7 +28,7 @@ def main(argv=None):
     ap.add_argument("--precisions", nargs="+", default=["single", "double"])
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    bw = copy_bandwidth()  # once per sweep, not once per case
+    bw, copy = stream_bandwidth(), copy_bandwidth()  # once per sweep, not once per case
     rows = []
     for n in args.sizes:
         for p in args.precisions:
@@ -50,6 +52,7 @@ def main(argv=None):
                     order,
                     material,
                     bandwidth=bw,
+                    copy=copy,
                 )
 
 

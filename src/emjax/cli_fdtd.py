@@ -176,7 +176,7 @@ def add_parsers(sub, bench) -> None:
     b.add_argument("--precision", default="single", choices=["single", "double"])
     b.add_argument("--boundary", default="cpml", choices=["cpml", "pec", "periodic"])
     b.add_argument("--order", type=int, default=2, choices=[2, 4])
-    b.add_argument("--material", default="vacuum", choices=["vacuum", "dielectric"])
+    b.add_argument("--material", default="vacuum", choices=["vacuum", "dielectric", "drude"])
     b.add_argument("--json", action="store_true")
 
 
@@ -250,6 +250,6 @@ def cmd_bench_fdtd(args) -> int:
             print(
                 f"FDTD {n}^3 {args.precision} {args.boundary} order {args.order}: "
                 f"{r['cells_per_s'] / 1e9:.2f} G cell/s, {r['bytes_per_cell']} B/cell, "
-                f"{r['bandwidth_fraction']:.0%} of copy bandwidth on {r['device']}"
+                f"{r['bandwidth_fraction']:.0%} of the stream bandwidth on {r['device']}"
             )
     return 0

@@ -9,11 +9,12 @@ from emjax.fdtd import simulation as S
 from emjax.materials import Dispersive, DrudePole, LorentzPole
 
 
-def _sim():
+def _sim(order=2):
     shape = (30, 28, 26)
     g = fdtd.Grid(
         shape,
         dx=1.0,
+        order=order,
         boundary=(fdtd.CPML(6), fdtd.CPML(5, kappa_max=3.0), fdtd.CPML(7)),
         precision="double",
     )
@@ -37,9 +38,12 @@ def _sim():
     )
 
 
-@pytest.mark.parametrize("inplace", [(True, True, True), (True, False, True), (False, True, False)])
-def test_inplace_equals_padded(monkeypatch, inplace):
-    sim = _sim()
+@pytest.mark.parametrize(
+    "inplace, order",
+    [((True, True, True), 2), ((True, False, True), 2), ((False, True, False), 2), ((True, True, True), 4)],
+)
+def test_inplace_equals_padded(monkeypatch, inplace, order):
+    sim = _sim(order)
     monkeypatch.setattr(S, "INPLACE", (False, False, False))
     ref = fdtd.run(sim, 80, chunk=40)
     monkeypatch.setattr(S, "INPLACE", inplace)

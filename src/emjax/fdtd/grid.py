@@ -103,8 +103,8 @@ class Grid:
                     f"axis {'xyz'[ax]}: {n} cells cannot hold a {bd.thickness}-cell "
                     f"CPML on both faces (need >= {2 * bd.thickness + 2})"
                 )
-            if self.order == 4 and not isinstance(bd, Periodic):
-                raise ConfigError("order=4 is implemented for periodic boundaries only (so far)")
+            if self.order == 4 and not isinstance(bd, Periodic) and n < 4:
+                raise ConfigError(f"axis {'xyz'[ax]}: order=4 next to a wall needs >= 4 cells, got {n}")
         limit = COURANT_LIMIT[self.order] / math.sqrt(max(self.dimensions, 1))
         if self.courant is None:
             object.__setattr__(self, "courant", 0.99 * limit)

@@ -3,9 +3,13 @@
 In a CPML along axis ``a`` every derivative ``d_a f`` in the curls becomes
 ``d_a f / kappa + psi``, with ``psi <- b psi + c d_a f``, ``b = exp(-(sigma/kappa + alpha) dt)``,
 ``c = sigma (b - 1) / (sigma kappa + kappa^2 alpha)`` (eps0 = 1). Only the two slabs of
-``thickness`` cells hold ``psi``; the correction ``(1/kappa - 1) d_a f + psi`` is computed on
-the slabs and padded with zeros to the full array inside the same expression as the bulk
-update, so XLA fuses it into one pass (DESIGN.md: ``.at[].add`` costs a pass per slab).
+``thickness`` cells hold ``psi``; the correction ``(1/kappa - 1) d_a f + psi`` (``psi`` alone
+with kappa = 1) is computed on the slabs and, on a GPU, padded with zeros to the full array
+inside the same expression as the bulk update, so XLA fuses it into one pass (``.at[].add``
+after it copies the array there); on the CPU it is added to the slabs in place
+(simulation._inplace_default). With the 4th-order stencil the slab derivatives and the
+planes next to the wall use the fields' images across the PEC wall (``imaged``,
+``wall_terms_4``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .grid import CPML
+from .update import C1, C3
 
 
 def profile(pml: CPML, n: int, dx: float, dt: float, half: bool):
@@ -66,9 +71,53 @@ def shifted(f, axis: int, start: int, length: int):
     return pad_to(take(f, axis, lo, hi), axis, lo - start, start + length - hi)
 
 
-def slab_derivative(f, axis: int, start: int, length: int, forward: bool, inv_dx):
-    """2nd-order derivative on one slab computed from slices of ``f`` alone, so that the
-    full-size derivative keeps a single consumer (the bulk update) and stays fused."""
+def imaged(f, axis: int, lo: int, hi: int, forward: bool):
+    """Planes ``lo .. hi-1`` of ``f`` along ``axis``, continued past a PEC wall at i = 0 (= n)
+    by its images: E tangential (``forward``: nodes at i, zero on the wall) is odd,
+    f(-k) = -f(k), f(n+k) = -f(n-k); H tangential (nodes at i + 1/2, stored at i) is even,
+    h[-k] = h[k-1], h[n-1+k] = h[n-k]."""
+    n = f.shape[axis]
+    parts = []
+    for k in range(lo, hi):
+        if 0 <= k < n:
+            if parts and isinstance(parts[-1], list):
+                parts[-1][1] = k + 1
+            else:
+                parts.append([k, k + 1])
+            continue
+        if forward:
+            src, sgn = (-k, -1.0) if k < 0 else ((2 * n - k, -1.0) if k > n else (0, 1.0))
+        else:
+            src, sgn = (-k - 1, 1.0) if k < 0 else (2 * n - 1 - k, 1.0)
+        parts.append(sgn * take(f, axis, src, src + 1))
+    return jnp.concatenate(
+        [take(f, axis, p[0], p[1]) if isinstance(p, list) else p for p in parts], axis=axis
+    )
+
+
+def wall_terms_4(f, axis: int, forward: bool, inv_dx):
+    """[(plane, term)]: what the 4th-order stencil (C3 = -1/24) needs added on the planes
+    next to a PEC wall at i = 0 (= n) where the periodic (wrapped) differences reached
+    across it, so that they use the images instead (see ``imaged``)."""
+    n = f.shape[axis]
+    if forward:  # H update: d(E_t) at i + 1/2 for i = 0 and n - 1
+        t = C3 * inv_dx * (take(f, axis, 1, 2) + take(f, axis, n - 1, n))
+        return [(0, t), (n - 1, -t)]
+    t = C3 * inv_dx * (take(f, axis, n - 1, n) - take(f, axis, 0, 1))  # E update, i = 1, n - 1
+    return [(1, t), (n - 1, t)]
+
+
+def slab_derivative(f, axis: int, start: int, length: int, forward: bool, inv_dx, order: int = 2):
+    """Derivative on one slab computed from slices of ``f`` alone, so that the full-size
+    derivative keeps a single consumer (the bulk update) and stays fused. 4th order
+    (9/8, -1/24) reads two planes beyond the slab, continued by images past the wall."""
+    if order == 4:
+        lo = start - 1 if forward else start - 2
+        e = imaged(f, axis, lo, lo + length + 3, forward)
+        return (
+            C1 * (take(e, axis, 2, length + 2) - take(e, axis, 1, length + 1))
+            + C3 * (take(e, axis, 3, length + 3) - take(e, axis, 0, length))
+        ) * inv_dx
     if forward:
         return (shifted(f, axis, start + 1, length) - take(f, axis, start, start + length)) * inv_dx
     return (take(f, axis, start, start + length) - shifted(f, axis, start - 1, length)) * inv_dx

@@ -146,24 +146,30 @@ def _curl(plan, arrays, F, kind, psi):
     new = {}
     slabs = []
 
+    def add(v, out, sign, axis, start, term):
+        if plan.pml_inplace[axis]:
+            slabs.append((out, axis, start, term if sign > 0 else -term))
+            return v
+        n = plan.shape[axis]
+        return v + pml_mod.pad_to(term, axis, start, n - start - term.shape[axis])
+
     def d(f, axis, comp, out, sign):
         v = diff(f, axis, inv_dx, plan.order)
+        if plan.order == 4 and plan.walls[axis]:
+            for start, term in pml_mod.wall_terms_4(f, axis, kind == "H", inv_dx):
+                v = add(v, out, sign, axis, start, term)
         L = plan.pml[axis]
         if L:
             n = plan.shape[axis]
-            for side, (start, before, after) in (("lo", (0, 0, n - L)), ("hi", (n - L, n - L, 0))):
+            for side, start in (("lo", 0), ("hi", n - L)):
                 key = f"{kind}{axis}{comp}{side}"
                 b, c, km1 = arrays[f"pml{kind}{axis}{side}"]
-                vs = pml_mod.slab_derivative(f, axis, start, L, kind == "H", inv_dx)
+                vs = pml_mod.slab_derivative(f, axis, start, L, kind == "H", inv_dx, plan.order)
                 p = b * psi[key] + c * vs
                 new[key] = p
                 # with kappa = 1 (the default) the correction is psi alone: the bulk pass
                 # then reads the new psi and need not recompute the slab derivative
-                term = km1 * vs + p if plan.pml_kappa[axis] else p
-                if plan.pml_inplace[axis]:
-                    slabs.append((out, axis, start, term if sign > 0 else -term))
-                else:
-                    v = v + pml_mod.pad_to(term, axis, before, after)
+                v = add(v, out, sign, axis, start, km1 * vs + p if plan.pml_kappa[axis] else p)
         return v
 
     Fx, Fy, Fz = F

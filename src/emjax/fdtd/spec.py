@@ -72,6 +72,8 @@ class Simulation:
             s.check(self.grid.shape)
         if sum(isinstance(s, TFSF) for s in self.sources) > 1:
             raise ConfigError("at most one TFSF source per simulation")
+        if self.grid.order != 2 and any(isinstance(s, TFSF) for s in self.sources):
+            raise ConfigError("TFSF sources need grid order=2 (its 1-D incident grid is 2nd order)")
         if self.dispersive is not None:
             mat, mask = self.dispersive
             if (
