@@ -207,7 +207,7 @@ def cmd_fdtd(args, argv) -> int:
         from .plot import plot_fdtd
 
         args.out.mkdir(parents=True, exist_ok=True)
-        save_dataset(fdtd_to_xarray(res), args.out / "result.nc")
+        save_dataset(fdtd_to_xarray(res, boxes), args.out / "result.nc")
         plot_fdtd(res, args.out / "fdtd.png")
         if boxes:
             (args.out / "flux_boxes.json").write_text(json.dumps(boxes, indent=1))

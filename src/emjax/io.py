@@ -317,8 +317,11 @@ def save_dataset(ds, path) -> Path:
     return path
 
 
-def fdtd_to_xarray(result):
-    """FDTD result -> Dataset: probe time series, DFT flux spectra, final fields' mid-z slice."""
+def fdtd_to_xarray(result, boxes=()):
+    """FDTD result -> Dataset: probe time series, DFT flux spectra, final fields' mid-z slice,
+    and per closed flux box (``boxes``: dicts as ``emjax fdtd`` makes them, with
+    "frequencies", "outward_flux" and, under a TF/SF source, "flux_over_incident_intensity")
+    ``box{b}_outward_flux`` and ``box{b}_cross_section`` over ``box_frequency{b}``."""
     import xarray as xr
 
     sim = result.simulation
@@ -330,6 +333,20 @@ def fdtd_to_xarray(result):
     for i, mon in enumerate(sim.monitors):
         data[f"flux{i}"] = ((f"frequency{i}",), result.flux(i), {"units": "power / length^2 (c = 1)"})
         coords[f"frequency{i}"] = (f"frequency{i}", np.asarray(mon.frequencies), {"units": "1 / length"})
+    for b, box in enumerate(boxes):
+        dim = f"box_frequency{b}"
+        coords[dim] = (dim, np.asarray(box["frequencies"]), {"units": "1 / length"})
+        data[f"box{b}_outward_flux"] = ((dim,), np.asarray(box["outward_flux"]), {"units": "power (c = 1)"})
+        if "flux_over_incident_intensity" in box:
+            data[f"box{b}_cross_section"] = (
+                (dim,),
+                np.asarray(box["flux_over_incident_intensity"]),
+                {
+                    "units": "length^2",
+                    "long_name": "outward flux / incident intensity: the scattering cross section "
+                    "for a box outside the TF/SF box, minus the absorption cross section inside it",
+                },
+            )
     E = np.asarray(result.E)
     data["E_mid_z"] = (("component", "x", "y"), E[:, :, :, g.shape[2] // 2], {"units": "natural"})
     attrs = {

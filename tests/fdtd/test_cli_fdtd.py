@@ -1,8 +1,10 @@
 """`emjax fdtd CONFIG.toml` and `emjax bench fdtd` in-process."""
 
+import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import xarray as xr
 
@@ -51,9 +53,14 @@ def test_fdtd_tfsf_flux_box_config(tmp_path, capsys):
         "[[flux_boxes]]\nlo = [9, 9, 9]\nhi = [27, 27, 27]\nfrequencies = [1.0]\n"
     )
     cfg.write_text(base.replace("{d}", "+x").replace("[0.0, 1.0, 0.0]", "[0.0, 0.0, 1.0]"))
-    assert main(["fdtd", str(cfg), "--json"]) == 0
+    out = tmp_path / "run"
+    assert main(["fdtd", str(cfg), "--json", "--out", str(out)]) == 0
     box = json.loads(capsys.readouterr().out.strip())["flux_boxes"][0]
     assert abs(box["flux_over_incident_intensity"][0]) < 1e-6
+    if importlib.util.find_spec("h5netcdf"):  # the box's spectra are in the NetCDF file too
+        ds = xr.open_dataset(out / "result.nc")
+        np.testing.assert_allclose(ds["box0_cross_section"].values, box["flux_over_incident_intensity"])
+        np.testing.assert_allclose(ds["box_frequency0"].values, [1.0])
     cfg.write_text(base.replace("{d}", "-z"))
     assert main(["fdtd", str(cfg)]) == 1
     assert "direction" in capsys.readouterr().err
