@@ -111,15 +111,15 @@ def build_fdtd(cfg: dict):
             from .scattering import PlaneWave
 
             direction = s.get("direction", "+z")
-            if direction not in ("+x", "+y", "+z"):
+            if direction not in ("+x", "+y", "+z", "-x", "-y", "-z"):
                 raise ConfigError(
-                    f"{where}.direction must be +x, +y or +z (oblique: not yet), got {direction!r}"
+                    f"{where}.direction must be one of +x, +y, +z, -x, -y, -z, got {direction!r}"
                 )
             d = [0.0, 0.0, 0.0]
-            d[AXES[direction[1]]] = 1.0
+            d[AXES[direction[1]]] = 1.0 if direction[0] == "+" else -1.0
             try:
                 wave = PlaneWave(
-                    d, s.get("polarization", [1.0, 0.0, 0.0] if direction != "+x" else [0, 0, 1.0])
+                    d, s.get("polarization", [1.0, 0.0, 0.0] if direction[1] != "x" else [0, 0, 1.0])
                 )
             except ValueError as exc:
                 raise ConfigError(f"{where}: {exc}") from exc

@@ -44,7 +44,8 @@ def test_bench_fdtd_json(capsys):
 
 def test_fdtd_tfsf_flux_box_config(tmp_path, capsys):
     """A TF/SF source and a flux box from TOML; with no scatterer the box sees no flux (the
-    TF/SF box does not leak), and a bad direction is refused with the field named."""
+    TF/SF box does not leak) for forward and backward incidence, and a bad direction is
+    refused with the field named."""
     cfg = tmp_path / "t.toml"
     base = (
         "[grid]\nshape = [36, 36, 36]\ndx = 0.05\npml_thickness = 6\n[run]\nsteps = 150\n"
@@ -57,10 +58,16 @@ def test_fdtd_tfsf_flux_box_config(tmp_path, capsys):
     assert main(["fdtd", str(cfg), "--json", "--out", str(out)]) == 0
     box = json.loads(capsys.readouterr().out.strip())["flux_boxes"][0]
     assert abs(box["flux_over_incident_intensity"][0]) < 1e-6
+    cfg.write_text(base.replace("{d}", "-y").replace("[0.0, 1.0, 0.0]", "[1.0, 0.0, 0.0]"))
+    assert main(["fdtd", str(cfg), "--json"]) == 0
+    assert (
+        abs(json.loads(capsys.readouterr().out.strip())["flux_boxes"][0]["flux_over_incident_intensity"][0])
+        < 1e-6
+    )
     if importlib.util.find_spec("h5netcdf"):  # the box's spectra are in the NetCDF file too
         ds = xr.open_dataset(out / "result.nc")
         np.testing.assert_allclose(ds["box0_cross_section"].values, box["flux_over_incident_intensity"])
         np.testing.assert_allclose(ds["box_frequency0"].values, [1.0])
-    cfg.write_text(base.replace("{d}", "-z"))
+    cfg.write_text(base.replace("{d}", "+w"))
     assert main(["fdtd", str(cfg)]) == 1
     assert "direction" in capsys.readouterr().err

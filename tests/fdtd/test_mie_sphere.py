@@ -15,22 +15,54 @@ FREQS = 1 / np.linspace(1.25, 0.8, 9)
 STEPS = 3000
 
 
-def test_tfsf_box_does_not_leak():
-    """Plane wave in an empty TF/SF box: the field outside is zero to rounding (the 1-D
-    auxiliary grid has the 3-D grid's dispersion exactly), inside it is the pulse."""
+@pytest.mark.parametrize(
+    "direction, pol",
+    [((0, 0, 1), (1, 0, 0)), ((0, 0, -1), (0, 1, 0)), ((-1, 0, 0), (0, 0, 1)), ((0, -1, 0), (1, 0, 1))],
+)
+def test_tfsf_box_does_not_leak(direction, pol):
+    """Plane wave in an empty TF/SF box, forward and backward incidence: the field outside
+    is zero to rounding (the 1-D auxiliary grid, mirrored for backward incidence, has the
+    3-D grid's dispersion exactly); inside it is the pulse, arriving first at the entry
+    face and one cell later per c dt / courant further on, as a wave along ``direction``."""
     g = fdtd.Grid((40, 40, 40), dx=0.05, boundary=fdtd.CPML(8), precision="double")
-    src = TFSF((12, 12, 12), (28, 28, 28), PlaneWave((0, 0, 1), (1, 0, 0)), fdtd.GaussianPulse(1.0, 0.5))
+    wave = PlaneWave(direction, np.asarray(pol) / np.linalg.norm(pol))
+    src = TFSF((12, 12, 12), (28, 28, 28), wave, fdtd.GaussianPulse(1.0, 0.5))
+    a = int(np.argmax(np.abs(direction)))
+    comp = int(np.argmax(np.abs(pol)))
+    near, far = [20, 20, 20], [20, 20, 20]
+    near[a], far[a] = (14, 26) if direction[a] > 0 else (26, 14)
     probes = (
-        fdtd.Probe((20, 20, 20), 0),
-        fdtd.Probe((20, 20, 32), 0),
-        fdtd.Probe((20, 10, 20), 0),
-        fdtd.Probe((20, 20, 9), 0),
+        fdtd.Probe((20, 20, 20), comp),
+        fdtd.Probe((20, 20, 32), comp),
+        fdtd.Probe((20, 10, 20), comp),
+        fdtd.Probe((20, 20, 9), comp),
         fdtd.Probe((31, 31, 31), 1),
+        fdtd.Probe((8, 20, 20), comp),
+        fdtd.Probe(tuple(near), comp),
+        fdtd.Probe(tuple(far), comp),
     )
     r = fdtd.run(fdtd.Simulation(g, sources=(src,), probes=probes), 400)
     peak = np.max(np.abs(r.probes), axis=0)
     assert peak[0] > 0.5
-    assert np.all(peak[1:] < 1e-12 * peak[0])
+    assert np.all(peak[1:6] < 1e-12 * peak[0])
+    # the pulse peak moves along the direction: 12 cells at the grid's group velocity
+    t_near, t_far = (np.argmax(np.abs(r.probes[:, k])) * g.dt for k in (6, 7))
+    assert (t_far - t_near) == pytest.approx(12 * g.dx, rel=0.05)
+    # polarization: E at the centre is pol times one time profile
+    centre = np.stack(
+        [
+            fdtd.run(
+                fdtd.Simulation(
+                    g, sources=(src,), probes=tuple(fdtd.Probe((20, 20, 20), c) for c in range(3))
+                ),
+                250,
+            ).probes[:, c]
+            for c in range(3)
+        ]
+    )
+    ref = centre[comp] / pol[comp]
+    for c in range(3):
+        np.testing.assert_allclose(centre[c], pol[c] * ref, atol=1e-12 * np.abs(ref).max())
 
 
 @pytest.fixture(scope="module")

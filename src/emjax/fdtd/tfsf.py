@@ -1,9 +1,11 @@
-"""Total-field/scattered-field plane-wave source on a box, incidence along +x, +y or +z.
+"""Total-field/scattered-field plane-wave source on a box, incidence along +-x, +-y or +-z.
 
 The incident wave is the same :class:`emjax.scattering.PlaneWave` object DDA uses (its
-direction must be a coordinate axis; the polarization any transverse vector). It is computed
-in lockstep on a 1-D auxiliary Yee grid with the same dx and dt, so it has exactly the 3-D
-grid's numerical dispersion and the box leaks only at rounding level.
+direction must be a coordinate axis, either way; the polarization any transverse vector). It
+is computed in lockstep on a 1-D auxiliary Yee grid with the same dx and dt, so it has
+exactly the 3-D grid's numerical dispersion and the box leaks only at rounding level. For
+backward incidence the 1-D grid is mirrored: aux coordinate s = c0 - x with its source 2
+cells beyond ``hi``, so E nodes map to E nodes and H nodes to H nodes exactly.
 
 With ``m`` the indicator of the total-field box (E and H nodes whose position, in cells, lies
 in ``[lo, hi - 1]`` along every axis), the consistent updates add
@@ -41,10 +43,10 @@ class TFSF:
             raise ConfigError("TFSF.wave must be an emjax.scattering.PlaneWave")
         d = self.wave.direction
         axis = int(np.argmax(np.abs(d)))
-        if not np.isclose(d[axis], 1.0):
+        if not np.isclose(abs(d[axis]), 1.0):
             raise ConfigError(
-                "TFSF: only incidence along +x, +y or +z is implemented (oblique and "
-                f"backward incidence are not yet); got direction {tuple(d)}"
+                "TFSF: incidence along +-x, +-y or +-z is implemented (oblique incidence is "
+                f"not yet); got direction {tuple(d)}"
             )
         if np.any(np.abs(np.imag(self.wave.polarization)) > 0):
             raise ConfigError("TFSF: linear (real) polarization only")
@@ -54,6 +56,11 @@ class TFSF:
     @property
     def axis(self) -> int:
         return int(np.argmax(np.abs(self.wave.direction)))
+
+    @property
+    def backward(self) -> bool:
+        """Incidence along -axis (the 1-D grid is mirrored)."""
+        return bool(self.wave.direction[self.axis] < 0)
 
     def check(self, shape):
         for ax in range(3):
@@ -80,9 +87,14 @@ def aux_length(src: TFSF, shape, steps: int, courant: float) -> int:
     return shape[src.axis] + 4 + int(np.ceil(steps * courant)) + 8
 
 
-def _offset(src: TFSF) -> int:
-    """aux index = grid index along the axis + offset; the aux source sits 2 cells before lo."""
-    return 2 - src.lo[src.axis]
+def _aux_index(src: TFSF, n: int, kind: str) -> np.ndarray:
+    """1-D grid index of each 3-D node along the axis (E nodes at i, H nodes at i + 1/2);
+    the aux source (index 0) sits 2 cells before the entry face (lo, or hi when backward)."""
+    i = np.arange(n)
+    if not src.backward:
+        return i + 2 - src.lo[src.axis]
+    c0 = src.hi[src.axis] + 2  # s = c0 - x: E at x = i -> s = c0 - i; H at i + 1/2 -> c0 - i - 1
+    return c0 - i - (1 if kind == "H" else 0)
 
 
 def aux_step_h(src, e1, h1, courant):
@@ -127,9 +139,8 @@ def incident_fields(src: TFSF, shape, e1, h1, kind: str):
     """
     a = src.axis
     n = shape[a]
-    off = _offset(src)
     dtype = e1.dtype
-    idx = np.arange(n) + off  # grid nodes before the aux source see no incident field
+    idx = _aux_index(src, n, kind)  # grid nodes behind the aux source see no incident field
     src_line = e1 if kind == "E" else h1
     line = jnp.where(jnp.asarray(idx >= 0), src_line[np.clip(idx, 0, None)], 0)
     if kind == "E":
