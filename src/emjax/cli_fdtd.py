@@ -1,7 +1,8 @@
 """``emjax fdtd CONFIG.toml`` and ``emjax bench fdtd``: TOML -> fdtd objects -> run -> files.
 
 Config keys (see examples/fdtd_dipole.toml): [grid] shape, dx, order, boundary
-("cpml" | "pec" | "periodic" or one per axis), pml_thickness, courant, precision;
+("cpml" | "pec" | "periodic" or one per axis), pml_thickness, pml_sides ("both" | "low" |
+"high", or one per axis: a CPML face may be a bare PEC wall), courant, precision;
 [run] steps, chunk, checkpoint; [[sources]] type "dipole" (index, component) or "plane"
 (axis, index, component), waveform "gaussian" (frequency, bandwidth) | "ricker" (frequency)
 | "cw" (frequency, ramp), amplitude; [[probes]] index, component, field; [[monitors]] axis,
@@ -56,15 +57,23 @@ def build_fdtd(cfg: dict):
 
     _known(cfg, {"grid", "run", "sources", "probes", "monitors", "blocks", "flux_boxes"}, "config")
     g = dict(cfg.get("grid", {}))
-    _known(g, {"shape", "dx", "order", "boundary", "pml_thickness", "courant", "precision"}, "[grid]")
+    _known(
+        g,
+        {"shape", "dx", "order", "boundary", "pml_thickness", "pml_sides", "courant", "precision"},
+        "[grid]",
+    )
     if "shape" not in g or "dx" not in g:
         raise ConfigError("[grid] needs shape = [nx, ny, nz] and dx")
     names = g.get("boundary", "cpml")
     names = names if isinstance(names, list) else [names] * 3
+    sides = g.get("pml_sides", "both")
+    sides = sides if isinstance(sides, list) else [sides] * 3
+    if len(sides) != 3:
+        raise ConfigError(f"[grid].pml_sides must be one value or three, got {sides!r}")
     bds = []
-    for name in names:
+    for name, side in zip(names, sides):
         if name == "cpml":
-            bds.append(fdtd.CPML(g.get("pml_thickness", 10)))
+            bds.append(fdtd.CPML(g.get("pml_thickness", 10), sides=side))
         elif name in ("pec", "periodic"):
             bds.append(fdtd.PEC() if name == "pec" else fdtd.Periodic())
         else:

@@ -15,7 +15,7 @@ def _sim(order=2):
         shape,
         dx=1.0,
         order=order,
-        boundary=(fdtd.CPML(6), fdtd.CPML(5, kappa_max=3.0), fdtd.CPML(7)),
+        boundary=(fdtd.CPML(6), fdtd.CPML(5, kappa_max=3.0, sides="low"), fdtd.CPML(7, sides="high")),
         precision="double",
     )
     rng = np.random.default_rng(3)

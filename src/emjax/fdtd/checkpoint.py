@@ -21,6 +21,7 @@ def fingerprint(plan) -> str:
             plan.dt,
             plan.order,
             plan.pml,
+            plan.pml_faces,
             plan.walls,
             len(plan.probes),
             len(plan.monitors),

@@ -35,7 +35,9 @@ class PEC:
 
 @dataclass(frozen=True)
 class CPML:
-    """Convolutional PML of ``thickness`` cells on both faces, backed by PEC.
+    """Convolutional PML of ``thickness`` cells backed by PEC, on both faces of its axis or,
+    with ``sides = "low"`` or ``"high"``, on one face only (the other is a bare PEC wall:
+    e.g. a ground plane below and open space above).
 
     Graded profiles with depth ``u`` in [0, 1]: ``sigma = sigma_max u**order``,
     ``kappa = 1 + (kappa_max - 1) u**order``, ``alpha = alpha_max (1 - u)``;
@@ -47,10 +49,18 @@ class CPML:
     sigma_max: float | None = None
     kappa_max: float = 1.0
     alpha_max: float = 0.05
+    sides: str = "both"
 
     name = "cpml"
 
+    @property
+    def faces(self) -> tuple:
+        """("lo", "hi"), ("lo",) or ("hi",)."""
+        return {"both": ("lo", "hi"), "low": ("lo",), "high": ("hi",)}[self.sides]
+
     def __post_init__(self):
+        if self.sides not in ("both", "low", "high"):
+            raise ConfigError(f"CPML.sides must be 'both', 'low' or 'high', got {self.sides!r}")
         require_int("CPML.thickness", self.thickness, 1, 10_000)
         require_range("CPML.order", self.order, 1.0, 10.0)
         if self.sigma_max is not None:
@@ -98,10 +108,10 @@ class Grid:
             raise ConfigError("boundary must be Periodic(), PEC(), CPML() or a tuple of three")
         object.__setattr__(self, "boundary", b)
         for ax, (n, bd) in enumerate(zip(shape, b)):
-            if isinstance(bd, CPML) and n < 2 * bd.thickness + 2:
+            if isinstance(bd, CPML) and n < len(bd.faces) * bd.thickness + 2:
                 raise ConfigError(
                     f"axis {'xyz'[ax]}: {n} cells cannot hold a {bd.thickness}-cell "
-                    f"CPML on both faces (need >= {2 * bd.thickness + 2})"
+                    f"CPML on {bd.sides} faces (need >= {len(bd.faces) * bd.thickness + 2})"
                 )
             if self.order == 4 and not isinstance(bd, Periodic) and n < 4:
                 raise ConfigError(f"axis {'xyz'[ax]}: order=4 next to a wall needs >= 4 cells, got {n}")

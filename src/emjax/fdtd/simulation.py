@@ -68,6 +68,7 @@ class _Plan:
     # term in the bulk pass costs XLA:CPU 5x; GPU: in-place slab updates copy the array)
     pml_inplace: tuple = (False, False, False)
     inplace_sources: bool = False  # CPU: in place; GPU: padded into the E pass (_placed)
+    pml_faces: tuple = ((), (), ())  # per axis: the CPML's faces, ("lo", "hi") or one of them
 
 
 def _coefficients(sim: Simulation, dtype):
@@ -93,6 +94,8 @@ def _coefficients(sim: Simulation, dtype):
             shape[ax] = b.thickness
             for kind, half in (("E", False), ("H", True)):
                 for side, coefs in zip(("lo", "hi"), pml_mod.profile(b, g.shape[ax], g.dx, dt, half)):
+                    if side not in b.faces:
+                        continue
                     arrays[f"pml{kind}{ax}{side}"] = tuple(
                         jnp.asarray(v.reshape(shape), dtype) for v in coefs
                     )
@@ -127,7 +130,7 @@ def _initial_state(sim, plan, dtype, initial):
             for kind in "EH":
                 for comp in range(3):
                     if comp != ax:
-                        for side in ("lo", "hi"):
+                        for side in plan.pml_faces[ax]:
                             psi[f"{kind}{ax}{comp}{side}"] = jnp.zeros(shp, dtype)
     cdtype = jnp.result_type(dtype, jnp.complex64)
     dft = tuple(mon_mod.zeros(m, g.shape, cdtype) for m in plan.monitors)
@@ -162,6 +165,8 @@ def _curl(plan, arrays, F, kind, psi):
         if L:
             n = plan.shape[axis]
             for side, start in (("lo", 0), ("hi", n - L)):
+                if side not in plan.pml_faces[axis]:
+                    continue
                 key = f"{kind}{axis}{comp}{side}"
                 b, c, km1 = arrays[f"pml{kind}{axis}{side}"]
                 vs = pml_mod.slab_derivative(f, axis, start, L, kind == "H", inv_dx, plan.order)
@@ -392,6 +397,7 @@ def run(
             tuple(isinstance(b, CPML) and b.kappa_max != 1 for b in g.boundary),
             inplace,
             inplace[0],
+            tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []

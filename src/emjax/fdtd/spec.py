@@ -111,5 +111,5 @@ class Simulation:
         psi = 0
         for ax, b in enumerate(self.grid.boundary):
             if isinstance(b, CPML):
-                psi += 8 * 2 * b.thickness * n // self.grid.shape[ax]
+                psi += 8 * len(b.faces) * b.thickness * n // self.grid.shape[ax]
         return (arrays * n + psi) * item * 2  # x2: XLA's double buffering of the carry
