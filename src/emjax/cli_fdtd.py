@@ -217,7 +217,7 @@ def cmd_fdtd(args, argv) -> int:
 
         args.out.mkdir(parents=True, exist_ok=True)
         save_dataset(fdtd_to_xarray(res, boxes), args.out / "result.nc")
-        plot_fdtd(res, args.out / "fdtd.png")
+        plot_fdtd(res, args.out / "fdtd.png", boxes)
         if boxes:
             (args.out / "flux_boxes.json").write_text(json.dumps(boxes, indent=1))
         summary["out"] = str(args.out)
