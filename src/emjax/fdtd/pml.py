@@ -7,7 +7,7 @@ In a CPML along axis ``a`` every derivative ``d_a f`` in the curls becomes
 with kappa = 1) is computed on the slabs and, on a GPU, padded with zeros to the full array
 inside the same expression as the bulk update, so XLA fuses it into one pass (``.at[].add``
 after it copies the array there); on the CPU it is added to the slabs in place
-(simulation._inplace_default). With the 4th-order stencil the slab derivatives and the
+(terms.inplace_default). With the 4th-order stencil the slab derivatives and the
 planes next to the wall use the fields' images across the PEC wall (``imaged``,
 ``wall_terms_4``).
 """

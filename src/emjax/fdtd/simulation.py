@@ -16,7 +16,7 @@ from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_int
 from ..materials import DrudePole
 from . import checkpoint as checkpoint_mod
-from . import dispersive
+from . import dispersive, terms
 from . import monitors as mon_mod
 from . import pml as pml_mod
 from . import tfsf as tfsf_mod
@@ -26,24 +26,9 @@ from .spec import Simulation
 from .tfsf import TFSF
 from .update import d_backward, d_forward
 
-# How CPML corrections and sources reach the fields: None = by backend (_inplace_default);
+# How CPML corrections and sources reach the fields: None = by backend (terms.inplace_default);
 # a tuple of three bools forces it per axis (x: also the sources). Tests compare the ways.
 INPLACE = None
-
-
-def _inplace_default(g, dtype) -> tuple:
-    """Per axis, whether the CPML slabs are corrected in place (and, as x, the sources).
-
-    On a GPU never (XLA then copies the whole array; a padded term costs ~10% of a pass). On the CPU the
-    padded term slows XLA:CPU's loops 3-5x, so x and y slabs are corrected in place; the z
-    slabs (rows of a few elements strided through the whole array) only while one component
-    fits in 4 MiB: beyond the cache each such row is a memory latency, and the padded term
-    is then faster (2-core EPYC, 32 MB L3: 100^3 single 342 vs 277 M cells/s, double
-    101 vs 158; 128^3 single 142 vs 164)."""
-    if jax.default_backend() != "cpu":
-        return (False, False, False)
-    small = g.n_cells * np.dtype(dtype).itemsize <= 4 << 20
-    return (True, True, small)
 
 
 @dataclass(frozen=True)
@@ -67,7 +52,7 @@ class _Plan:
     # CPML corrections added to the slabs in place after the bulk update (CPU: a padded
     # term in the bulk pass costs XLA:CPU 5x; GPU: in-place slab updates copy the array)
     pml_inplace: tuple = (False, False, False)
-    inplace_sources: bool = False  # CPU: in place; GPU: padded into the E pass (_placed)
+    inplace_sources: bool = False  # CPU: in place; GPU: padded into the E pass (terms.placed)
     pml_faces: tuple = ((), (), ())  # per axis: the CPML's faces, ("lo", "hi") or one of them
 
 
@@ -184,78 +169,6 @@ def _curl(plan, arrays, F, kind, psi):
     return (cx, cy, cz), new, slabs
 
 
-def _add_slabs(F, slabs, scale, masks=None):
-    """Add ``scale * term`` to each slab of F in place (``scale``: a scalar or a full-size
-    coefficient array, sliced to the slab; ``masks``: the PEC wall masks, likewise)."""
-    F = list(F)
-    for comp, axis, start, term in slabs:
-        idx = [slice(None)] * 3
-        idx[axis] = slice(start, start + term.shape[axis])
-        idx = tuple(idx)
-        k = scale[idx] if jnp.ndim(scale) == 3 else scale
-        if masks is not None:
-            for ax, m in enumerate(masks):
-                if m is not None and ax != comp:
-                    k = k * (m[idx] if m.shape[axis] > 1 else m)
-        F[comp] = F[comp].at[idx].add(k * term)
-    return tuple(F)
-
-
-def _wall_masks(plan, dtype):
-    """Per axis: a (n, 1, 1)-shaped (along that axis) mask zero on the wall plane, or None."""
-    masks = []
-    for ax, (n, wall) in enumerate(zip(plan.shape, plan.walls)):
-        if not wall:
-            masks.append(None)
-            continue
-        shape = [1, 1, 1]
-        shape[ax] = n
-        masks.append(jnp.ones((n,), dtype).at[0].set(0).reshape(shape))
-    return masks
-
-
-def _pec(plan, E):
-    """Zero tangential E on the wall planes i = 0 of walled axes (1-D masks, fused)."""
-    if not any(plan.walls):
-        return E
-    masks = _wall_masks(plan, E[0].dtype)
-    out = []
-    for c in range(3):
-        f = E[c]
-        for ax in range(3):
-            if ax != c and plan.walls[ax]:
-                f = f * masks[ax]
-        out.append(f)
-    return tuple(out)
-
-
-def _block(where, shape):
-    """Slices and block shape of ``where`` (ints or slices) in an array of ``shape``."""
-    sl = []
-    for w, n in zip(where, shape):
-        start, stop, _ = (w if isinstance(w, slice) else slice(w, w + 1)).indices(n)
-        sl.append(slice(start, stop))
-    return tuple(sl), tuple(x.stop - x.start for x in sl)
-
-
-def _source_term(plan, value, where, comp, dtype):
-    """A source's value as a block at ``where``, zero on the PEC wall planes where the
-    component is tangential (a sheet reaching a wall must not drive the wall)."""
-    sl, bshape = _block(where, plan.shape)
-    block = jnp.reshape(value, bshape)
-    for ax, m in enumerate(_wall_masks(plan, dtype)):
-        if m is not None and ax != comp:
-            block = block * m[tuple(x if a == ax else slice(None) for a, x in enumerate(sl))]
-    return sl, block
-
-
-def _placed(block, sl, shape):
-    """A block zero-padded to the full array at slices ``sl``. Added to the field inside
-    the E update's fused pass: ``.at[where].add`` after it made XLA:GPU copy the whole
-    component every step (11% of a 256^3 step on an H100)."""
-    return jnp.pad(block, [(x.start, n - x.stop) for x, n in zip(sl, shape)])
-
-
 def _step(plan, arrays, state, _):
     E, H, psi, n = state["E"], state["H"], state["psi"], state["n"]
     dt = plan.dt
@@ -271,7 +184,7 @@ def _step(plan, arrays, state, _):
         aux = (aux[0], tfsf_mod.aux_step_h(tf, aux[0], aux[1], courant))
     H = tuple(h - dt * c for h, c in zip(H, cE))
     if slabsH:
-        H = _add_slabs(H, slabsH, -dt)
+        H = terms.add_slabs(H, slabsH, -dt)
     cH, newE, slabsE = _curl(plan, arrays, H, "E", psi)
     if tf is not None:
         corr = tfsf_mod.correction_e(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype)
@@ -280,9 +193,9 @@ def _step(plan, arrays, state, _):
     J = state["J"]
     cH, new_lorentz = dispersive.before_e_update(plan.n_poles, plan.n_lorentz, arrays, J, E, cH, dt)
     E_old = E
-    E = _pec(plan, tuple(ca * e + cb * c for e, c in zip(E, cH)))
+    E = terms.pec(plan, tuple(ca * e + cb * c for e, c in zip(E, cH)))
     if slabsE:
-        E = _add_slabs(E, slabsE, cb, _wall_masks(plan, E[0].dtype))
+        E = terms.add_slabs(E, slabsE, cb, terms.wall_masks(plan, E[0].dtype))
     if plan.has_pec:
         E = tuple(e * arrays["pec_keep"] for e in E)
     J = dispersive.after_e_update(plan.n_poles, arrays, J, E, E_old)
@@ -296,11 +209,11 @@ def _step(plan, arrays, state, _):
         where = tuple(src.index) if isinstance(src, PointDipole) else src.slices
         c = src.component
         value = -arrays["src_cb"][s_i] * src.waveform(t).astype(dtype)
-        sl, block = _source_term(plan, value, where, c, dtype)
+        sl, block = terms.source_term(plan, value, where, c, dtype)
         if plan.inplace_sources:
             E[c] = E[c].at[sl].add(block)
         else:
-            E[c] = E[c] + _placed(block, sl, plan.shape)
+            E[c] = E[c] + terms.placed(block, sl, plan.shape)
     E = tuple(E)
     psi = {**psi, **newH, **newE}
     dft = tuple(mon_mod.accumulate(m, acc, E, H, n, dt) for m, acc in zip(plan.monitors, state["dft"]))
@@ -379,7 +292,7 @@ def run(
         n_lorentz = len(poles) - n_poles
         tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)
         aux_len = tfsf_mod.aux_length(tf, g.shape, steps, g.courant) if tf is not None else 0
-        inplace = tuple(INPLACE) if INPLACE is not None else _inplace_default(g, dtype)
+        inplace = tuple(INPLACE) if INPLACE is not None else terms.inplace_default(g, dtype)
         plan = _Plan(
             g.shape,
             float(g.dx),
