@@ -143,9 +143,9 @@ def _curl(plan, arrays, F, kind, psi):
 
     def d(f, axis, comp, out, sign):
         v = diff(f, axis, inv_dx, plan.order)
-        walls = {}  # plane -> 4th-order image term; folded into a CPML slab term where one holds it
         if plan.order == 4 and plan.walls[axis]:
-            walls = dict(pml_mod.wall_terms_4(f, axis, kind == "H", inv_dx))
+            for start, term in pml_mod.wall_terms_4(f, axis, kind == "H", inv_dx):
+                v = add(v, out, sign, axis, start, term)
         L = plan.pml[axis]
         if L:
             n = plan.shape[axis]
@@ -159,12 +159,7 @@ def _curl(plan, arrays, F, kind, psi):
                 new[key] = p
                 # with kappa = 1 (the default) the correction is psi alone: the bulk pass
                 # then reads the new psi and need not recompute the slab derivative
-                term = km1 * vs + p if plan.pml_kappa[axis] else p
-                for q in [q for q in walls if start <= q < start + L]:
-                    term = term + pml_mod.pad_to(walls.pop(q), axis, q - start, start + L - q - 1)
-                v = add(v, out, sign, axis, start, term)
-        for q, term in walls.items():
-            v = add(v, out, sign, axis, q, term)
+                v = add(v, out, sign, axis, start, km1 * vs + p if plan.pml_kappa[axis] else p)
         return v
 
     Fx, Fy, Fz = F
