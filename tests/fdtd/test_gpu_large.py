@@ -20,8 +20,9 @@ def test_grid_past_2_pow_31_cells():
     """1300^3 = 2.197e9 cells > 2^31: a dipole near the far corner (linear index ~2.18e9)
     and probes next to it must record exactly what a 40^3 grid records around its centre
     (within 20 steps the light cone covers 12 cells, so the periodic wrap is never seen).
-    Passed on an H200 (2026-11-22) with XLA_PYTHON_CLIENT_MEM_FRACTION=0.95 (JAX's default
-    75% preallocation leaves too little for emjax's memory estimate of 105 GB)."""
+    Passed on an H200 (2026-11-22; again at da7f9f2 with the padded sources, 6.6 s) with
+    XLA_PYTHON_CLIENT_MEM_FRACTION=0.95 (JAX's default 75% preallocation leaves too little
+    for emjax's memory estimate of 105 GB)."""
     dev = jax.devices()[0]
     free = (dev.memory_stats() or {}).get("bytes_limit", 0)
     n = 1300
