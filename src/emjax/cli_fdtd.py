@@ -120,16 +120,25 @@ def build_fdtd(cfg: dict):
             from .scattering import PlaneWave
 
             direction = s.get("direction", "+z")
-            if direction not in ("+x", "+y", "+z", "-x", "-y", "-z"):
+            if isinstance(direction, list) and len(direction) == 3:
+                d = np.asarray(direction, float)  # oblique: any vector (normalized)
+                n = np.linalg.norm(d)
+                if not np.isfinite(n) or n == 0:
+                    raise ConfigError(f"{where}.direction must be a nonzero vector, got {direction!r}")
+                d = d / n
+                e = np.eye(3)[2 if abs(d[0]) > max(abs(d[1]), abs(d[2])) else 0]
+                default_pol = list(e - (e @ d) * d)  # x (or z) projected across the direction
+            elif direction in ("+x", "+y", "+z", "-x", "-y", "-z"):
+                d = [0.0, 0.0, 0.0]
+                d[AXES[direction[1]]] = 1.0 if direction[0] == "+" else -1.0
+                default_pol = [1.0, 0.0, 0.0] if direction[1] != "x" else [0, 0, 1.0]
+            else:
                 raise ConfigError(
-                    f"{where}.direction must be one of +x, +y, +z, -x, -y, -z, got {direction!r}"
+                    f"{where}.direction must be one of +x, +y, +z, -x, -y, -z or a vector "
+                    f"[dx, dy, dz], got {direction!r}"
                 )
-            d = [0.0, 0.0, 0.0]
-            d[AXES[direction[1]]] = 1.0 if direction[0] == "+" else -1.0
             try:
-                wave = PlaneWave(
-                    d, s.get("polarization", [1.0, 0.0, 0.0] if direction[1] != "x" else [0, 0, 1.0])
-                )
+                wave = PlaneWave(d, s.get("polarization", default_pol))
             except ValueError as exc:
                 raise ConfigError(f"{where}: {exc}") from exc
             sources.append(fdtd.TFSF(tuple(s["lo"]), tuple(s["hi"]), wave, wf))

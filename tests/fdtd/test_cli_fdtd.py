@@ -69,6 +69,10 @@ def test_fdtd_tfsf_flux_box_config(tmp_path, capsys):
         ds = xr.open_dataset(out / "result.nc")
         np.testing.assert_allclose(ds["box0_cross_section"].values, box["flux_over_incident_intensity"])
         np.testing.assert_allclose(ds["box_frequency0"].values, [1.0])
+    cfg.write_text(base.replace('"{d}"', "[0.3, 0.2, 1.0]").replace("polarization = [0.0, 1.0, 0.0]\n", ""))
+    assert main(["fdtd", str(cfg), "--json"]) == 0  # oblique, default polarization projected
+    box = json.loads(capsys.readouterr().out.strip())["flux_boxes"][0]
+    assert abs(box["flux_over_incident_intensity"][0]) < 1e-4  # leak only (5e-7), no scatterer
     cfg.write_text(base.replace("{d}", "+w"))
     assert main(["fdtd", str(cfg)]) == 1
     assert "direction" in capsys.readouterr().err

@@ -179,7 +179,8 @@ def _step(plan, arrays, state, _):
     courant = dt / plan.dx
     cE, newH, slabsH = _curl(plan, arrays, E, "H", psi)
     if tf is not None:  # TF/SF: incident E at step n, then the 1-D grid's H to n + 1/2
-        corr = tfsf_mod.correction_h(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype)
+        t_e = n.astype(E[0].dtype) * dt
+        corr = tfsf_mod.correction_h(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype, t_e, dt)
         cE = tuple(c + k for c, k in zip(cE, corr))
         aux = (aux[0], tfsf_mod.aux_step_h(tf, aux[0], aux[1], courant))
     H = tuple(h - dt * c for h, c in zip(H, cE))
@@ -187,7 +188,8 @@ def _step(plan, arrays, state, _):
         H = terms.add_slabs(H, slabsH, -dt)
     cH, newE, slabsE = _curl(plan, arrays, H, "E", psi)
     if tf is not None:
-        corr = tfsf_mod.correction_e(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype)
+        t_h = (n.astype(E[0].dtype) + 0.5) * dt
+        corr = tfsf_mod.correction_e(tf, plan.shape, aux[0], aux[1], inv_dx, E[0].dtype, t_h, dt)
         cH = tuple(c + k for c, k in zip(cH, corr))
     ca, cb = arrays["ca"], arrays["cb"]
     J = state["J"]
