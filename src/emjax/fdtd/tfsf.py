@@ -238,8 +238,8 @@ def analytic_fields(src: TFSF, shape, kind: str, t, dx: float, dt: float, dtype)
             masked.append(None)
             continue
         off = [0.5 if (ax == c) == (kind == "E") else 0.0 for ax in range(3)]  # node positions
-        # only the nodes within 2 cells of the box matter (deeper inside, m curl F_inc and
-        # curl(m F_inc) cancel, also with F_inc = 0): evaluate there, zero-pad the rest
+        # only the box and 2 cells around it matter (further out m = 0 under the whole
+        # stencil, so m curl F_inc and curl(m F_inc) vanish): evaluate there, zero-pad the rest
         rng = [(max(src.lo[ax] - 2, 0), min(src.hi[ax] + 2, shape[ax])) for ax in range(3)]
         tau = sum(
             _broadcast(jnp.asarray((np.arange(a, b) + off[ax]) * (dx * d[ax] / v), dtype), ax)
