@@ -75,17 +75,7 @@ class AveragedResult(Efficiencies):
 
     def summary(self) -> dict:
         return {
-            "Cext": self.Cext,
-            "Cabs": self.Cabs,
-            "Csca": self.Csca,
-            "Csca_integrated": self.Csca_integrated,
-            "Qext": self.Qext,
-            "Qabs": self.Qabs,
-            "Qsca": self.Qsca,
-            "g": self.g,
-            "a_eq": self.a_eq,
-            "n_dipoles": self.lattice.n_dipoles,
-            "grid": list(self.lattice.shape),
+            **self._summary_common(),
             "orient": "avg",
             "n_orientations": self.n_orientations,
             "n_alpha": self.quadrature.n_alpha,

@@ -177,6 +177,22 @@ class Efficiencies:
     def Qsca(self) -> float:
         return self.Csca / self.geometric_cross_section
 
+    def _summary_common(self) -> dict:
+        """The summary entries both results share (cross sections, efficiencies, lattice)."""
+        return {
+            "Cext": self.Cext,
+            "Cabs": self.Cabs,
+            "Csca": self.Csca,
+            "Csca_integrated": self.Csca_integrated,
+            "Qext": self.Qext,
+            "Qabs": self.Qabs,
+            "Qsca": self.Qsca,
+            "g": self.g,
+            "a_eq": self.a_eq,
+            "n_dipoles": self.lattice.n_dipoles,
+            "grid": list(self.lattice.shape),
+        }
+
 
 @dataclass(frozen=True, eq=False)
 class DDAResult(Efficiencies):
@@ -243,17 +259,7 @@ class DDAResult(Efficiencies):
 
     def summary(self) -> dict:
         return {
-            "Cext": self.Cext,
-            "Cabs": self.Cabs,
-            "Csca": self.Csca,
-            "Csca_integrated": self.Csca_integrated,
-            "Qext": self.Qext,
-            "Qabs": self.Qabs,
-            "Qsca": self.Qsca,
-            "g": self.g,
-            "a_eq": self.a_eq,
-            "n_dipoles": self.lattice.n_dipoles,
-            "grid": list(self.lattice.shape),
+            **self._summary_common(),
             "dipoles_per_wavelength": self.problem.wavelength / self.lattice.d,
             "iterations": list(self.iterations),
             "converged": self.all_converged,

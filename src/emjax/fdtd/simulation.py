@@ -50,9 +50,9 @@ class _Plan:
     has_pec: bool = False
     pml_kappa: tuple = (False, False, False)  # per axis: CPML with kappa_max > 1
     # CPML corrections added to the slabs in place after the bulk update (CPU: a padded
-    # term in the bulk pass costs XLA:CPU 5x; GPU: in-place slab updates copy the array)
+    # term in the bulk pass costs XLA:CPU 5x; GPU: in-place slab updates copy the array);
+    # the x entry also decides the sources
     pml_inplace: tuple = (False, False, False)
-    inplace_sources: bool = False  # CPU: in place; GPU: padded into the E pass (terms.placed)
     pml_faces: tuple = ((), (), ())  # per axis: the CPML's faces, ("lo", "hi") or one of them
 
 
@@ -212,7 +212,7 @@ def _step(plan, arrays, state, _):
         c = src.component
         value = -arrays["src_cb"][s_i] * src.waveform(t).astype(dtype)
         sl, block = terms.source_term(plan, value, where, c, dtype)
-        if plan.inplace_sources:
+        if plan.pml_inplace[0]:  # the sources follow the x slabs (terms.inplace_default)
             E[c] = E[c].at[sl].add(block)
         else:
             E[c] = E[c] + terms.placed(block, sl, plan.shape)
@@ -311,7 +311,6 @@ def run(
             sim.pec is not None,
             tuple(isinstance(b, CPML) and b.kappa_max != 1 for b in g.boundary),
             inplace,
-            inplace[0],
             tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
         )
         state = _initial_state(sim, plan, dtype, initial)

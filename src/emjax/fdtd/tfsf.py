@@ -143,21 +143,24 @@ def incident_fields(src: TFSF, shape, e1, h1, kind: str):
     dtype = e1.dtype
     idx = _aux_index(src, n, kind)  # grid nodes behind the aux source see no incident field
     src_line = e1 if kind == "E" else h1
-    line = jnp.where(jnp.asarray(idx >= 0), src_line[np.clip(idx, 0, None)], 0)
-    if kind == "E":
-        vec = np.real(src.wave.polarization)
-    else:
-        vec = np.cross(src.wave.direction, np.real(src.wave.polarization))
+    line = _broadcast(jnp.where(jnp.asarray(idx >= 0), src_line[np.clip(idx, 0, None)], 0), a)
+    return _components(src, shape, kind, dtype, lambda c: line)
+
+
+def _components(src: TFSF, shape, kind: str, dtype, profile):
+    """(field, masked field) per component: ``vec[c] * profile(c)`` with ``vec`` the
+    polarization (E) or d x polarization (H); None where ``vec[c]`` is zero."""
+    pol = np.real(src.wave.polarization)
+    vec = pol if kind == "E" else np.cross(src.wave.direction, pol)
     field, masked = [], []
     for c in range(3):
         if abs(vec[c]) < 1e-15:
             field.append(None)
             masked.append(None)
             continue
-        f = _broadcast(line * float(vec[c]), a)
-        m = (e_mask if kind == "E" else h_mask)(src, shape, c, dtype)
+        f = float(vec[c]) * profile(c)
         field.append(f)
-        masked.append(f * m)
+        masked.append(f * (e_mask if kind == "E" else h_mask)(src, shape, c, dtype))
     return tuple(field), tuple(masked)
 
 
@@ -215,42 +218,22 @@ def analytic_fields(src: TFSF, shape, kind: str, t, dx: float, dt: float, dtype)
     not the discrete solution, so the box leaks at the level of the grid's dispersion
     across the pulse's band (measured in tests/fdtd/test_mie_sphere.py)."""
     d = np.asarray(src.wave.direction, float)
-    pol = np.real(src.wave.polarization)
-    vec = pol if kind == "E" else np.cross(d, pol)
     v = phase_velocity(src, dx, dt)
-    corners = (
-        np.array(
-            [
-                [a, b, c]
-                for a in (src.lo[0], src.hi[0])
-                for b in (src.lo[1], src.hi[1])
-                for c in (src.lo[2], src.hi[2])
-            ],
-            float,
-        )
-        * dx
-    )
-    s0 = float(np.min(corners @ d)) - 2 * dx
-    field, masked = [], []
-    for c in range(3):
-        if abs(vec[c]) < 1e-15:
-            field.append(None)
-            masked.append(None)
-            continue
+    s0 = dx * sum(min(src.lo[ax] * d[ax], src.hi[ax] * d[ax]) for ax in range(3)) - 2 * dx
+    # only the box and 2 cells around it matter (further out m = 0 under the whole stencil,
+    # so m curl F_inc and curl(m F_inc) vanish): evaluate there, zero-pad the rest
+    rng = [(max(src.lo[ax] - 2, 0), min(src.hi[ax] + 2, shape[ax])) for ax in range(3)]
+
+    def profile(c):
         off = [0.5 if (ax == c) == (kind == "E") else 0.0 for ax in range(3)]  # node positions
-        # only the box and 2 cells around it matter (further out m = 0 under the whole
-        # stencil, so m curl F_inc and curl(m F_inc) vanish): evaluate there, zero-pad the rest
-        rng = [(max(src.lo[ax] - 2, 0), min(src.hi[ax] + 2, shape[ax])) for ax in range(3)]
         tau = sum(
             _broadcast(jnp.asarray((np.arange(a, b) + off[ax]) * (dx * d[ax] / v), dtype), ax)
             for ax, (a, b) in enumerate(rng)
         ) - (s0 / v)
-        f = float(vec[c]) * src.waveform(t - tau).astype(dtype)
-        f = jnp.pad(f, [(a, n - b) for (a, b), n in zip(rng, shape)])
-        m = (e_mask if kind == "E" else h_mask)(src, shape, c, dtype)
-        field.append(f)
-        masked.append(f * m)
-    return tuple(field), tuple(masked)
+        f = src.waveform(t - tau).astype(dtype)
+        return jnp.pad(f, [(a, n - b) for (a, b), n in zip(rng, shape)])
+
+    return _components(src, shape, kind, dtype, profile)
 
 
 def correction_h(src, shape, e1, h1, inv_dx, dtype, t=None, dt=None):
