@@ -10,7 +10,8 @@ import argparse
 import json
 from pathlib import Path
 
-from emjax.bench import copy_bandwidth, dda_benchmark, record
+from emjax.bench import copy_bandwidth, record
+from emjax.dda.bench import dda_benchmark
 
 
 def main(argv=None):

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from emjax.bench import copy_bandwidth, fdtd_benchmark, record, stream_bandwidth
+from emjax.bench import copy_bandwidth, record, stream_bandwidth
+from emjax.fdtd.bench import fdtd_benchmark
 
 CASES = [
     ("periodic", 2, "vacuum"),

@@ -152,8 +152,8 @@ def main():
 def emjax_cases(n, precisions, hlo_dir):
     """emjax's own step (bench fdtd) beside the minimal loops, and its compiled HLO."""
     from emjax import fdtd
-    from emjax.bench import fdtd_benchmark
     from emjax.fdtd import simulation as S
+    from emjax.fdtd.bench import fdtd_benchmark
 
     for p in precisions:
         for boundary in ("periodic", "cpml", "pec"):

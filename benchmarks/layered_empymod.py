@@ -1,10 +1,10 @@
 """emjax.layered against empymod on Quinto et al.'s case, on this machine's CPU.
 
-The case (emjax.bench.paper_case_stack / paper_case_points): glass (eps 2.25) fills z > 0, air
+The case (emjax.layered.bench.paper_case_stack / paper_case_points): glass (eps 2.25) fills z > 0, air
 z < 0; a vertical electric dipole at (0, 0, 10) nm, vacuum wavelength 600 nm; Ez of the
 reflected (glass) and transmitted (air) field on n x n points of the XZ plane spaced 1 nm,
 centred at the origin. Reference: emjax at rtol = 1e-12 (double precision). Error measures, as
-in emjax.bench.layered_benchmark: max |Ez - Ez_ref| / max |Ez_ref| (normwise) and the median of
+in emjax.layered.bench.layered_benchmark: max |Ez - Ez_ref| / max |Ez_ref| (normwise) and the median of
 |Ez - Ez_ref| / |Ez_ref| (pointwise).
 
 empymod (https://empymod.emsig.xyz; SI units, z positive down, exp(+i omega t), unit source
@@ -59,8 +59,8 @@ import jax
 
 import emjax
 from emjax.backend import device_description
-from emjax.bench import paper_case_points, paper_case_stack
 from emjax.layered import Stack, dipole_fields
+from emjax.layered.bench import paper_case_points, paper_case_stack
 from emjax.layered.green import free_space
 
 WAVELENGTH_NM = 600.0

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from emjax.backend import device_description
-from emjax.bench import paper_case_points, paper_case_stack
 from emjax.layered import dipole_fields
+from emjax.layered.bench import paper_case_points, paper_case_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,8 +38,9 @@ def main(n: int = 128) -> int:
         f"against rtol 1e-12; largest error estimate {res.error.max():.1e}"
     )
 
-    from emjax.io import layered_to_xarray, save_dataset
-    from emjax.plot import plot_layered_map
+    from emjax.io import save_dataset
+    from emjax.layered.plot import plot_layered_map
+    from emjax.layered.results import layered_to_xarray
 
     out = ROOT / "demo-out"
     out.mkdir(exist_ok=True)

@@ -15,8 +15,8 @@ import numpy as np
 
 from emjax import dda, geometry
 from emjax.backend import device_description
-from emjax.io import write_adda_outputs
-from emjax.plot import plot_mueller
+from emjax.dda.adda_files import write_adda_outputs
+from emjax.dda.plot import plot_mueller
 
 M = 1.5 + 0.01j
 RADIUS, WAVELENGTH = 0.5, 0.6283185307

@@ -90,8 +90,8 @@ def test_hexagonal_prism_cross_sections_match_adda():
     LDR, QMR 1e-5; run by hand 2026-11-22): Cext = 71.02947522 (X), 71.94857686 (Y). emjax
     through the CLI's shape registry, same settings: agreement to the solver tolerance."""
     from emjax import dda
-    from emjax.cli import build_dda
-    from emjax.cli_args import DDA_DEFAULTS
+    from emjax.dda.cli import build_dda
+    from emjax.dda.options import DDA_DEFAULTS
 
     problem, solver = build_dda({**DDA_DEFAULTS, "shape": "prism", "aspect": 2.0, "grid": 8})
     r = dda.solve(problem, solver=solver)

@@ -5,30 +5,40 @@
 ...                       wavelength=0.6283185307, dipoles_per_wavelength=15)
 >>> res = dda.solve(prob)          # QMR to relative residual 1e-5, both polarizations
 >>> res.Qext, res.Qabs, res.mueller.shape
+
+The slice: lattice -> polarizability -> interaction (FFT) -> matvec -> problem (solve) and
+orientation (average) -> observables; results, datasets, adda_files, plot, bench, options
+and cli around them. Public names load on first use (see ``emjax._lazy``).
 """
 
-from ..krylov import QMR, BiCG, BiCGStab
-from ..scattering import OrientationAverage
-from .averaged import AveragedResult
-from .lattice import Lattice
-from .orientation import average
-from .polarizability import CM, FCD, LDR, POLARIZABILITIES, RR
-from .solve import DDAProblem, DDAResult, solve
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "AveragedResult",
-    "OrientationAverage",
-    "average",
-    "CM",
-    "FCD",
-    "LDR",
-    "POLARIZABILITIES",
-    "RR",
-    "BiCG",
-    "BiCGStab",
-    "DDAProblem",
-    "DDAResult",
-    "Lattice",
-    "QMR",
-    "solve",
-]
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "AveragedResult": ".results",
+    "BiCG": "..krylov",
+    "BiCGStab": "..krylov",
+    "CM": ".polarizability",
+    "DDAProblem": ".problem",
+    "DDAResult": ".results",
+    "FCD": ".polarizability",
+    "LDR": ".polarizability",
+    "Lattice": ".lattice",
+    "OrientationAverage": "..scattering",
+    "POLARIZABILITIES": ".polarizability",
+    "QMR": "..krylov",
+    "RR": ".polarizability",
+    "average": ".orientation",
+    "solve": ".problem",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
+    from ..krylov import QMR, BiCG, BiCGStab
+    from ..scattering import OrientationAverage
+    from .lattice import Lattice
+    from .orientation import average
+    from .polarizability import CM, FCD, LDR, POLARIZABILITIES, RR
+    from .problem import DDAProblem, solve
+    from .results import AveragedResult, DDAResult

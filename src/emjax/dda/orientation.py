@@ -42,9 +42,9 @@ from ..backend import check_memory, device_memory_bytes, precision, precision_sc
 from ..errors import ConfigError, require_int
 from ..scattering import OrientationAverage, euler_matrix, mueller_from_amplitude, scattering_basis
 from . import average_checkpoint, interaction, observables
-from .averaged import AveragedResult
 from .matvec import DDAOperator
-from .solve import _KRYLOV_VECTORS, DDAProblem
+from .problem import _KRYLOV_VECTORS, DDAProblem
+from .results import AveragedResult
 
 _LAB = np.eye(3)
 

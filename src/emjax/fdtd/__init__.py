@@ -1,32 +1,43 @@
-"""Finite-difference time-domain solver (Yee grid, CPML, point sources, probes).
+"""Finite-difference time-domain solver (Yee grid, CPML, TF/SF, dispersive media, monitors).
 
 Natural units: eps0 = mu0 = c = 1; lengths in any unit, time in length / c.
+
+The slice: grid -> spec (Simulation) -> sources, tfsf, pml, dispersive, terms, update ->
+simulation (run) -> monitors; results, plot, bench, config and cli around them. Public
+names load on first use (see ``emjax._lazy``).
 """
 
-from .grid import CPML, PEC, Grid, Periodic
-from .monitors import DFTPlane, box_flux, far_field, flux_box
-from .simulation import FDTDResult, run
-from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
-from .spec import Probe, Simulation
-from .tfsf import TFSF
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "CPML",
-    "PEC",
-    "ContinuousWave",
-    "FDTDResult",
-    "GaussianPulse",
-    "Grid",
-    "Periodic",
-    "DFTPlane",
-    "TFSF",
-    "box_flux",
-    "far_field",
-    "flux_box",
-    "PlaneSource",
-    "PointDipole",
-    "Probe",
-    "Ricker",
-    "Simulation",
-    "run",
-]
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "CPML": ".grid",
+    "PEC": ".grid",
+    "Grid": ".grid",
+    "Periodic": ".grid",
+    "DFTPlane": ".monitors",
+    "box_flux": ".monitors",
+    "far_field": ".monitors",
+    "flux_box": ".monitors",
+    "FDTDResult": ".results",
+    "run": ".simulation",
+    "ContinuousWave": ".sources",
+    "GaussianPulse": ".sources",
+    "PlaneSource": ".sources",
+    "PointDipole": ".sources",
+    "Ricker": ".sources",
+    "Probe": ".spec",
+    "Simulation": ".spec",
+    "TFSF": ".tfsf",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
+    from .grid import CPML, PEC, Grid, Periodic
+    from .monitors import DFTPlane, box_flux, far_field, flux_box
+    from .results import FDTDResult
+    from .simulation import run
+    from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
+    from .spec import Probe, Simulation
+    from .tfsf import TFSF

@@ -21,6 +21,7 @@ from . import monitors as mon_mod
 from . import pml as pml_mod
 from . import tfsf as tfsf_mod
 from .grid import CPML, PEC
+from .results import FDTDResult
 from .sources import PointDipole
 from .spec import Simulation
 from .tfsf import TFSF
@@ -229,36 +230,6 @@ def _advance(plan, arrays, state, steps: int):
     state, rec = jax.lax.scan(partial(_step, plan, arrays), state, None, length=steps)
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in state["E"] + state["H"]]))
     return state, rec, finite
-
-
-@dataclass(frozen=True, eq=False)
-class FDTDResult:
-    """Probe time series ``(steps, n_probes)`` at times ``(n + 1) dt`` (E) and the fields."""
-
-    simulation: Simulation
-    probes: np.ndarray
-    times: np.ndarray
-    E: jax.Array
-    H: jax.Array
-    steps: int
-    seconds: float
-    compile_seconds: float
-    dft: tuple = ()  # per monitor: {"E": (nf, 2, n1, n2), "H": ...} complex
-
-    def flux(self, monitor: int = 0) -> np.ndarray:
-        """Flux spectrum through DFT monitor ``monitor`` (towards +axis)."""
-        d = self.dft[monitor]
-        return mon_mod.flux(d["E"], d["H"], self.simulation.grid.dx**2)
-
-    def flux_difference(self, other: FDTDResult, monitor: int = 0) -> np.ndarray:
-        """Flux of (this - other) fields: e.g. the reflected flux, with ``other`` the run
-        without the scatterer (same sources and monitors)."""
-        a, b = self.dft[monitor], other.dft[monitor]
-        return mon_mod.flux(a["E"] - b["E"], a["H"] - b["H"], self.simulation.grid.dx**2)
-
-    @property
-    def cells_per_second(self) -> float:
-        return self.simulation.grid.n_cells * self.steps / max(self.seconds, 1e-12)
 
 
 def run(

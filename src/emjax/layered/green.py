@@ -10,7 +10,6 @@ a dipole ``p`` at ``r'`` radiates ``E = (k0^2 / eps0) G p``. :func:`dipole_field
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -20,57 +19,12 @@ import numpy as np
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, require_int, require_positive, require_range
 from .groups import groups
+from .results import DipoleFields, GreenResult
 from .stack import Stack
 
 E_INTEGRALS = (0, 1, 2, 3, 4)
 H_INTEGRALS = (5, 6, 7, 8)
 PARTS = ("total", "scattered")
-
-
-@dataclass(frozen=True, eq=False)
-class GreenResult:
-    """Electric and magnetic Green tensors (N, 3, 3) at the points, with error estimates.
-
-    ``error``: per point, the Gauss-Kronrod estimate of the absolute error of the integrated
-    (scattered/transmitted) part, as a fraction of the norm of that part's tensor.
-    """
-
-    points: np.ndarray
-    G: np.ndarray | None
-    GH: np.ndarray | None
-    error: np.ndarray
-    n_nodes: int
-    part: str
-    stats: tuple = ()  # per group of points: medium, points, nodes, rounds, times
-    E: np.ndarray | None = None  # k0^2 G p when a moment p was given
-    H: np.ndarray | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class DipoleFields:
-    """E and H (N, 3) of a dipole ``p`` at ``source`` (units: see the module docstring)."""
-
-    stack: Stack
-    wavelength: float
-    source: np.ndarray
-    p: np.ndarray
-    points: np.ndarray
-    E: np.ndarray
-    H: np.ndarray
-    error: np.ndarray
-    part: str
-    seconds: float = 0.0
-    stats: tuple = ()  # quadrature per group of points (see GreenResult)
-
-    def to_xarray(self):
-        from ..io import layered_to_xarray
-
-        return layered_to_xarray(self)
-
-    def save(self, path) -> None:
-        from ..io import save_dataset
-
-        save_dataset(self.to_xarray(), path)
 
 
 def _check(stack, wavelength, source, points, part, rtol, prec):

@@ -1,7 +1,7 @@
-"""Argument parsing for the ``emjax`` command: argparse, TOML configs and their merging.
+"""Options of ``emjax dda``: its arguments, its TOML config and their merging.
 
 Nothing here imports JAX, so ``emjax --help`` stays fast. Values stay plain Python (strings,
-numbers, lists); :mod:`emjax.cli` maps them onto emjax's dataclasses through the registries.
+numbers, lists); :mod:`emjax.dda.cli` maps them onto emjax's dataclasses through the registries.
 
 A ``dda`` TOML config uses the long option names with underscores as keys::
 
@@ -20,7 +20,8 @@ import argparse
 import math
 from pathlib import Path
 
-from .errors import ConfigError
+from ..config import load_toml, number
+from ..errors import ConfigError
 
 #: defaults of ``emjax dda`` (None: let the Python API decide)
 DDA_DEFAULTS = {
@@ -71,79 +72,8 @@ AVERAGE_KEYS = (
 _ALTERNATIVES = (("size", "eq_rad"),)
 
 
-class UsageError(Exception):
-    """A command line argparse could not read (reported as ``emjax: error: ...``)."""
-
-    def __init__(self, message: str, usage: str = ""):
-        super().__init__(message)
-        self.usage = usage
-
-
-class _Parser(argparse.ArgumentParser):
-    # argparse exits with status 2 on a bad argument; emjax reserves 2 for "not converged"
-    # and reports every input error the same way (status 1, one line).
-    def error(self, message):
-        raise UsageError(message, self.format_usage())
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="emjax", description="Computational electromagnetics with JAX.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("info", help="versions and devices")
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-    _add_dda(
-        sub.add_parser(
-            "dda",
-            help="discrete dipole approximation (ADDA-like options)",
-            description="Scattering by one particle with the DDA, for incident light polarized "
-            "along x and y, incidence along +z. Lengths in any unit shared by the "
-            "wavelength and the sizes. Exit status 0 converged, 2 not converged, "
-            "1 invalid input.",
-        )
-    )
-
-    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", metavar="WHAT")
-    b = bench.add_parser("dda", help="DDA matvec, iteration and solve times of a sphere")
-    b.add_argument(
-        "--grid",
-        type=int,
-        action="append",
-        required=True,
-        metavar="N",
-        help="lattice N^3 (repeatable)",
-    )
-    b.add_argument(
-        "--precision",
-        action="append",
-        metavar="P",
-        help="single or double (repeatable; default double)",
-    )
-    b.add_argument("--repeats", type=int, default=10, help="timed matvecs (default 10)")
-    b.add_argument(
-        "--variant",
-        default=None,
-        choices=["pruned", "full"],
-        help="FFT variant: pruned (default) or full (plain padded 3-D FFTs)",
-    )
-    b.add_argument("--no-solve", action="store_true", help="skip the full solve")
-    b.add_argument("--json", action="store_true", help="one JSON object per run on stdout")
-    b.add_argument(
-        "--out",
-        type=Path,
-        metavar="FILE.json",
-        help="append the results to this JSON file (a list)",
-    )
-    from .cli_fdtd import add_parsers
-    from .cli_layered import add_parsers as add_layered
-
-    add_parsers(sub, bench)
-    add_layered(sub, bench)
-    return parser
-
-
-def _add_dda(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``emjax dda``."""
     # Every default is None so that a TOML config can fill what the command line leaves out.
     g = p.add_argument_group("particle")
     g.add_argument("--shape", help="sphere (default), ellipsoid, box, cylinder, coated")
@@ -266,25 +196,37 @@ def _add_dda(p: argparse.ArgumentParser) -> None:
     )
 
 
-def load_toml(path) -> dict:
-    """Read a TOML file (tomllib on Python >= 3.11, else the ``tomli`` package)."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib
-        except ModuleNotFoundError as exc:
-            raise ConfigError(
-                "reading TOML configs needs Python >= 3.11 or the tomli package (pip install tomli)"
-            ) from exc
-    path = Path(path)
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except OSError as exc:
-        raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config: {str(path)!r} is not valid TOML: {exc}") from exc
+def add_bench_arguments(b: argparse.ArgumentParser) -> None:
+    """The options of ``emjax bench dda``."""
+    b.add_argument(
+        "--grid",
+        type=int,
+        action="append",
+        required=True,
+        metavar="N",
+        help="lattice N^3 (repeatable)",
+    )
+    b.add_argument(
+        "--precision",
+        action="append",
+        metavar="P",
+        help="single or double (repeatable; default double)",
+    )
+    b.add_argument("--repeats", type=int, default=10, help="timed matvecs (default 10)")
+    b.add_argument(
+        "--variant",
+        default=None,
+        choices=["pruned", "full"],
+        help="FFT variant: pruned (default) or full (plain padded 3-D FFTs)",
+    )
+    b.add_argument("--no-solve", action="store_true", help="skip the full solve")
+    b.add_argument("--json", action="store_true", help="one JSON object per run on stdout")
+    b.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE.json",
+        help="append the results to this JSON file (a list)",
+    )
 
 
 def dda_config(args: argparse.Namespace) -> dict:
@@ -310,52 +252,6 @@ def dda_config(args: argparse.Namespace) -> dict:
     return cfg
 
 
-def parse_refractive_index(value, name: str = "m") -> complex:
-    """A refractive index from ``1.5+0.01j``, ``1.5,0.01``, ``1.33``, a number or ``[n, k]``.
-
-    Only the form is checked here; the API checks the range (``k >= 0``, finite).
-    """
-    bad = ConfigError(
-        f"{name}: cannot read {value!r} as a refractive index; write it as 1.5+0.01j, 1.5,0.01 or 1.33"
-    )
-    if isinstance(value, bool):
-        raise bad
-    if isinstance(value, (int, float, complex)):
-        return complex(value)
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        n, k = (_number(v, bad) for v in value)
-        return complex(n, k)
-    if not isinstance(value, str):
-        raise bad
-    text = value.strip().replace(" ", "")
-    if "," in text:
-        parts = text.split(",")
-        if len(parts) != 2:
-            raise bad
-        return complex(*(_number(v, bad) for v in parts))
-    try:
-        return complex(text.replace("i", "j"))
-    except ValueError:
-        raise bad from None
-
-
-def _number(value, error: Exception) -> float:
-    if isinstance(value, bool):
-        raise error
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise error from None
-
-
-def refractive_indices(value) -> tuple[complex, ...]:
-    """All domains' indices from ``--m`` (list of strings) or the config's ``m``."""
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        raise ConfigError("m: give at least one refractive index")
-    return tuple(parse_refractive_index(v, f"m[{i}]") for i, v in enumerate(items))
-
-
 def is_average(value) -> bool:
     """Whether an ``orient`` value asks for orientation averaging (``"avg"``)."""
     return isinstance(value, str) and value.strip().lower() == "avg"
@@ -367,7 +263,7 @@ def parse_orientation(value) -> tuple[float, float, float]:
     bad = ConfigError(f"orient: expected three angles ALPHA,BETA,GAMMA in degrees or avg, got {value!r}")
     if not isinstance(parts, (list, tuple)) or len(parts) != 3:
         raise bad
-    return tuple(_number(v, bad) for v in parts)
+    return tuple(number(v, bad) for v in parts)
 
 
 def parse_angles(value, name: str) -> tuple[float, ...]:
@@ -378,7 +274,7 @@ def parse_angles(value, name: str) -> tuple[float, ...]:
     bad = ConfigError(f"{name}: expected angles in degrees separated by commas, got {value!r}")
     if not isinstance(parts, (list, tuple)) or not parts:
         raise bad
-    return tuple(_number(v, bad) for v in parts)
+    return tuple(number(v, bad) for v in parts)
 
 
 def ratio_pair(name: str, value) -> tuple[float, float]:
@@ -386,4 +282,4 @@ def ratio_pair(name: str, value) -> tuple[float, float]:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise ConfigError(f"{name}: expected two numbers Y_OVER_X Z_OVER_X, got {value!r}")
     bad = ConfigError(f"{name}: expected two numbers Y_OVER_X Z_OVER_X, got {value!r}")
-    return tuple(_number(v, bad) for v in value)
+    return tuple(number(v, bad) for v in value)

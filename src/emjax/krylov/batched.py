@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .backend import precision_scope
-from .errors import ConfigError
-from .krylov import QMR, KrylovResult, _as_pytree_operator, _chunk, _init, _message, _Method, _norm
+from ..backend import precision_scope
+from ..errors import ConfigError
+from .core import QMR, KrylovResult, _as_pytree_operator, _chunk, _init, _message, _Method, _norm
 
 
 def _flat_axes(A, in_axes):

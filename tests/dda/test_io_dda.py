@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from emjax import dda, geometry
+from emjax.dda.adda_files import mueller_plane_index, write_adda_outputs
+from emjax.dda.datasets import dda_to_xarray
 from emjax.errors import ConfigError
-from emjax.io import dda_to_xarray, mueller_plane_index, save_dataset, write_adda_outputs
+from emjax.io import save_dataset
 
 xr = pytest.importorskip("xarray")
 
@@ -146,7 +148,7 @@ def test_outputs_without_integration(result, tmp_path):
 
 def test_mueller_plot(result, tmp_path):
     pytest.importorskip("matplotlib")
-    from emjax.plot import plot_mueller
+    from emjax.dda.plot import plot_mueller
 
     path = plot_mueller(result, tmp_path / "m.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -155,7 +157,7 @@ def test_mueller_plot(result, tmp_path):
 def test_modules_import_without_xarray_or_matplotlib():
     code = (
         "import sys; sys.modules['xarray'] = None; sys.modules['matplotlib'] = None; "
-        "import emjax.io, emjax.plot, emjax.cli; print('ok')"
+        "import emjax.io, emjax.plot, emjax.cli, emjax.dda.plot, emjax.dda.datasets; print('ok')"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -9,18 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import complex_str as _complex_str
+from ..io import version as _version
+
 POLARIZATIONS = ("X", "Y")
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
-def _complex_str(z: complex) -> str:
-    z = complex(z)
-    return f"{z.real:.10g}{z.imag:+.10g}j"
 
 
 def mueller_plane_index(phi) -> int:

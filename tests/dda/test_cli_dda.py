@@ -20,13 +20,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emjax.cli import JSON_KEYS, build_dda, main
-from emjax.cli_args import build_parser, dda_config, parse_refractive_index
+from emjax.cli import build_parser, main
+from emjax.config import parse_refractive_index
+from emjax.dda.cli import JSON_KEYS, build_dda
+from emjax.dda.options import dda_config
 from emjax.errors import ConfigError
 
 BASE = ["dda", "--shape", "sphere", "--size", "2", "--grid", "8", "--ntheta", "19"]
 SMALL = [*BASE, "--m", "1.5+0.01j"]
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run(capsys, args):
@@ -304,9 +306,9 @@ def fake_bench(monkeypatch):
             "device": "fake",
         }
 
-    module = types.ModuleType("emjax.bench")
+    module = types.ModuleType("emjax.dda.bench")
     module.dda_benchmark = dda_benchmark
-    monkeypatch.setitem(sys.modules, "emjax.bench", module)
+    monkeypatch.setitem(sys.modules, "emjax.dda.bench", module)
     return calls
 
 

@@ -17,7 +17,6 @@ from ..errors import ConfigError, require_finite
 from ..geometry import Shape
 from ..materials import Material, check_refractive_index
 from ..scattering import (
-    degree_of_polarization,
     euler_matrix,
     mueller_from_amplitude,
     scattering_basis,
@@ -26,6 +25,7 @@ from . import interaction, observables
 from .lattice import Lattice, build_lattice, plan_grid
 from .matvec import DDAOperator, sqrt_alpha_grid
 from .polarizability import CM, FCD, LDR, RR
+from .results import DDAResult, Efficiencies  # noqa: F401  (Efficiencies: re-exported)
 
 _POLARIZABILITY_TYPES = (CM, RR, LDR, FCD)
 # vectors kept by the solvers (QMR: x, r, v, v_prev, p1, p2, ap1, ap2 + temporaries)
@@ -147,134 +147,6 @@ class DDAProblem:
 
     def lattice(self) -> Lattice:
         return build_lattice(self.shape, self.plan(), volume_correction=self.volume_correction)
-
-
-class Efficiencies:
-    """Csca, a_eq and efficiencies ``Q = C / (pi a_eq^2)`` of a result with ``Cext``, ``Cabs``
-    and ``lattice`` (shared by :class:`DDAResult` and the orientation-averaged result)."""
-
-    @property
-    def Csca(self) -> float:
-        return self.Cext - self.Cabs
-
-    @property
-    def a_eq(self) -> float:
-        return self.lattice.a_eq
-
-    @property
-    def geometric_cross_section(self) -> float:
-        return math.pi * self.a_eq**2
-
-    @property
-    def Qext(self) -> float:
-        return self.Cext / self.geometric_cross_section
-
-    @property
-    def Qabs(self) -> float:
-        return self.Cabs / self.geometric_cross_section
-
-    @property
-    def Qsca(self) -> float:
-        return self.Csca / self.geometric_cross_section
-
-    def _summary_common(self) -> dict:
-        """The summary entries both results share (cross sections, efficiencies, lattice)."""
-        return {
-            "Cext": self.Cext,
-            "Cabs": self.Cabs,
-            "Csca": self.Csca,
-            "Csca_integrated": self.Csca_integrated,
-            "Qext": self.Qext,
-            "Qabs": self.Qabs,
-            "Qsca": self.Qsca,
-            "g": self.g,
-            "a_eq": self.a_eq,
-            "n_dipoles": self.lattice.n_dipoles,
-            "grid": list(self.lattice.shape),
-        }
-
-
-@dataclass(frozen=True, eq=False)
-class DDAResult(Efficiencies):
-    """Result of :func:`solve` for one orientation and both incident polarizations.
-
-    Per-polarization arrays have a leading axis of 2: index 0 is the incident field
-    polarized along the lab x axis ("X", perpendicular to the yz plane), 1 along y ("Y").
-    ``S`` has shape (n_phi, n_theta, 4) holding (S1, S2, S3, S4); ``mueller`` (n_phi,
-    n_theta, 4, 4).
-    """
-
-    problem: DDAProblem
-    lattice: Lattice
-    Cext_xy: np.ndarray
-    Cabs_xy: np.ndarray
-    Csca_int_xy: np.ndarray | None
-    g_xy: np.ndarray | None
-    theta: np.ndarray
-    phi: np.ndarray
-    S: np.ndarray
-    mueller: np.ndarray
-    forward_amplitude: np.ndarray  # F(a).e for X and Y
-    iterations: tuple
-    converged: tuple
-    residual_history: tuple
-    solver_messages: tuple
-    alpha: np.ndarray  # (2, n_domains) polarizability used for X and Y
-    seconds: float
-    timings: dict
-    polarization: tuple | None = None  # device arrays (3, nx, ny, nz) per X/Y if kept
-    solver: object = None  # the Krylov method (with rtol, maxiter) that produced this
-
-    # unpolarized-incidence (average over X and Y) quantities
-    @property
-    def Cext(self) -> float:
-        return float(np.mean(self.Cext_xy))
-
-    @property
-    def Cabs(self) -> float:
-        return float(np.mean(self.Cabs_xy))
-
-    @property
-    def Csca_integrated(self) -> float | None:
-        return None if self.Csca_int_xy is None else float(np.mean(self.Csca_int_xy))
-
-    @property
-    def g(self) -> float | None:
-        if self.g_xy is None:
-            return None
-        return float(np.sum(self.g_xy * self.Csca_int_xy) / np.sum(self.Csca_int_xy))
-
-    @property
-    def Cext_optical_theorem(self) -> np.ndarray:
-        """``(4 pi / k^2) Re(F(a) . e^*)`` for X and Y."""
-        return 4 * math.pi / self.problem.k**2 * np.real(self.forward_amplitude)
-
-    @property
-    def degree_of_polarization(self) -> np.ndarray:
-        return degree_of_polarization(self.mueller)
-
-    @property
-    def all_converged(self) -> bool:
-        return all(self.converged)
-
-    def summary(self) -> dict:
-        return {
-            **self._summary_common(),
-            "dipoles_per_wavelength": self.problem.wavelength / self.lattice.d,
-            "iterations": list(self.iterations),
-            "converged": self.all_converged,
-            "seconds": self.seconds,
-        }
-
-    def to_xarray(self):
-        from ..io import dda_to_xarray
-
-        return dda_to_xarray(self)
-
-    def save(self, path):
-        from ..io import save_dataset
-
-        return save_dataset(self.to_xarray(), path)
 
 
 def solve(

@@ -1,0 +1,161 @@
+"""Configuration plumbing shared by every method's command: TOML files, unknown keys refused
+with the valid ones listed, argparse that reports errors emjax's way, and parsers for
+numbers, complex numbers and vectors written in a config or on the command line.
+
+Nothing here imports JAX, so ``emjax --help`` stays fast. Values stay plain Python; each
+method's ``cli`` maps them onto its dataclasses. This module names no method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from .errors import ConfigError
+
+__all__ = [
+    "ArgumentParser",
+    "UsageError",
+    "append_json",
+    "check_keys",
+    "finite_or_none",
+    "load_toml",
+    "number",
+    "parse_complex",
+    "parse_refractive_index",
+    "refractive_indices",
+]
+
+
+class UsageError(Exception):
+    """A command line argparse could not read (reported as ``emjax: error: ...``)."""
+
+    def __init__(self, message: str, usage: str = ""):
+        super().__init__(message)
+        self.usage = usage
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse exits with status 2 on a bad argument; emjax reserves 2 for "not converged"
+    and reports every input error the same way (status 1, one line): raise UsageError."""
+
+    def error(self, message):
+        raise UsageError(message, self.format_usage())
+
+
+def load_toml(path) -> dict:
+    """Read a TOML file (tomllib on Python >= 3.11, else the ``tomli`` package)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError as exc:
+            raise ConfigError(
+                "reading TOML configs needs Python >= 3.11 or the tomli package (pip install tomli)"
+            ) from exc
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config: {str(path)!r} is not valid TOML: {exc}") from exc
+
+
+def check_keys(table: dict, allowed, where: str) -> None:
+    """Refuse keys of ``table`` outside ``allowed``, naming them and the allowed ones."""
+    unknown = set(table) - set(allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+
+
+def number(value, error: Exception) -> float:
+    """``float(value)``, raising ``error`` for anything else (booleans included)."""
+    if isinstance(value, bool):
+        raise error
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise error from None
+
+
+def parse_complex(value, field: str) -> complex:
+    """A complex number from a number, a string like ``'2.25+0.1j'`` or ``[re, im]``."""
+    try:
+        if isinstance(value, (list, tuple)):
+            if len(value) != 2:
+                raise ValueError
+            return complex(float(value[0]), float(value[1]))
+        return (
+            complex(str(value).replace(" ", "").replace("i", "j"))
+            if isinstance(value, str)
+            else complex(value)
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{field} must be a number, a string like '2.25+0.1j' or [re, im], got {value!r}"
+        ) from exc
+
+
+def parse_refractive_index(value, name: str = "m") -> complex:
+    """A refractive index from ``1.5+0.01j``, ``1.5,0.01``, ``1.33``, a number or ``[n, k]``.
+
+    Only the form is checked here; the API checks the range (``k >= 0``, finite).
+    """
+    bad = ConfigError(
+        f"{name}: cannot read {value!r} as a refractive index; write it as 1.5+0.01j, 1.5,0.01 or 1.33"
+    )
+    if isinstance(value, bool):
+        raise bad
+    if isinstance(value, (int, float, complex)):
+        return complex(value)
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        n, k = (number(v, bad) for v in value)
+        return complex(n, k)
+    if not isinstance(value, str):
+        raise bad
+    text = value.strip().replace(" ", "")
+    if "," in text:
+        parts = text.split(",")
+        if len(parts) != 2:
+            raise bad
+        return complex(*(number(v, bad) for v in parts))
+    try:
+        return complex(text.replace("i", "j"))
+    except ValueError:
+        raise bad from None
+
+
+def refractive_indices(value) -> tuple[complex, ...]:
+    """All domains' indices from ``--m`` (list of strings) or a config's ``m``."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ConfigError("m: give at least one refractive index")
+    return tuple(parse_refractive_index(v, f"m[{i}]") for i, v in enumerate(items))
+
+
+def finite_or_none(x):
+    """``None`` for a non-finite float (JSON has no NaN), else ``x``."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def append_json(path: Path, record: dict) -> None:
+    """Append ``record`` to the JSON list in ``path`` (created if missing), atomically."""
+    records = []
+    if path.exists():
+        try:
+            records = json.loads(path.read_text() or "[]")
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--out: {str(path)!r} is not valid JSON: {exc}") from exc
+        if not isinstance(records, list):
+            raise ConfigError(f"--out: {str(path)!r} must hold a JSON list")
+    records.append(record)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(records, indent=1, default=str) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,56 @@
+"""Figures of FDTD results: probes, spectra, flux boxes and |E| on a plane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..plot import new_figure, save_figure
+
+__all__ = ["plot_fdtd"]
+
+
+def plot_fdtd(result, path, boxes=()) -> Path:
+    """PNG with the probes' time series and spectra (without probes: the DFT monitors' flux
+    spectra and the flux boxes' spectra, ``boxes`` as ``emjax fdtd`` makes them), and |E| on
+    the mid-z plane."""
+    fig = new_figure((14, 4.2))
+    ax_t, ax_f, ax_e = fig.subplots(1, 3)
+    probes = np.asarray(result.probes)
+    if probes.shape[1]:
+        for i in range(probes.shape[1]):
+            ax_t.plot(result.times, probes[:, i], label=f"probe {i}")
+            spec = np.abs(np.fft.rfft(probes[:, i]))
+            f = np.fft.rfftfreq(len(probes), result.simulation.grid.dt)
+            ax_f.semilogy(f[1:], spec[1:] + 1e-30)
+        ax_t.set(xlabel="time (length / c)", title="probes")
+        ax_f.set(xlabel="frequency (1 / length)", title="probe spectra")
+        ax_t.legend(fontsize="small")
+    else:
+        mons = result.simulation.monitors
+        for i, mon in enumerate(mons):
+            ax_t.plot(mon.frequencies, result.flux(i), "o-", label=f"monitor {i}")
+        ax_t.set(xlabel="frequency (1 / length)", title="flux through the DFT monitors (towards +axis)")
+        if mons:
+            ax_t.legend(fontsize="x-small", ncol=2)
+        for b, box in enumerate(boxes):
+            key = "flux_over_incident_intensity" if "flux_over_incident_intensity" in box else "outward_flux"
+            ax_f.plot(box["frequencies"], box[key], "o-", label=f"box {b}")
+        if boxes:
+            cross = "flux_over_incident_intensity" in boxes[0]
+            ax_f.set(
+                xlabel="frequency (1 / length)",
+                ylabel="cross section (length^2)" if cross else "outward flux",
+                title="flux boxes: outward flux / incident intensity" if cross else "flux boxes",
+            )
+            ax_f.legend(fontsize="small")
+        else:
+            ax_f.set_axis_off()
+    E = np.asarray(result.E)
+    nz = E.shape[3]
+    mag = np.sqrt(np.sum(E[:, :, :, nz // 2] ** 2, axis=0))
+    im = ax_e.imshow(mag.T, origin="lower", cmap="magma")
+    ax_e.set(title="|E| on the mid-z plane (final step)", xlabel="i", ylabel="j")
+    fig.colorbar(im, ax=ax_e)
+    return save_figure(fig, path, dpi=110)

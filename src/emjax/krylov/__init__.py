@@ -1,0 +1,22 @@
+"""Krylov solvers that run on the device: QMR (complex-symmetric), BiCG, BiCGStab.
+
+``solve(A, b, solver)`` for one system, ``solve_batched`` for many right-hand sides in one
+device loop; both return :class:`KrylovResult` with the convergence flag, iteration count
+and residual history. Stopping rule and argument names as SciPy's (see ``single.py``).
+"""
+
+from .batched import solve_batched
+from .core import QMR, SOLVERS, BiCG, BiCGStab, KrylovResult, _Method
+from .single import jacobi, solve
+
+__all__ = [
+    "SOLVERS",
+    "QMR",
+    "BiCG",
+    "BiCGStab",
+    "KrylovResult",
+    "jacobi",
+    "solve",
+    "solve_batched",
+    "_Method",
+]

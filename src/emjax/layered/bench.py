@@ -1,0 +1,84 @@
+"""The layered benchmark behind ``emjax bench layered``: Quinto et al.'s map, time and error
+against a tighter run."""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import jax
+import numpy as np
+
+from ..backend import device_description
+from ..bench import git_commit
+
+
+def paper_case_points(n: int, spacing: float = 1.0) -> np.ndarray:
+    """Quinto et al.'s map: n x n points spaced ``spacing`` (nm) in the XZ plane, centred at
+    the origin (on the glass/air interface), C order (x slowest)."""
+    c = (np.arange(n) - n // 2) * spacing
+    X, Z = np.meshgrid(c, c, indexing="ij")
+    return np.stack([X.ravel(), np.zeros(X.size), Z.ravel()], axis=1)
+
+
+def paper_case_stack():
+    """Glass (n = 1.5) above z = 0, air below; lengths in nm."""
+    from .stack import Stack
+
+    return Stack(eps=[2.25, 1.0])
+
+
+def layered_benchmark(
+    n: int,
+    precision: str = "double",
+    rtol: float = 1e-8,
+    reference_rtol: float = 1e-12,
+    repeats: int = 2,
+    reference=None,
+) -> dict:
+    """Quinto et al.'s case: a vertical dipole in glass 10 nm above air, wavelength 600 nm,
+    Ez of the reflected (glass) and transmitted (air) field on an n x n XZ map spaced 1 nm.
+
+    Times the whole call (quadrature set-up, refinement and the integration; the first
+    call, with compilation, is reported apart) and the error against a run at
+    ``reference_rtol`` in double precision: max |Ez - Ez_ref| / max |Ez_ref| (normwise)
+    and the median of the pointwise relative error.
+    """
+    from .green import dipole_fields
+
+    stack = paper_case_stack()
+    pts = paper_case_points(n)
+    src = (0.0, 0.0, 10.0)
+    kw = dict(part="scattered", fields="E", p=(0, 0, 1))
+    t0 = time.perf_counter()
+    r = dipole_fields(stack, 600.0, src, pts, rtol=rtol, precision=precision, **kw)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        r = dipole_fields(stack, 600.0, src, pts, rtol=rtol, precision=precision, **kw)
+        times.append(time.perf_counter() - t0)
+    if reference is None:
+        reference = dipole_fields(stack, 600.0, src, pts, rtol=reference_rtol, precision="double", **kw).E[
+            :, 2
+        ]
+    ez = r.E[:, 2]
+    d = np.abs(ez - reference)
+    return {
+        "case": "layered_quinto2011",
+        "points": int(len(pts)),
+        "map": f"{n}x{n}",
+        "precision": precision,
+        "rtol": rtol,
+        "seconds": min(times) if times else first,
+        "first_call_s": first,
+        "points_per_s": len(pts) / (min(times) if times else first),
+        "max_error_normwise": float(d.max() / np.abs(reference).max()),
+        "median_error_pointwise": float(np.median(d / np.maximum(np.abs(reference), 1e-300))),
+        "max_error_estimate": float(np.max(r.error)),
+        "groups": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in g.items()} for g in r.stats],
+        "device": device_description(),
+        "date": datetime.date.today().isoformat(),
+        "commit": git_commit(),
+        "jax": jax.__version__,
+    }

@@ -1,0 +1,110 @@
+"""Results of emjax.layered: :class:`GreenResult` (Green tensors) and :class:`DipoleFields`
+(E and H of a dipole), and the fields as a labelled ``xarray.Dataset`` (xarray imported
+inside)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..io import version
+from .stack import Stack
+
+__all__ = ["DipoleFields", "GreenResult", "layered_to_xarray"]
+
+
+@dataclass(frozen=True, eq=False)
+class GreenResult:
+    """Electric and magnetic Green tensors (N, 3, 3) at the points, with error estimates.
+
+    ``error``: per point, the Gauss-Kronrod estimate of the absolute error of the integrated
+    (scattered/transmitted) part, as a fraction of the norm of that part's tensor.
+    """
+
+    points: np.ndarray
+    G: np.ndarray | None
+    GH: np.ndarray | None
+    error: np.ndarray
+    n_nodes: int
+    part: str
+    stats: tuple = ()  # per group of points: medium, points, nodes, rounds, times
+    E: np.ndarray | None = None  # k0^2 G p when a moment p was given
+    H: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DipoleFields:
+    """E and H (N, 3) of a dipole ``p`` at ``source`` (units: see the module docstring)."""
+
+    stack: Stack
+    wavelength: float
+    source: np.ndarray
+    p: np.ndarray
+    points: np.ndarray
+    E: np.ndarray
+    H: np.ndarray
+    error: np.ndarray
+    part: str
+    seconds: float = 0.0
+    stats: tuple = ()  # quadrature per group of points (see GreenResult)
+
+    def to_xarray(self):
+        return layered_to_xarray(self)
+
+    def save(self, path) -> None:
+        from ..io import save_dataset
+
+        save_dataset(self.to_xarray(), path)
+
+
+def layered_to_xarray(result, shape=None, axes=None):
+    """Dipole fields in a stack -> Dataset with E, H (point, component) complex.
+
+    ``shape = (n1, n2)`` and ``axes = ("x", "z")``: the points are a plane map in C order
+    (index 1 slowest); E and H then get dims (axes[0], axes[1], component) with coordinates.
+    """
+    import xarray as xr
+
+    pts = np.asarray(result.points)
+    comp = ["x", "y", "z"]
+    units = {"units": "p / (eps0 L^3) (E); Z0 H in the same units (H)"}
+    attrs = {
+        "emjax_version": version(),
+        "wavelength": result.wavelength,
+        "source": list(map(float, result.source)),
+        "p_real": list(map(float, np.real(result.p))),
+        "p_imag": list(map(float, np.imag(result.p))),
+        "part": result.part,
+        "stack_eps": [str(e) for e in result.stack.eps],
+        "stack_thickness": list(result.stack.thickness),
+        "stack_z_top": result.stack.z_top,
+        "seconds": result.seconds,
+        "convention": "exp(-i omega t); E = k0^2 G p with curl curl G - k0^2 eps G = I delta",
+    }
+    if shape is None:
+        dims = ("point", "component")
+        data = {
+            "E": (dims, np.asarray(result.E), units),
+            "H": (dims, np.asarray(result.H), units),
+            "error_estimate": (("point",), np.asarray(result.error), {"units": "relative"}),
+        }
+        coords = {
+            "component": comp,
+            "x": ("point", pts[:, 0]),
+            "y": ("point", pts[:, 1]),
+            "z": ("point", pts[:, 2]),
+        }
+        return xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=attrs)
+    n1, n2 = shape
+    a1, a2 = axes
+    idx = {"x": 0, "y": 1, "z": 2}
+    grid = pts.reshape(n1, n2, 3)
+    dims = (a1, a2, "component")
+    data = {
+        "E": (dims, np.asarray(result.E).reshape(n1, n2, 3), units),
+        "H": (dims, np.asarray(result.H).reshape(n1, n2, 3), units),
+        "error_estimate": ((a1, a2), np.asarray(result.error).reshape(n1, n2), {"units": "relative"}),
+    }
+    coords = {"component": comp, a1: grid[:, 0, idx[a1]], a2: grid[0, :, idx[a2]]}
+    return xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=attrs)
