@@ -29,6 +29,7 @@ _EXPORTS = {
     "Ricker": ".sources",
     "Probe": ".spec",
     "Simulation": ".spec",
+    "SubpixelBox": ".subpixel",
     "TFSF": ".tfsf",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
@@ -40,4 +41,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from .simulation import run
     from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
     from .spec import Probe, Simulation
+    from .subpixel import SubpixelBox
     from .tfsf import TFSF

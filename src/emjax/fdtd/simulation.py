@@ -16,7 +16,7 @@ from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_int
 from ..materials import DrudePole
 from . import checkpoint as checkpoint_mod
-from . import dispersive, terms
+from . import dispersive, subpixel, terms
 from . import monitors as mon_mod
 from . import pml as pml_mod
 from . import tfsf as tfsf_mod
@@ -55,6 +55,7 @@ class _Plan:
     # the x entry also decides the sources
     pml_inplace: tuple = (False, False, False)
     pml_faces: tuple = ((), (), ())  # per axis: the CPML's faces, ("lo", "hi") or one of them
+    subpixel: tuple | None = None  # the SubpixelBox's (start, stop) per axis
 
 
 def _coefficients(sim: Simulation, dtype):
@@ -72,7 +73,11 @@ def _coefficients(sim: Simulation, dtype):
     den = 2 * eps + sig * dt + beta_sum * dt
     ca = (2 * eps - sig * dt - beta_sum * dt) / den
     cb = 2 * dt / den
+    if np.ndim(ca) and np.all(ca == 1):  # lossless: E' = E + cb curl H, one array less to read
+        ca = np.float64(1.0)
     arrays.update({"ca": jnp.asarray(ca, dtype), "cb": jnp.asarray(cb, dtype)})
+    if sim.subpixel is not None:
+        arrays.update(subpixel.coefficients(sim.subpixel, cb, dt, dtype))
     pml = []
     for ax, b in enumerate(g.boundary):
         if isinstance(b, CPML):
@@ -196,7 +201,15 @@ def _step(plan, arrays, state, _):
     J = state["J"]
     cH, new_lorentz = dispersive.before_e_update(plan.n_poles, plan.n_lorentz, arrays, J, E, cH, dt)
     E_old = E
-    E = terms.pec(plan, tuple(ca * e + cb * c for e, c in zip(E, cH)))
+    E = tuple(ca * e + cb * c for e, c in zip(E, cH))
+    if plan.subpixel is not None:  # interface nodes: the tensor's correction on its box
+        box = tuple(slice(a, b) for a, b in plan.subpixel)
+        delta = subpixel.correction(box, arrays, cH, tuple(n == 1 for n in plan.shape))
+        if plan.pml_inplace[0]:
+            E = tuple(e.at[box].add(d) for e, d in zip(E, delta))
+        else:
+            E = tuple(e + terms.placed(d, box, plan.shape) for e, d in zip(E, delta))
+    E = terms.pec(plan, E)
     if slabsE:
         E = terms.add_slabs(E, slabsE, cb, terms.wall_masks(plan, E[0].dtype))
     if plan.has_pec:
@@ -283,6 +296,7 @@ def run(
             tuple(isinstance(b, CPML) and b.kappa_max != 1 for b in g.boundary),
             inplace,
             tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
+            tuple((s.start, s.stop) for s in sim.subpixel.slices) if sim.subpixel is not None else None,
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []

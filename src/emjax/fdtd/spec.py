@@ -12,6 +12,7 @@ from ..materials import Dispersive, DrudePole, LorentzPole
 from .grid import CPML, Grid
 from .monitors import DFTPlane
 from .sources import PlaneSource, PointDipole
+from .subpixel import SubpixelBox
 from .tfsf import TFSF
 
 
@@ -48,6 +49,7 @@ class Simulation:
     monitors: tuple = ()
     dispersive: tuple | None = None  # (materials.Dispersive with Drude/Lorentz poles, bool mask)
     pec: object = None  # bool mask of perfectly conducting cells (all E nodes of a cell = 0)
+    subpixel: SubpixelBox | None = None  # anisotropic inverse eps at interface nodes (a box)
 
     def __post_init__(self):
         if not isinstance(self.grid, Grid):
@@ -92,6 +94,19 @@ class Simulation:
                 raise ConfigError(f"dispersive mask must have shape {self.grid.shape}")
             if mat.eps_inf < 1:
                 raise ConfigError("dispersive eps_inf must be >= 1")
+        if self.subpixel is not None:
+            if not isinstance(self.subpixel, SubpixelBox):
+                raise ConfigError(f"subpixel must be an emjax.fdtd.SubpixelBox, got {self.subpixel!r}")
+            pml = [b.thickness if isinstance(b, CPML) else 0 for b in self.grid.boundary]
+            self.subpixel.check(self.grid.shape, pml)
+            sl = self.subpixel.slices
+            sigma = np.asarray(self.sigma)
+            if np.any((sigma[sl] if sigma.ndim else sigma) != 0):
+                raise ConfigError("subpixel: the box must hold no conductivity (sigma = 0 there)")
+            if self.dispersive is not None and np.any(np.asarray(self.dispersive[1])[sl]):
+                raise ConfigError("subpixel: the box must hold no dispersive cells")
+            if self.pec is not None and np.any(np.asarray(self.pec)[sl]):
+                raise ConfigError("subpixel: the box must hold no PEC cells")
         if self.pec is not None and np.shape(self.pec) != self.grid.shape:
             raise ConfigError(f"pec mask must have shape {self.grid.shape}")
         for m in self.monitors:
@@ -112,4 +127,5 @@ class Simulation:
         for ax, b in enumerate(self.grid.boundary):
             if isinstance(b, CPML):
                 psi += 8 * len(b.faces) * b.thickness * n // self.grid.shape[ax]
-        return (arrays * n + psi) * item * 2  # x2: XLA's double buffering of the carry
+        box = 9 * int(np.prod(self.subpixel.shape)) if self.subpixel is not None else 0
+        return (arrays * n + psi + box) * item * 2  # x2: XLA's double buffering of the carry

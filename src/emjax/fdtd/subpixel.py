@@ -1,0 +1,112 @@
+"""Anisotropic (subpixel-averaged) permittivity in the FDTD update, as a box correction.
+
+Subpixel averaging (Farjadpour et al., Opt. Lett. 31, 2972 (2006); Kottke et al., PRE 77,
+036611 (2008)) gives each E node crossed by an interface a tensor ``eps_inv``. Row ``c`` of
+it, at E_c's nodes, turns Ampere's law into
+``E_c += dt * (eps_inv[c, c] curlH_c + sum_{j != c} eps_inv[c, j] avg_cj(curlH_j))``,
+where ``avg_cj`` averages the four E_j nodes around the E_c node (the off-diagonal terms
+couple staggered components, as in Meep).
+
+Only the interface nodes differ from the plain isotropic update, and they lie inside the
+objects' bounding box: the bulk keeps its one coefficient array (no per-component arrays,
+no full tensors), and the correction ``Delta_c = d_c curlH_c + sum_j o_cj avg_cj(curlH_j)``
+is computed on that box alone and added to the E update (zero-padded into the fused pass on
+a GPU, in place on the CPU, like the sources: see terms.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True, eq=False)
+class SubpixelBox:
+    """Inverse permittivity tensors on a box of E nodes (grid cells ``lo .. lo + box``).
+
+    ``eps_inv``: ``(3, 3, bx, by, bz)``; ``eps_inv[c, :, i, j, k]`` is row ``c`` of the
+    tensor at E_c's node of cell ``lo + (i, j, k)`` (E_x at ``(i + 1/2, j, k)`` and so on).
+    Nodes not crossed by an interface hold ``diag(1 / eps_node)``. The cells' own ``eps``
+    (and ``sigma``) still define the update outside the box; inside it the tensor replaces
+    ``1 / eps`` (the box must hold no lossy, dispersive or PEC node: the tensor is for
+    dielectrics).
+    """
+
+    lo: tuple
+    eps_inv: np.ndarray
+
+    def __post_init__(self):
+        a = np.asarray(self.eps_inv, dtype=float)
+        if a.ndim != 5 or a.shape[:2] != (3, 3):
+            raise ConfigError(f"SubpixelBox.eps_inv must have shape (3, 3, bx, by, bz), got {a.shape}")
+        if len(self.lo) != 3:
+            raise ConfigError(f"SubpixelBox.lo must be (i, j, k), got {self.lo!r}")
+        if not np.all(np.isfinite(a)):
+            raise ConfigError("SubpixelBox.eps_inv must be finite")
+        diag = np.stack([a[c, c] for c in range(3)])
+        if np.any(diag <= 0) or np.any(diag > 1 + 1e-12):
+            raise ConfigError("SubpixelBox.eps_inv diagonal must lie in (0, 1] (eps >= 1 dielectrics)")
+        object.__setattr__(self, "eps_inv", a)
+        object.__setattr__(self, "lo", tuple(int(v) for v in self.lo))
+
+    @property
+    def shape(self) -> tuple:
+        return self.eps_inv.shape[2:]
+
+    @property
+    def slices(self) -> tuple:
+        return tuple(slice(lo, lo + n) for lo, n in zip(self.lo, self.shape))
+
+    def check(self, grid_shape, pml) -> None:
+        """The box and its one-node margin (the four-point averages) lie inside the grid and
+        outside the CPML."""
+        for ax, (lo, n, N, L) in enumerate(zip(self.lo, self.shape, grid_shape, pml)):
+            if N == 1:  # 2-D grids: the invariant axis
+                if n != 1 or lo != 0:
+                    raise ConfigError(f"SubpixelBox along the invariant axis {ax} must be lo 0, size 1")
+                continue
+            if lo < 1 + L or lo + n > N - 1 - L:
+                raise ConfigError(
+                    f"SubpixelBox along axis {ax} spans cells {lo}..{lo + n}; it must lie within "
+                    f"{1 + L}..{N - 1 - L} (inside the grid, outside the CPML, one cell margin)"
+                )
+
+
+def coefficients(box: SubpixelBox, cb, dt: float, dtype) -> dict:
+    """The box's arrays for the step: ``d_c = dt eps_inv[c, c] - cb`` (cb: the plain update's
+    coefficient on the box) and ``o_cj = dt eps_inv[c, j]`` (six arrays), as a dict."""
+    cb_box = np.broadcast_to(np.asarray(cb, dtype=float), np.broadcast_shapes(np.shape(cb), ()))
+    cb_box = cb_box[box.slices] if cb_box.ndim == 3 else cb_box
+    d = tuple(jnp.asarray(dt * box.eps_inv[c, c] - cb_box, dtype) for c in range(3))
+    o = tuple(jnp.asarray(dt * box.eps_inv[c, j], dtype) for c in range(3) for j in range(3) if j != c)
+    return {"sub_d": d, "sub_o": o}
+
+
+def _shifted(box_slices, shifts):
+    return tuple(slice(s.start + k, s.stop + k) for s, k in zip(box_slices, shifts))
+
+
+def correction(box_slices, arrays, curl_h, invariant=(False, False, False)):
+    """``Delta_c`` (3 arrays shaped like the box) from the full curl of H."""
+    out = []
+    oi = 0
+    for c in range(3):
+        v = arrays["sub_d"][c] * curl_h[c][box_slices]
+        for j in range(3):
+            if j == c:
+                continue
+            acc = 0.0
+            for dc in (0, 1):
+                for dj in (0, -1):
+                    sh = [0, 0, 0]
+                    sh[c] = 0 if invariant[c] else dc
+                    sh[j] = 0 if invariant[j] else dj
+                    acc = acc + curl_h[j][_shifted(box_slices, sh)]
+            v = v + arrays["sub_o"][oi] * (0.25 * acc)
+            oi += 1
+        out.append(v)
+    return out
