@@ -117,6 +117,52 @@ def test_averaged_slab_interfaces_between_nodes():
     assert err_stair > 3 * err_avg, (err_avg, err_stair)
 
 
+def _drude_film(thickness_cells, averaged: bool, nz=800, steps=12000):
+    """1-D grid, Ex at normal incidence on a Drude film [z0, z0 + d) with faces between
+    nodes; staircased: the nodes inside are metal; averaged: each Ex node is the parallel
+    (volume-averaged) mixture with the film's fill fraction of its dual cell, the exact
+    effective medium for a field tangential to a flat interface."""
+    from emjax import materials
+
+    drude = materials.Drude(1.0, omega_p=2 * np.pi * 1.0, gamma=2 * np.pi * 0.1)
+    dx = 0.8 / 1.5 / 40
+    z0, z1 = 300.3, 300.3 + thickness_cells
+    g = fdtd.Grid(
+        (1, 1, nz), dx=dx, boundary=(fdtd.Periodic(), fdtd.Periodic(), fdtd.CPML(20)), precision="double"
+    )
+    src = fdtd.PlaneSource(2, 60, 0, fdtd.GaussianPulse(frequency=FREQS.mean(), bandwidth=0.5))
+    mons = (fdtd.DFTPlane(2, 100, tuple(FREQS)), fdtd.DFTPlane(2, 600, tuple(FREQS)))
+    k = np.arange(nz)
+    fill = np.clip(np.minimum(k + 0.5, z1) - np.maximum(k - 0.5, z0), 0, 1)
+    w = np.zeros((3, 1, 1, nz))
+    w[:] = fill if averaged else ((k >= z0) & (k < z1)).astype(float)
+    empty = fdtd.run(fdtd.Simulation(g, sources=(src,), monitors=mons), steps)
+    full = fdtd.run(fdtd.Simulation(g, sources=(src,), monitors=mons, dispersive=(drude, w)), steps)
+    inc = empty.flux(1)
+    R, T = -full.flux_difference(empty, 0) / inc, full.flux(1) / inc
+    w0 = 2 * np.pi * FREQS
+    n = np.sqrt(drude.permittivity(w0))
+    n = np.where(n.imag < 0, -n, n)
+    k0 = w0
+    r12 = (1 - n) / (1 + n)
+    e2 = np.exp(2j * n * k0 * thickness_cells * dx)
+    r = r12 * (1 - e2) / (1 - r12**2 * e2)
+    tt = (1 - r12**2) * np.exp(1j * n * k0 * thickness_cells * dx) / (1 - r12**2 * e2)
+    return max(np.abs(R - np.abs(r) ** 2).max(), np.abs(T - np.abs(tt) ** 2).max())
+
+
+def test_volume_averaged_drude_film():
+    """A Drude film (plasma frequency 1, damping 0.1 x 2 pi; 7.37 cells, 0.098 thick) with
+    faces between Ex nodes, per-component fill fractions: R and T within 1e-3 of the Airy
+    formula with materials.Drude's eps(omega) (measured 3.4e-4, as the aligned film of
+    test_slab.py: 3.5e-4); the staircased film (7 cells) is more than 3x further off
+    (measured 1.9e-2: a thin metal film's transmission is exponential in its thickness)."""
+    d = 7.37
+    err_avg, err_stair = _drude_film(d, True), _drude_film(d, False)
+    assert err_avg < 1e-3, (err_avg, err_stair)
+    assert err_stair > 3 * err_avg, (err_avg, err_stair)
+
+
 def test_box_checks():
     """Boxes in the CPML or against the grid's edge, and wrong shapes, are refused."""
     g = fdtd.Grid((24, 24, 24), dx=0.05, boundary=fdtd.CPML(6))

@@ -18,21 +18,35 @@ import numpy as np
 from ..materials import DrudePole
 
 
+def component(a, c: int):
+    """Component ``c`` of a coefficient that is a scalar, a per-cell array ``(nx, ny, nz)``
+    or a per-component array ``(3, nx, ny, nz)``."""
+    return a[c] if jnp.ndim(a) == 4 else a
+
+
 def coefficients(material, mask, eps, dt: float, dtype):
-    """(eps with eps_inf in the medium, sum of Drude betas, arrays for the step)."""
-    mask = np.asarray(mask, bool)
-    eps = np.where(mask, material.eps_inf, eps)
+    """(eps with the medium's eps_inf, sum of Drude betas, arrays for the step).
+
+    ``mask``: bool per cell (the medium fills the cell's E nodes), or the medium's fill
+    fraction ``w`` in [0, 1] per cell or per component ``(3, nx, ny, nz)`` (subpixel
+    averaging: a node is the parallel mixture ``w medium + (1 - w) background``, i.e. the
+    susceptibility and eps_inf are volume-averaged; then eps and the betas come back per
+    component)."""
+    w = np.asarray(mask)
+    w = w.astype(float) if w.dtype == bool else np.clip(w.astype(float), 0.0, 1.0)
+    inside = w > 0
+    eps = w * material.eps_inf + (1 - w) * eps
     ks, betas, lorentz = [], [], []
     for p in material.poles:
         if isinstance(p, DrudePole):
             damp = 1 + p.gamma * dt / 2
-            ks.append(np.where(mask, (1 - p.gamma * dt / 2) / damp, 0.0))
-            betas.append(np.where(mask, (p.omega_p**2 * dt / 2) / damp, 0.0))
+            ks.append(np.where(inside, (1 - p.gamma * dt / 2) / damp, 0.0))
+            betas.append(w * ((p.omega_p**2 * dt / 2) / damp))
         else:
             damp = 1 + p.gamma * dt / 2
             c1 = (2 - (p.omega_0 * dt) ** 2) / damp
             c2 = -(1 - p.gamma * dt / 2) / damp
-            c3 = np.where(mask, p.delta_eps * (p.omega_0 * dt) ** 2 / damp, 0.0)
+            c3 = w * (p.delta_eps * (p.omega_0 * dt) ** 2 / damp)
             lorentz.append((jnp.asarray(c1, dtype), jnp.asarray(c2, dtype), jnp.asarray(c3, dtype)))
     arrays = {
         "pole_k": tuple(jnp.asarray(k, dtype) for k in ks),
@@ -56,13 +70,16 @@ def before_e_update(n_drude: int, n_lorentz: int, arrays, state, E, curl_h, dt):
     J, lorentz = state[:n_drude], state[n_drude:]
     if n_drude:
         curl_h = tuple(
-            c - 0.5 * sum((1 + arrays["pole_k"][p]) * J[p][i] for p in range(n_drude))
+            c - 0.5 * sum((1 + component(arrays["pole_k"][p], i)) * J[p][i] for p in range(n_drude))
             for i, c in enumerate(curl_h)
         )
     new_lorentz = ()
     if n_lorentz:
         new_lorentz = tuple(
-            tuple((c1 * P[i][0] + c2 * P[i][1] + c3 * E[i], P[i][0]) for i in range(3))
+            tuple(
+                (component(c1, i) * P[i][0] + c2 * P[i][1] + component(c3, i) * E[i], P[i][0])
+                for i in range(3)
+            )
             for (c1, c2, c3), P in zip(arrays["lorentz"], lorentz)
         )
         curl_h = tuple(
@@ -76,7 +93,9 @@ def after_e_update(n_drude: int, arrays, state, E, E_old) -> tuple:
     """Drude currents at n + 1 from E^(n+1) and E^n."""
     return tuple(
         tuple(
-            arrays["pole_k"][p] * state[p][i] + arrays["pole_beta"][p] * (E[i] + E_old[i]) for i in range(3)
+            component(arrays["pole_k"][p], i) * state[p][i]
+            + component(arrays["pole_beta"][p], i) * (E[i] + E_old[i])
+            for i in range(3)
         )
         for p in range(n_drude)
     )

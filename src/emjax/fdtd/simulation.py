@@ -93,10 +93,14 @@ def _coefficients(sim: Simulation, dtype):
             pml.append(b.thickness)
         else:
             pml.append(0)
-    # the current source's coefficient is the E update's dt/eps at that cell
-    cb_full = np.broadcast_to(cb, g.shape)
+    # the current source's coefficient is the E update's dt/eps at that node
+    cb_full = np.broadcast_to(cb, (3,) + g.shape) if np.ndim(cb) == 4 else np.broadcast_to(cb, g.shape)
     arrays["src_cb"] = tuple(
-        jnp.asarray(cb_full[s.index if isinstance(s, PointDipole) else s.slices] * s.amplitude, dtype)
+        jnp.asarray(
+            dispersive.component(cb_full, s.component)[s.index if isinstance(s, PointDipole) else s.slices]
+            * s.amplitude,
+            dtype,
+        )
         for s in sim.sources
         if not isinstance(s, TFSF)
     )
@@ -201,7 +205,8 @@ def _step(plan, arrays, state, _):
     J = state["J"]
     cH, new_lorentz = dispersive.before_e_update(plan.n_poles, plan.n_lorentz, arrays, J, E, cH, dt)
     E_old = E
-    E = tuple(ca * e + cb * c for e, c in zip(E, cH))
+    comp = dispersive.component
+    E = tuple(comp(ca, i) * e + comp(cb, i) * c for i, (e, c) in enumerate(zip(E, cH)))
     if plan.subpixel is not None:  # interface nodes: the tensor's correction on its box
         box = tuple(slice(a, b) for a, b in plan.subpixel)
         delta = subpixel.correction(box, arrays, cH, tuple(n == 1 for n in plan.shape))

@@ -47,7 +47,9 @@ class Simulation:
     sources: tuple = ()
     probes: tuple = ()
     monitors: tuple = ()
-    dispersive: tuple | None = None  # (materials.Dispersive with Drude/Lorentz poles, bool mask)
+    # (materials.Dispersive with Drude/Lorentz poles, bool mask or fill fractions in [0, 1]
+    # per cell (nx, ny, nz) or per E component (3, nx, ny, nz))
+    dispersive: tuple | None = None
     pec: object = None  # bool mask of perfectly conducting cells (all E nodes of a cell = 0)
     subpixel: SubpixelBox | None = None  # anisotropic inverse eps at interface nodes (a box)
 
@@ -90,8 +92,13 @@ class Simulation:
                         f"Lorentz pole omega_0 = {p.omega_0} needs dt < 2 / omega_0 "
                         f"(dt = {self.grid.dt:.3g}): refine the grid"
                     )
-            if np.shape(mask) != self.grid.shape:
-                raise ConfigError(f"dispersive mask must have shape {self.grid.shape}")
+            if np.shape(mask) not in (self.grid.shape, (3,) + self.grid.shape):
+                raise ConfigError(
+                    f"dispersive mask must have shape {self.grid.shape} or {(3,) + self.grid.shape}"
+                )
+            w = np.asarray(mask)
+            if w.dtype != bool and not (np.all(np.isfinite(w)) and np.all((w >= 0) & (w <= 1))):
+                raise ConfigError("dispersive fill fractions must lie in [0, 1]")
             if mat.eps_inf < 1:
                 raise ConfigError("dispersive eps_inf must be >= 1")
         if self.subpixel is not None:
@@ -103,7 +110,8 @@ class Simulation:
             sigma = np.asarray(self.sigma)
             if np.any((sigma[sl] if sigma.ndim else sigma) != 0):
                 raise ConfigError("subpixel: the box must hold no conductivity (sigma = 0 there)")
-            if self.dispersive is not None and np.any(np.asarray(self.dispersive[1])[sl]):
+            w = np.asarray(self.dispersive[1]) if self.dispersive is not None else None
+            if w is not None and np.any((w[(slice(None),) + sl] if w.ndim == 4 else w[sl]) != 0):
                 raise ConfigError("subpixel: the box must hold no dispersive cells")
             if self.pec is not None and np.any(np.asarray(self.pec)[sl]):
                 raise ConfigError("subpixel: the box must hold no PEC cells")
@@ -123,6 +131,8 @@ class Simulation:
         item = np.dtype(precision(self.grid.precision).real).itemsize
         n = self.grid.n_cells
         arrays = 6 + (2 if np.ndim(self.eps) or np.ndim(self.sigma) else 0)
+        if self.dispersive is not None and np.ndim(self.dispersive[1]) == 4:
+            arrays += 4  # ca and cb per component
         psi = 0
         for ax, b in enumerate(self.grid.boundary):
             if isinstance(b, CPML):

@@ -79,9 +79,13 @@ class SubpixelBox:
 def coefficients(box: SubpixelBox, cb, dt: float, dtype) -> dict:
     """The box's arrays for the step: ``d_c = dt eps_inv[c, c] - cb`` (cb: the plain update's
     coefficient on the box) and ``o_cj = dt eps_inv[c, j]`` (six arrays), as a dict."""
-    cb_box = np.broadcast_to(np.asarray(cb, dtype=float), np.broadcast_shapes(np.shape(cb), ()))
-    cb_box = cb_box[box.slices] if cb_box.ndim == 3 else cb_box
-    d = tuple(jnp.asarray(dt * box.eps_inv[c, c] - cb_box, dtype) for c in range(3))
+    cb = np.asarray(cb, dtype=float)
+
+    def on_box(c):
+        a = cb[c] if cb.ndim == 4 else cb
+        return a[box.slices] if a.ndim == 3 else a
+
+    d = tuple(jnp.asarray(dt * box.eps_inv[c, c] - on_box(c), dtype) for c in range(3))
     o = tuple(jnp.asarray(dt * box.eps_inv[c, j], dtype) for c in range(3) for j in range(3) if j != c)
     return {"sub_d": d, "sub_o": o}
 

@@ -32,7 +32,8 @@ def add_slabs(F, slabs, scale, masks=None):
         idx = [slice(None)] * 3
         idx[axis] = slice(start, start + term.shape[axis])
         idx = tuple(idx)
-        k = scale[idx] if jnp.ndim(scale) == 3 else scale
+        k = scale[comp] if jnp.ndim(scale) == 4 else scale  # per-component coefficients
+        k = k[idx] if jnp.ndim(k) == 3 else k
         if masks is not None:
             for ax, m in enumerate(masks):
                 if m is not None and ax != comp:
