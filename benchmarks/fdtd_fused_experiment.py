@@ -164,7 +164,7 @@ def emjax_cases(n, precisions, hlo_dir):
                 g = fdtd.Grid((n,) * 3, dx=1.0, boundary=bd, precision=p)
                 c = n // 2
                 src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
-                sim = fdtd.Simulation(g, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),))
+                sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),))
                 orig = S._advance
                 captured: dict = {}
 

@@ -39,7 +39,7 @@ def main():
     )
     box = monitors.flux_box((14,) * 3, (54,) * 3, FREQS)
     res = fdtd.run(
-        fdtd.Simulation(grid, eps=eps, sources=(src,), monitors=box),
+        fdtd.GridSimulation(grid, eps=eps, sources=(src,), monitors=box),
         STEPS,
         progress=lambda d, t: print(f"\rstep {d}/{t}", end="", flush=True),
     )

@@ -28,7 +28,7 @@ def test_cavity_eigenmode_follows_yee_dispersion():
     j = np.arange(shape[1])[None, :, None]
     E = np.zeros((3,) + shape)
     E[2] = np.sin(np.pi * i / shape[0]) * np.sin(np.pi * j / shape[1]) * np.ones(shape)
-    sim = fdtd.Simulation(g, probes=(fdtd.Probe((7, 5, 3), 2),))
+    sim = fdtd.GridSimulation(g, probes=(fdtd.Probe((7, 5, 3), 2),))
     r = fdtd.run(sim, 600, initial=(E, np.zeros_like(E)))
     cos_wdt = _recurrence_cos(r.probes[:, 0])
     kx, ky = math.pi / (shape[0] * dx), math.pi / (shape[1] * dx)
@@ -61,7 +61,7 @@ def test_cavity_mode_4th_order_with_pec_images(mode):
         E[2] = np.sin(k[0] * i) * np.sin(k[1] * j) * np.ones(shape)
     else:
         E[0] = np.sin(k[1] * j) * np.sin(k[2] * l_) * np.ones(shape)
-    sim = fdtd.Simulation(g, probes=(fdtd.Probe((5, 4, 3), comp), fdtd.Probe((9, 6, 7), comp)))
+    sim = fdtd.GridSimulation(g, probes=(fdtd.Probe((5, 4, 3), comp), fdtd.Probe((9, 6, 7), comp)))
     r = fdtd.run(sim, 400, initial=(E, np.zeros_like(E)))
     C1, C3 = 9 / 8, -1 / 24
     s2 = (g.dt / dx) ** 2 * sum((C1 * math.sin(kk / 2) + C3 * math.sin(3 * kk / 2)) ** 2 for kk in k)
@@ -77,7 +77,7 @@ def test_cavity_spectrum_peaks_match_modes():
     shape, dx = (20, 16, 12), 0.05
     g = fdtd.Grid(shape, dx=dx, boundary=fdtd.PEC(), precision="double")
     src = fdtd.PointDipole((3, 5, 4), 2, fdtd.GaussianPulse(frequency=1.0, bandwidth=1.0))
-    sim = fdtd.Simulation(g, sources=(src,), probes=(fdtd.Probe((13, 9, 7), 2),))
+    sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((13, 9, 7), 2),))
     steps = 12000
     r = fdtd.run(sim, steps)
     x = r.probes[:, 0] * np.hanning(steps)
@@ -116,7 +116,7 @@ def test_phase_velocity_error_converges_with_order(order, slope):
         x = np.arange(n)[:, None, None] * dx
         E = np.zeros((3, n, 4, 4))
         E[2] = np.cos(k * x) * np.ones((n, 4, 4))
-        sim = fdtd.Simulation(g, probes=(fdtd.Probe((1, 0, 0), 2),))
+        sim = fdtd.GridSimulation(g, probes=(fdtd.Probe((1, 0, 0), 2),))
         r = fdtd.run(sim, 200, initial=(E, np.zeros_like(E)))
         w = math.acos(_recurrence_cos(r.probes[:, 0])) / g.dt
         K = 2 / g.dt * math.sin(w * g.dt / 2)
@@ -135,7 +135,7 @@ def test_energy_conserved_in_closed_cavity():
     eps = np.ones(shape)
     eps[4:9, 3:8, 2:7] = 4.0
     g = fdtd.Grid(shape, dx=0.1, boundary=fdtd.PEC(), precision="double")
-    sim = fdtd.Simulation(g, eps=eps)
+    sim = fdtd.GridSimulation(g, eps=eps)
     E = rng.normal(size=(3,) + shape)
     H = rng.normal(size=(3,) + shape)
     E[0][:, 0, :] = E[0][:, :, 0] = 0
@@ -164,7 +164,9 @@ def test_2d_tm_cavity_mode():
     j = np.arange(shape[1])[None, :, None]
     E = np.zeros((3, shape[0], shape[1], 1))
     E[2] = np.sin(2 * np.pi * i / shape[0]) * np.sin(np.pi * j / shape[1])
-    r = fdtd.run(fdtd.Simulation(g, probes=(fdtd.Probe((5, 7, 0), 2),)), 500, initial=(E, np.zeros_like(E)))
+    r = fdtd.run(
+        fdtd.GridSimulation(g, probes=(fdtd.Probe((5, 7, 0), 2),)), 500, initial=(E, np.zeros_like(E))
+    )
     kx, ky = 2 * math.pi / (shape[0] * dx), math.pi / (shape[1] * dx)
     s2 = (g.dt / dx) ** 2 * (math.sin(kx * dx / 2) ** 2 + math.sin(ky * dx / 2) ** 2)
     assert _recurrence_cos(r.probes[:, 0]) == pytest.approx(1 - 2 * s2, abs=1e-12)

@@ -10,7 +10,7 @@ def _sim():
     g = fdtd.Grid((24, 20, 16), dx=0.1, boundary=fdtd.CPML(4))
     src = fdtd.PointDipole((12, 10, 8), 2, fdtd.Ricker(frequency=0.8))
     mon = fdtd.DFTPlane(2, 12, (0.5, 0.8))
-    return fdtd.Simulation(g, sources=(src,), probes=(fdtd.Probe((15, 12, 9), 2),), monitors=(mon,))
+    return fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((15, 12, 9), 2),), monitors=(mon,))
 
 
 def test_resume_is_bit_for_bit(tmp_path):
@@ -28,7 +28,7 @@ def test_resume_is_bit_for_bit(tmp_path):
 def test_checkpoint_of_another_simulation_is_refused(tmp_path):
     ck = tmp_path / "run.npz"
     fdtd.run(_sim(), 50, chunk=50, checkpoint=ck)
-    other = fdtd.Simulation(fdtd.Grid((24, 20, 18), dx=0.1, boundary=fdtd.CPML(4)))
+    other = fdtd.GridSimulation(fdtd.Grid((24, 20, 18), dx=0.1, boundary=fdtd.CPML(4)))
     with pytest.raises(ConfigError, match="different simulation"):
         fdtd.run(other, 100, checkpoint=ck)
 
@@ -37,4 +37,4 @@ def test_nan_is_detected():
     g = fdtd.Grid((10, 10, 10), dx=0.1, boundary=fdtd.PEC())
     src = fdtd.PointDipole((5, 5, 5), 2, lambda t: t * float("nan"))
     with pytest.raises(FloatingPointError, match="NaN"):
-        fdtd.run(fdtd.Simulation(g, sources=(src,)), 20, chunk=10)
+        fdtd.run(fdtd.GridSimulation(g, sources=(src,)), 20, chunk=10)

@@ -11,7 +11,7 @@ def _run(n, steps=150, order=2):
     src = fdtd.PointDipole((c, c, c), 2, fdtd.Ricker(frequency=0.1))
     offsets = [(0, 8, 0), (8, 0, 0), (5, 5, 5), (0, 0, 8)]
     probes = tuple(fdtd.Probe((c + a, c + b, c + d), 2) for a, b, d in offsets)
-    return fdtd.run(fdtd.Simulation(g, sources=(src,), probes=probes), steps).probes
+    return fdtd.run(fdtd.GridSimulation(g, sources=(src,), probes=probes), steps).probes
 
 
 def test_cpml_reflection_below_1e3():
@@ -52,7 +52,7 @@ def _plane_wave_run(nz, sides, steps=220):
     )
     src = fdtd.PlaneSource(2, 20, 0, fdtd.Ricker(frequency=0.08))
     probes = (fdtd.Probe((0, 0, 35), 0), fdtd.Probe((0, 0, 5), 0))
-    return fdtd.run(fdtd.Simulation(g, sources=(src,), probes=probes), steps).probes
+    return fdtd.run(fdtd.GridSimulation(g, sources=(src,), probes=probes), steps).probes
 
 
 def test_cpml_on_one_face():

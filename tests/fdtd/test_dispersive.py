@@ -17,7 +17,7 @@ from emjax import fdtd, materials
 
 def _free_oscillation(material, dx, steps=1000):
     g = fdtd.Grid((1, 1, 1), dx=dx, boundary=fdtd.Periodic(), precision="double")
-    sim = fdtd.Simulation(
+    sim = fdtd.GridSimulation(
         g, dispersive=(material, np.ones((1, 1, 1), bool)), probes=(fdtd.Probe((0, 0, 0), 0),)
     )
     E = np.zeros((3, 1, 1, 1))

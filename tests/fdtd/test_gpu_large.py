@@ -12,7 +12,7 @@ def _probe_series(n, centre, steps=20):
     g = fdtd.Grid((n, n, n), dx=1.0, boundary=fdtd.Periodic(), precision="single")
     src = fdtd.PointDipole((centre,) * 3, 2, fdtd.Ricker(frequency=0.1, delay=5.0))
     probes = (fdtd.Probe((centre + 3, centre, centre), 2), fdtd.Probe((centre, centre + 2, centre + 1), 1))
-    return fdtd.run(fdtd.Simulation(g, sources=(src,), probes=probes), steps, chunk=steps).probes
+    return fdtd.run(fdtd.GridSimulation(g, sources=(src,), probes=probes), steps, chunk=steps).probes
 
 
 @pytest.mark.gpu
@@ -26,7 +26,7 @@ def test_grid_past_2_pow_31_cells():
     dev = jax.devices()[0]
     free = (dev.memory_stats() or {}).get("bytes_limit", 0)
     n = 1300
-    need = fdtd.Simulation(fdtd.Grid((n, n, n), dx=1.0, boundary=fdtd.Periodic())).memory_bytes()
+    need = fdtd.GridSimulation(fdtd.Grid((n, n, n), dx=1.0, boundary=fdtd.Periodic())).memory_bytes()
     if free < need:
         pytest.skip(f"needs {need / 1e9:.0f} GB of device memory (emjax's estimate), has {free / 1e9:.0f}")
     assert n**3 > 2**31

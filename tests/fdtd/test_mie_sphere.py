@@ -44,7 +44,7 @@ def test_tfsf_box_does_not_leak(direction, pol):
         fdtd.Probe(tuple(near), comp),
         fdtd.Probe(tuple(far), comp),
     )
-    r = fdtd.run(fdtd.Simulation(g, sources=(src,), probes=probes), 400)
+    r = fdtd.run(fdtd.GridSimulation(g, sources=(src,), probes=probes), 400)
     peak = np.max(np.abs(r.probes), axis=0)
     assert peak[0] > 0.5
     assert np.all(peak[1:6] < 1e-12 * peak[0])
@@ -54,7 +54,7 @@ def test_tfsf_box_does_not_leak(direction, pol):
     assert (t_far - t_near) == pytest.approx(12 * g.dx, rel=0.05)
     # polarization: E at the centre is pol times one time profile
     probes3 = tuple(fdtd.Probe((20, 20, 20), c) for c in range(3))
-    centre = fdtd.run(fdtd.Simulation(g, sources=(src,), probes=probes3), 250).probes.T
+    centre = fdtd.run(fdtd.GridSimulation(g, sources=(src,), probes=probes3), 250).probes.T
     ref = centre[comp] / pol[comp]
     for c in range(3):
         np.testing.assert_allclose(centre[c], pol[c] * ref, atol=1e-12 * np.abs(ref).max())
@@ -87,7 +87,7 @@ def test_tfsf_oblique_leak_and_direction():
     probes = tuple(fdtd.Probe(p, 0) for p in outside) + tuple(
         fdtd.Probe(p, c) for p in (a, b) for c in range(3)
     )
-    r = fdtd.run(fdtd.Simulation(g, sources=(src,), probes=probes), 400)
+    r = fdtd.run(fdtd.GridSimulation(g, sources=(src,), probes=probes), 400)
     peak = np.abs(r.probes[:, 5:]).max()
     assert np.abs(r.probes[:, :5]).max() < 1e-2 * peak
     Ea, Eb = r.probes[:, 5:8].T, r.probes[:, 8:11].T
@@ -123,7 +123,7 @@ def _sphere(direction, polarization):
     )
     outer = monitors.flux_box((tf_lo - 3,) * 3, (tf_hi + 3,) * 3, FREQS)
     inner = monitors.flux_box((tf_lo + 2,) * 3, (tf_hi - 2,) * 3, FREQS)
-    res = fdtd.run(fdtd.Simulation(g, eps=eps, sources=(src,), monitors=outer + inner), STEPS)
+    res = fdtd.run(fdtd.GridSimulation(g, eps=eps, sources=(src,), monitors=outer + inner), STEPS)
     e_inc = incident_spectrum(src, FREQS, STEPS, g.dt)
     return res, outer, e_inc
 

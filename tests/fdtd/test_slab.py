@@ -28,13 +28,13 @@ def _run_pair(eps_slab=None, drude=None, dx=0.8 / 1.5 / 40, thickness=0.5, nz=80
     mons = (fdtd.DFTPlane(2, 100, tuple(FREQS)), fdtd.DFTPlane(2, 600, tuple(FREQS)))
     mask = np.zeros((1, 1, nz), bool)
     mask[..., slab0 : slab0 + n_slab] = True
-    empty = fdtd.run(fdtd.Simulation(g, sources=(src,), monitors=mons), steps)
+    empty = fdtd.run(fdtd.GridSimulation(g, sources=(src,), monitors=mons), steps)
     if pec:
-        sim = fdtd.Simulation(g, sources=(src,), monitors=mons, pec=mask)
+        sim = fdtd.GridSimulation(g, sources=(src,), monitors=mons, pec=mask)
     elif drude is not None:
-        sim = fdtd.Simulation(g, sources=(src,), monitors=mons, dispersive=(drude, mask))
+        sim = fdtd.GridSimulation(g, sources=(src,), monitors=mons, dispersive=(drude, mask))
     else:
-        sim = fdtd.Simulation(g, eps=np.where(mask, eps_slab, 1.0), sources=(src,), monitors=mons)
+        sim = fdtd.GridSimulation(g, eps=np.where(mask, eps_slab, 1.0), sources=(src,), monitors=mons)
     full = fdtd.run(sim, steps)
     inc = empty.flux(1)
     return -full.flux_difference(empty, 0) / inc, full.flux(1) / inc, n_slab * dx

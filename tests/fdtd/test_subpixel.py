@@ -22,7 +22,7 @@ def _cube_sim(eps, subpixel=None):
     g = fdtd.Grid((24, 24, 24), dx=0.05, boundary=fdtd.CPML(6), precision="double")
     src = fdtd.PointDipole((9, 12, 12), 2, fdtd.GaussianPulse(1.0, 0.5))
     probes = tuple(fdtd.Probe((15, 13, 11), c) for c in range(3))
-    return fdtd.Simulation(g, eps=eps, sources=(src,), probes=probes, subpixel=subpixel)
+    return fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=probes, subpixel=subpixel)
 
 
 def test_box_reproduces_per_cell_eps():
@@ -60,7 +60,7 @@ def test_box_off_diagonal_terms_couple_components():
     src = fdtd.PointDipole((12, 12, 12), 2, fdtd.GaussianPulse(1.0, 0.5))
 
     def run(t):
-        sim = fdtd.Simulation(g, sources=(src,), subpixel=fdtd.SubpixelBox(lo, t))
+        sim = fdtd.GridSimulation(g, sources=(src,), subpixel=fdtd.SubpixelBox(lo, t))
         return np.asarray(fdtd.run(sim, 200).E)
 
     Ed, Eo = run(inv), run(inv_off)
@@ -93,8 +93,8 @@ def _slab_run(thickness_cells, subpixel: bool, eps_slab=2.25, nz=800, steps=1200
     for c in range(3):
         inv[c, c, 0, 0] = 1 / eps_node[lo:hi]
     sub = fdtd.SubpixelBox((0, 0, lo), inv)
-    empty = fdtd.run(fdtd.Simulation(g, sources=(src,), monitors=mons), steps)
-    full = fdtd.run(fdtd.Simulation(g, sources=(src,), monitors=mons, subpixel=sub), steps)
+    empty = fdtd.run(fdtd.GridSimulation(g, sources=(src,), monitors=mons), steps)
+    full = fdtd.run(fdtd.GridSimulation(g, sources=(src,), monitors=mons, subpixel=sub), steps)
     inc = empty.flux(1)
     R = -full.flux_difference(empty, 0) / inc
     T = full.flux(1) / inc
@@ -136,8 +136,8 @@ def _drude_film(thickness_cells, averaged: bool, nz=800, steps=12000):
     fill = np.clip(np.minimum(k + 0.5, z1) - np.maximum(k - 0.5, z0), 0, 1)
     w = np.zeros((3, 1, 1, nz))
     w[:] = fill if averaged else ((k >= z0) & (k < z1)).astype(float)
-    empty = fdtd.run(fdtd.Simulation(g, sources=(src,), monitors=mons), steps)
-    full = fdtd.run(fdtd.Simulation(g, sources=(src,), monitors=mons, dispersive=(drude, w)), steps)
+    empty = fdtd.run(fdtd.GridSimulation(g, sources=(src,), monitors=mons), steps)
+    full = fdtd.run(fdtd.GridSimulation(g, sources=(src,), monitors=mons, dispersive=(drude, w)), steps)
     inc = empty.flux(1)
     R, T = -full.flux_difference(empty, 0) / inc, full.flux(1) / inc
     w0 = 2 * np.pi * FREQS
@@ -170,13 +170,13 @@ def test_box_checks():
     for c in range(3):
         inv[c, c] = 1.0
     with pytest.raises(ConfigError, match="axis 0"):
-        fdtd.Simulation(g, subpixel=fdtd.SubpixelBox((5, 10, 10), inv))
+        fdtd.GridSimulation(g, subpixel=fdtd.SubpixelBox((5, 10, 10), inv))
     with pytest.raises(ConfigError, match="shape"):
         fdtd.SubpixelBox((10, 10, 10), inv[0])
     with pytest.raises(ConfigError, match="diagonal"):
         fdtd.SubpixelBox((10, 10, 10), -inv)
     with pytest.raises(ConfigError, match="conductivity"):
-        fdtd.Simulation(g, sigma=0.1, subpixel=fdtd.SubpixelBox((10, 10, 10), inv))
+        fdtd.GridSimulation(g, sigma=0.1, subpixel=fdtd.SubpixelBox((10, 10, 10), inv))
 
 
 def test_box_padded_equals_in_place(monkeypatch):

@@ -33,7 +33,7 @@ def _sim(order=2):
         fdtd.PlaneSource(0, 24, 1, wf, amplitude=0.5),
     )
     probes = tuple(fdtd.Probe(p, c) for p, c in (((2, 3, 1), 2), ((15, 20, 24), 0), ((28, 26, 12), 1)))
-    return fdtd.Simulation(
+    return fdtd.GridSimulation(
         g, eps=eps, sigma=sigma, pec=pec, dispersive=(drude, mask), sources=sources, probes=probes
     )
 

@@ -2,7 +2,7 @@
 
 Natural units: eps0 = mu0 = c = 1; lengths in any unit, time in length / c.
 
-The slice: grid -> spec (Simulation) -> sources, tfsf, pml, dispersive, terms, update ->
+The slice: grid -> spec (GridSimulation) -> sources, tfsf, pml, dispersive, terms, update ->
 simulation (run) -> monitors; results, plot, bench, config and cli around them. Public
 names load on first use (see ``emjax._lazy``).
 """
@@ -28,7 +28,13 @@ _EXPORTS = {
     "PointDipole": ".sources",
     "Ricker": ".sources",
     "Probe": ".spec",
-    "Simulation": ".spec",
+    "Simulation": ".physical",
+    "PlaneWaveSource": ".physical",
+    "Dipole": ".physical",
+    "FluxBox": ".physical",
+    "FluxPlane": ".physical",
+    "CrossSections": ".physical",
+    "GridSimulation": ".spec",
     "SubpixelBox": ".subpixel",
     "TFSF": ".tfsf",
 }
@@ -37,9 +43,10 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .grid import CPML, PEC, Grid, Periodic
     from .monitors import DFTPlane, box_flux, far_field, flux_box
+    from .physical import CrossSections, Dipole, FluxBox, FluxPlane, PlaneWaveSource, Simulation
     from .results import FDTDResult
     from .simulation import run
     from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
-    from .spec import Probe, Simulation
+    from .spec import GridSimulation, Probe
     from .subpixel import SubpixelBox
     from .tfsf import TFSF

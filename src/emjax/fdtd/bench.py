@@ -54,7 +54,7 @@ def fdtd_benchmark(
 
         disp = (Dispersive(eps_inf=1.0, poles=(DrudePole(omega_p=1.0, gamma=0.05),)), block)
     src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
-    sim = fdtd.Simulation(
+    sim = fdtd.GridSimulation(
         grid, eps=eps, dispersive=disp, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),)
     )
     t0 = time.perf_counter()

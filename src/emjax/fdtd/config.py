@@ -44,7 +44,7 @@ def _waveform(src: dict, where: str):
 
 
 def build_fdtd(cfg: dict):
-    """(Simulation, steps, chunk, checkpoint) from a parsed TOML config."""
+    """(GridSimulation, steps, chunk, checkpoint) from a parsed TOML config."""
     from .. import fdtd
 
     check_keys(cfg, {"grid", "run", "sources", "probes", "monitors", "blocks", "flux_boxes"}, "config")
@@ -159,7 +159,7 @@ def build_fdtd(cfg: dict):
     for i, b in enumerate(cfg.get("flux_boxes", [])):  # six more DFT planes each, after the monitors
         check_keys(b, {"lo", "hi", "frequencies"}, f"flux_boxes[{i}]")
         monitors.extend(fdtd.flux_box(tuple(b["lo"]), tuple(b["hi"]), tuple(b["frequencies"])))
-    sim = fdtd.Simulation(
+    sim = fdtd.GridSimulation(
         grid,
         eps=eps if np.any(eps != 1) else 1.0,
         sigma=sigma if np.any(sigma) else 0.0,

@@ -15,7 +15,7 @@ from .monitors import box_flux
 from .tfsf import TFSF, incident_spectrum
 
 if TYPE_CHECKING:
-    from .spec import Simulation
+    from .spec import GridSimulation
 
 __all__ = ["FDTDResult", "box_results", "fdtd_to_xarray"]
 
@@ -24,15 +24,16 @@ __all__ = ["FDTDResult", "box_results", "fdtd_to_xarray"]
 class FDTDResult:
     """Probe time series ``(steps, n_probes)`` at times ``(n + 1) dt`` (E) and the fields."""
 
-    simulation: Simulation
+    simulation: GridSimulation
     probes: np.ndarray
     times: np.ndarray
     E: jax.Array
     H: jax.Array
-    steps: int
+    steps: int  # the steps timed for cells_per_second (the run's, less its compiling chunks)
     seconds: float
     compile_seconds: float
     dft: tuple = ()  # per monitor: {"E": (nf, 2, n1, n2), "H": ...} complex
+    total_steps: int = 0  # the steps the fields and the DFTs have advanced
 
     def flux(self, monitor: int = 0) -> np.ndarray:
         """Flux spectrum through DFT monitor ``monitor`` (towards +axis)."""
@@ -65,7 +66,7 @@ def box_results(res, n_boxes: int) -> list:
     simulation) and, with a TF/SF source, the cross section it stands for (scattered outside,
     -absorbed inside the box): dicts with "frequencies", "outward_flux" and
     "flux_over_incident_intensity"."""
-    sim, steps = res.simulation, res.steps
+    sim, steps = res.simulation, res.total_steps
     out = []
     first = len(sim.monitors) - 6 * n_boxes
     tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..backend import check_memory, precision, precision_scope
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, require_int, require_positive
 from ..materials import DrudePole
 from . import checkpoint as checkpoint_mod
 from . import dispersive, subpixel, terms
@@ -23,7 +24,7 @@ from . import tfsf as tfsf_mod
 from .grid import CPML, PEC
 from .results import FDTDResult
 from .sources import PointDipole
-from .spec import Simulation
+from .spec import GridSimulation
 from .tfsf import TFSF
 from .update import d_backward, d_forward
 
@@ -58,7 +59,7 @@ class _Plan:
     subpixel: tuple | None = None  # the SubpixelBox's (start, stop) per axis
 
 
-def _coefficients(sim: Simulation, dtype):
+def _coefficients(sim: GridSimulation, dtype):
     g = sim.grid
     dt = g.dt
     eps = np.asarray(sim.eps, dtype=float)
@@ -218,7 +219,7 @@ def _step(plan, arrays, state, _):
     if slabsE:
         E = terms.add_slabs(E, slabsE, cb, terms.wall_masks(plan, E[0].dtype))
     if plan.has_pec:
-        E = tuple(e * arrays["pec_keep"] for e in E)
+        E = tuple(e * comp(arrays["pec_keep"], i) for i, e in enumerate(E))
     J = dispersive.after_e_update(plan.n_poles, arrays, J, E, E_old)
     J = J + new_lorentz
     dtype = E[0].dtype
@@ -251,15 +252,20 @@ def _advance(plan, arrays, state, steps: int):
 
 
 def run(
-    sim: Simulation,
-    steps: int,
+    sim: GridSimulation,
+    steps: int | None = None,
     *,
+    until: float | None = None,
     chunk: int | None = None,
     initial=None,
     progress: Callable[[int, int], None] | None = None,
     checkpoint: str | Path | None = None,
 ) -> FDTDResult:
-    """Advance ``steps`` time steps on the default device.
+    """Advance ``steps`` time steps (or ``until`` a time, length / c) on the default device.
+
+    ``sim``: a physical-unit :class:`emjax.fdtd.Simulation` (returns its
+    :class:`~emjax.fdtd.physical.Result`, monitors by name and normalized spectra) or the
+    cell-index :class:`GridSimulation` (returns an :class:`FDTDResult`).
 
     The loop runs as ``lax.scan`` over chunks of ``chunk`` steps (default: ~steps/20, at
     least 50); between chunks the host checks for NaN/Inf (raising FloatingPointError with
@@ -270,6 +276,17 @@ def run(
     state and the probe records so far. If it exists when ``run`` starts, the run resumes
     from it (bit for bit the same as an uninterrupted run); delete it to start afresh.
     """
+    from . import physical
+
+    if isinstance(sim, physical.Simulation):
+        kw = dict(chunk=chunk, initial=initial, progress=progress, checkpoint=checkpoint)
+        return physical.run(sim, steps, until=until, **kw)
+    if not isinstance(sim, GridSimulation):
+        raise ConfigError(f"run needs an emjax.fdtd.Simulation or GridSimulation, got {type(sim).__name__}")
+    if until is not None:
+        if steps is not None:
+            raise ConfigError("give steps or until (a time in length / c), not both")
+        steps = int(math.ceil(require_positive("until", until) / sim.grid.dt))
     steps = require_int("steps", steps, 1)
     check_memory(sim.memory_bytes(), f"FDTD on a {'x'.join(map(str, sim.grid.shape))} grid")
     chunk = chunk or max(1, min(steps, max(steps // 20, 50)))
@@ -347,4 +364,5 @@ def run(
             t_run if timed_steps else compile_s,
             compile_s,
             tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
+            int(state["n"]),
         )

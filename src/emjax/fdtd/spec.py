@@ -33,11 +33,13 @@ class Probe:
 
 
 @dataclass(frozen=True, eq=False)
-class Simulation:
-    """Grid + materials + sources + probes.
+class GridSimulation:
+    """The cell-index spec: grid + per-cell materials + sources + monitors + probes (what
+    :func:`run` steps; the physical-unit :class:`emjax.fdtd.Simulation` compiles to it).
 
     ``eps`` and ``sigma`` are scalars or per-cell arrays ``(nx, ny, nz)`` (relative
-    permittivity, conductivity in units of 1/length with eps0 = c = 1), applied to all
+    permittivity, conductivity in units of 1/length with eps0 = c = 1); ``eps`` and ``pec``
+    may also be per E node, ``(3, nx, ny, nz)`` (row c: at E_c's nodes). Per cell they apply to all
     three E components of a cell.
     """
 
@@ -58,11 +60,14 @@ class Simulation:
             raise ConfigError("grid must be an emjax.fdtd.Grid")
         for name in ("eps", "sigma"):
             v = getattr(self, name)
+            per_node = name == "eps" and np.shape(v) == (3,) + self.grid.shape
             if np.ndim(v) == 0:
                 if not np.isfinite(v):
                     raise ConfigError(f"{name} must be finite, got {v!r}")
-            elif np.shape(v) != self.grid.shape:
+            elif np.shape(v) != self.grid.shape and not per_node:
                 raise ConfigError(f"{name} must be a scalar or of shape {self.grid.shape}, got {np.shape(v)}")
+            if np.ndim(v) and not np.all(np.isfinite(v)):
+                raise ConfigError(f"{name} must be finite everywhere (NaN or Inf found)")
         if np.any(np.asarray(self.eps) < 1):
             raise ConfigError("eps must be >= 1 (dispersive or metallic media: use poles/PEC)")
         if np.any(np.asarray(self.sigma) < 0):
@@ -107,16 +112,23 @@ class Simulation:
             pml = [b.thickness if isinstance(b, CPML) else 0 for b in self.grid.boundary]
             self.subpixel.check(self.grid.shape, pml)
             sl = self.subpixel.slices
-            sigma = np.asarray(self.sigma)
-            if np.any((sigma[sl] if sigma.ndim else sigma) != 0):
-                raise ConfigError("subpixel: the box must hold no conductivity (sigma = 0 there)")
-            w = np.asarray(self.dispersive[1]) if self.dispersive is not None else None
-            if w is not None and np.any((w[(slice(None),) + sl] if w.ndim == 4 else w[sl]) != 0):
-                raise ConfigError("subpixel: the box must hold no dispersive cells")
-            if self.pec is not None and np.any(np.asarray(self.pec)[sl]):
-                raise ConfigError("subpixel: the box must hold no PEC cells")
-        if self.pec is not None and np.shape(self.pec) != self.grid.shape:
-            raise ConfigError(f"pec mask must have shape {self.grid.shape}")
+            act = self.subpixel.active_mask
+
+            def on_active(a) -> bool:
+                a = np.asarray(a)
+                if a.ndim == 0:
+                    return bool(a != 0) and bool(act.any())
+                box = a[(slice(None),) + sl] if a.ndim == 4 else np.broadcast_to(a[sl], act.shape)
+                return bool(np.any((box != 0) & act))
+
+            if on_active(self.sigma):
+                raise ConfigError("subpixel: the tensor nodes must hold no conductivity (sigma = 0 there)")
+            if self.dispersive is not None and on_active(self.dispersive[1]):
+                raise ConfigError("subpixel: the tensor nodes must hold no dispersive medium")
+            if self.pec is not None and on_active(self.pec):
+                raise ConfigError("subpixel: the tensor nodes must not be PEC")
+        if self.pec is not None and np.shape(self.pec) not in (self.grid.shape, (3,) + self.grid.shape):
+            raise ConfigError(f"pec mask must have shape {self.grid.shape} or {(3,) + self.grid.shape}")
         for m in self.monitors:
             if not isinstance(m, DFTPlane):
                 raise ConfigError(f"monitors must be DFTPlane objects, got {m!r}")
@@ -131,7 +143,7 @@ class Simulation:
         item = np.dtype(precision(self.grid.precision).real).itemsize
         n = self.grid.n_cells
         arrays = 6 + (2 if np.ndim(self.eps) or np.ndim(self.sigma) else 0)
-        if self.dispersive is not None and np.ndim(self.dispersive[1]) == 4:
+        if np.ndim(self.eps) == 4 or (self.dispersive is not None and np.ndim(self.dispersive[1]) == 4):
             arrays += 4  # ca and cb per component
         psi = 0
         for ax, b in enumerate(self.grid.boundary):

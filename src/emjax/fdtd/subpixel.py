@@ -38,6 +38,7 @@ class SubpixelBox:
 
     lo: tuple
     eps_inv: np.ndarray
+    active: np.ndarray | None = None  # (3, bx, by, bz) bool: nodes the tensor replaces (default all)
 
     def __post_init__(self):
         a = np.asarray(self.eps_inv, dtype=float)
@@ -47,11 +48,23 @@ class SubpixelBox:
             raise ConfigError(f"SubpixelBox.lo must be (i, j, k), got {self.lo!r}")
         if not np.all(np.isfinite(a)):
             raise ConfigError("SubpixelBox.eps_inv must be finite")
-        diag = np.stack([a[c, c] for c in range(3)])
+        if self.active is not None:
+            act = np.asarray(self.active, bool)
+            if act.shape != (3,) + a.shape[2:]:
+                raise ConfigError(f"SubpixelBox.active must have shape {(3,) + a.shape[2:]}, got {act.shape}")
+            object.__setattr__(self, "active", act)
+        diag = np.stack([a[c, c] for c in range(3)])[self.active_mask]
         if np.any(diag <= 0) or np.any(diag > 1 + 1e-12):
             raise ConfigError("SubpixelBox.eps_inv diagonal must lie in (0, 1] (eps >= 1 dielectrics)")
         object.__setattr__(self, "eps_inv", a)
         object.__setattr__(self, "lo", tuple(int(v) for v in self.lo))
+
+    @property
+    def active_mask(self) -> np.ndarray:
+        """(3, bx, by, bz) bool: the nodes whose update the tensor replaces."""
+        if self.active is None:
+            return np.ones((3,) + self.eps_inv.shape[2:], bool)
+        return self.active
 
     @property
     def shape(self) -> tuple:
@@ -78,15 +91,22 @@ class SubpixelBox:
 
 def coefficients(box: SubpixelBox, cb, dt: float, dtype) -> dict:
     """The box's arrays for the step: ``d_c = dt eps_inv[c, c] - cb`` (cb: the plain update's
-    coefficient on the box) and ``o_cj = dt eps_inv[c, j]`` (six arrays), as a dict."""
+    coefficient on the box) and ``o_cj = dt eps_inv[c, j]`` (six arrays), zero on the nodes
+    that are not active, as a dict."""
     cb = np.asarray(cb, dtype=float)
 
     def on_box(c):
         a = cb[c] if cb.ndim == 4 else cb
         return a[box.slices] if a.ndim == 3 else a
 
-    d = tuple(jnp.asarray(dt * box.eps_inv[c, c] - on_box(c), dtype) for c in range(3))
-    o = tuple(jnp.asarray(dt * box.eps_inv[c, j], dtype) for c in range(3) for j in range(3) if j != c)
+    act = box.active_mask
+    d = tuple(jnp.asarray(np.where(act[c], dt * box.eps_inv[c, c] - on_box(c), 0.0), dtype) for c in range(3))
+    o = tuple(
+        jnp.asarray(np.where(act[c], dt * box.eps_inv[c, j], 0.0), dtype)
+        for c in range(3)
+        for j in range(3)
+        if j != c
+    )
     return {"sub_d": d, "sub_o": o}
 
 

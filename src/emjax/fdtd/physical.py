@@ -1,0 +1,444 @@
+"""FDTD in physical units, set up as in Meep or Tidy3D: a region, a resolution, a scene of
+objects, sources and monitors given by position and size; results normalized for the user.
+
+:class:`Simulation` compiles to the cell-index :class:`~emjax.fdtd.GridSimulation` (what
+:func:`emjax.fdtd.run` steps): the grid covers ``size`` around ``center`` plus the CPML on
+each absorbing face; the scene is rasterized onto the Yee grid with subpixel averaging
+(``averaging="subpixel"``, the default) or per node (``"staircase"``); sources and monitors
+snap to the nearest nodes and planes.
+
+Coordinates: cell ``(i, j, k)`` spans ``origin + (i, j, k) dx`` to ``origin + (i + 1, j + 1,
+k + 1) dx`` with ``dx = 1 / resolution`` and ``origin = center - size / 2 - pml dx``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError, require_positive
+from ..scattering import PlaneWave
+from .grid import CPML, PEC, Grid, Periodic
+from .monitors import DFTPlane, flux_box
+from .sources import PointDipole
+from .spec import GridSimulation, Probe
+from .tfsf import TFSF
+
+AXIS = {"x": 0, "y": 1, "z": 2, 0: 0, 1: 1, 2: 2}
+
+
+def _vec3(name: str, value, positive: bool = False, allow_zero: bool = False) -> tuple:
+    try:
+        v = tuple(float(x) for x in value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be three numbers, got {value!r}") from None
+    if len(v) != 3 or not all(math.isfinite(x) for x in v):
+        raise ConfigError(f"{name} must be three finite numbers, got {value!r}")
+    if positive and any(x < 0 or (x == 0 and not allow_zero) for x in v):
+        raise ConfigError(f"{name} must be > 0{' (or 0)' if allow_zero else ''} on every axis, got {v}")
+    return v
+
+
+@dataclass(frozen=True)
+class PlaneWaveSource:
+    """A plane wave filling the total-field box ``center, size`` (TF/SF): along ``direction``,
+    E along ``polarization`` (real, unit amplitude), time profile ``waveform``. Objects must
+    lie inside the box; outside it only their scattered field remains."""
+
+    center: tuple
+    size: tuple
+    direction: tuple = (0.0, 0.0, 1.0)
+    polarization: tuple = (1.0, 0.0, 0.0)
+    waveform: object = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "center", _vec3("PlaneWaveSource.center", self.center))
+        object.__setattr__(self, "size", _vec3("PlaneWaveSource.size", self.size, positive=True))
+        try:
+            wave = PlaneWave(self.direction, self.polarization)
+        except ValueError as exc:
+            raise ConfigError(f"PlaneWaveSource: {exc}") from exc
+        object.__setattr__(self, "direction", tuple(float(x) for x in wave.direction))
+        object.__setattr__(self, "polarization", tuple(float(np.real(x)) for x in wave.polarization))
+        if not callable(self.waveform):
+            raise ConfigError("PlaneWaveSource.waveform must be GaussianPulse, Ricker or ContinuousWave")
+
+
+@dataclass(frozen=True)
+class Dipole:
+    """A point current ``amplitude * waveform(t)`` along ``component`` ("x", "y", "z") at
+    ``position`` (snapped to the nearest node of that E component)."""
+
+    position: tuple
+    component: object = "z"
+    waveform: object = None
+    amplitude: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "position", _vec3("Dipole.position", self.position))
+        if self.component not in AXIS:
+            raise ConfigError(f"Dipole.component must be x, y or z, got {self.component!r}")
+        if not callable(self.waveform):
+            raise ConfigError("Dipole.waveform must be GaussianPulse, Ricker or ContinuousWave")
+
+
+@dataclass(frozen=True)
+class FluxBox:
+    """Outward flux spectra through the closed box ``center, size`` at ``frequencies``
+    (1 / wavelength). Around a TF/SF source: enclosing its box, the scattered power; inside
+    it, minus the absorbed power."""
+
+    center: tuple
+    size: tuple
+    frequencies: tuple
+    name: str = "box"
+
+    def __post_init__(self):
+        object.__setattr__(self, "center", _vec3("FluxBox.center", self.center))
+        object.__setattr__(self, "size", _vec3("FluxBox.size", self.size, positive=True))
+        object.__setattr__(self, "frequencies", _frequencies("FluxBox.frequencies", self.frequencies))
+
+
+@dataclass(frozen=True)
+class FluxPlane:
+    """Flux spectra (towards +axis) through the rectangle ``center, size`` (one size 0: the
+    plane's normal) at ``frequencies``."""
+
+    center: tuple
+    size: tuple
+    frequencies: tuple
+    name: str = "plane"
+
+    def __post_init__(self):
+        object.__setattr__(self, "center", _vec3("FluxPlane.center", self.center))
+        size = _vec3("FluxPlane.size", self.size, positive=True, allow_zero=True)
+        if sum(s == 0 for s in size) != 1:
+            raise ConfigError(f"FluxPlane.size must be 0 along exactly one axis (the normal), got {size}")
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "frequencies", _frequencies("FluxPlane.frequencies", self.frequencies))
+
+    @property
+    def axis(self) -> int:
+        return self.size.index(0.0)
+
+
+@dataclass(frozen=True)
+class CrossSections:
+    """Csca, Cabs and Cext spectra of what a :class:`PlaneWaveSource` lights: two flux boxes
+    are placed for you, ``gap_out`` cells outside the TF/SF box (scattered power) and
+    ``gap_in`` cells inside it (absorbed power), and normalized by the incident intensity."""
+
+    frequencies: tuple
+    gap_out: int = 3
+    gap_in: int = 2
+
+    def __post_init__(self):
+        object.__setattr__(self, "frequencies", _frequencies("CrossSections.frequencies", self.frequencies))
+        for name in ("gap_out", "gap_in"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"CrossSections.{name} must be an integer >= 1 (cells)")
+
+
+def _frequencies(name, value) -> tuple:
+    f = tuple(float(x) for x in np.atleast_1d(value))
+    if not f or not all(math.isfinite(x) and x > 0 for x in f):
+        raise ConfigError(f"{name} must be finite frequencies > 0 (1 / wavelength), got {value!r}")
+    return f
+
+
+@dataclass(frozen=True, eq=False)
+class Simulation:
+    """An FDTD problem in physical units.
+
+    Parameters
+    ----------
+    size : extent (sx, sy, sz) of the simulated region, CPML excluded (lengths in any unit).
+    resolution : cells per unit length (``dx = 1 / resolution``).
+    scene : :class:`emjax.scene.Scene` (objects, background); None: vacuum.
+    sources : :class:`PlaneWaveSource`, :class:`Dipole`.
+    monitors : :class:`FluxBox`, :class:`FluxPlane`, :class:`CrossSections`.
+    boundary : ``CPML(thickness in cells)``, ``PEC()``, ``Periodic()`` or one per axis; a CPML
+        is added outside ``size``.
+    center : centre of the region.
+    averaging : "subpixel" (anisotropic averaging at interfaces, second order) or "staircase".
+    precision, courant, order : as :class:`emjax.fdtd.Grid`.
+    """
+
+    size: tuple
+    resolution: float
+    scene: object = None
+    sources: tuple = ()
+    monitors: tuple = ()
+    boundary: object = field(default_factory=lambda: CPML(10))
+    center: tuple = (0.0, 0.0, 0.0)
+    averaging: str = "subpixel"
+    precision: str = "single"
+    courant: float | None = None
+    order: int = 2
+    probes: tuple = ()  # (position, component, "E" | "H")
+
+    def __post_init__(self):
+        object.__setattr__(self, "size", _vec3("size", self.size, positive=True))
+        object.__setattr__(self, "center", _vec3("center", self.center))
+        require_positive("resolution", self.resolution)
+        if self.averaging not in ("subpixel", "staircase"):
+            raise ConfigError(f"averaging must be 'subpixel' or 'staircase', got {self.averaging!r}")
+        b = self.boundary if isinstance(self.boundary, tuple) else (self.boundary,) * 3
+        if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML)) for x in b):
+            raise ConfigError("boundary must be CPML(), PEC(), Periodic() or a tuple of three")
+        object.__setattr__(self, "boundary", b)
+        object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "monitors", tuple(self.monitors))
+        for s in self.sources:
+            if not isinstance(s, (PlaneWaveSource, Dipole)):
+                raise ConfigError(f"sources must be PlaneWaveSource or Dipole objects, got {s!r}")
+        for m in self.monitors:
+            if not isinstance(m, (FluxBox, FluxPlane, CrossSections)):
+                raise ConfigError(f"monitors must be FluxBox, FluxPlane or CrossSections, got {m!r}")
+        if sum(isinstance(s, PlaneWaveSource) for s in self.sources) > 1:
+            raise ConfigError("at most one PlaneWaveSource per simulation")
+        if any(isinstance(m, CrossSections) for m in self.monitors) and not self._plane_wave:
+            raise ConfigError("CrossSections needs a PlaneWaveSource (the TF/SF box it measures around)")
+        names = [m.name for m in self.monitors if not isinstance(m, CrossSections)]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"monitor names must be distinct, got {names}")
+        self.grid  # noqa: B018  (validates the cell counts now, before anything is allocated)
+
+    # ---- the grid ---------------------------------------------------------------------------
+    @property
+    def dx(self) -> float:
+        return 1.0 / float(self.resolution)
+
+    @property
+    def pml_cells(self) -> tuple:
+        """Per axis: CPML cells on the low and high faces."""
+        out = []
+        for b in self.boundary:
+            if isinstance(b, CPML):
+                out.append((b.thickness if "lo" in b.faces else 0, b.thickness if "hi" in b.faces else 0))
+            else:
+                out.append((0, 0))
+        return tuple(out)
+
+    @property
+    def interior_cells(self) -> tuple:
+        return tuple(max(1, int(round(s * self.resolution))) for s in self.size)
+
+    @property
+    def grid(self) -> Grid:
+        shape = tuple(n + lo + hi for n, (lo, hi) in zip(self.interior_cells, self.pml_cells))
+        return Grid(shape, self.dx, self.courant, self.order, self.boundary, self.precision)
+
+    @property
+    def origin(self) -> tuple:
+        """Position of the corner of cell (0, 0, 0)."""
+        return tuple(
+            c - n * self.dx / 2 - lo * self.dx
+            for c, n, (lo, _) in zip(self.center, self.interior_cells, self.pml_cells)
+        )
+
+    @property
+    def _plane_wave(self):
+        return next((s for s in self.sources if isinstance(s, PlaneWaveSource)), None)
+
+    def _cell(self, x, ax: int, shift: float = 0.0) -> int:
+        """The nearest node index (half up, not to even: snapping must not depend on parity)."""
+        return int(math.floor((x - self.origin[ax]) / self.dx - shift + 0.5))
+
+    def _box_cells(self, center, size, what: str) -> tuple:
+        """[lo, hi) cell indices of a box; it must lie in the region (outside the CPML)."""
+        lo, hi = [], []
+        for ax in range(3):
+            a = self._cell(center[ax] - size[ax] / 2, ax)
+            b = self._cell(center[ax] + size[ax] / 2, ax)
+            plo, phi = self.pml_cells[ax]
+            n = self.grid.shape[ax]
+            if a < plo or b > n - phi or b <= a:
+                raise ConfigError(
+                    f"{what} along {'xyz'[ax]} spans cells {a}..{b}: it must lie inside the region "
+                    f"(cells {plo}..{n - phi}, outside the CPML) and be at least one cell wide"
+                )
+            lo.append(a)
+            hi.append(b)
+        return tuple(lo), tuple(hi)
+
+    # ---- compile to the cell-index spec --------------------------------------------------------
+    def to_grid(self) -> tuple[GridSimulation, dict]:
+        """The cell-index :class:`GridSimulation` and a map from monitor names to the indices of
+        their DFT planes (``{"box": range(...)}``, and ``"cross_sections"`` with its two)."""
+        from . import scene_raster
+
+        g = self.grid
+        tf = None
+        sources = []
+        for s in self.sources:
+            if isinstance(s, PlaneWaveSource):
+                lo, hi = self._box_cells(s.center, s.size, "PlaneWaveSource box")
+                tf = TFSF(lo, hi, PlaneWave(s.direction, s.polarization), s.waveform)
+                sources.append(tf)
+            else:
+                c = AXIS[s.component]
+                idx = tuple(self._cell(s.position[ax], ax, 0.5 if ax == c else 0.0) for ax in range(3))
+                for ax in range(3):
+                    plo, phi = self.pml_cells[ax]
+                    if not plo <= idx[ax] < g.shape[ax] - phi:
+                        raise ConfigError(
+                            f"Dipole.position {s.position} lies outside the region (or in the CPML) "
+                            f"along {'xyz'[ax]}"
+                        )
+                sources.append(PointDipole(idx, c, s.waveform, s.amplitude))
+        monitors, names = [], {}
+        for m in self.monitors:
+            first = len(monitors)
+            if isinstance(m, CrossSections):
+                lo, hi = np.array(tf.lo), np.array(tf.hi)
+                outer = flux_box(tuple(lo - m.gap_out), tuple(hi + m.gap_out), m.frequencies)
+                inner = flux_box(tuple(lo + m.gap_in), tuple(hi - m.gap_in), m.frequencies)
+                for ax in range(3):
+                    plo, phi = self.pml_cells[ax]
+                    if lo[ax] - m.gap_out < plo + 1 or hi[ax] + m.gap_out > g.shape[ax] - phi - 1:
+                        raise ConfigError(
+                            f"CrossSections: the scattered-field box ({m.gap_out} cells outside the "
+                            f"PlaneWaveSource box) reaches the CPML along {'xyz'[ax]}: enlarge size"
+                        )
+                    if hi[ax] - lo[ax] <= 2 * m.gap_in + 1:
+                        raise ConfigError("CrossSections: the PlaneWaveSource box is too small for gap_in")
+                monitors.extend(outer + inner)
+                names["cross_sections"] = (range(first, first + 6), range(first + 6, first + 12))
+                continue
+            if isinstance(m, FluxBox):
+                lo, hi = self._box_cells(m.center, m.size, f"FluxBox {m.name!r}")
+                if tf is not None:
+                    _check_box_vs_tfsf(lo, hi, tf, f"FluxBox {m.name!r}")
+                monitors.extend(flux_box(lo, hi, m.frequencies))
+                names[m.name] = range(first, first + 6)
+            else:
+                ax = m.axis
+                size = list(m.size)
+                size[ax] = 4 * self.dx  # for the checks; the plane is the E plane nearest the centre
+                lo, hi = self._box_cells(m.center, size, f"FluxPlane {m.name!r}")
+                index = self._cell(m.center[ax], ax)
+                lo, hi = list(lo), list(hi)
+                lo[ax], hi[ax] = index, index + 1
+                lo, hi = tuple(lo), tuple(hi)
+                monitors.append(DFTPlane(ax, index, m.frequencies, lo=lo, hi=hi))
+                names[m.name] = range(first, first + 1)
+        probes = tuple(
+            Probe(tuple(self._cell(p[0][ax], ax) for ax in range(3)), AXIS[p[1]], p[2] if len(p) > 2 else "E")
+            for p in self.probes
+        )
+        materials = scene_raster.materials(self, tf)
+        sim = GridSimulation(g, sources=tuple(sources), probes=probes, monitors=tuple(monitors), **materials)
+        return sim, names
+
+
+def _check_box_vs_tfsf(lo, hi, tf, what: str) -> None:
+    """A flux box either encloses the TF/SF box or lies inside it: never crosses it."""
+    inside = all(tf.lo[a] < lo[a] and hi[a] < tf.hi[a] for a in range(3))
+    outside = all(lo[a] < tf.lo[a] and tf.hi[a] < hi[a] for a in range(3))
+    if not (inside or outside):
+        raise ConfigError(
+            f"{what} (cells {lo}..{hi}) crosses the PlaneWaveSource's TF/SF surface (cells {tf.lo}.."
+            f"{tf.hi}): put it entirely inside (absorbed power) or entirely around it (scattered power)"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """What :func:`emjax.fdtd.run` returns for a physical :class:`Simulation`: the monitors
+    by name, normalized spectra, and the cell-level :class:`~emjax.fdtd.FDTDResult`."""
+
+    simulation: Simulation
+    grid_simulation: GridSimulation
+    raw: object  # FDTDResult
+    monitor_planes: dict
+
+    def frequencies(self, name: str) -> np.ndarray:
+        idx = self._planes(name)
+        first = idx[0][0] if isinstance(idx, tuple) else idx[0]
+        return np.asarray(self.grid_simulation.monitors[first].frequencies)
+
+    def _planes(self, name):
+        if name not in self.monitor_planes:
+            raise ConfigError(f"no monitor named {name!r}; the monitors are {sorted(self.monitor_planes)}")
+        return self.monitor_planes[name]
+
+    def flux(self, name: str) -> np.ndarray:
+        """Flux spectrum of a FluxPlane (towards +axis) or the outward flux of a FluxBox."""
+        from .monitors import box_flux
+
+        idx = self._planes(name)
+        if isinstance(idx, tuple):
+            raise ConfigError("cross_sections is not a flux monitor: use Result.cross_sections()")
+        if len(idx) == 1:
+            return self.raw.flux(idx[0])
+        return box_flux([self.raw.flux(i) for i in idx])
+
+    def incident_intensity(self, frequencies) -> np.ndarray:
+        """Intensity ``|E_inc(f)|^2 / 2`` (c = 1) of the plane wave's spectrum at ``frequencies``:
+        the flux per unit area that the monitors' DFTs of the incident wave would give."""
+        from .tfsf import incident_spectrum
+
+        tf = next((s for s in self.grid_simulation.sources if isinstance(s, TFSF)), None)
+        if tf is None:
+            raise ConfigError("normalization needs a PlaneWaveSource")
+        e = incident_spectrum(tf, frequencies, self.raw.total_steps, self.grid_simulation.grid.dt)
+        return 0.5 * np.abs(e) ** 2
+
+    def cross_sections(self) -> dict:
+        """``{"frequency", "Csca", "Cabs", "Cext"}`` spectra (length^2) from the
+        :class:`CrossSections` monitor: Csca = outward flux of the scattered field around the
+        TF/SF box, Cabs = net inward flux of the total field inside it, each divided by the
+        incident intensity; Cext = Csca + Cabs."""
+        from .monitors import box_flux
+
+        if "cross_sections" not in self.monitor_planes:
+            raise ConfigError("add a CrossSections(frequencies) monitor to get cross sections")
+        outer, inner = self.monitor_planes["cross_sections"]
+        f = np.asarray(self.grid_simulation.monitors[outer[0]].frequencies)
+        intensity = self.incident_intensity(f)
+        csca = box_flux([self.raw.flux(i) for i in outer]) / intensity
+        cabs = -box_flux([self.raw.flux(i) for i in inner]) / intensity
+        return {"frequency": f, "Csca": csca, "Cabs": cabs, "Cext": csca + cabs}
+
+    def transmission(self, name: str) -> np.ndarray:
+        """Flux through a FluxPlane over the incident power through it: T (or minus R for a
+        plane in the scattered-field region before the object).
+
+        The incident power is what the same discrete monitor measures for the plane wave
+        alone: ``|E|^2 / 2`` times the plane's area in cells, times ``cos(k~ dx / 2) * d_n``
+        with ``k~`` the wave's numerical wavenumber on the Yee grid (``sin(k~ dx / 2) =
+        sin(pi f dt) dx / dt`` along an axis) and ``d_n`` the direction's component along the
+        plane's normal: the monitor averages H over the two planes around its E plane. An
+        empty box then gives T = 1 to rounding instead of the O((k dx)^2) bias."""
+        idx = self._planes(name)
+        if isinstance(idx, tuple) or len(idx) != 1:
+            raise ConfigError(f"{name!r} is not a FluxPlane")
+        mon = self.grid_simulation.monitors[idx[0]]
+        g = self.grid_simulation.grid
+        area = math.prod(mon.hi[a] - mon.lo[a] for a in range(3) if a != mon.axis) * g.dx**2
+        f = np.asarray(mon.frequencies)
+        tf = next(s for s in self.grid_simulation.sources if isinstance(s, TFSF))
+        d = np.asarray(tf.wave.direction, float)
+        if tf.oblique:
+            k_dx = 2 * np.pi * f * g.dx  # the analytic incident field: the vacuum wavenumber
+        else:
+            k_dx = 2 * np.arcsin(np.clip(np.sin(np.pi * f * g.dt) / g.courant, -1, 1))
+        power = self.incident_intensity(f) * area * np.cos(k_dx * abs(d[mon.axis]) / 2) * d[mon.axis]
+        return self.flux(name) / power
+
+
+def run(sim: Simulation, steps: int | None = None, *, until: float | None = None, **kw) -> Result:
+    """Run a physical :class:`Simulation` for ``steps`` time steps or ``until`` a time
+    (length / c); keyword arguments as :func:`emjax.fdtd.run`."""
+    from .simulation import run as run_grid
+
+    grid_sim, names = sim.to_grid()
+    if (steps is None) == (until is None):
+        raise ConfigError("give steps or until (a time in length / c), not both")
+    if until is not None:
+        require_positive("until", until)
+        steps = int(math.ceil(until / grid_sim.grid.dt))
+    return Result(sim, grid_sim, run_grid(grid_sim, steps, **kw), names)

@@ -1,0 +1,129 @@
+"""The scene of a physical :class:`~emjax.fdtd.Simulation` as the cell-index spec's
+materials (emjax.scene rasterizes; this module maps its result onto the FDTD update).
+
+Rules at an interface node (fill fraction ``f`` of the node's own material, normal ``n``):
+
+* two dielectrics (real eps >= 1): Farjadpour-Kottke's inverse tensor, off-diagonal terms
+  included (second order; the :class:`~emjax.fdtd.SubpixelBox`);
+* a Drude/Lorentz medium against a dielectric: the susceptibility and eps_inf are volume-
+  averaged per node (the exact effective medium for E along a flat interface; first order
+  across it). Meep smooths no dispersive media at all; a full anisotropic rule for
+  dispersive interfaces is not done (see issue 13's notes);
+* PEC: a node is perfectly conducting when at least half its dual cell is (staircase at each
+  component's own node: first order; a conformal Dey-Mittra rule is not done).
+
+Without averaging every node takes the material at its own position (not the cell centre's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..materials import Constant, Dispersive, DrudePole, LorentzPole
+
+
+def _kind(m) -> str:
+    from ..scene import PEC
+
+    if m is PEC:
+        return "pec"
+    if isinstance(m, (int, float)):
+        if m < 1:
+            raise ConfigError(f"FDTD: permittivity {m} < 1: give metals as materials.Drude(...) or scene.PEC")
+        return "dielectric"
+    if isinstance(m, Constant):
+        return _kind(m.permittivity(1.0).real) if np.imag(m.permittivity(1.0)) == 0 else "complex"
+    if isinstance(m, Dispersive) and all(isinstance(p, (DrudePole, LorentzPole)) for p in m.poles):
+        return "dispersive"
+    if isinstance(m, complex):
+        return "complex"
+    raise ConfigError(
+        f"FDTD cannot step material {m!r}: use real eps >= 1, materials.Drude/Lorentz, or scene.PEC"
+    )
+
+
+def _eps(m) -> float:
+    return float(np.real(m.permittivity(1.0))) if isinstance(m, Constant) else float(m)
+
+
+def materials(sim, tf=None) -> dict:
+    """Keyword arguments ``eps``, ``subpixel``, ``dispersive``, ``pec`` for GridSimulation."""
+    from ..scene import rasterize
+    from .subpixel import SubpixelBox
+
+    if sim.scene is None:
+        return {}
+    g = sim.grid
+    origin = np.asarray(sim.origin)
+    lo = origin + np.array([p[0] for p in sim.pml_cells]) * g.dx
+    hi = origin + np.array([n - p[1] for n, p in zip(g.shape, sim.pml_cells)]) * g.dx
+    sim.scene.check_inside(lo, hi, "the simulated region (the CPML excluded)")
+    if tf is not None:
+        tf_lo = origin + np.asarray(tf.lo) * g.dx
+        tf_hi = origin + np.asarray(tf.hi) * g.dx
+        sim.scene.check_inside(tf_lo + g.dx, tf_hi - g.dx, "the PlaneWaveSource box (less one cell)")
+    mats = sim.scene.materials
+    kinds = [_kind(m) for m in mats]
+    if "complex" in kinds:
+        raise ConfigError(
+            "FDTD: a complex permittivity has no time-domain model; fit it with materials.Drude/Lorentz"
+        )
+    disp = [i for i, k in enumerate(kinds) if k == "dispersive"]
+    if len(disp) > 1:
+        raise ConfigError("FDTD: at most one Drude/Lorentz material per scene (this version)")
+    r = rasterize(sim.scene, g.shape, g.dx, sim.origin, averaging=sim.averaging)
+    eps_lut = np.array([_eps(m) if k == "dielectric" else 1.0 for m, k in zip(mats, kinds)])
+    if kinds[0] == "dispersive":
+        eps_lut[0] = 1.0
+    is_pec = np.array([k == "pec" for k in kinds])
+    eps = np.stack([eps_lut[lab] for lab in r.label])
+    pec = np.stack([is_pec[lab] for lab in r.label])
+    w = np.stack([(lab == disp[0]).astype(float) for lab in r.label]) if disp else None
+    tensors = []
+    for c in range(3):
+        it = r.interface[c]
+        if not len(it["fill"]):
+            tensors.append(None)
+            continue
+        idx = tuple(it["index"].T)
+        own, other, f = it["own"], it["other"], it["fill"]
+        k_own, k_oth = np.array(kinds)[own], np.array(kinds)[other]
+        pec_share = np.where(is_pec[own], f, 0.0) + np.where(is_pec[other], 1 - f, 0.0)
+        pec[c][idx] = pec_share >= 0.5
+        if disp:
+            d_share = np.where(own == disp[0], f, 0.0) + np.where(other == disp[0], 1 - f, 0.0)
+            w[c][idx] = np.where(pec[c][idx], 0.0, d_share)
+            partner = np.where(own == disp[0], other, own)
+            eps[c][idx] = np.where(d_share > 0, eps_lut[partner], eps[c][idx])
+        both = (k_own == "dielectric") & (k_oth == "dielectric")
+        if np.any(both):
+            kt = r.kottke(c, lambda m: eps_lut[m])
+            tensors.append((it["index"][both], kt["eps_inv"][both]))
+        else:
+            tensors.append(None)
+    subpixel = None
+    if any(t is not None for t in tensors):
+        allidx = np.concatenate([t[0] for t in tensors if t is not None])
+        blo, bhi = allidx.min(axis=0), allidx.max(axis=0) + 1
+        for ax in range(3):
+            if g.shape[ax] == 1:
+                blo[ax], bhi[ax] = 0, 1
+        shape = tuple(bhi - blo)
+        inv = np.zeros((3, 3) + shape)
+        active = np.zeros((3,) + shape, bool)
+        for c in range(3):
+            sl = tuple(slice(a, b) for a, b in zip(blo, bhi))
+            inv[c, c] = 1.0 / eps[c][sl]
+            if tensors[c] is None:
+                continue
+            i = tuple((tensors[c][0] - blo).T)
+            inv[(c, slice(None)) + i] = tensors[c][1][:, c, :]  # (M, 3): row c at each node
+            active[(c,) + i] = True
+        subpixel = SubpixelBox(tuple(int(v) for v in blo), inv, active)
+    out = {"eps": eps if np.any(eps != 1) else 1.0, "subpixel": subpixel}
+    if np.any(pec):
+        out["pec"] = pec
+    if disp and np.any(w):
+        out["dispersive"] = (mats[disp[0]], w)
+    return out

@@ -1,0 +1,220 @@
+"""A scene in physical units: objects (a shape, a material, a placement) over a background.
+
+Shapes are :mod:`emjax.geometry`'s (normalized by their extent along x, centred at the
+origin); an :class:`Object` scales one to ``size`` (its extent along its own x), turns it by
+ZYZ Euler angles (degrees, as ADDA) or a rotation matrix, and moves it to ``center``.
+Materials: a number (relative permittivity, complex allowed), an :mod:`emjax.materials`
+material (Constant, Drude/Lorentz, Debye, Tabulated) or :data:`PEC`. Later objects override
+earlier ones where they overlap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError, require_positive
+from ..geometry import Shape, Voxels
+from ..materials import Material
+from ..scattering import euler_matrix
+
+__all__ = ["PEC", "Object", "Scene", "PerfectConductor"]
+
+
+class PerfectConductor:
+    """A perfect electric conductor (tangential E = 0 inside)."""
+
+    def __repr__(self) -> str:
+        return "PEC"
+
+    def __reduce__(self):
+        return "PEC"
+
+
+#: the perfect electric conductor, as a material
+PEC = PerfectConductor()
+
+
+def check_material(name: str, m):
+    """A number (eps, finite), a Material or PEC; returns it (numbers as complex or float)."""
+    if m is PEC or isinstance(m, Material):
+        return m
+    if isinstance(m, bool) or not isinstance(m, (int, float, complex, np.number)):
+        raise ConfigError(
+            f"{name} must be a permittivity (number), an emjax.materials material or scene.PEC, got {m!r}"
+        )
+    z = complex(m)
+    if not (math.isfinite(z.real) and math.isfinite(z.imag)):
+        raise ConfigError(f"{name} must be finite, got {m!r}")
+    if z.imag < 0:
+        raise ConfigError(f"{name} = {m!r}: Im eps must be >= 0 (exp(-i omega t): absorption)")
+    return z.real if z.imag == 0 else z
+
+
+@dataclass(frozen=True, eq=False)
+class Object:
+    """``shape`` of extent ``size`` along its x axis, turned by ``rotation`` (ZYZ Euler angles
+    in degrees, or a 3x3 matrix) and centred at ``center``; ``material`` (one per domain for
+    multi-domain shapes such as CoatedSphere: a tuple, domain 0 first)."""
+
+    shape: Shape
+    material: object
+    center: tuple = (0.0, 0.0, 0.0)
+    size: float = 1.0
+    rotation: object = None
+
+    def __post_init__(self):
+        if not isinstance(self.shape, Shape):
+            raise ConfigError(f"Object.shape must be an emjax.geometry shape, got {self.shape!r}")
+        n = self.shape.n_domains
+        mats = self.material if isinstance(self.material, (tuple, list)) else (self.material,)
+        if len(mats) != n:
+            raise ConfigError(
+                f"Object.material: {self.shape.name} has {n} domain(s), got {len(mats)} material(s)"
+            )
+        object.__setattr__(
+            self, "material", tuple(check_material(f"Object.material[{i}]", m) for i, m in enumerate(mats))
+        )
+        try:
+            c = tuple(float(v) for v in self.center)
+        except (TypeError, ValueError):
+            raise ConfigError(f"Object.center must be three numbers, got {self.center!r}") from None
+        if len(c) != 3 or not all(math.isfinite(v) for v in c):
+            raise ConfigError(f"Object.center must be three finite numbers, got {self.center!r}")
+        object.__setattr__(self, "center", c)
+        require_positive("Object.size", self.size)
+        object.__setattr__(self, "size", float(self.size))
+        R = np.eye(3)
+        if self.rotation is not None:
+            r = np.asarray(self.rotation, dtype=float)
+            if r.shape == (3,):
+                R = euler_matrix(*r)
+            elif r.shape == (3, 3) and np.allclose(r @ r.T, np.eye(3), atol=1e-9):
+                R = r
+            else:
+                raise ConfigError("Object.rotation must be (alpha, beta, gamma) in degrees or a 3x3 rotation")
+        object.__setattr__(self, "_R", R)
+
+    @property
+    def rotation_matrix(self) -> np.ndarray:
+        """Columns: the object's x, y, z axes in the lab frame."""
+        return self._R
+
+    def domain(self, x, y, z) -> np.ndarray:
+        """Domain index at lab points (arrays of any shape), -1 outside."""
+        x, y, z = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float), np.asarray(z, float))
+        p = np.stack([x, y, z], axis=-1)
+        q = (p - np.asarray(self.center)) @ self._R / self.size  # the shape's frame, units of size
+        if isinstance(self.shape, Voxels):
+            return _voxel_domain(self.shape, q)
+        return np.asarray(self.shape.domain(q[..., 0], q[..., 1], q[..., 2]))
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lab-frame bounding box (lo, hi) of the turned shape."""
+        half = 0.5 * self.size * np.array([1.0, self.shape.yx_ratio, self.shape.zx_ratio])
+        ext = np.abs(self._R) @ half
+        c = np.asarray(self.center)
+        return c - ext, c + ext
+
+    def signed_distance(self, p: np.ndarray):
+        """Signed distance to the surface at lab points ``p`` (..., 3), negative inside, for the
+        shapes where it is analytic near the surface (Sphere, Box, Cylinder: exact; Ellipsoid:
+        to first order in the distance), else None (the raster then samples :meth:`domain`)."""
+        from ..geometry import Box, Cylinder, Ellipsoid, Sphere
+
+        q = (p - np.asarray(self.center)) @ self._R
+        if type(self.shape) is Sphere:
+            return np.linalg.norm(q, axis=-1) - self.size / 2
+        if type(self.shape) in (Box, Cylinder):
+            if type(self.shape) is Box:
+                h = 0.5 * self.size * np.array([1.0, self.shape.y_over_x, self.shape.z_over_x])
+                e = np.abs(q) - h
+            else:  # radial and axial excess
+                e = np.stack(
+                    [
+                        np.linalg.norm(q[..., :2], axis=-1) - self.size / 2,
+                        np.abs(q[..., 2]) - 0.5 * self.size * self.shape.aspect,
+                    ],
+                    axis=-1,
+                )
+            outside = np.linalg.norm(np.maximum(e, 0.0), axis=-1)
+            return outside + np.minimum(np.max(e, axis=-1), 0.0)
+        if type(self.shape) is Ellipsoid:
+            a = 0.5 * self.size * np.array([1.0, self.shape.y_over_x, self.shape.z_over_x])
+            u = q / a
+            phi = np.sum(u * u, axis=-1) - 1.0
+            grad = np.linalg.norm(2 * u / a, axis=-1)
+            return phi / np.maximum(grad, 1e-300)  # phi / |grad phi|: the distance to first order
+        return None
+
+
+def _voxel_domain(shape: Voxels, q: np.ndarray) -> np.ndarray:
+    a = np.asarray(shape.array)
+    a = np.where(a, 0, -1) if a.dtype == bool else a
+    nx = a.shape[0]
+    idx = np.floor((q + 0.5 * np.array(a.shape) / nx) * nx).astype(np.int64)
+    ok = np.all((idx >= 0) & (idx < np.array(a.shape)), axis=-1)
+    idx = np.where(ok[..., None], idx, 0)
+    return np.where(ok, a[idx[..., 0], idx[..., 1], idx[..., 2]], -1)
+
+
+@dataclass(frozen=True, eq=False)
+class Scene:
+    """Objects (later ones override earlier ones) in a ``background`` medium."""
+
+    objects: tuple = ()
+    background: object = 1.0
+    materials: tuple = field(init=False, repr=False)
+
+    def __post_init__(self):
+        objs = tuple(self.objects) if not isinstance(self.objects, Object) else (self.objects,)
+        for i, o in enumerate(objs):
+            if not isinstance(o, Object):
+                raise ConfigError(f"Scene.objects[{i}] must be an emjax.scene.Object, got {o!r}")
+        object.__setattr__(self, "objects", objs)
+        bg = check_material("Scene.background", self.background)
+        if bg is PEC:
+            raise ConfigError("Scene.background cannot be PEC")
+        object.__setattr__(self, "background", bg)
+        mats = [bg]
+        for o in objs:
+            for m in o.material:
+                if not any(m is x or (_is_number(m) and _is_number(x) and m == x) for x in mats):
+                    mats.append(m)
+        object.__setattr__(self, "materials", tuple(mats))
+
+    def material_index(self, m) -> int:
+        """Index of material ``m`` in :attr:`materials` (0: the background)."""
+        for i, x in enumerate(self.materials):
+            if m is x or (_is_number(m) and _is_number(x) and m == x):
+                return i
+        raise KeyError(m)
+
+    def label(self, x, y, z) -> np.ndarray:
+        """Material index (into :attr:`materials`) at lab points: the last object containing
+        each point, else 0 (the background)."""
+        out = np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y), np.shape(z)), np.int32)
+        for o in self.objects:
+            lo, hi = o.bounds()
+            d = o.domain(x, y, z)
+            if not np.any(d >= 0):
+                continue
+            lut = np.array([self.material_index(m) for m in o.material], np.int32)
+            out = np.where(d >= 0, lut[np.clip(d, 0, None)], out)
+        return out
+
+    def check_inside(self, lo, hi, what: str = "the simulation region") -> None:
+        """Every object's bounding box lies within [lo, hi] (lab frame)."""
+        for i, o in enumerate(self.objects):
+            a, b = o.bounds()
+            if np.any(a < np.asarray(lo) - 1e-12) or np.any(b > np.asarray(hi) + 1e-12):
+                raise ConfigError(
+                    f"Scene.objects[{i}] ({o.shape.name}, bounds {np.round(a, 6).tolist()} .. "
+                    f"{np.round(b, 6).tolist()}) extends beyond {what} {list(lo)} .. {list(hi)}"
+                )
+
+
+def _is_number(m) -> bool:
+    return isinstance(m, (int, float, complex))

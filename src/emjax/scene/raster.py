@@ -1,0 +1,266 @@
+"""A scene on the Yee grid: materials at each E component's nodes, and at the nodes an
+interface crosses, the fill fraction and the surface normal that subpixel averaging needs.
+
+Each E node owns the dual cell of size dx^3 centred on it (E_x at ``(i + 1/2, j, k) dx``
+from the origin, E_y at ``(i, j + 1/2, k) dx``, E_z at ``(i, j, k + 1/2) dx``). A node is an
+*interface node* when its dual cell holds two materials. There:
+
+* the two materials are the node's own (the point test, as staircasing would use) and the
+  most frequent other one among the samples (Meep's choice where three meet: the two
+  dominant ones);
+* the fill fraction ``fill`` is the volume fraction of the node's own material;
+* the normal is the direction from the other material's samples to the own material's
+  (first moments), or, for a shape with an analytic signed distance (sphere, ellipsoid) that
+  alone crosses the cell, its gradient, with the fill fraction of the cell cut by the
+  tangent plane in closed form (second-order accurate for smooth surfaces).
+
+Solvers turn this into what their update needs: :meth:`YeeRaster.kottke` gives Farjadpour
+and Kottke's inverse permittivity tensor ``P <1/eps> + (1 - P) <eps>^-1`` with ``P = n n^T``
+for dielectric interfaces (Opt. Lett. 31, 2972 (2006); PRE 77, 036611 (2008)).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError, require_int, require_positive
+from .objects import Scene
+
+__all__ = ["YeeRaster", "cube_plane_fill", "rasterize"]
+
+#: samples per axis of a dual cell where the fill fraction is sampled
+SAMPLES = 8
+_CHUNK = 1 << 21  # points per evaluation batch (bounds memory on large grids)
+
+
+def cube_plane_fill(normal: np.ndarray, distance: np.ndarray) -> np.ndarray:
+    """Volume fraction of the unit cube ``[-1/2, 1/2]^3`` on the side ``n . x <= -distance``
+    of a plane (``normal`` (..., 3) unit vectors; ``distance`` the signed distance of the
+    cube's centre from the plane, in cell units, negative on the inside). Closed form: the
+    inclusion-exclusion sum over the cube's corners of the cut corner pyramids."""
+    n = np.abs(np.asarray(normal, float))
+    n = np.maximum(n, 1e-4)  # a face-parallel plane as the limit of a tilted one (error ~1e-4)
+    n = n / np.linalg.norm(n, axis=-1, keepdims=True)
+    t = -np.asarray(distance, float)  # the plane is n . x = t (in the folded, all-positive frame)
+    total = np.zeros(np.shape(t))
+    for v in itertools.product((0.0, 1.0), repeat=3):
+        v = np.asarray(v) - 0.5
+        sign = (-1.0) ** np.sum(v > 0)
+        total = total + sign * np.maximum(0.0, t - n @ v) ** 3
+    vol = total / (6.0 * n[..., 0] * n[..., 1] * n[..., 2])
+    return np.clip(vol, 0.0, 1.0)
+
+
+@dataclass(frozen=True, eq=False)
+class YeeRaster:
+    """A scene on a Yee grid (see the module docstring).
+
+    ``label[c]``: material index (into ``scene.materials``) at E_c's nodes, (nx, ny, nz).
+    ``interface[c]``: dict of the interface nodes of E_c: ``index`` (M, 3) node indices,
+    ``own`` and ``other`` (M,) material indices, ``fill`` (M,) volume fraction of ``own`` in
+    the dual cell, ``normal`` (M, 3) unit normals (pointing out of ``own``). Empty with
+    ``averaging="staircase"``.
+    """
+
+    scene: Scene
+    shape: tuple
+    dx: float
+    origin: tuple
+    averaging: str
+    label: tuple
+    interface: tuple
+
+    def kottke(self, c: int, eps_of) -> dict:
+        """Farjadpour-Kottke tensors at E_c's interface nodes: ``{"index": (M, 3),
+        "eps_inv": (M, 3, 3)}`` with ``eps_of(material index) -> permittivity`` (real)."""
+        it = self.interface[c]
+        e1 = np.array([eps_of(int(m)) for m in it["own"]], float).reshape(-1)
+        e2 = np.array([eps_of(int(m)) for m in it["other"]], float).reshape(-1)
+        f = it["fill"]
+        mean_inv = f / e1 + (1 - f) / e2  # <1/eps>
+        inv_mean = 1.0 / (f * e1 + (1 - f) * e2)  # <eps>^-1
+        n = it["normal"]
+        P = n[:, :, None] * n[:, None, :]
+        eye = np.eye(3)[None]
+        inv = P * mean_inv[:, None, None] + (eye - P) * inv_mean[:, None, None]
+        return {"index": it["index"], "eps_inv": inv}
+
+
+def _node_coords(shape, dx, origin, c: int):
+    return [origin[ax] + (np.arange(n) + (0.5 if ax == c else 0.0)) * dx for ax, n in enumerate(shape)]
+
+
+def _box_range(lo, hi, coords):
+    """Index range of the 1-D node coordinates ``coords`` within [lo, hi] (+1 node margin)."""
+    a = max(int(np.searchsorted(coords, lo)) - 1, 0)
+    b = min(int(np.searchsorted(coords, hi, side="right")) + 1, len(coords))
+    return a, b
+
+
+def _labels(scene: Scene, shape, dx, origin, c: int) -> np.ndarray:
+    """Material index at E_c's nodes (point test), object by object within their boxes."""
+    label = np.zeros(shape, np.int32)
+    xs = _node_coords(shape, dx, origin, c)
+    for o in scene.objects:
+        lo, hi = o.bounds()
+        rng = [_box_range(lo[ax], hi[ax], xs[ax]) for ax in range(3)]
+        if any(b <= a for a, b in rng):
+            continue
+        lut = np.array([scene.material_index(m) for m in o.material], np.int32)
+        X = xs[0][rng[0][0] : rng[0][1]]
+        Y, Z = np.meshgrid(xs[1][rng[1][0] : rng[1][1]], xs[2][rng[2][0] : rng[2][1]], indexing="ij")
+        for i0 in range(0, len(X), max(1, _CHUNK // max(Y.size, 1))):
+            xi = X[i0 : i0 + max(1, _CHUNK // max(Y.size, 1))]
+            d = o.domain(xi[:, None, None], Y[None], Z[None])
+            sl = (slice(rng[0][0] + i0, rng[0][0] + i0 + len(xi)), slice(*rng[1]), slice(*rng[2]))
+            label[sl] = np.where(d >= 0, lut[np.clip(d, 0, None)], label[sl])
+    return label
+
+
+def _candidates(label: np.ndarray, region) -> np.ndarray:
+    """Nodes (K, 3) in ``region`` whose label differs from one of their 26 neighbours':
+    every node whose dual cell a smooth surface crosses is among them."""
+    sl = tuple(slice(a, b) for a, b in region)
+    sub = label[sl]
+    pad = np.pad(sub, 1, mode="edge")
+    diff = np.zeros(sub.shape, bool)
+    n = sub.shape
+    for d in itertools.product((0, 1, 2), repeat=3):
+        if d == (1, 1, 1):
+            continue
+        diff |= pad[d[0] : d[0] + n[0], d[1] : d[1] + n[1], d[2] : d[2] + n[2]] != sub
+    idx = np.argwhere(diff)
+    return idx + np.array([a for a, _ in region])
+
+
+def _sample_offsets(samples: int) -> np.ndarray:
+    u = (np.arange(samples) + 0.5) / samples - 0.5
+    return np.stack(np.meshgrid(u, u, u, indexing="ij"), -1).reshape(-1, 3)
+
+
+def _interface(scene: Scene, label, shape, dx, origin, c: int, samples: int) -> dict:
+    """Fill fractions and normals at E_c's interface nodes."""
+    empty = {
+        "index": np.zeros((0, 3), np.int64),
+        "own": np.zeros(0, np.int32),
+        "other": np.zeros(0, np.int32),
+        "fill": np.zeros(0),
+        "normal": np.zeros((0, 3)),
+    }
+    if not scene.objects:
+        return empty
+    xs = _node_coords(shape, dx, origin, c)
+    lo = np.min([o.bounds()[0] for o in scene.objects], axis=0)
+    hi = np.max([o.bounds()[1] for o in scene.objects], axis=0)
+    region = [_box_range(lo[ax], hi[ax], xs[ax]) for ax in range(3)]
+    if any(b <= a for a, b in region):
+        return empty
+    cand = _candidates(label, region)
+    if not len(cand):
+        return empty
+    pos = np.stack([xs[ax][cand[:, ax]] for ax in range(3)], axis=-1)
+    own = label[tuple(cand.T)]
+    offs = _sample_offsets(samples) * dx
+    keep, other, fill, normal = [], [], [], []
+    per = max(1, _CHUNK // len(offs))
+    for s in range(0, len(cand), per):
+        p = pos[s : s + per][:, None, :] + offs[None]
+        lab = scene.label(p[..., 0], p[..., 1], p[..., 2])
+        o = own[s : s + per]
+        is_own = lab == o[:, None]
+        frac = is_own.mean(axis=1)
+        mixed = (frac > 0) & (frac < 1)
+        # the other material: the most frequent label that is not the node's own
+        alt = np.where(is_own, -1, lab)
+        counts = np.stack([(alt == m).sum(axis=1) for m in range(len(scene.materials))], axis=1)
+        oth = counts.argmax(axis=1)
+        in_pair = is_own | (lab == oth[:, None])
+        f = is_own.sum(axis=1) / np.maximum(in_pair.sum(axis=1), 1)
+        w_own = is_own / np.maximum(is_own.sum(axis=1, keepdims=True), 1)
+        w_oth = (lab == oth[:, None]) / np.maximum((lab == oth[:, None]).sum(axis=1, keepdims=True), 1)
+        g = (w_oth - w_own) @ offs  # from own's centroid to the other's: the outward normal
+        nn = np.linalg.norm(g, axis=1)
+        g = g / np.maximum(nn, 1e-300)[:, None]
+        keep.append(mixed & (nn > 0))
+        other.append(oth)
+        fill.append(f)
+        normal.append(g)
+    keep = np.concatenate(keep)
+    out = {
+        "index": cand[keep].astype(np.int64),
+        "own": own[keep].astype(np.int32),
+        "other": np.concatenate(other)[keep].astype(np.int32),
+        "fill": np.concatenate(fill)[keep],
+        "normal": np.concatenate(normal)[keep],
+    }
+    _analytic(scene, out, pos[keep], dx)
+    return out
+
+
+def _analytic(scene: Scene, it: dict, pos: np.ndarray, dx: float) -> None:
+    """Where the topmost object crossing a node's cell has a signed distance and no other
+    object reaches the cell, replace the sampled fill and normal by the tangent-plane cut."""
+    if not len(pos):
+        return
+    reach = np.zeros((len(scene.objects), len(pos)), bool)
+    half = np.sqrt(3) / 2 * dx
+    for k, o in enumerate(scene.objects):
+        lo, hi = o.bounds()
+        reach[k] = np.all((pos > lo - half) & (pos < hi + half), axis=1)
+    for k, o in enumerate(scene.objects):
+        alone = reach[k] & (reach.sum(axis=0) == 1)
+        if not np.any(alone) or len(o.material) != 1:
+            continue
+        p = pos[alone]
+        d = o.signed_distance(p)
+        if d is None:
+            continue
+        eps = 1e-6 * dx
+        grad = np.stack(
+            [
+                (o.signed_distance(p + eps * e) - o.signed_distance(p - eps * e)) / (2 * eps)
+                for e in np.eye(3)
+            ],
+            axis=-1,
+        )
+        n = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-300)
+        f_in = cube_plane_fill(n, d / dx)  # the object's share of the cell
+        m_obj = scene.material_index(o.material[0])
+        own = it["own"][alone]
+        f = np.where(own == m_obj, f_in, 1.0 - f_in)
+        sign = np.where(own == m_obj, 1.0, -1.0)[:, None]
+        it["fill"][alone] = f
+        it["normal"][alone] = sign * n  # out of the node's own material
+
+
+def rasterize(
+    scene: Scene,
+    shape,
+    dx: float,
+    origin=(0.0, 0.0, 0.0),
+    *,
+    averaging: str = "subpixel",
+    samples: int = SAMPLES,
+) -> YeeRaster:
+    """The scene on the Yee grid of ``shape`` cells of size ``dx`` whose cell (0, 0, 0) has
+    its low corner at ``origin``: node materials, and with ``averaging="subpixel"`` the
+    interface nodes' fill fractions and normals (``samples`` per axis where sampled)."""
+    if not isinstance(scene, Scene):
+        raise ConfigError(f"scene must be an emjax.scene.Scene, got {scene!r}")
+    shape = tuple(require_int(f"shape[{i}]", n, 1) for i, n in enumerate(shape))
+    if len(shape) != 3:
+        raise ConfigError(f"shape must be (nx, ny, nz), got {shape!r}")
+    require_positive("dx", dx)
+    if averaging not in ("subpixel", "staircase"):
+        raise ConfigError(f"averaging must be 'subpixel' or 'staircase', got {averaging!r}")
+    require_int("samples", samples, 2, 64)
+    origin = tuple(float(v) for v in origin)
+    labels = tuple(_labels(scene, shape, dx, origin, c) for c in range(3))
+    if averaging == "subpixel":
+        inter = tuple(_interface(scene, labels[c], shape, dx, origin, c, samples) for c in range(3))
+    else:
+        inter = tuple(_interface(Scene(), labels[c], shape, dx, origin, c, samples) for c in range(3))
+    return YeeRaster(scene, shape, float(dx), origin, averaging, labels, inter)

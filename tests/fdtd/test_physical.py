@@ -1,0 +1,157 @@
+"""FDTD set up in physical units (emjax.fdtd.Simulation): placement, normalization, errors."""
+
+import numpy as np
+import pytest
+
+from emjax import ConfigError, fdtd
+
+WF = fdtd.GaussianPulse(1.0, 0.5)
+
+
+def _empty(**kw):
+    return fdtd.Simulation(
+        size=(1.2, 1.2, 1.2),
+        resolution=20,
+        sources=[fdtd.PlaneWaveSource((0, 0, 0), (0.8, 0.8, 0.8), waveform=WF)],
+        monitors=[
+            fdtd.CrossSections([0.8, 1.0, 1.2]),
+            fdtd.FluxPlane((0, 0, 0.3), (0.5, 0.5, 0), [0.8, 1.0, 1.2], name="T"),
+        ],
+        **kw,
+    )
+
+
+def test_grid_placement():
+    """1.2 wide at 20 cells per unit plus a 10-cell CPML per face: 44 cells, the region's
+    corner at -0.6 - 10 dx; the TF/SF box [-0.4, 0.4) covers cells 14..30."""
+    sim = _empty()
+    assert sim.grid.shape == (44, 44, 44)
+    np.testing.assert_allclose(sim.origin, (-1.1, -1.1, -1.1))
+    grid_sim, names = sim.to_grid()
+    tf = grid_sim.sources[0]
+    assert tf.lo == (14, 14, 14) and tf.hi == (30, 30, 30)
+    assert set(names) == {"cross_sections", "T"}
+    plane = grid_sim.monitors[names["T"][0]]
+    assert plane.axis == 2 and plane.index == 28 and plane.lo[:2] == (17, 17) and plane.hi[:2] == (27, 27)
+
+
+def test_empty_box_normalization():
+    """No object: the plane wave's transmission through a plane inside the TF/SF box is 1
+    to 1e-5 (the incident power is what the discrete monitor measures of the incident wave;
+    measured 3e-7), and the cross sections vanish (below 1e-6 of the box's area)."""
+    res = fdtd.run(_empty(), until=20)
+    np.testing.assert_allclose(res.transmission("T"), 1.0, atol=1e-5)
+    cs = res.cross_sections()
+    for key in ("Csca", "Cabs", "Cext"):
+        assert np.all(np.abs(cs[key]) < 1e-6 * 0.8**2), (key, cs[key])
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(size=(1, -1, 1)), "size"),
+        (dict(resolution=0), "resolution"),
+        (dict(averaging="smooth"), "averaging"),
+        (dict(sources=[fdtd.Dipole((0, 0, 0.7), "z", WF)]), "Dipole.position"),
+        (
+            dict(sources=[fdtd.PlaneWaveSource((0, 0, 0), (1.4, 0.5, 0.5), waveform=WF)]),
+            "PlaneWaveSource box",
+        ),
+        (dict(monitors=[fdtd.CrossSections([1.0])]), "CrossSections needs"),
+    ],
+)
+def test_bad_input(kw, match):
+    """Wrong sizes, sources in the CPML or beyond, cross sections without a plane wave: one
+    error naming the field, raised when the simulation is built or compiled."""
+    base = dict(size=(1.2, 1.2, 1.2), resolution=20)
+    with pytest.raises(ConfigError, match=match):
+        fdtd.Simulation(**{**base, **kw}).to_grid()
+
+
+def test_flux_box_must_not_cross_the_tfsf_surface():
+    sim = fdtd.Simulation(
+        size=(1.2, 1.2, 1.2),
+        resolution=20,
+        sources=[fdtd.PlaneWaveSource((0, 0, 0), (0.8, 0.8, 0.8), waveform=WF)],
+        monitors=[fdtd.FluxBox((0, 0, 0), (0.8, 0.5, 0.5), [1.0], name="bad")],
+    )
+    with pytest.raises(ConfigError, match="crosses the PlaneWaveSource"):
+        sim.to_grid()
+
+
+def _sphere_sim(cells_per_radius, averaging, eps=6.0, radius=1.5 / (2 * np.pi), until=None):
+    from emjax import geometry, scene
+
+    res = cells_per_radius / radius
+    box = 2 * radius + 8 / res  # the TF/SF box: 4 cells around the sphere
+    sc = scene.Scene([scene.Object(geometry.Sphere(), eps, size=2 * radius)])
+    return fdtd.Simulation(
+        size=(box + 12 / res,) * 3,
+        resolution=res,
+        scene=sc,
+        averaging=averaging,
+        sources=[fdtd.PlaneWaveSource((0, 0, 0), (box,) * 3, waveform=fdtd.GaussianPulse(1.0, 0.5))],
+        monitors=[fdtd.CrossSections([0.9, 1.0, 1.1])],
+    )
+
+
+def test_scene_staircase_wiring():
+    """The scene reaches the grid at each E component's own nodes: staircased, E_c's eps is
+    the sphere's wherever that node lies inside the sphere (point test); with averaging,
+    the interface nodes' tensors form one SubpixelBox around the sphere and the nodes off
+    the interface keep their plain eps."""
+    sim = _sphere_sim(4, "staircase")
+    g, _ = sim.to_grid()
+    assert g.subpixel is None
+    R = 1.5 / (2 * np.pi)
+    for c in range(3):
+        xs = [
+            sim.origin[a] + (np.arange(n) + (0.5 if a == c else 0)) * sim.dx
+            for a, n in enumerate(g.grid.shape)
+        ]
+        X, Y, Z = np.meshgrid(*xs, indexing="ij")
+        np.testing.assert_array_equal(np.asarray(g.eps)[c], np.where(X**2 + Y**2 + Z**2 <= R**2, 6.0, 1.0))
+    g2, _ = _sphere_sim(4, "subpixel").to_grid()
+    box = g2.subpixel
+    assert box is not None and box.active_mask.any()
+    inv = box.eps_inv
+    plain = ~box.active_mask
+    for c in range(3):
+        sl = (c,) + box.slices
+        np.testing.assert_allclose(inv[c, c][plain[c]], 1 / np.asarray(g2.eps)[sl][plain[c]])
+
+
+def _sphere_error(cells_per_radius, averaging):
+    import miepython
+
+    R = 1.5 / (2 * np.pi)
+    cs = fdtd.run(_sphere_sim(cells_per_radius, averaging), until=120).cross_sections()
+    mie = np.array([miepython.efficiencies_mx(np.sqrt(6.0), 2 * np.pi * f * R)[1] for f in cs["frequency"]])
+    return np.max(np.abs(cs["Csca"] / (mie * np.pi * R**2) - 1)), cs
+
+
+@pytest.mark.slow
+def test_dielectric_sphere_converges_at_second_order():
+    """An eps = 6 sphere at size parameter 1.5 (f = 1; also f = 0.9 and 1.1), TF/SF plane
+    wave, Csca from the CrossSections boxes vs Mie (miepython) at 5, 7 and 10 cells per
+    radius. With subpixel averaging the worst error falls as a power >= 1.7 of the resolution
+    (measured 6.45%, 2.64%, 0.98%: slope 2.7) and is within 1% at 10 cells per radius (the
+    issue's target; the rest is Yee dispersion in the sphere, 15 cells per wavelength
+    inside); staircased it falls at first order or worse (measured 7.5%, 5.0%, 4.1%: slope
+    0.9). A lossless sphere: the inner box's net flux is below 2.5% of Csca (measured 1.1% at
+    10 cells per radius: the flux monitors' own discretization, which averages H over two
+    planes; it falls with the resolution). 90 s on 2 cores."""
+    pytest.importorskip("miepython")
+    res = np.array([5.0, 7.0, 10.0])
+    slopes = {}
+    for averaging in ("subpixel", "staircase"):
+        errs = []
+        for r in res:
+            err, cs = _sphere_error(r, averaging)
+            errs.append(err)
+            assert np.all(np.abs(cs["Cabs"]) < 0.025 * cs["Csca"]), (averaging, r, cs["Cabs"] / cs["Csca"])
+        slopes[averaging] = -np.polyfit(np.log(res), np.log(errs), 1)[0]
+        if averaging == "subpixel":
+            assert errs[-1] < 0.01, errs
+    assert slopes["subpixel"] >= 1.7, slopes
+    assert slopes["staircase"] < 1.5, slopes
