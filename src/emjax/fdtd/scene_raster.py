@@ -102,26 +102,39 @@ def materials(sim, tf=None) -> dict:
             tensors.append((it["index"][both], kt["eps_inv"][both]))
         else:
             tensors.append(None)
+    # the bulk reads one coefficient array: the cell takes its E_x node's eps; E_y and E_z
+    # nodes that differ from it, and the interface tensors, go into the sparse box
+    cell = eps[0]
+    differs = [np.zeros(g.shape, bool)] + [(eps[c] != cell) & ~pec[c] for c in (1, 2)]
+    if disp:  # then eps goes per node anyway (the dispersive update is per node)
+        differs = [np.zeros(g.shape, bool)] * 3
+    pts = [np.argwhere(d) for d in differs] + [t[0] for t in tensors if t is not None]
+    pts = [q for q in pts if len(q)]
     subpixel = None
-    if any(t is not None for t in tensors):
-        allidx = np.concatenate([t[0] for t in tensors if t is not None])
+    if pts:
+        allidx = np.concatenate(pts)
         blo, bhi = allidx.min(axis=0), allidx.max(axis=0) + 1
         for ax in range(3):
             if g.shape[ax] == 1:
                 blo[ax], bhi[ax] = 0, 1
+        sl = tuple(slice(a, b) for a, b in zip(blo, bhi))
         shape = tuple(bhi - blo)
         inv = np.zeros((3, 3) + shape)
         active = np.zeros((3,) + shape, bool)
         for c in range(3):
-            sl = tuple(slice(a, b) for a, b in zip(blo, bhi))
             inv[c, c] = 1.0 / eps[c][sl]
+            active[c] = differs[c][sl]
             if tensors[c] is None:
                 continue
             i = tuple((tensors[c][0] - blo).T)
             inv[(c, slice(None)) + i] = tensors[c][1][:, c, :]  # (M, 3): row c at each node
             active[(c,) + i] = True
         subpixel = SubpixelBox(tuple(int(v) for v in blo), inv, active)
-    out = {"eps": eps if np.any(eps != 1) else 1.0, "subpixel": subpixel}
+    if disp:  # the volume-averaged rule needs each node's own background eps
+        eps_out = eps
+    else:
+        eps_out = cell
+    out = {"eps": eps_out if np.any(eps_out != 1) else 1.0, "subpixel": subpixel}
     if np.any(pec):
         out["pec"] = pec
     if disp and np.any(w):

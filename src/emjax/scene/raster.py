@@ -125,14 +125,20 @@ def _candidates(label: np.ndarray, region) -> np.ndarray:
     every node whose dual cell a smooth surface crosses is among them."""
     sl = tuple(slice(a, b) for a, b in region)
     sub = label[sl]
-    pad = np.pad(sub, 1, mode="edge")
-    diff = np.zeros(sub.shape, bool)
-    n = sub.shape
-    for d in itertools.product((0, 1, 2), repeat=3):
-        if d == (1, 1, 1):
+    lo, hi = sub, sub
+    for ax in range(3):  # separable 3x3x3 minimum and maximum
+        if sub.shape[ax] < 2:
             continue
-        diff |= pad[d[0] : d[0] + n[0], d[1] : d[1] + n[1], d[2] : d[2] + n[2]] != sub
-    idx = np.argwhere(diff)
+        for f, agg in ((0, np.minimum), (1, np.maximum)):
+            a = lo if f == 0 else hi
+            pad = np.concatenate([a.take([0], axis=ax), a, a.take([-1], axis=ax)], axis=ax)
+            n = a.shape[ax]
+            b = agg(agg(pad.take(range(0, n), axis=ax), a), pad.take(range(2, n + 2), axis=ax))
+            if f == 0:
+                lo = b
+            else:
+                hi = b
+    idx = np.argwhere(lo != hi)
     return idx + np.array([a for a, _ in region])
 
 
@@ -163,10 +169,15 @@ def _interface(scene: Scene, label, shape, dx, origin, c: int, samples: int) -> 
         return empty
     pos = np.stack([xs[ax][cand[:, ax]] for ax in range(3)], axis=-1)
     own = label[tuple(cand.T)]
+    handled, mixed, ex_other, ex_fill, ex_normal = _analytic(scene, own, pos, dx)
+    ex = handled & mixed
+    rest = np.flatnonzero(~handled)
     offs = _sample_offsets(samples) * dx
     keep, other, fill, normal = [], [], [], []
     per = max(1, _CHUNK // len(offs))
-    for s in range(0, len(cand), per):
+    pos_all, own_all = pos, own
+    pos, own = pos_all[rest], own_all[rest]
+    for s in range(0, len(rest), per):
         p = pos[s : s + per][:, None, :] + offs[None]
         lab = scene.label(p[..., 0], p[..., 1], p[..., 2])
         o = own[s : s + per]
@@ -188,36 +199,47 @@ def _interface(scene: Scene, label, shape, dx, origin, c: int, samples: int) -> 
         other.append(oth)
         fill.append(f)
         normal.append(g)
-    keep = np.concatenate(keep)
+
+    def cat(parts, shape):
+        return np.concatenate(parts) if parts else np.zeros(shape)
+
+    keep = cat(keep, (0,)).astype(bool)
     out = {
-        "index": cand[keep].astype(np.int64),
-        "own": own[keep].astype(np.int32),
-        "other": np.concatenate(other)[keep].astype(np.int32),
-        "fill": np.concatenate(fill)[keep],
-        "normal": np.concatenate(normal)[keep],
+        "index": np.concatenate([cand[ex], cand[rest][keep]]).astype(np.int64),
+        "own": np.concatenate([own_all[ex], own[keep]]).astype(np.int32),
+        "other": np.concatenate([ex_other[ex], cat(other, (0,))[keep]]).astype(np.int32),
+        "fill": np.concatenate([ex_fill[ex], cat(fill, (0,))[keep]]),
+        "normal": np.concatenate([ex_normal[ex], cat(normal, (0, 3))[keep]]),
     }
-    _analytic(scene, out, pos[keep], dx)
-    return out
+    order = np.lexsort(out["index"].T[::-1])  # node order, as the candidates came
+    return {k: v[order] for k, v in out.items()}
 
 
-def _analytic(scene: Scene, it: dict, pos: np.ndarray, dx: float) -> None:
-    """Where the topmost object crossing a node's cell has a signed distance and no other
-    object reaches the cell, replace the sampled fill and normal by the tangent-plane cut."""
-    if not len(pos):
-        return
-    reach = np.zeros((len(scene.objects), len(pos)), bool)
+def _analytic(scene: Scene, own: np.ndarray, pos: np.ndarray, dx: float):
+    """Nodes whose cell only one object reaches, an object with a signed distance and one
+    material: its tangent-plane cut gives the fill fraction and its gradient the normal.
+
+    Returns ``(handled, mixed, other, fill, normal)``: ``handled`` marks the nodes solved
+    here, ``mixed`` those of them an interface crosses; the other arrays are per node
+    (meaningful where ``mixed``)."""
+    n_pts = len(pos)
+    reach = np.zeros((len(scene.objects), n_pts), bool)
     half = np.sqrt(3) / 2 * dx
     for k, o in enumerate(scene.objects):
         lo, hi = o.bounds()
         reach[k] = np.all((pos > lo - half) & (pos < hi + half), axis=1)
+    handled = np.zeros(n_pts, bool)
+    mixed = np.zeros(n_pts, bool)
+    other = np.zeros(n_pts, np.int32)
+    fill = np.zeros(n_pts)
+    normal = np.zeros((n_pts, 3))
+    alone_all = reach.sum(axis=0) == 1
     for k, o in enumerate(scene.objects):
-        alone = reach[k] & (reach.sum(axis=0) == 1)
-        if not np.any(alone) or len(o.material) != 1:
+        alone = np.flatnonzero(reach[k] & alone_all)
+        if not len(alone) or len(o.material) != 1 or o.signed_distance(pos[:1]) is None:
             continue
         p = pos[alone]
         d = o.signed_distance(p)
-        if d is None:
-            continue
         eps = 1e-6 * dx
         grad = np.stack(
             [
@@ -229,11 +251,14 @@ def _analytic(scene: Scene, it: dict, pos: np.ndarray, dx: float) -> None:
         n = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-300)
         f_in = cube_plane_fill(n, d / dx)  # the object's share of the cell
         m_obj = scene.material_index(o.material[0])
-        own = it["own"][alone]
-        f = np.where(own == m_obj, f_in, 1.0 - f_in)
-        sign = np.where(own == m_obj, 1.0, -1.0)[:, None]
-        it["fill"][alone] = f
-        it["normal"][alone] = sign * n  # out of the node's own material
+        mine = own[alone] == m_obj
+        f = np.where(mine, f_in, 1.0 - f_in)
+        handled[alone] = True
+        mixed[alone] = (f > 0) & (f < 1)
+        other[alone] = np.where(mine, 0, m_obj)  # alone: the object covers only the background
+        fill[alone] = f
+        normal[alone] = np.where(mine[:, None], 1.0, -1.0) * n  # out of the node's own material
+    return handled, mixed, other, fill, normal
 
 
 def rasterize(
