@@ -19,7 +19,7 @@ def _airy(n, d, f):
 
 
 def _cube_sim(eps, subpixel=None):
-    g = fdtd.Grid((24, 24, 24), dx=0.05, boundary=fdtd.CPML(6), precision="double")
+    g = fdtd.Grid((28, 28, 28), dx=0.05, boundary=fdtd.CPML(6), precision="double")
     src = fdtd.PointDipole((9, 12, 12), 2, fdtd.GaussianPulse(1.0, 0.5))
     probes = tuple(fdtd.Probe((15, 13, 11), c) for c in range(3))
     return fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=probes, subpixel=subpixel)
@@ -30,7 +30,7 @@ def test_box_reproduces_per_cell_eps():
     diag(1/4) on the cube's E nodes) gives the same fields as the cube given per cell: the
     correction d_c = dt/eps_node - dt/eps_cell lands on the right nodes. Float64, agreement
     to 1e-12 of the peak (rounding)."""
-    eps = np.ones((24, 24, 24))
+    eps = np.ones((28, 28, 28))
     eps[11:17, 10:15, 9:16] = 4.0
     lo, hi = (8, 8, 8), (17, 17, 17)
     inv = np.zeros((3, 3) + tuple(h - lo_ for lo_, h in zip(lo, hi)))
@@ -49,7 +49,7 @@ def test_box_off_diagonal_terms_couple_components():
     fields differ from the diagonal run (a wrong sign, index or averaging shows in the
     symmetric check below); the tensor symmetric in (x, y) at a node and its mirror image
     keeps the mirror symmetry of a z-dipole's field about the plane x = y."""
-    n = 24
+    n = 28
     lo, shape = (8, 8, 8), (9, 9, 9)
     inv = np.zeros((3, 3) + shape)
     for c in range(3):

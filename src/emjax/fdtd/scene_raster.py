@@ -62,7 +62,7 @@ def materials(sim, tf=None) -> dict:
     if tf is not None:
         tf_lo = origin + np.asarray(tf.lo) * g.dx
         tf_hi = origin + np.asarray(tf.hi) * g.dx
-        sim.scene.check_inside(tf_lo + g.dx, tf_hi - g.dx, "the PlaneWaveSource box (less one cell)")
+        sim.scene.check_inside(tf_lo + 2 * g.dx, tf_hi - 2 * g.dx, "the PlaneWaveSource box (less two cells)")
     mats = sim.scene.materials
     kinds = [_kind(m) for m in mats]
     if "complex" in kinds:

@@ -210,7 +210,9 @@ def _step(plan, arrays, state, _):
     E = tuple(comp(ca, i) * e + comp(cb, i) * c for i, (e, c) in enumerate(zip(E, cH)))
     if plan.subpixel is not None:  # interface nodes: the tensor's correction on its box
         box = tuple(slice(a, b) for a, b in plan.subpixel)
-        delta = subpixel.correction(box, arrays, cH, tuple(n == 1 for n in plan.shape))
+        delta = subpixel.correction(
+            plan.subpixel, arrays, H, 1.0 / plan.dx, tuple(n == 1 for n in plan.shape)
+        )
         if plan.pml_inplace[0]:
             E = tuple(e.at[box].add(d) for e, d in zip(E, delta))
         else:

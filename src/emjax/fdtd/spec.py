@@ -111,6 +111,8 @@ class GridSimulation:
                 raise ConfigError(f"subpixel must be an emjax.fdtd.SubpixelBox, got {self.subpixel!r}")
             pml = [b.thickness if isinstance(b, CPML) else 0 for b in self.grid.boundary]
             self.subpixel.check(self.grid.shape, pml)
+            if self.grid.order != 2:
+                raise ConfigError("subpixel boxes need grid order=2 (the box recomputes a 2nd-order curl)")
             sl = self.subpixel.slices
             act = self.subpixel.active_mask
 

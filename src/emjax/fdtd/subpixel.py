@@ -10,8 +10,9 @@ couple staggered components, as in Meep).
 Only the interface nodes differ from the plain isotropic update, and they lie inside the
 objects' bounding box: the bulk keeps its one coefficient array (no per-component arrays,
 no full tensors), and the correction ``Delta_c = d_c curlH_c + sum_j o_cj avg_cj(curlH_j)``
-is computed on that box alone and added to the E update (zero-padded into the fused pass on
-a GPU, in place on the CPU, like the sources: see terms.py).
+is computed on that box alone, from the curl of H recomputed there (2nd-order stencil), and
+added to the E update (zero-padded into the fused pass on a GPU, in place on the CPU, like
+the sources: see terms.py). The curl of the bulk pass is never read back.
 """
 
 from __future__ import annotations
@@ -75,17 +76,17 @@ class SubpixelBox:
         return tuple(slice(lo, lo + n) for lo, n in zip(self.lo, self.shape))
 
     def check(self, grid_shape, pml) -> None:
-        """The box and its one-node margin (the four-point averages) lie inside the grid and
-        outside the CPML."""
+        """The box and a two-node margin (the four-point averages of the curl, and the curl's
+        own stencil) lie inside the grid and outside the CPML."""
         for ax, (lo, n, N, L) in enumerate(zip(self.lo, self.shape, grid_shape, pml)):
             if N == 1:  # 2-D grids: the invariant axis
                 if n != 1 or lo != 0:
                     raise ConfigError(f"SubpixelBox along the invariant axis {ax} must be lo 0, size 1")
                 continue
-            if lo < 1 + L or lo + n > N - 1 - L:
+            if lo < 2 + L or lo + n > N - 2 - L:
                 raise ConfigError(
                     f"SubpixelBox along axis {ax} spans cells {lo}..{lo + n}; it must lie within "
-                    f"{1 + L}..{N - 1 - L} (inside the grid, outside the CPML, one cell margin)"
+                    f"{2 + L}..{N - 2 - L} (inside the grid, outside the CPML, two cells margin)"
                 )
 
 
@@ -114,12 +115,32 @@ def _shifted(box_slices, shifts):
     return tuple(slice(s.start + k, s.stop + k) for s, k in zip(box_slices, shifts))
 
 
-def correction(box_slices, arrays, curl_h, invariant=(False, False, False)):
-    """``Delta_c`` (3 arrays shaped like the box) from the full curl of H."""
+def local_curl(H, region, inv_dx, invariant):
+    """curl H (2nd order) at the E nodes of ``region`` ((start, stop) per axis) from H alone,
+    so the full curl need not be materialized for the box (XLA keeps the bulk pass fused)."""
+    base = tuple(slice(a, b) for a, b in region)
+
+    def d(f, ax):
+        if invariant[ax]:
+            return jnp.zeros_like(f[base])
+        lower = tuple(slice(a - 1, b - 1) if k == ax else slice(a, b) for k, (a, b) in enumerate(region))
+        return (f[base] - f[lower]) * inv_dx
+
+    Hx, Hy, Hz = H
+    return (d(Hz, 1) - d(Hy, 2), d(Hx, 2) - d(Hz, 0), d(Hy, 0) - d(Hx, 1))
+
+
+def correction(box, arrays, H, inv_dx, invariant=(False, False, False)):
+    """``Delta_c`` (3 arrays shaped like the box, ``box`` its (start, stop) per axis) from the
+    curl of H on the box and a one-node margin."""
+    margin = tuple(0 if inv else 1 for inv in invariant)
+    region = tuple((a - m, b + m) for (a, b), m in zip(box, margin))
+    curl_h = local_curl(H, region, inv_dx, invariant)
+    inner = tuple(slice(m, m + (b - a)) for (a, b), m in zip(box, margin))
     out = []
     oi = 0
     for c in range(3):
-        v = arrays["sub_d"][c] * curl_h[c][box_slices]
+        v = arrays["sub_d"][c] * curl_h[c][inner]
         for j in range(3):
             if j == c:
                 continue
@@ -129,7 +150,7 @@ def correction(box_slices, arrays, curl_h, invariant=(False, False, False)):
                     sh = [0, 0, 0]
                     sh[c] = 0 if invariant[c] else dc
                     sh[j] = 0 if invariant[j] else dj
-                    acc = acc + curl_h[j][_shifted(box_slices, sh)]
+                    acc = acc + curl_h[j][_shifted(inner, sh)]
             v = v + arrays["sub_o"][oi] * (0.25 * acc)
             oi += 1
         out.append(v)
