@@ -1,94 +1,63 @@
-"""FDTD: a dielectric sphere lit by a TF/SF plane wave, against the Mie series.
+"""FDTD in physical units: a dielectric sphere lit by a plane wave, against the Mie series.
 
-Sphere m = 1.5, radius 0.35 (lengths in any unit), wavelengths 0.8..1.25, 20 cells per
-wavelength in the sphere. Prints Csca(lambda) from the flux box next to Mie's and draws the
-far field (near-to-far transform) in the E- and H-planes: examples/figures/fdtd_sphere.png.
-About 30 s on a 2-core CPU.
+An eps = 6 sphere of radius 0.24 (size parameter 1.5 at f = 1; lengths in any unit) at
+10 cells per radius, with subpixel averaging and staircased; Csca spectra next to Mie's,
+figure in examples/figures/fdtd_sphere.png. About a minute on a 2-core CPU.
 
     python examples/fdtd_sphere_mie.py
 """
-
-from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-from emjax import fdtd
-from emjax.fdtd import monitors
-from emjax.fdtd.tfsf import TFSF, incident_spectrum
-from emjax.scattering import PlaneWave
+from emjax import fdtd, geometry, scene
 
-M, R = 1.5, 0.35
-FREQS = 1 / np.linspace(1.25, 0.8, 9)
-STEPS = 3000
+R, EPS = 1.5 / (2 * np.pi), 6.0
+FREQS = np.linspace(0.8, 1.2, 21)
+
+
+def cross_sections(averaging):
+    sim = fdtd.Simulation(
+        size=(2 * R + 2.0 * R,) * 3,  # the TF/SF box, the two flux boxes, a margin
+        resolution=10 / R,  # 10 cells per radius
+        scene=scene.Scene([scene.Object(geometry.Sphere(), EPS, size=2 * R)]),
+        averaging=averaging,
+        sources=[
+            fdtd.PlaneWaveSource((0, 0, 0), (2 * R + 0.8 * R,) * 3, waveform=fdtd.GaussianPulse(1.0, 0.5))
+        ],
+        monitors=[fdtd.CrossSections(FREQS)],
+    )
+    return fdtd.run(sim, until=120).cross_sections()
 
 
 def main():
-    dx = 0.8 / M / 20
-    n, c, rc = 68, 34.0, R / dx
-    idx = np.arange(n) + 0.5
-    X, Y, Z = np.meshgrid(idx, idx, idx, indexing="ij")
-    eps = np.where((X - c) ** 2 + (Y - c) ** 2 + (Z - c) ** 2 <= rc**2, M**2, 1.0)
-    grid = fdtd.Grid((n, n, n), dx=dx, boundary=fdtd.CPML(10))
-    src = TFSF(
-        (17,) * 3,
-        (51,) * 3,
-        PlaneWave((0, 0, 1), (1, 0, 0)),
-        fdtd.GaussianPulse(frequency=FREQS.mean(), bandwidth=0.4),
-    )
-    box = monitors.flux_box((14,) * 3, (54,) * 3, FREQS)
-    res = fdtd.run(
-        fdtd.GridSimulation(grid, eps=eps, sources=(src,), monitors=box),
-        STEPS,
-        progress=lambda d, t: print(f"\rstep {d}/{t}", end="", flush=True),
-    )
-    print(f"\n{res.cells_per_second / 1e6:.0f} M cell updates/s, compile {res.compile_seconds:.1f} s")
-    e_inc = incident_spectrum(src, FREQS, STEPS, grid.dt)
-    csca = monitors.box_flux([res.flux(i) for i in range(6)]) / (0.5 * np.abs(e_inc) ** 2)
+    sub, stair = cross_sections("subpixel"), cross_sections("staircase")
     try:
         import miepython
+
+        mie = np.array([miepython.efficiencies_mx(np.sqrt(EPS), 2 * np.pi * f * R)[1] for f in FREQS])
+        mie = mie * np.pi * R**2
     except ImportError:
-        miepython = None
-    print(f"{'wavelength':>10s} {'x':>6s} {'Csca FDTD':>10s} {'Csca Mie':>10s}")
-    mie = []
-    for f, cs in zip(FREQS, csca):
-        x = 2 * np.pi * f * R
-        ref = miepython.efficiencies_mx(M, x)[1] * np.pi * R**2 if miepython else np.nan
-        mie.append(ref)
-        print(f"{1 / f:10.3f} {x:6.2f} {cs:10.5f} {ref:10.5f}")
+        mie = np.full_like(FREQS, np.nan)
+    print(f"{'f':>6s} {'Csca subpixel':>14s} {'staircase':>10s} {'Mie':>10s}")
+    for row in zip(FREQS, sub["Csca"], stair["Csca"], mie):
+        print(f"{row[0]:6.3f} {row[1]:14.5f} {row[2]:10.5f} {row[3]:10.5f}")
+    from emjax.plot import new_figure, save_figure
 
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(11, 4), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax1, ax2 = fig.subplots(1, 2)
-    ax1.plot(1 / FREQS, csca, "o", label="FDTD (flux box)")
-    ax1.plot(1 / FREQS, mie, "-", label="Mie")
-    ax1.set(xlabel="wavelength", ylabel="Csca", title=f"sphere m = {M}, radius {R}")
-    ax1.legend()
-    fi = 4
-    theta = np.arange(0, 181, 2.0)
-    k = 2 * np.pi * FREQS[fi]
-    for phi, name in ((0.0, "E-plane (xz)"), (90.0, "H-plane (yz)")):
-        ft, fp = monitors.far_field(res.dft, box, dx, fi, theta, phi)
-        ax2.semilogy(
-            theta, (np.abs(ft) ** 2 + np.abs(fp) ** 2) / np.abs(e_inc[fi]) ** 2, label=f"FDTD {name}"
-        )
-        if miepython:
-            s1, s2 = miepython.S1_S2(M, k * R, np.cos(np.deg2rad(theta)), norm="wiscombe")
-            ax2.semilogy(theta, np.abs(s2 if phi == 0 else s1) ** 2 / k**2, "k--", lw=0.8)
-    ax2.set(
-        xlabel="theta (deg)",
-        ylabel="dCsca/dOmega",
-        title=f"far field at wavelength {1 / FREQS[fi]:.3f} (Mie dashed)",
+    fig = new_figure((7, 4))
+    ax = fig.subplots()
+    ax.plot(FREQS, mie, "k-", label="Mie")
+    ax.plot(FREQS, sub["Csca"], "o", label="FDTD, subpixel averaging")
+    ax.plot(FREQS, stair["Csca"], "x", label="FDTD, staircased")
+    ax.set(
+        xlabel="frequency (1 / length)",
+        ylabel="Csca (length^2)",
+        title=f"eps = {EPS} sphere, 10 cells per radius",
     )
-    ax2.legend()
-    out = Path(__file__).with_name("figures")
-    out.mkdir(exist_ok=True)
-    fig.savefig(out / "fdtd_sphere.png", dpi=110)
-    print(f"wrote {out / 'fdtd_sphere.png'}")
+    ax.legend()
+    out = Path(__file__).parent / "figures" / "fdtd_sphere.png"
+    print("figure:", save_figure(fig, out, dpi=110))
 
 
 if __name__ == "__main__":
