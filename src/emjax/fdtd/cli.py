@@ -19,7 +19,12 @@ COMMAND = "fdtd"
 def add_command(sub) -> None:
     """Register ``emjax fdtd`` in the subparsers ``sub``."""
     p = sub.add_parser("fdtd", help="finite-difference time domain run from a TOML config")
-    p.add_argument("config", type=Path, help="TOML file (see examples/fdtd_dipole.toml)")
+    p.add_argument(
+        "config",
+        type=Path,
+        help="TOML file: physical units with a [simulation] table (examples/fdtd_sphere.toml) "
+        "or cell indices with [grid] (examples/fdtd_dipole.toml)",
+    )
     p.add_argument("--steps", type=int, help="override [run].steps")
     p.add_argument("--out", type=Path, help="write result.nc and fdtd.png here")
     p.add_argument("--json", action="store_true", help="one-line JSON summary on stdout")
@@ -46,6 +51,8 @@ def run(args, argv) -> int:
     from .results import box_results
 
     cfg = load_toml(args.config)
+    if "simulation" in cfg:  # physical units: a scene
+        return _run_physical(args, cfg)
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
     steps = args.steps or steps
     t0 = time.perf_counter()
@@ -76,6 +83,51 @@ def run(args, argv) -> int:
         summary["out"] = str(args.out)
     if boxes:
         summary["flux_boxes"] = boxes
+    print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
+    return 0
+
+
+def _run_physical(args, cfg) -> int:
+    from ..backend import device_description
+    from .physical import run as run_physical
+    from .scene_config import build_physical
+
+    sim, steps, until, chunk, checkpoint = build_physical(cfg)
+    if args.steps:
+        steps, until = args.steps, None
+    t0 = time.perf_counter()
+
+    def progress(done, total):
+        print(f"step {done}/{total}", file=sys.stderr, flush=True)
+
+    res = run_physical(sim, steps, until=until, chunk=chunk, checkpoint=checkpoint, progress=progress)
+    raw = res.raw
+    summary = {
+        "steps": raw.total_steps,
+        "cells": sim.grid.n_cells,
+        "grid": list(sim.grid.shape),
+        "cells_per_s": raw.cells_per_second,
+        "seconds": time.perf_counter() - t0,
+        "compile_s": raw.compile_seconds,
+        "device": device_description(),
+    }
+    spectra = {}
+    if "cross_sections" in res.monitor_planes:
+        spectra["cross_sections"] = {k: v.tolist() for k, v in res.cross_sections().items()}
+    for name in res.monitor_planes:
+        if name != "cross_sections":
+            spectra[name] = {"frequency": res.frequencies(name).tolist(), "flux": res.flux(name).tolist()}
+    summary.update(spectra)
+    if args.out is not None:
+        from ..io import save_dataset
+        from .plot import plot_fdtd
+        from .results import fdtd_to_xarray
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        save_dataset(fdtd_to_xarray(raw), args.out / "result.nc")
+        plot_fdtd(raw, args.out / "fdtd.png")
+        (args.out / "spectra.json").write_text(json.dumps(spectra, indent=1))
+        summary["out"] = str(args.out)
     print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
     return 0
 

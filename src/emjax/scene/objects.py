@@ -212,8 +212,13 @@ class Scene:
             if np.any(a < np.asarray(lo) - 1e-12) or np.any(b > np.asarray(hi) + 1e-12):
                 raise ConfigError(
                     f"Scene.objects[{i}] ({o.shape.name}, bounds {np.round(a, 6).tolist()} .. "
-                    f"{np.round(b, 6).tolist()}) extends beyond {what} {list(lo)} .. {list(hi)}"
+                    f"{np.round(b, 6).tolist()}) extends beyond {what} "
+                    f"{_rounded(lo)} .. {_rounded(hi)}"
                 )
+
+
+def _rounded(v) -> list:
+    return np.round(np.asarray(v, float), 6).tolist()
 
 
 def _is_number(m) -> bool:

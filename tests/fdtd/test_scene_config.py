@@ -1,0 +1,72 @@
+"""``emjax fdtd`` with a physical-unit TOML config ([simulation], [[objects]], ...)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from emjax import ConfigError
+from emjax.cli import main
+from emjax.config import load_toml
+from emjax.fdtd.scene_config import build_physical
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fdtd_sphere.toml"
+
+
+def _small(tmp_path, **changes):
+    text = (
+        EXAMPLE.read_text()
+        .replace("resolution = 41.9", "resolution = 21")
+        .replace("until = 120", "until = 25")
+        .replace("size = [0.96, 0.96, 0.96]", "size = [1.2, 1.2, 1.2]")
+    )
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_example_config_maps_onto_the_api():
+    """The example: a 0.96-wide region at 41.9 cells per unit (40 cells + 2 x 10 CPML), one
+    sphere of eps 6, a TF/SF plane wave along +z polarized along x, cross sections."""
+    sim, steps, until, _, _ = build_physical(load_toml(EXAMPLE))
+    assert sim.grid.shape == (60, 60, 60) and steps is None and until == 120
+    (obj,) = sim.scene.objects
+    assert obj.shape.name == "sphere" and obj.material == (6.0,) and obj.size == pytest.approx(0.4775)
+    assert sim.sources[0].direction == (0.0, 0.0, 1.0) and sim.averaging == "subpixel"
+
+
+def test_cli_runs_a_scene(tmp_path, capsys):
+    """A short, coarse run through the command line: JSON with the cross-section spectra,
+    result.nc, fdtd.png and spectra.json written."""
+    pytest.importorskip("h5netcdf")  # a dependency of emjax, absent on the bare GPU machine
+    out = tmp_path / "out"
+    rc = main(["fdtd", str(_small(tmp_path)), "--json", "--out", str(out)])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    cs = summary["cross_sections"]
+    assert cs["frequency"] == [0.9, 1.0, 1.1] and all(c > 0 for c in cs["Csca"])
+    names = {p.name for p in out.iterdir()}
+    assert {"fdtd.png", "spectra.json"} <= names
+    assert "result.nc" in names
+
+
+@pytest.mark.parametrize(
+    "old, new, match",
+    [
+        ("eps = 6.0", "eps = 6.0\ncolour = 1", "objects\\[0\\].*unknown"),
+        ('shape = "sphere"', 'shape = "blob"', "objects\\[0\\].shape"),
+        ("eps = 6.0", "pec = true\neps = 6.0", "exactly one of"),
+        ("until = 25", "", "steps or until"),
+        ('type = "cross_sections"', 'type = "flux"', "monitors\\[0\\].type"),
+        ("center = [0, 0, 0]\neps", "center = [0.25, 0, 0]\neps", "beyond the PlaneWaveSource box"),
+    ],
+)
+def test_config_errors(tmp_path, old, new, match):
+    """Typos and impossible set-ups: one ConfigError naming the key, before stepping."""
+    path = _small(tmp_path, **{old: new})
+    sim_or_error = None
+    with pytest.raises(ConfigError, match=match):
+        sim_or_error = build_physical(load_toml(path))
+        sim_or_error[0].to_grid()
