@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "Bloch": ".grid",
     "CPML": ".grid",
     "PEC": ".grid",
     "Grid": ".grid",
@@ -41,7 +42,7 @@ _EXPORTS = {
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
-    from .grid import CPML, PEC, Grid, Periodic
+    from .grid import CPML, PEC, Bloch, Grid, Periodic
     from .monitors import DFTPlane, box_flux, far_field, flux_box
     from .physical import CrossSections, Dipole, FluxBox, FluxPlane, PlaneWaveSource, Simulation
     from .results import FDTDResult

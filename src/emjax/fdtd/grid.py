@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import precision
-from ..errors import ConfigError, require_int, require_positive, require_range
+from ..errors import ConfigError, require_finite, require_int, require_positive, require_range
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,21 @@ class Periodic:
     """Periodic along the axis (the field wraps around)."""
 
     name = "periodic"
+
+
+@dataclass(frozen=True)
+class Bloch:
+    """Bloch-periodic along the axis: ``F(x + L) = F(x) exp(i k L)`` with ``L`` the grid's
+    extent along it and ``k`` the Bloch wavenumber (radians per length; ``k = 0`` is
+    :class:`Periodic`). A nonzero ``k`` makes the fields complex (``exp(-i omega t)``: the
+    DFT monitors at +f see the wave ``exp(i (k x - omega t))``); 2nd order only."""
+
+    k: float = 0.0
+
+    name = "bloch"
+
+    def __post_init__(self):
+        require_finite("Bloch.k", self.k)
 
 
 @dataclass(frozen=True)
@@ -69,7 +84,7 @@ class CPML:
         require_range("CPML.alpha_max", self.alpha_max, 0.0, 10.0)
 
 
-BOUNDARIES = {"periodic": Periodic, "pec": PEC, "cpml": CPML}
+BOUNDARIES = {"periodic": Periodic, "pec": PEC, "cpml": CPML, "bloch": Bloch}
 COURANT_LIMIT = {2: 1.0, 4: 6.0 / 7.0}  # times 1/sqrt(dims): 4th order's factor 1/(9/8+1/24)
 
 
@@ -104,8 +119,10 @@ class Grid:
         if self.order not in (2, 4):
             raise ConfigError(f"order must be 2 or 4, got {self.order!r}")
         b = self.boundary if isinstance(self.boundary, tuple) else (self.boundary,) * 3
-        if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML)) for x in b):
-            raise ConfigError("boundary must be Periodic(), PEC(), CPML() or a tuple of three")
+        if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML, Bloch)) for x in b):
+            raise ConfigError("boundary must be Periodic(), Bloch(k), PEC(), CPML() or a tuple of three")
+        if self.order != 2 and any(isinstance(x, Bloch) and x.k != 0 for x in b):
+            raise ConfigError("Bloch boundaries with k != 0 need order=2")
         object.__setattr__(self, "boundary", b)
         for ax, (n, bd) in enumerate(zip(shape, b)):
             if isinstance(bd, CPML) and n < len(bd.faces) * bd.thickness + 2:
@@ -125,7 +142,24 @@ class Grid:
     @property
     def dimensions(self) -> int:
         """Axes along which fields vary: a periodic axis of one cell does not count (2-D)."""
-        return sum(1 for n, b in zip(self.shape, self.boundary) if not (n == 1 and isinstance(b, Periodic)))
+        return sum(
+            1
+            for n, b in zip(self.shape, self.boundary)
+            if not (n == 1 and (isinstance(b, Periodic) or (isinstance(b, Bloch) and b.k == 0)))
+        )
+
+    @property
+    def bloch_phases(self) -> tuple:
+        """Per axis: ``exp(i k L)`` of a Bloch boundary with k != 0, else None."""
+        return tuple(
+            complex(np.exp(1j * b.k * n * self.dx)) if isinstance(b, Bloch) and b.k != 0 else None
+            for n, b in zip(self.shape, self.boundary)
+        )
+
+    @property
+    def is_complex(self) -> bool:
+        """Whether the fields are complex (a Bloch boundary with k != 0)."""
+        return any(p is not None for p in self.bloch_phases)
 
     @classmethod
     def two_d(cls, shape: tuple, dx: float, boundary=None, **kw) -> Grid:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ConfigError, require_positive
 from ..scattering import PlaneWave
-from .grid import CPML, PEC, Grid, Periodic
+from .grid import CPML, PEC, Bloch, Grid, Periodic
 from .monitors import DFTPlane, flux_box
 from .sources import PointDipole
 from .spec import GridSimulation, Probe
@@ -159,8 +159,8 @@ class Simulation:
     scene : :class:`emjax.scene.Scene` (objects, background); None: vacuum.
     sources : :class:`PlaneWaveSource`, :class:`Dipole`.
     monitors : :class:`FluxBox`, :class:`FluxPlane`, :class:`CrossSections`.
-    boundary : ``CPML(thickness in cells)``, ``PEC()``, ``Periodic()`` or one per axis; a CPML
-        is added outside ``size``.
+    boundary : ``CPML(thickness in cells)``, ``PEC()``, ``Periodic()``, ``Bloch(k)`` or one per
+        axis; a CPML is added outside ``size``.
     center : centre of the region.
     averaging : "subpixel" (anisotropic averaging at interfaces, second order) or "staircase".
     precision, courant, order : as :class:`emjax.fdtd.Grid`.
@@ -186,8 +186,8 @@ class Simulation:
         if self.averaging not in ("subpixel", "staircase"):
             raise ConfigError(f"averaging must be 'subpixel' or 'staircase', got {self.averaging!r}")
         b = self.boundary if isinstance(self.boundary, tuple) else (self.boundary,) * 3
-        if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML)) for x in b):
-            raise ConfigError("boundary must be CPML(), PEC(), Periodic() or a tuple of three")
+        if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML, Bloch)) for x in b):
+            raise ConfigError("boundary must be CPML(), PEC(), Periodic(), Bloch(k) or a tuple of three")
         object.__setattr__(self, "boundary", b)
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "monitors", tuple(self.monitors))

@@ -23,7 +23,7 @@ from . import pml as pml_mod
 from . import tfsf as tfsf_mod
 from .grid import CPML, PEC
 from .results import FDTDResult
-from .sources import PointDipole
+from .sources import PlaneSource, PointDipole
 from .spec import GridSimulation
 from .tfsf import TFSF
 from .update import d_backward, d_forward
@@ -57,6 +57,7 @@ class _Plan:
     pml_inplace: tuple = (False, False, False)
     pml_faces: tuple = ((), (), ())  # per axis: the CPML's faces, ("lo", "hi") or one of them
     subpixel: tuple | None = None  # the SubpixelBox's (start, stop) per axis
+    bloch: tuple = (None, None, None)  # per axis: exp(i k L) of a Bloch boundary, or None
 
 
 def _coefficients(sim: GridSimulation, dtype):
@@ -96,20 +97,22 @@ def _coefficients(sim: GridSimulation, dtype):
             pml.append(0)
     # the current source's coefficient is the E update's dt/eps at that node
     cb_full = np.broadcast_to(cb, (3,) + g.shape) if np.ndim(cb) == 4 else np.broadcast_to(cb, g.shape)
-    arrays["src_cb"] = tuple(
-        jnp.asarray(
-            dispersive.component(cb_full, s.component)[s.index if isinstance(s, PointDipole) else s.slices]
-            * s.amplitude,
-            dtype,
-        )
-        for s in sim.sources
-        if not isinstance(s, TFSF)
-    )
+
+    def src_coefficient(s):
+        c = dispersive.component(cb_full, s.component)[s.index if isinstance(s, PointDipole) else s.slices]
+        profile = s.profile(g) if isinstance(s, PlaneSource) else None
+        if profile is None:
+            return jnp.asarray(c * s.amplitude, dtype)
+        return jnp.asarray(c * s.amplitude * profile, jnp.result_type(dtype, jnp.complex64))
+
+    arrays["src_cb"] = tuple(src_coefficient(s) for s in sim.sources if not isinstance(s, TFSF))
     return arrays, tuple(pml)
 
 
 def _initial_state(sim, plan, dtype, initial):
     g = sim.grid
+    if g.is_complex:  # Bloch fields: complex state, real coefficients
+        dtype = jnp.result_type(dtype, jnp.complex64)
     if initial is None:
         E = tuple(jnp.zeros(g.shape, dtype) for _ in range(3))
         H = tuple(jnp.zeros(g.shape, dtype) for _ in range(3))
@@ -153,7 +156,7 @@ def _curl(plan, arrays, F, kind, psi):
         return v + pml_mod.pad_to(term, axis, start, n - start - term.shape[axis])
 
     def d(f, axis, comp, out, sign):
-        v = diff(f, axis, inv_dx, plan.order)
+        v = diff(f, axis, inv_dx, plan.order, plan.bloch[axis])
         if plan.order == 4 and plan.walls[axis]:
             for start, term in pml_mod.wall_terms_4(f, axis, kind == "H", inv_dx):
                 v = add(v, out, sign, axis, start, term)
@@ -224,7 +227,7 @@ def _step(plan, arrays, state, _):
         E = tuple(e * comp(arrays["pec_keep"], i) for i, e in enumerate(E))
     J = dispersive.after_e_update(plan.n_poles, arrays, J, E, E_old)
     J = J + new_lorentz
-    dtype = E[0].dtype
+    dtype = jnp.finfo(E[0].dtype).dtype  # real (complex fields under Bloch boundaries)
     t = (n.astype(dtype) + 0.5) * dt
     if tf is not None:
         aux = (tfsf_mod.aux_step_e(tf, aux[0], aux[1], courant, (n + 1).astype(dtype) * dt), aux[1])
@@ -321,6 +324,7 @@ def run(
             inplace,
             tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
             tuple((s.start, s.stop) for s in sim.subpixel.slices) if sim.subpixel is not None else None,
+            g.bloch_phases,
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 import jax.numpy as jnp
+import numpy as np
 
 from ..errors import ConfigError, require_finite, require_int, require_positive
 
@@ -102,9 +103,14 @@ class PlaneSource:
     component: int
     waveform: object
     amplitude: float = 1.0
+    k: tuple | None = None  # in-plane wavevector (rad / length): amplitude x exp(i k . r)
 
     def __post_init__(self):
         require_int("PlaneSource.axis", self.axis, 0, 2)
+        if self.k is not None:
+            if len(self.k) != 3 or not all(np.isfinite(self.k)):
+                raise ConfigError(f"PlaneSource.k must be three finite numbers, got {self.k!r}")
+            object.__setattr__(self, "k", tuple(float(v) for v in self.k))
         require_int("PlaneSource.component", self.component, 0, 2)
         if self.component == self.axis:
             raise ConfigError("PlaneSource.component must be tangential to the plane")
@@ -120,3 +126,18 @@ class PlaneSource:
         idx = [slice(None)] * 3
         idx[self.axis] = self.index
         return tuple(idx)
+
+    def profile(self, grid):
+        """``exp(i k . r)`` at the driven component's nodes of the plane, or None (k not set):
+        the phase a plane wave of in-plane wavevector k has there (Bloch-periodic cells)."""
+        if self.k is None or not any(self.k):
+            return None
+        r = grid.coords(self.component)
+        phase = 1.0
+        for ax in range(3):
+            if ax == self.axis:
+                continue
+            shape = [1, 1, 1]
+            shape[ax] = grid.shape[ax]
+            phase = phase * np.exp(1j * self.k[ax] * r[ax]).reshape(shape)
+        return np.squeeze(np.broadcast_to(phase, grid.shape)[self.slices])

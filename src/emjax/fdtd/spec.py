@@ -81,6 +81,10 @@ class GridSimulation:
             s.check(self.grid.shape)
         if sum(isinstance(s, TFSF) for s in self.sources) > 1:
             raise ConfigError("at most one TFSF source per simulation")
+        if self.grid.is_complex and any(isinstance(s, TFSF) for s in self.sources):
+            raise ConfigError(
+                "TFSF sources and Bloch boundaries (k != 0) do not combine: use a PlaneSource with k"
+            )
         if self.grid.order != 2 and any(isinstance(s, TFSF) for s in self.sources):
             raise ConfigError("TFSF sources need grid order=2 (its 1-D incident grid is 2nd order)")
         if self.dispersive is not None:
