@@ -27,7 +27,9 @@ def _axis(value, field):
     return AXES[value]
 
 
-def _waveform(src: dict, where: str):
+def waveform(src: dict, where: str):
+    """The time profile of a source table: ``waveform`` gaussian (frequency, bandwidth),
+    ricker (frequency) or cw (frequency, ramp); shared by both config forms."""
     from .. import fdtd
 
     kind = src.get("waveform", "gaussian")
@@ -107,7 +109,7 @@ def build_fdtd(cfg: dict):
             },
             where,
         )
-        wf = _waveform(s, where)
+        wf = waveform(s, where)
         if s.get("type") == "tfsf":
             from ..scattering import PlaneWave
 

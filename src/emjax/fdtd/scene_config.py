@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from ..config import check_keys
 from ..errors import ConfigError
+from .config import waveform
 
 SIM_KEYS = {
     "size",
@@ -118,22 +119,6 @@ def _object(o: dict, i: int):
     )
 
 
-def _waveform(s: dict, where: str):
-    from . import sources
-
-    kind = s.get("waveform", "gaussian")
-    if "frequency" not in s:
-        raise ConfigError(f"{where}.frequency is required (1 / wavelength)")
-    f = s["frequency"]
-    if kind == "gaussian":
-        return sources.GaussianPulse(f, s.get("bandwidth", 0.5 * f))
-    if kind == "ricker":
-        return sources.Ricker(f)
-    if kind == "cw":
-        return sources.ContinuousWave(f, s.get("ramp", 10.0 / f))
-    raise ConfigError(f"{where}.waveform must be gaussian, ricker or cw, got {kind!r}")
-
-
 def build_physical(cfg: dict):
     """(Simulation, steps, until, chunk, checkpoint) from a parsed ``[simulation]`` config."""
     from .. import scene
@@ -187,7 +172,7 @@ def build_physical(cfg: dict):
                     src["size"],
                     src.get("direction", (0, 0, 1)),
                     src.get("polarization", (1, 0, 0)),
-                    _waveform(src, where),
+                    waveform(src, where),
                 )
             )
         elif kind == "dipole":
@@ -202,7 +187,7 @@ def build_physical(cfg: dict):
                 Dipole(
                     src["position"],
                     src.get("component", "z"),
-                    _waveform(src, where),
+                    waveform(src, where),
                     src.get("amplitude", 1.0),
                 )
             )
