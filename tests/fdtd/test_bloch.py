@@ -77,3 +77,41 @@ def test_bloch_checks():
         fdtd.GridSimulation(g, sources=(src,))
     with pytest.raises(ConfigError, match="order=2"):
         fdtd.Grid((20, 20, 20), dx=0.05, order=4, boundary=fdtd.Bloch(1.0))
+
+
+def test_physical_unit_cell_slab():
+    """The same oblique slab set up in physical units: a one-cell Bloch cell, the slab as a
+    scene Box wider than the cell (periodic faces may be crossed), a PlaneCurrent sheet and
+    two FluxPlanes; R from the flux difference against the empty cell, T from the ratio.
+    Within 2e-3 of the oblique Airy formula (TE), as the cell-index test."""
+    from emjax import geometry, scene
+
+    dx = 0.8 / 1.5 / 40
+    res = 1 / dx
+    kx = 2 * np.pi * F0 * np.sin(THETA0)
+    d = 40 * dx
+    L = 660 * dx
+
+    def sim(objects):
+        return fdtd.Simulation(
+            size=(dx, dx, L),
+            resolution=res,
+            scene=scene.Scene(objects) if objects else None,
+            boundary=(fdtd.Bloch(kx), fdtd.Periodic(), fdtd.CPML(20)),
+            sources=[fdtd.PlaneCurrent(-L / 2 + 40 * dx, "z", (0, 1, 0), fdtd.GaussianPulse(0.95, 0.15))],
+            monitors=[
+                fdtd.FluxPlane((0, 0, -L / 2 + 80 * dx), (dx, dx, 0), FREQS, name="R"),
+                fdtd.FluxPlane((0, 0, -L / 2 + 580 * dx), (dx, dx, 0), FREQS, name="T"),
+            ],
+            averaging="staircase",
+            precision="double",
+        )
+
+    slab = scene.Object(geometry.Box(1.0, d / 10), 2.25, center=(0, 0, -L / 2 + 280 * dx + d / 2), size=10.0)
+    empty = fdtd.run(sim([]), 14000)
+    full = fdtd.run(sim([slab]), 14000)
+    inc = empty.flux("T")
+    R = -full.flux_difference(empty, "R") / inc
+    T = full.flux("T") / inc
+    Ra, Ta = _airy_oblique(1.5, d, FREQS, kx, "TE")
+    assert max(np.abs(R - Ra).max(), np.abs(T - Ta).max()) < 2e-3

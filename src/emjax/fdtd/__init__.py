@@ -32,6 +32,7 @@ _EXPORTS = {
     "Simulation": ".physical",
     "PlaneWaveSource": ".physical",
     "Dipole": ".physical",
+    "PlaneCurrent": ".physical",
     "FluxBox": ".physical",
     "FluxPlane": ".physical",
     "CrossSections": ".physical",
@@ -44,7 +45,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .grid import CPML, PEC, Bloch, Grid, Periodic
     from .monitors import DFTPlane, box_flux, far_field, flux_box
-    from .physical import CrossSections, Dipole, FluxBox, FluxPlane, PlaneWaveSource, Simulation
+    from .physical import CrossSections, Dipole, FluxBox, FluxPlane, PlaneCurrent, PlaneWaveSource, Simulation
     from .results import FDTDResult
     from .simulation import run
     from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker

@@ -22,7 +22,7 @@ from ..errors import ConfigError, require_positive
 from ..scattering import PlaneWave
 from .grid import CPML, PEC, Bloch, Grid, Periodic
 from .monitors import DFTPlane, flux_box
-from .sources import PointDipole
+from .sources import PlaneSource, PointDipole
 from .spec import GridSimulation, Probe
 from .tfsf import TFSF
 
@@ -82,6 +82,33 @@ class Dipole:
             raise ConfigError(f"Dipole.component must be x, y or z, got {self.component!r}")
         if not callable(self.waveform):
             raise ConfigError("Dipole.waveform must be GaussianPulse, Ricker or ContinuousWave")
+
+
+@dataclass(frozen=True)
+class PlaneCurrent:
+    """A current sheet filling the plane ``axis = position`` of a periodic or Bloch cell,
+    along ``polarization`` (its tangential part is driven), time profile ``waveform``: plane
+    waves both ways along the axis. Under ``Bloch(k)`` transverse boundaries the sheet carries
+    ``exp(i k . r)``, so it launches the oblique wave of in-plane wavevector k (at frequency f
+    the angle is asin(|k| / 2 pi f)). Normalize by a run without the structure
+    (:meth:`Result.flux_difference` for the reflected power)."""
+
+    position: float
+    axis: object = "z"
+    polarization: tuple = (1.0, 0.0, 0.0)
+    waveform: object = None
+    amplitude: float = 1.0
+
+    def __post_init__(self):
+        if self.axis not in AXIS:
+            raise ConfigError(f"PlaneCurrent.axis must be x, y or z, got {self.axis!r}")
+        p = _vec3("PlaneCurrent.polarization", self.polarization)
+        a = AXIS[self.axis]
+        if all(abs(v) == 0 for i, v in enumerate(p) if i != a):
+            raise ConfigError("PlaneCurrent.polarization needs a component along the plane")
+        object.__setattr__(self, "polarization", p)
+        if not callable(self.waveform):
+            raise ConfigError("PlaneCurrent.waveform must be GaussianPulse, Ricker or ContinuousWave")
 
 
 @dataclass(frozen=True)
@@ -192,8 +219,14 @@ class Simulation:
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "monitors", tuple(self.monitors))
         for s in self.sources:
-            if not isinstance(s, (PlaneWaveSource, Dipole)):
-                raise ConfigError(f"sources must be PlaneWaveSource or Dipole objects, got {s!r}")
+            if not isinstance(s, (PlaneWaveSource, Dipole, PlaneCurrent)):
+                raise ConfigError(
+                    f"sources must be PlaneWaveSource, PlaneCurrent or Dipole objects, got {s!r}"
+                )
+            if isinstance(s, PlaneCurrent):
+                a = AXIS[s.axis]
+                if any(not isinstance(b, (Periodic, Bloch)) for ax, b in enumerate(self.boundary) if ax != a):
+                    raise ConfigError("PlaneCurrent needs Periodic() or Bloch(k) boundaries along its plane")
         for m in self.monitors:
             if not isinstance(m, (FluxBox, FluxPlane, CrossSections)):
                 raise ConfigError(f"monitors must be FluxBox, FluxPlane or CrossSections, got {m!r}")
@@ -278,6 +311,18 @@ class Simulation:
                 lo, hi = self._box_cells(s.center, s.size, "PlaneWaveSource box")
                 tf = TFSF(lo, hi, PlaneWave(s.direction, s.polarization), s.waveform)
                 sources.append(tf)
+            elif isinstance(s, PlaneCurrent):
+                a = AXIS[s.axis]
+                index = self._cell(s.position, a)
+                plo, phi = self.pml_cells[a]
+                if not plo <= index < g.shape[a] - phi:
+                    raise ConfigError(
+                        f"PlaneCurrent.position {s.position} lies outside the region (or in the CPML)"
+                    )
+                k = tuple(b.k if isinstance(b, Bloch) else 0.0 for b in self.boundary)
+                for comp, amp in enumerate(s.polarization):
+                    if comp != a and amp != 0:
+                        sources.append(PlaneSource(a, index, comp, s.waveform, s.amplitude * amp, k=k))
             else:
                 c = AXIS[s.component]
                 idx = tuple(self._cell(s.position[ax], ax, 0.5 if ax == c else 0.0) for ax in range(3))
@@ -375,6 +420,14 @@ class Result:
         if len(idx) == 1:
             return self.raw.flux(idx[0])
         return box_flux([self.raw.flux(i) for i in idx])
+
+    def flux_difference(self, other: Result, name: str) -> np.ndarray:
+        """Flux of (these fields - ``other``'s) through monitor ``name``: with ``other`` the
+        same simulation without the structure, the scattered (e.g. reflected) power."""
+        idx = self._planes(name)
+        if isinstance(idx, tuple) or len(idx) != 1:
+            raise ConfigError(f"{name!r} is not a FluxPlane")
+        return self.raw.flux_difference(other.raw, idx[0])
 
     def incident_intensity(self, frequencies) -> np.ndarray:
         """Intensity ``|E_inc(f)|^2 / 2`` (c = 1) of the plane wave's spectrum at ``frequencies``:

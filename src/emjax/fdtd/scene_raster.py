@@ -61,8 +61,13 @@ def materials(sim, tf=None) -> dict:
         return {}
     g = sim.grid
     origin = np.asarray(sim.origin)
+    from .grid import Bloch, Periodic
+
     lo = origin + np.array([p[0] for p in sim.pml_cells]) * g.dx
     hi = origin + np.array([n - p[1] for n, p in zip(g.shape, sim.pml_cells)]) * g.dx
+    periodic = np.array([isinstance(b, (Periodic, Bloch)) for b in g.boundary])
+    lo = np.where(periodic, -np.inf, lo)  # objects may cross a periodic cell's faces
+    hi = np.where(periodic, np.inf, hi)
     sim.scene.check_inside(lo, hi, "the simulated region (the CPML excluded)")
     if tf is not None:
         tf_lo = origin + np.asarray(tf.lo) * g.dx
