@@ -159,3 +159,28 @@ def test_dielectric_sphere_converges_at_second_order():
             assert errs[-1] < 0.01, errs
     assert slopes["subpixel"] >= 1.7, slopes
     assert slopes["staircase"] < 1.5, slopes
+
+
+def test_periodic_cell_objects_across_faces():
+    """A slab filling a periodic cell's transverse faces: staircased it runs with per-node
+    eps arrays (no box can hold it); with subpixel averaging the interface would touch the
+    cell's edge: refused with a message that says what to do."""
+    from emjax import geometry, scene
+
+    slab = scene.Object(geometry.Box(1.0, 0.0213), 2.25, center=(0, 0, 0), size=10.0)  # faces off-node
+
+    def sim(averaging):
+        return fdtd.Simulation(
+            size=(0.2, 0.2, 1.0),
+            resolution=40,
+            scene=scene.Scene([slab]),
+            boundary=(fdtd.Periodic(), fdtd.Periodic(), fdtd.CPML(10)),
+            averaging=averaging,
+        )
+
+    g, _ = sim("staircase").to_grid()
+    assert g.subpixel is None and np.shape(g.eps) == (3,) + g.grid.shape
+    assert np.asarray(g.eps)[0].max() == 2.25
+    assert np.any(np.asarray(g.eps)[2] != np.asarray(g.eps)[0])  # E_z nodes differ near the faces
+    with pytest.raises(ConfigError, match="staircase"):
+        sim("subpixel").to_grid()

@@ -121,12 +121,27 @@ def materials(sim, tf=None) -> dict:
     pts = [np.argwhere(d) for d in differs] + [t[0] for t in tensors if t is not None]
     pts = [q for q in pts if len(q)]
     subpixel = None
+    per_node = bool(disp)
     if pts:
         allidx = np.concatenate(pts)
         blo, bhi = allidx.min(axis=0), allidx.max(axis=0) + 1
         for ax in range(3):
             if g.shape[ax] == 1:
                 blo[ax], bhi[ax] = 0, 1
+        pml = [max(p) for p in sim.pml_cells]  # as SubpixelBox.check
+        reaches_edge = any(
+            n > 1 and (a < 2 + lo_pml or b > n - 2 - lo_pml)
+            for a, b, n, lo_pml in zip(blo, bhi, g.shape, pml)
+        )
+        if reaches_edge and any(tt is not None for tt in tensors):
+            raise ConfigError(
+                "subpixel averaging at an interface within two cells of the grid's edge (an object "
+                "crossing a periodic cell's face, or touching the CPML) is not supported: use "
+                'averaging="staircase" or keep the objects two cells inside'
+            )
+        if reaches_edge:  # staircase only: per-node eps arrays instead of the box
+            pts, per_node = [], True
+    if pts:
         sl = tuple(slice(a, b) for a, b in zip(blo, bhi))
         shape = tuple(bhi - blo)
         inv = np.zeros((3, 3) + shape)
@@ -140,10 +155,7 @@ def materials(sim, tf=None) -> dict:
             inv[(c, slice(None)) + i] = tensors[c][1][:, c, :]  # (M, 3): row c at each node
             active[(c,) + i] = True
         subpixel = SubpixelBox(tuple(int(v) for v in blo), inv, active)
-    if disp:  # the volume-averaged rule needs each node's own background eps
-        eps_out = eps
-    else:
-        eps_out = cell
+    eps_out = eps if per_node else cell  # per node: dispersive nodes' partners, or no box
     out = {"eps": eps_out if np.any(eps_out != 1) else 1.0, "subpixel": subpixel}
     if np.any(pec):
         out["pec"] = pec
