@@ -37,9 +37,10 @@ def problem():
 def test_cylinder_average_vs_converged_adda():
     """(37 s on 2 cores, hence slow; test_issue_command_vs_adda keeps an ADDA comparison of
     the average in the fast suite.) Same lattice as ADDA; the cylinder's lattice symmetries
-    (4-fold about z, 2-fold about x) let the average use n_fold=4, c2_x. emjax's Qext and Qabs must equal the converged
-    ADDA average to 2e-4 (solver tolerance 1e-5 in each code plus emjax's quadrature,
-    refined to 1e-4), and ADDA's default run to 1.5e-3 (its own rule's error, 1e-3).
+    (4-fold about z, 2-fold about x) let the average use n_fold=4, c2_x. emjax's Qext and
+    Qabs must equal the converged ADDA average to 2e-4 (solver tolerance 1e-5 in each code
+    plus emjax's quadrature, refined to 1e-4), and ADDA's default run to 1.5e-3 (its own
+    rule's error, 1e-3).
 
     The averaged Mueller matrix (both with 32 alpha values) against ADDA's converged run: S11
     to 5e-4 up to 120 deg and 3e-3 beyond, the normalized elements to 3e-3. Backscattering
