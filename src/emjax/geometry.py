@@ -349,6 +349,49 @@ class BulletRosette(Shape):
         return np.where(inside, 0, -1)
 
 
+@dataclass(frozen=True)
+class Disk(Shape):
+    """A 2-D disk of diameter ``size_x`` in the xy plane, invariant along z (for 2-D grids:
+    an infinitely long circular cylinder). Not a DDA particle."""
+
+    name = "disk"
+
+    @property
+    def zx_ratio(self):
+        return 1e9  # unbounded along z
+
+    def domain(self, x, y, z):
+        return np.where(x * x + y * y + 0 * z <= 0.25, 0, -1)
+
+
+@dataclass(frozen=True)
+class Rectangle(Shape):
+    """A 2-D rectangle ``size_x * (1, y_over_x)`` in the xy plane, invariant along z (for 2-D
+    grids). Not a DDA particle."""
+
+    y_over_x: float = 1.0
+    name = "rectangle"
+
+    def __post_init__(self):
+        require_positive("y_over_x", self.y_over_x)
+
+    @property
+    def yx_ratio(self):
+        return self.y_over_x
+
+    @property
+    def zx_ratio(self):
+        return 1e9  # unbounded along z
+
+    def domain(self, x, y, z):
+        inside = (np.abs(x) <= 0.5) & (np.abs(y) <= self.y_over_x / 2) & (0 * z == 0)
+        return np.where(inside, 0, -1)
+
+
+#: shapes invariant along z, for 2-D grids (scenes only; not DDA particles)
+SHAPES_2D = {"disk": Disk, "rectangle": Rectangle}
+
+
 def read_adda_geometry(path) -> Voxels:
     """An ADDA geometry file (``-shape read``; what ``-save_geom`` writes): ``#`` comments,
     an optional ``Nmat=N`` line, then ``x y z`` or ``x y z mat`` per occupied cell (0-based

@@ -108,3 +108,20 @@ def test_order_background_and_errors():
         scene.Object(geometry.Sphere(), 2.0, center=(0, np.nan, 0))
     with pytest.raises(ConfigError, match="beyond"):
         sc.check_inside((-0.4, -1, -1), (1, 1, 1))
+
+
+def test_disk_on_a_2d_grid():
+    """A disk on a 2-D grid (one periodic cell along z): the fill fractions sum to the disk's
+    area with an error falling at second order (analytic tangent-line cuts; measured ratio
+    ~4 per doubling), and the normals are radial in the plane."""
+    errs = []
+    for n in (24, 48):
+        dx = 2.0 / n
+        sc = scene.Scene([scene.Object(geometry.Disk(), 4.0, size=1.0)])
+        r = scene.rasterize(sc, (n, n, 1), dx, origin=(-1, -1, -dx / 2))
+        lab, it = r.label[2], r.interface[2]  # E_z: the TM field of a 2-D grid
+        corr = np.where(it["own"] == 1, it["fill"] - 1, np.where(it["other"] == 1, 1 - it["fill"], 0))
+        area = ((lab == 1).sum() + corr.sum()) * dx**2
+        errs.append(abs(area / (np.pi / 4) - 1))
+        assert np.all(np.abs(it["normal"][:, 2]) < 1e-9)
+    assert errs[0] < 0.02 and errs[0] / errs[1] >= 3, errs

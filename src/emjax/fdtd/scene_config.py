@@ -12,7 +12,8 @@
     background = 1.0                # eps of the background
 
     [[objects]]                     # later objects override earlier ones
-    shape = "sphere"                # sphere, ellipsoid, box, cylinder, coated, prism, rosette
+    shape = "sphere"                # sphere, ellipsoid, box, cylinder, coated, prism, rosette;
+                                    # 2-D grids: disk, rectangle
     size = 0.48                     # extent along the shape's own x
     center = [0, 0, 0]
     rotation = [0, 0, 0]            # ZYZ Euler angles, degrees
@@ -87,8 +88,10 @@ def _material(o: dict, where: str):
 
 def _object(o: dict, i: int):
     from .. import scene
-    from ..geometry import SHAPES
+    from ..geometry import SHAPES as SHAPES_3D
+    from ..geometry import SHAPES_2D
 
+    SHAPES = {**SHAPES_3D, **SHAPES_2D}
     where = f"objects[{i}]"
     check_keys(
         o, {"shape", "size", "center", "rotation", "eps", "pec", "drude", "lorentz"} | SHAPE_OPTIONS, where

@@ -122,11 +122,16 @@ class Object:
         """Signed distance to the surface at lab points ``p`` (..., 3), negative inside, for the
         shapes where it is analytic near the surface (Sphere, Box, Cylinder: exact; Ellipsoid:
         to first order in the distance), else None (the raster then samples :meth:`domain`)."""
-        from ..geometry import Box, Cylinder, Ellipsoid, Sphere
+        from ..geometry import Box, Cylinder, Disk, Ellipsoid, Rectangle, Sphere
 
         q = (p - np.asarray(self.center)) @ self._R
         if type(self.shape) is Sphere:
             return np.linalg.norm(q, axis=-1) - self.size / 2
+        if type(self.shape) is Disk:
+            return np.linalg.norm(q[..., :2], axis=-1) - self.size / 2
+        if type(self.shape) is Rectangle:
+            e = np.abs(q[..., :2]) - 0.5 * self.size * np.array([1.0, self.shape.y_over_x])
+            return np.linalg.norm(np.maximum(e, 0.0), axis=-1) + np.minimum(np.max(e, axis=-1), 0.0)
         if type(self.shape) in (Box, Cylinder):
             if type(self.shape) is Box:
                 h = 0.5 * self.size * np.array([1.0, self.shape.y_over_x, self.shape.z_over_x])
