@@ -184,3 +184,10 @@ def test_periodic_cell_objects_across_faces():
     assert np.any(np.asarray(g.eps)[2] != np.asarray(g.eps)[0])  # E_z nodes differ near the faces
     with pytest.raises(ConfigError, match="staircase"):
         sim("subpixel").to_grid()
+
+
+def test_old_call_form_is_explained():
+    """``fdtd.Simulation(grid, ...)`` (the cell-index form, now GridSimulation) says so."""
+    g = fdtd.Grid((20, 20, 20), dx=0.05, boundary=fdtd.CPML(4))
+    with pytest.raises(ConfigError, match="GridSimulation"):
+        fdtd.Simulation(g, 20)

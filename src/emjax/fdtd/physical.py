@@ -207,6 +207,11 @@ class Simulation:
     probes: tuple = ()  # (position, component, "E" | "H")
 
     def __post_init__(self):
+        if isinstance(self.size, Grid):
+            raise ConfigError(
+                "fdtd.Simulation takes physical units (size, resolution, scene, ...); the cell-index "
+                "spec with a Grid is fdtd.GridSimulation(grid, eps=..., sources=...)"
+            )
         object.__setattr__(self, "size", _vec3("size", self.size, positive=True))
         object.__setattr__(self, "center", _vec3("center", self.center))
         require_positive("resolution", self.resolution)
