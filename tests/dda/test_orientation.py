@@ -161,8 +161,9 @@ def test_rosette_results_invariant_under_its_rotations():
     assert np.max(np.abs(other.mueller - ref.mueller)) > 1e-3 * ref.mueller[..., 0, 0].max()
 
 
+@pytest.mark.slow
 def test_refinement_stops_at_eps_and_reports_it():
-    """With eps the refinement raises the levels until halving changes Cext, Cabs by < eps,
+    """(30 s on 2 cores, hence slow.) With eps the refinement raises the levels until halving changes Cext, Cabs by < eps,
     and the result is then within eps of a converged fine rule (33 x 32 nodes; its own
     levels agree to 1e-10). Gamma starts at 8 nodes: with 4 nodes the lattice's near 4-fold
     symmetry hides the gamma dependence from the nested estimate (see OrientationAverage)."""

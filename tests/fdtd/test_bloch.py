@@ -45,7 +45,7 @@ def _run(pol, n_slab=1.5, thickness_cells=40, nz=700, steps=14000):
     return R, T, kx, thickness_cells * dx
 
 
-@pytest.mark.parametrize("pol", ["TE", "TM"])
+@pytest.mark.parametrize("pol", ["TE", pytest.param("TM", marks=pytest.mark.slow)])
 def test_oblique_slab_vs_fresnel(pol):
     """An n = 1.5 slab (40 cells, 0.53 thick) in a one-cell Bloch cell along x with k_x =
     k0 sin 30 deg at f0 = 1/1.2: each frequency f in 0.7..1.2 meets it at asin(k_x / 2 pi f)
@@ -79,8 +79,9 @@ def test_bloch_checks():
         fdtd.Grid((20, 20, 20), dx=0.05, order=4, boundary=fdtd.Bloch(1.0))
 
 
+@pytest.mark.slow
 def test_physical_unit_cell_slab():
-    """The same oblique slab set up in physical units: a one-cell Bloch cell, the slab as a
+    """(9 s, slow.) The same oblique slab set up in physical units: a one-cell Bloch cell, the slab as a
     scene Box wider than the cell (periodic faces may be crossed), a PlaneCurrent sheet and
     two FluxPlanes; R from the flux difference against the empty cell, T from the ratio.
     Within 2e-3 of the oblique Airy formula (TE), as the cell-index test."""
