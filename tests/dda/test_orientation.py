@@ -165,8 +165,9 @@ def test_rosette_results_invariant_under_its_rotations():
 def test_refinement_stops_at_eps_and_reports_it():
     """(30 s on 2 cores, hence slow.) With eps the refinement raises the levels until
     halving changes Cext, Cabs by < eps, and the result is then within eps of a converged
-    fine rule (33 x 32 nodes; its own levels agree to 1e-10). Gamma starts at 8 nodes: with 4 nodes the lattice's near 4-fold
-    symmetry hides the gamma dependence from the nested estimate (see OrientationAverage)."""
+    fine rule (33 x 32 nodes; its own levels agree to 1e-10). Gamma starts at 8 nodes: with
+    4 nodes the lattice's near 4-fold symmetry hides the gamma dependence from the nested
+    estimate (see OrientationAverage)."""
     prob = dda.DDAProblem(geometry.Ellipsoid(1.0, 1.5), m=(1.5 + 0.01j,), eq_rad=1.0, grid=6)
     res = average(
         prob, OrientationAverage(eps=1e-3, beta_levels=(2, 6), gamma_levels=(3, 6), n_alpha=4), TIGHT
