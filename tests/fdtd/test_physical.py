@@ -191,3 +191,18 @@ def test_old_call_form_is_explained():
     g = fdtd.Grid((20, 20, 20), dx=0.05, boundary=fdtd.CPML(4))
     with pytest.raises(ConfigError, match="GridSimulation"):
         fdtd.Simulation(g, 20)
+
+
+def test_transmission_needs_a_plane_wave():
+    """transmission() under a PlaneCurrent (no incident-power reference) says what to do."""
+    dx = 0.05
+    sim = fdtd.Simulation(
+        size=(dx, dx, 1.0),
+        resolution=1 / dx,
+        boundary=(fdtd.Periodic(), fdtd.Periodic(), fdtd.CPML(8)),
+        sources=[fdtd.PlaneCurrent(-0.3, "z", (1, 0, 0), WF)],
+        monitors=[fdtd.FluxPlane((0, 0, 0.3), (dx, dx, 0), [1.0], name="T")],
+    )
+    res = fdtd.run(sim, 20)
+    with pytest.raises(ConfigError, match="flux_difference"):
+        res.transmission("T")

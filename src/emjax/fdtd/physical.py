@@ -478,7 +478,12 @@ class Result:
         g = self.grid_simulation.grid
         area = math.prod(mon.hi[a] - mon.lo[a] for a in range(3) if a != mon.axis) * g.dx**2
         f = np.asarray(mon.frequencies)
-        tf = next(s for s in self.grid_simulation.sources if isinstance(s, TFSF))
+        tf = next((s for s in self.grid_simulation.sources if isinstance(s, TFSF)), None)
+        if tf is None:
+            raise ConfigError(
+                "transmission() normalizes by a PlaneWaveSource's incident power; with a PlaneCurrent "
+                "divide by a run without the structure (flux, flux_difference)"
+            )
         d = np.asarray(tf.wave.direction, float)
         if tf.oblique:
             k_dx = 2 * np.pi * f * g.dx  # the analytic incident field: the vacuum wavenumber
