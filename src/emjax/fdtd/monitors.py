@@ -5,7 +5,14 @@ frequency f (``1 / wavelength``, c = 1), ``sum_n F(t_n) exp(2 pi i f t_n) dt`` o
 tangential E components (at ``t = (n + 1) dt``) and of the tangential H components averaged
 over the two H planes around it (at ``t = (n + 1/2) dt``), so E and H are co-located in
 space and their phases refer to the same time origin. The flux through the plane is
-``(1/2) Re sum (E_t1 H_t2^* - E_t2 H_t1^*) dA`` with (t1, t2, axis) right-handed.
+``(1/2) Re sum w (E_t1 H_t2^* - E_t2 H_t1^*) dA`` with (t1, t2, axis) right-handed.
+
+A plane limited to cells ``lo .. hi`` stores the samples ``lo .. hi`` inclusive along each
+tangential axis (``n + 1`` of them, wrapped at a periodic edge). The product E_t1 H_t2 lives
+half a cell along t1 (samples ``lo .. hi - 1``, the midpoint rule) and on the nodes along t2,
+where the weights ``w`` are the trapezoid rule's (1/2 at ``lo`` and ``hi``): the six faces of
+a box then meet at its edges without the O(dx) bias of a one-sided sum (the lossless
+sphere's net flux fell from 1% of Csca to below 1e-3).
 """
 
 from __future__ import annotations
@@ -42,23 +49,53 @@ class DFTPlane:
         require_int("DFTPlane.index", self.index, 1, shape[self.axis] - 1)
 
 
-def _plane(f, axis, index, mon=None):
+def _extent(mon: DFTPlane, shape, ax: int) -> tuple:
+    """(lo, hi) cells of the plane along tangential axis ``ax`` (the whole axis by default)."""
+    if mon.lo is None:
+        return 0, shape[ax]
+    return mon.lo[ax], mon.hi[ax]
+
+
+def _plane(f, axis, index, mon):
+    """The plane's samples ``lo .. hi`` inclusive along both tangential axes (``hi`` wraps to
+    0 at the grid's end: periodic; elsewhere the fields there are the CPML's or a wall's)."""
+    shape = f.shape
     idx = [slice(None)] * 3
     idx[axis] = index
-    if mon is not None and mon.lo is not None:
-        for ax in range(3):
-            if ax != axis:
-                idx[ax] = slice(mon.lo[ax], mon.hi[ax])
-    return f[tuple(idx)]
+    gather = {}
+    for ax in range(3):
+        if ax != axis:
+            lo, hi = _extent(mon, shape, ax)
+            if hi < shape[ax]:
+                idx[ax] = slice(lo, hi + 1)
+            else:
+                gather[ax] = np.arange(lo, hi + 1) % shape[ax]
+    f = f[tuple(idx)]
+    for ax, take in gather.items():
+        f = jnp.take(f, take, axis=ax if ax < axis else ax - 1)
+    return f
 
 
 def zeros(mon: DFTPlane, shape, cdtype):
-    if mon.lo is not None:
-        plane = [mon.hi[ax] - mon.lo[ax] for ax in range(3) if ax != mon.axis]
-    else:
-        plane = [n for ax, n in enumerate(shape) if ax != mon.axis]
+    plane = [np.subtract(*_extent(mon, shape, ax)[::-1]) + 1 for ax in range(3) if ax != mon.axis]
     shape = (len(mon.frequencies), 2, *plane)
     return {"E": jnp.zeros(shape, cdtype), "H": jnp.zeros(shape, cdtype)}  # distinct buffers
+
+
+def weights(shape, axis: int) -> tuple:
+    """Quadrature weights ``(w1, w2)`` on a plane's samples (``shape``: the (n1 + 1, n2 + 1)
+    samples of its two tangential axes in increasing order) for the products E_t1 H_t2 and
+    E_t2 H_t1 (see the module docstring); (t1, t2) = ``TANGENTIAL[axis]``."""
+    mid = lambda m: np.r_[np.ones(m - 1), 0.0]
+    trap = lambda m: np.r_[0.5, np.ones(m - 2), 0.5] if m > 1 else np.ones(1)
+    t1, t2 = TANGENTIAL[axis]
+    dims = sorted((t1, t2))
+
+    def w(half_axis):
+        r = [mid(n) if ax == half_axis else trap(n) for ax, n in zip(dims, shape)]
+        return np.outer(r[0], r[1])
+
+    return w(t1), w(t2)
 
 
 def accumulate(mon: DFTPlane, acc, E, H, n, dt):
@@ -83,10 +120,12 @@ def accumulate(mon: DFTPlane, acc, E, H, n, dt):
     }
 
 
-def flux(E_dft, H_dft, dA: float) -> np.ndarray:
-    """Flux spectrum through a plane from its DFT arrays (nf, 2, n1, n2) -> (nf,)."""
+def flux(E_dft, H_dft, dA: float, axis: int) -> np.ndarray:
+    """Flux spectrum through a plane normal to ``axis`` from its DFT arrays
+    (nf, 2, n1 + 1, n2 + 1) -> (nf,)."""
     E_dft, H_dft = np.asarray(E_dft), np.asarray(H_dft)
-    s = E_dft[:, 0] * np.conj(H_dft[:, 1]) - E_dft[:, 1] * np.conj(H_dft[:, 0])
+    w1, w2 = weights(E_dft.shape[2:], axis)
+    s = w1 * E_dft[:, 0] * np.conj(H_dft[:, 1]) - w2 * E_dft[:, 1] * np.conj(H_dft[:, 0])
     return 0.5 * np.real(s.sum(axis=(1, 2))) * dA
 
 
@@ -132,12 +171,13 @@ def far_field(dfts, planes, dx: float, frequency_index: int, theta_deg, phi_deg)
         H = np.asarray(d["H"])[frequency_index]
         coords = {a: np.array([mon.index * dx])}
         for t in (t1, t2):
-            coords[t] = np.arange(mon.lo[t], mon.hi[t]) * dx
+            coords[t] = np.arange(mon.lo[t], mon.hi[t] + 1) * dx
         # plane arrays are indexed by the two tangential axes in increasing axis order
         X = np.meshgrid(coords[0], coords[1], coords[2], indexing="ij")
         pos = np.stack([x.squeeze(axis=a) for x in X], -1)  # (n_lo, n_hi, 3)
         phase = np.exp(-1j * k * np.einsum("...c,ijc->...ij", rhat, pos)) * dx * dx
-        e1, e2, h1, h2 = E[0], E[1], H[0], H[1]
+        w1, w2 = weights(E.shape[1:], a)  # the quadrature of the products each sample enters
+        e1, e2, h1, h2 = w1 * E[0], w2 * E[1], w2 * H[0], w1 * H[1]
 
         def shift(axis):  # Yee offset of a sample by half a cell along ``axis``
             return np.exp(-1j * k * rhat[..., axis] * dx / 2)[..., None]

@@ -32,19 +32,21 @@ class FDTDResult:
     steps: int  # the steps timed for cells_per_second (the run's, less its compiling chunks)
     seconds: float
     compile_seconds: float
-    dft: tuple = ()  # per monitor: {"E": (nf, 2, n1, n2), "H": ...} complex
+    dft: tuple = ()  # per monitor: {"E": (nf, 2, n1 + 1, n2 + 1), "H": ...} complex
     total_steps: int = 0  # the steps the fields and the DFTs have advanced
 
     def flux(self, monitor: int = 0) -> np.ndarray:
         """Flux spectrum through DFT monitor ``monitor`` (towards +axis)."""
         d = self.dft[monitor]
-        return mon_mod.flux(d["E"], d["H"], self.simulation.grid.dx**2)
+        axis = self.simulation.monitors[monitor].axis
+        return mon_mod.flux(d["E"], d["H"], self.simulation.grid.dx**2, axis)
 
     def flux_difference(self, other: FDTDResult, monitor: int = 0) -> np.ndarray:
         """Flux of (this - other) fields: e.g. the reflected flux, with ``other`` the run
         without the scatterer (same sources and monitors)."""
         a, b = self.dft[monitor], other.dft[monitor]
-        return mon_mod.flux(a["E"] - b["E"], a["H"] - b["H"], self.simulation.grid.dx**2)
+        axis = self.simulation.monitors[monitor].axis
+        return mon_mod.flux(a["E"] - b["E"], a["H"] - b["H"], self.simulation.grid.dx**2, axis)
 
     @property
     def cells_per_second(self) -> float:

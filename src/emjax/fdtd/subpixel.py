@@ -132,26 +132,38 @@ def local_curl(H, region, inv_dx, invariant):
 
 def correction(box, arrays, H, inv_dx, invariant=(False, False, False)):
     """``Delta_c`` (3 arrays shaped like the box, ``box`` its (start, stop) per axis) from the
-    curl of H on the box and a one-node margin."""
+    curl of H on the box and a one-node margin.
+
+    The off-diagonal term is symmetrized, ``(1/2) (o_cj avg_cj(curlH_j) + avg_cj(o_jc curlH_j))``
+    with ``o_jc`` at E_j's own nodes: the four-point average from E_j's to E_c's nodes is the
+    transpose of the one back, so the discrete operator ``curlH -> E`` is symmetric like the
+    tensor, and the scheme conserves a discrete energy (a lossless object absorbs nothing; the
+    one-sided form ``o_cj avg_cj(curlH_j)``, as in Meep, leaks ~1e-4 of Csca at a sphere)."""
     margin = tuple(0 if inv else 1 for inv in invariant)
     region = tuple((a - m, b + m) for (a, b), m in zip(box, margin))
     curl_h = local_curl(H, region, inv_dx, invariant)
     inner = tuple(slice(m, m + (b - a)) for (a, b), m in zip(box, margin))
+    pad = tuple((m, m) for m in margin)
+    pairs = [(c, j) for c in range(3) for j in range(3) if j != c]
+    o = dict(zip(pairs, arrays["sub_o"]))
+
+    def avg(f, c, j):
+        acc = 0.0
+        for dc in (0, 1):
+            for dj in (0, -1):
+                sh = [0, 0, 0]
+                sh[c] = 0 if invariant[c] else dc
+                sh[j] = 0 if invariant[j] else dj
+                acc = acc + f[_shifted(inner, sh)]
+        return 0.25 * acc
+
     out = []
-    oi = 0
     for c in range(3):
         v = arrays["sub_d"][c] * curl_h[c][inner]
         for j in range(3):
             if j == c:
                 continue
-            acc = 0.0
-            for dc in (0, 1):
-                for dj in (0, -1):
-                    sh = [0, 0, 0]
-                    sh[c] = 0 if invariant[c] else dc
-                    sh[j] = 0 if invariant[j] else dj
-                    acc = acc + curl_h[j][_shifted(inner, sh)]
-            v = v + arrays["sub_o"][oi] * (0.25 * acc)
-            oi += 1
+            at_j = jnp.pad(o[(j, c)], pad) * curl_h[j]  # o_jc curlH_j at E_j's nodes (0 off the box)
+            v = v + 0.5 * (o[(c, j)] * avg(curl_h[j], c, j) + avg(at_j, c, j))
         out.append(v)
     return out
