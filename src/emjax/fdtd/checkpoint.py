@@ -29,6 +29,8 @@ def fingerprint(plan) -> str:
             plan.n_lorentz,
             plan.has_pec,
             plan.aux_len,
+            plan.subpixel,
+            plan.subpixel_poles,
         )
     )
 

@@ -26,6 +26,21 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..materials import Constant, Dispersive, DrudePole, LorentzPole
+from .subpixel import interface_poles
+
+
+def _one_pole(m):
+    """``(eps_inf, strength, omega_0)`` of a one-pole Drude or Lorentz medium, else None."""
+    if not isinstance(m, Dispersive) or len(m.poles) != 1:
+        return None
+    p = m.poles[0]
+    if isinstance(p, DrudePole):
+        return m.eps_inf, p.omega_p**2, 0.0
+    return m.eps_inf, p.delta_eps * p.omega_0**2, p.omega_0
+
+
+def pole_gamma(m) -> float:
+    return float(m.poles[0].gamma)
 
 
 def _kind(m) -> str:
@@ -91,6 +106,7 @@ def materials(sim, tf=None) -> dict:
     pec = np.stack([is_pec[lab] for lab in r.label])
     w = np.stack([(lab == disp[0]).astype(float) for lab in r.label]) if disp else None
     tensors = []
+    pole_nodes = [None, None, None]  # per component: [(index, normal, eps_inf tensor^-1, par, perp, c2)]
     for c in range(3):
         it = r.interface[c]
         if not len(it["fill"]):
@@ -101,17 +117,31 @@ def materials(sim, tf=None) -> dict:
         k_own, k_oth = np.array(kinds)[own], np.array(kinds)[other]
         pec_share = np.where(is_pec[own], f, 0.0) + np.where(is_pec[other], 1 - f, 0.0)
         pec[c][idx] = pec_share >= 0.5
+        poles_here = None
         if disp:
             d_share = np.where(own == disp[0], f, 0.0) + np.where(other == disp[0], 1 - f, 0.0)
             w[c][idx] = np.where(pec[c][idx], 0.0, (d_share >= 0.5).astype(float))
             partner = np.where(own == disp[0], other, own)
             eps[c][idx] = np.where(d_share > 0, eps_lut[partner], eps[c][idx])
+            pole = _one_pole(mats[disp[0]]) if sim.averaging == "subpixel" else None
+            if pole is not None:
+                sel = (d_share > 0) & (np.array(kinds)[partner] == "dielectric")
+                for eps_b in np.unique(eps_lut[partner[sel]]):
+                    on = sel & (eps_lut[partner] == eps_b)
+                    t_inv, par, perp, c2 = interface_poles(
+                        d_share[on], it["normal"][on], eps_b, *pole, gamma=pole_gamma(mats[disp[0]]), dt=g.dt
+                    )
+                    poles_here = poles_here or []
+                    poles_here.append((it["index"][on], it["normal"][on], t_inv, par, perp, c2))
+                    w[c][tuple(it["index"][on].T)] = 0.0
         both = (k_own == "dielectric") & (k_oth == "dielectric")
         if np.any(both):
             kt = r.kottke(c, lambda m: eps_lut[m])
             tensors.append((it["index"][both], kt["eps_inv"][both]))
         else:
             tensors.append(None)
+        if poles_here:
+            pole_nodes[c] = poles_here
     # the bulk reads one coefficient array: the cell takes its E_x node's eps; E_y and E_z
     # nodes that differ from it, and the interface tensors, go into the sparse box
     cell = eps[0]
@@ -119,6 +149,7 @@ def materials(sim, tf=None) -> dict:
     if disp:  # then eps goes per node anyway (the dispersive update is per node)
         differs = [np.zeros(g.shape, bool)] * 3
     pts = [np.argwhere(d) for d in differs] + [t[0] for t in tensors if t is not None]
+    pts += [q[0] for nodes in pole_nodes if nodes for q in nodes]
     pts = [q for q in pts if len(q)]
     subpixel = None
     per_node = bool(disp)
@@ -133,7 +164,7 @@ def materials(sim, tf=None) -> dict:
             n > 1 and (a < 2 + lo_pml or b > n - 2 - lo_pml)
             for a, b, n, lo_pml in zip(blo, bhi, g.shape, pml)
         )
-        if reaches_edge and any(tt is not None for tt in tensors):
+        if reaches_edge and (any(tt is not None for tt in tensors) or any(pole_nodes)):
             raise ConfigError(
                 "subpixel averaging at an interface within two cells of the grid's edge (an object "
                 "crossing a periodic cell's face, or touching the CPML) is not supported: use "
@@ -154,7 +185,21 @@ def materials(sim, tf=None) -> dict:
             i = tuple((tensors[c][0] - blo).T)
             inv[(c, slice(None)) + i] = tensors[c][1][:, c, :]  # (M, 3): row c at each node
             active[(c,) + i] = True
-        subpixel = SubpixelBox(tuple(int(v) for v in blo), inv, active)
+        poles = None
+        if any(pole_nodes):
+            poles = {"normal": np.zeros((3, 3) + shape), "par": np.zeros((2, 3) + shape)}
+            poles["perp"] = np.zeros((2, 3) + shape)
+            for c in range(3):
+                for index, normal, t_inv, par, perp, c2 in pole_nodes[c] or ():
+                    i = tuple((index - blo).T)
+                    inv[(c, slice(None)) + i] = t_inv[:, c, :]
+                    active[(c,) + i] = True
+                    unit = normal / np.linalg.norm(normal, axis=-1, keepdims=True)
+                    poles["normal"][(c, slice(None)) + i] = unit
+                    poles["par"][(slice(None), c) + i] = par
+                    poles["perp"][(slice(None), c) + i] = perp
+                    poles["c2"] = c2
+        subpixel = SubpixelBox(tuple(int(v) for v in blo), inv, active, poles)
     eps_out = eps if per_node else cell  # per node: dispersive nodes' partners, or no box
     out = {"eps": eps_out if np.any(eps_out != 1) else 1.0, "subpixel": subpixel}
     if np.any(pec):

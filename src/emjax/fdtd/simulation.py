@@ -58,6 +58,7 @@ class _Plan:
     pml_faces: tuple = ((), (), ())  # per axis: the CPML's faces, ("lo", "hi") or one of them
     subpixel: tuple | None = None  # the SubpixelBox's (start, stop) per axis
     bloch: tuple = (None, None, None)  # per axis: exp(i k L) of a Bloch boundary, or None
+    subpixel_poles: bool = False  # the SubpixelBox holds dispersive interface nodes
 
 
 def _coefficients(sim: GridSimulation, dtype):
@@ -135,7 +136,11 @@ def _initial_state(sim, plan, dtype, initial):
     dft = tuple(mon_mod.zeros(m, g.shape, cdtype) for m in plan.monitors)
     J = dispersive.zeros(plan.n_poles, plan.n_lorentz, g.shape, dtype)
     aux = (jnp.zeros(plan.aux_len, dtype), jnp.zeros(plan.aux_len, dtype)) if plan.aux_len else ()
-    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": jnp.zeros((), jnp.int32)}
+    sub = ()
+    if plan.subpixel_poles:
+        sub = subpixel.pole_zeros(tuple(b - a for a, b in plan.subpixel), dtype)
+    state = {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": jnp.zeros((), jnp.int32)}
+    return {**state, "sub": sub}
 
 
 def _curl(plan, arrays, F, kind, psi):
@@ -211,11 +216,14 @@ def _step(plan, arrays, state, _):
     E_old = E
     comp = dispersive.component
     E = tuple(comp(ca, i) * e + comp(cb, i) * c for i, (e, c) in enumerate(zip(E, cH)))
+    sub = state["sub"]
     if plan.subpixel is not None:  # interface nodes: the tensor's correction on its box
         box = tuple(slice(a, b) for a, b in plan.subpixel)
-        delta = subpixel.correction(
-            plan.subpixel, arrays, H, 1.0 / plan.dx, tuple(n == 1 for n in plan.shape)
-        )
+        invariant = tuple(n == 1 for n in plan.shape)
+        delta = subpixel.correction(plan.subpixel, arrays, H, 1.0 / plan.dx, invariant)
+        if plan.subpixel_poles:
+            d_pole, sub = subpixel.pole_step(plan.subpixel, arrays, E_old, state["sub"], invariant)
+            delta = [a + b for a, b in zip(delta, d_pole)]
         if plan.pml_inplace[0]:
             E = tuple(e.at[box].add(d) for e, d in zip(E, delta))
         else:
@@ -246,7 +254,7 @@ def _step(plan, arrays, state, _):
     dft = tuple(mon_mod.accumulate(m, acc, E, H, n, dt) for m, acc in zip(plan.monitors, state["dft"]))
     rec = [(E if p.field == "E" else H)[p.component][tuple(p.index)] for p in plan.probes]
     out = jnp.stack(rec) if rec else jnp.zeros((0,), dtype)
-    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": n + 1}, out
+    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": n + 1, "sub": sub}, out
 
 
 @partial(jax.jit, static_argnames=("plan", "steps"), donate_argnames=("state",))
@@ -325,6 +333,7 @@ def run(
             tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
             tuple((s.start, s.stop) for s in sim.subpixel.slices) if sim.subpixel is not None else None,
             g.bloch_phases,
+            sim.subpixel is not None and sim.subpixel.poles is not None,
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []

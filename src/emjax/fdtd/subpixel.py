@@ -18,6 +18,7 @@ the sources: see terms.py). The curl of the bulk pass is never read back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +41,7 @@ class SubpixelBox:
     lo: tuple
     eps_inv: np.ndarray
     active: np.ndarray | None = None  # (3, bx, by, bz) bool: nodes the tensor replaces (default all)
+    poles: dict | None = None  # anisotropic dispersive interface nodes (see :func:`interface_poles`)
 
     def __post_init__(self):
         a = np.asarray(self.eps_inv, dtype=float)
@@ -59,6 +61,13 @@ class SubpixelBox:
             raise ConfigError("SubpixelBox.eps_inv diagonal must lie in (0, 1] (eps >= 1 dielectrics)")
         object.__setattr__(self, "eps_inv", a)
         object.__setattr__(self, "lo", tuple(int(v) for v in self.lo))
+        if self.poles is not None:
+            want = {"normal": (3, 3) + a.shape[2:], "par": (2, 3) + a.shape[2:], "perp": (2, 3) + a.shape[2:]}
+            for key, shape in want.items():
+                if np.shape(self.poles.get(key)) != shape:
+                    raise ConfigError(f"SubpixelBox.poles[{key!r}] must have shape {shape}")
+            if not np.isfinite(self.poles.get("c2", np.nan)):
+                raise ConfigError("SubpixelBox.poles['c2'] must be a finite number")
 
     @property
     def active_mask(self) -> np.ndarray:
@@ -108,7 +117,61 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype) -> dict:
         for j in range(3)
         if j != c
     )
-    return {"sub_d": d, "sub_o": o}
+    out = {"sub_d": d, "sub_o": o}
+    if box.poles is not None:
+        pol = box.poles
+        on = np.abs(pol["par"][1]) + np.abs(pol["perp"][1]) > 0  # (3, box): the nodes with poles
+        out["sub_pole"] = {
+            "n": tuple(tuple(jnp.asarray(pol["normal"][c, k], dtype) for k in range(3)) for c in range(3)),
+            "m": tuple(
+                tuple(jnp.asarray(np.where(on[c], box.eps_inv[c, j], 0.0), dtype) for j in range(3))
+                for c in range(3)
+            ),
+            "par": tuple(tuple(jnp.asarray(pol["par"][q, c], dtype) for q in range(2)) for c in range(3)),
+            "perp": tuple(tuple(jnp.asarray(pol["perp"][q, c], dtype) for q in range(2)) for c in range(3)),
+            "c2": jnp.asarray(pol["c2"], dtype),
+        }
+    return out
+
+
+def mixed_poles(fill, eps_b, eps_inf, strength, omega_0) -> dict:
+    """Kottke's two mixtures of a one-pole medium ``eps_m = eps_inf + s / (omega_0^2 - omega^2
+    - i gamma omega)`` (a Drude pole: ``omega_0 = 0, s = omega_p^2``) filling ``fill`` of a
+    node's dual cell, with a dielectric ``eps_b``: each is one pole again, with the same gamma
+    (Deinega & John, Opt. Lett. 37, 112 (2012), for the Drude case).
+
+    * along the interface, the arithmetic mean ``f eps_m + (1 - f) eps_b``:
+      ``eps_inf_t = f eps_inf + (1 - f) eps_b``, strength ``f s``, resonance ``omega_0``;
+    * along the normal, the harmonic mean ``1 / (f / eps_m + (1 - f) / eps_b)``: with
+      ``a = f eps_b + (1 - f) eps_inf``, ``eps_inf_n = eps_b eps_inf / a``, strength
+      ``f eps_b^2 s / a^2`` and ``omega_n^2 = omega_0^2 + (1 - f) s / a`` (a Drude metal's
+      normal response is a Lorentz resonance).
+
+    Returns ``{"t": (eps_inf, s, omega^2), "n": (...)}`` arrays shaped like ``fill``."""
+    f = np.asarray(fill, float)
+    a = f * eps_b + (1 - f) * eps_inf
+    t = (f * eps_inf + (1 - f) * eps_b, f * strength, np.full_like(f, omega_0**2))
+    n = (eps_b * eps_inf / a, f * eps_b**2 * strength / a**2, omega_0**2 + (1 - f) * strength / a)
+    return {"t": t, "n": n}
+
+
+def interface_poles(fill, normal, eps_b, eps_inf, strength, omega_0, gamma, dt):
+    """The update of an interface node between a one-pole medium and a dielectric: the
+    anisotropic medium ``eps_t (I - n n) + eps_n n n`` of :func:`mixed_poles`.
+
+    Returns ``(eps_inv, par, perp, c2)``: the inverse eps_inf tensors ``(M, 3, 3)`` and the
+    central-difference coefficients ``(c1, c3)`` (``P' = c1 P + c2 P_old + c3 E``, as the
+    Lorentz update in dispersive.py) of the tangential and normal poles, each ``(2, M)``."""
+    mix = mixed_poles(fill, eps_b, eps_inf, strength, omega_0)
+    n = np.asarray(normal, float)
+    n = n / np.linalg.norm(n, axis=-1, keepdims=True)
+    nn = n[:, :, None] * n[:, None, :]
+    (e_t, s_t, w2_t), (e_n, s_n, w2_n) = mix["t"], mix["n"]
+    eps_inv = nn / e_n[:, None, None] + (np.eye(3) - nn) / e_t[:, None, None]
+    damp = 1 + gamma * dt / 2
+    par = np.stack([(2 - w2_t * dt**2) / damp, s_t * dt**2 / damp])
+    perp = np.stack([(2 - w2_n * dt**2) / damp, s_n * dt**2 / damp])
+    return eps_inv, par, perp, -(1 - gamma * dt / 2) / damp
 
 
 def _shifted(box_slices, shifts):
@@ -130,6 +193,51 @@ def local_curl(H, region, inv_dx, invariant):
     return (d(Hz, 1) - d(Hy, 2), d(Hx, 2) - d(Hz, 0), d(Hy, 0) - d(Hx, 1))
 
 
+def _average(f, c, j, inner, invariant):
+    """The four E_j nodes' mean at each E_c node of ``inner`` (f given with a one-node margin)."""
+    acc = 0.0
+    for dc in (0, 1):
+        for dj in (0, -1):
+            sh = [0, 0, 0]
+            sh[c] = 0 if invariant[c] else dc
+            sh[j] = 0 if invariant[j] else dj
+            acc = acc + f[_shifted(inner, sh)]
+    return 0.25 * acc
+
+
+def pole_zeros(box_shape, dtype) -> tuple:
+    """Polarization state of the dispersive interface nodes: per component c, the tangential
+    pole's vector (P, P_old: 3 + 3 arrays) and the normal pole's amplitude (p, p_old)."""
+    z = lambda: jnp.zeros(box_shape, dtype)
+    return tuple((tuple(z() for _ in range(3)), tuple(z() for _ in range(3)), z(), z()) for _ in range(3))
+
+
+def pole_step(box, arrays, E, state, invariant=(False, False, False)):
+    """Advance the interface nodes' polarizations from E at step n (E_c at its node, the other
+    components averaged there from their four nearest nodes); returns (the E correction
+    ``-M (P^(n+1) - P^n)`` per component, the new state)."""
+    pol = arrays["sub_pole"]
+    margin = tuple(0 if inv else 1 for inv in invariant)
+    region = tuple(slice(a - m, b + m) for (a, b), m in zip(box, margin))
+    inner = tuple(slice(m, m + (b - a)) for (a, b), m in zip(box, margin))
+    Er = [e[region] for e in E]
+    c2 = pol["c2"]
+    out, new = [], []
+    for c in range(3):
+        ev = [Er[c][inner] if j == c else _average(Er[j], c, j, inner, invariant) for j in range(3)]
+        n = pol["n"][c]
+        en = n[0] * ev[0] + n[1] * ev[1] + n[2] * ev[2]
+        P, P_old, p, p_old = state[c]
+        (c1t, c3t), (c1n, c3n) = pol["par"][c], pol["perp"][c]
+        P_new = tuple(c1t * P[k] + c2 * P_old[k] + c3t * (ev[k] - n[k] * en) for k in range(3))
+        p_new = c1n * p + c2 * p_old + c3n * en
+        dP = [P_new[k] - P[k] + n[k] * (p_new - p) for k in range(3)]
+        m = pol["m"][c]
+        out.append(-(m[0] * dP[0] + m[1] * dP[1] + m[2] * dP[2]))
+        new.append((P_new, P, p_new, p))
+    return out, tuple(new)
+
+
 def correction(box, arrays, H, inv_dx, invariant=(False, False, False)):
     """``Delta_c`` (3 arrays shaped like the box, ``box`` its (start, stop) per axis) from the
     curl of H on the box and a one-node margin.
@@ -146,16 +254,7 @@ def correction(box, arrays, H, inv_dx, invariant=(False, False, False)):
     pad = tuple((m, m) for m in margin)
     pairs = [(c, j) for c in range(3) for j in range(3) if j != c]
     o = dict(zip(pairs, arrays["sub_o"]))
-
-    def avg(f, c, j):
-        acc = 0.0
-        for dc in (0, 1):
-            for dj in (0, -1):
-                sh = [0, 0, 0]
-                sh[c] = 0 if invariant[c] else dc
-                sh[j] = 0 if invariant[j] else dj
-                acc = acc + f[_shifted(inner, sh)]
-        return 0.25 * acc
+    avg = partial(_average, inner=inner, invariant=invariant)
 
     out = []
     for c in range(3):
