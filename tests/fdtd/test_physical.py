@@ -166,29 +166,71 @@ def test_dielectric_sphere_converges_at_second_order():
     assert slopes["staircase"] < 1.5, slopes
 
 
-def test_periodic_cell_objects_across_faces():
-    """A slab filling a periodic cell's transverse faces: staircased it runs with per-node
-    eps arrays (no box can hold it); with subpixel averaging the interface would touch the
-    cell's edge: refused with a message that says what to do."""
-    from emjax import geometry, scene
+@pytest.mark.parametrize("material", ["dielectric", "drude"])
+@pytest.mark.parametrize("pol", ["TM", "TE"])
+def test_unit_cell_film_subpixel_vs_airy(material, pol):
+    """A film 7.5 cells thick with its faces between nodes (0.37 and 0.87 of a cell), as a
+    scene Box wider than a one-cell Bloch cell (k_x = k0 sin 30 deg at f0 = 1/1.2: 20 to 36
+    degrees over the band) that crosses the cell's periodic faces, so the subpixel box spans
+    x and y and wraps with the Bloch phase. R and T vs the oblique Airy formula (complex
+    index for the Drude metal, eps_inf 1, f_p = 1.5, gamma 0.5: eps from -3.6 + 0.6i to
+    -0.6 + 0.3i). TM puts E across the faces: the normal, harmonic-mean mixture (for the
+    metal a Lorentz pole); TE along them: the arithmetic one. Subpixel within 1e-3
+    (measured dielectric 1.9e-4 TM, 3.2e-4 TE; Drude 4.0e-4, 4.3e-4), staircased at least
+    5e-3 off (measured 0.8-1% and 2.6-3.9%): the test sees the averaging. 3 s per case."""
+    import sys
+    from pathlib import Path
 
-    slab = scene.Object(geometry.Box(1.0, 0.0213), 2.25, center=(0, 0, 0), size=10.0)  # faces off-node
+    from emjax import geometry, materials, scene
 
-    def sim(averaging):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_bloch import F0, FREQS, THETA0, _airy_oblique
+
+    dx = 0.8 / 1.5 / 40
+    kx = 2 * np.pi * F0 * np.sin(THETA0)
+    L = 660 * dx
+    d = 7.5 * dx
+    mat = materials.Drude(1.0, omega_p=2 * np.pi * 1.5, gamma=0.5) if material == "drude" else 2.25
+
+    def sim(objects, averaging):
         return fdtd.Simulation(
-            size=(0.2, 0.2, 1.0),
-            resolution=40,
-            scene=scene.Scene([slab]),
-            boundary=(fdtd.Periodic(), fdtd.Periodic(), fdtd.CPML(10)),
+            size=(dx, dx, L),
+            resolution=1 / dx,
+            scene=scene.Scene(objects) if objects else None,
+            boundary=(fdtd.Bloch(kx), fdtd.Periodic(), fdtd.CPML(20)),
+            sources=[
+                fdtd.PlaneCurrent(
+                    -L / 2 + 40 * dx,
+                    "z",
+                    (1, 0, 0) if pol == "TM" else (0, 1, 0),
+                    fdtd.GaussianPulse(0.95, 0.15),
+                )
+            ],
+            monitors=[
+                fdtd.FluxPlane((0, 0, -L / 2 + 80 * dx), (dx, dx, 0), FREQS, name="R"),
+                fdtd.FluxPlane((0, 0, -L / 2 + 580 * dx), (dx, dx, 0), FREQS, name="T"),
+            ],
             averaging=averaging,
+            precision="double",
         )
 
-    g, _ = sim("staircase").to_grid()
-    assert g.subpixel is None and np.shape(g.eps) == (3,) + g.grid.shape
-    assert np.asarray(g.eps)[0].max() == 2.25
-    assert np.any(np.asarray(g.eps)[2] != np.asarray(g.eps)[0])  # E_z nodes differ near the faces
-    with pytest.raises(ConfigError, match="staircase"):
-        sim("subpixel").to_grid()
+    z0 = -L / 2 + 280.37 * dx + d / 2  # faces 0.37 and 0.87 of a cell past a node
+    film = scene.Object(geometry.Box(1.0, d / 10), mat, center=(0, 0, z0), size=10.0)
+    eps = mat.permittivity(2 * np.pi * FREQS) if material == "drude" else mat
+    Ra, Ta = _airy_oblique(np.sqrt(eps + 0j), d, FREQS, kx, pol)
+    empty = fdtd.run(sim([], "staircase"), 14000)
+    inc = empty.flux("T")
+    errs = {}
+    for averaging in ("subpixel", "staircase"):
+        full = fdtd.run(sim([film], averaging), 14000)
+        R = -full.flux_difference(empty, "R") / inc
+        T = full.flux("T") / inc
+        errs[averaging] = max(np.abs(R - Ra).max(), np.abs(T - Ta).max())
+    g, _ = sim([film], "subpixel").to_grid()
+    assert g.subpixel.slices[:2] == (slice(0, 1), slice(0, 1))
+    assert (g.subpixel.poles is not None) == (material == "drude")
+    assert errs["subpixel"] < 1e-3, errs
+    assert errs["staircase"] > 5e-3, errs
 
 
 def test_old_call_form_is_explained():
@@ -211,3 +253,75 @@ def test_transmission_needs_a_plane_wave():
     res = fdtd.run(sim, 20)
     with pytest.raises(ConfigError, match="flux_difference"):
         res.transmission("T")
+
+
+DRUDE_R = 0.1
+DRUDE_F = np.linspace(0.9, 1.1, 41)
+
+
+def _peak(f, y):
+    """Frequency and height of the maximum of samples ``y(f)`` (a parabola through three)."""
+    k = int(np.argmax(y))
+    a, b, c = y[k - 1 : k + 2]
+    d = 0.5 * (a - c) / (a - 2 * b + c)
+    return f[k] + d * (f[1] - f[0]), b - 0.25 * (a - c) * d
+
+
+def _drude_sphere_errors(cells_per_radius, averaging):
+    """(peak frequency, Cext peak height, Csca peak height) errors vs Mie of the issue's Drude
+    sphere (eps_inf 1, omega_p 13, gamma 1, R = 0.1; plasmon near f = 1)."""
+    import miepython
+
+    from emjax import geometry, materials, scene
+
+    metal = materials.Drude(1.0, omega_p=13.0, gamma=1.0)
+    res = cells_per_radius / DRUDE_R
+    tfsf = 2 * DRUDE_R + 8 / res
+    sim = fdtd.Simulation(
+        size=(tfsf + 12 / res,) * 3,
+        resolution=res,
+        averaging=averaging,
+        scene=scene.Scene([scene.Object(geometry.Sphere(), metal, size=2 * DRUDE_R)]),
+        sources=[fdtd.PlaneWaveSource((0, 0, 0), (tfsf,) * 3, waveform=fdtd.GaussianPulse(1.0, 0.6))],
+        monitors=[fdtd.CrossSections(DRUDE_F)],
+    )
+    cs = fdtd.run(sim, until=30).cross_sections()
+    m = np.sqrt(metal.permittivity(2 * np.pi * DRUDE_F))
+    m = np.where(m.imag < 0, -m, m)
+    x = 2 * np.pi * DRUDE_F * DRUDE_R
+    q = np.array([miepython.efficiencies_mx(np.conj(mi), xi)[:2] for mi, xi in zip(m, x)])
+    area = np.pi * DRUDE_R**2
+    f_mie, ext_mie = _peak(DRUDE_F, q[:, 0] * area)
+    _, sca_mie = _peak(DRUDE_F, q[:, 1] * area)
+    f_fdtd, ext = _peak(DRUDE_F, cs["Cext"])
+    _, sca = _peak(DRUDE_F, cs["Csca"])
+    return np.array([f_fdtd / f_mie - 1, ext / ext_mie - 1, sca / sca_mie - 1])
+
+
+def test_drude_sphere_plasmon_subpixel():
+    """The issue's Drude sphere at 5 cells per radius with subpixel averaging (the metal's
+    interface nodes as anisotropic two-pole media): plasmon peak frequency within 0.5%, Cext
+    and Csca peak heights within 2% of Mie (measured -0.09%, -0.3%, -0.6%; staircased at 10
+    cells per radius the height is 15% low, as the issue measured). 15 s."""
+    pytest.importorskip("miepython")
+    err = _drude_sphere_errors(5, "subpixel")
+    assert abs(err[0]) < 0.005 and np.all(np.abs(err[1:]) < 0.02), err
+
+
+@pytest.mark.slow
+def test_drude_sphere_converges():
+    """(3 min, slow.) The Drude sphere at 5, 7, 10 cells per radius: with subpixel averaging
+    at 10 cells per radius the peak is within 1% in frequency and 5% in height (the issue's
+    target; measured +0.04% and -0.08%) and the height error falls at second order (power
+    >= 1.7; measured -0.34%, +0.20%, -0.08%: slope 2.1, at a level where the sign turns and
+    the fit of the peak and the grid's dispersion are of the same size); staircased (per E
+    node) it is 15% low at 10 cells per radius and falls at first order or worse (measured
+    -22%, -13%, -15%: slope 0.5)."""
+    pytest.importorskip("miepython")
+    res = np.array([5.0, 7.0, 10.0])
+    errs = {av: np.array([_drude_sphere_errors(r, av) for r in res]) for av in ("subpixel", "staircase")}
+    sub, stair = errs["subpixel"], errs["staircase"]
+    assert abs(sub[-1, 0]) < 0.01 and abs(sub[-1, 1]) < 0.05, sub
+    slope = lambda e: -np.polyfit(np.log(res), np.log(np.abs(e)), 1)[0]  # noqa: E731
+    assert slope(sub[:, 1]) >= 1.7, sub
+    assert slope(stair[:, 1]) < 1.5 and abs(stair[-1, 1]) > 0.05, stair

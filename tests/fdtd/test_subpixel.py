@@ -181,7 +181,9 @@ def test_box_checks():
 
 def test_box_padded_equals_in_place(monkeypatch):
     """The correction zero-padded into the fused E pass (GPU) and added in place (CPU) give
-    the same fields, off-diagonal terms included."""
+    the same fields, off-diagonal terms included, to rounding (float64: the two paths sum the
+    symmetrized correction's eight terms in different orders; after 150 steps the largest
+    difference is 2.4e-12 of the peak)."""
     from emjax.fdtd import simulation as S
 
     rng = np.random.default_rng(5)
@@ -194,4 +196,25 @@ def test_box_padded_equals_in_place(monkeypatch):
     monkeypatch.setattr(S, "INPLACE", (True, True, True))
     got = fdtd.run(sim, 150)
     scale = np.abs(np.asarray(ref.E)).max()
-    np.testing.assert_allclose(np.asarray(got.E), np.asarray(ref.E), rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(np.asarray(got.E), np.asarray(ref.E), rtol=0, atol=1e-11 * scale)
+
+
+@pytest.mark.parametrize("omega_0", [0.0, 4.0])
+def test_mixed_poles_are_kottke_means(omega_0):
+    """The dispersive interface's two media, each one pole with the medium's damping, equal
+    the arithmetic (along the interface) and harmonic (across it) means of the one-pole
+    medium and the dielectric at every frequency, Drude (omega_0 = 0) and Lorentz, for fill
+    fractions from 0 to 1 (to 1e-12)."""
+    from emjax.fdtd.subpixel import mixed_poles
+
+    eps_inf, s, gamma, eps_b = 2.5, 30.0, 0.7, 2.1
+    f = np.linspace(0, 1, 11)
+    mix = mixed_poles(f, eps_b, eps_inf, s, omega_0)
+
+    def pole(e, st, w2, w):
+        return e + st / (w2 - w**2 - 1j * gamma * w)
+
+    for w in (0.3, 2.0, 5.5, 9.0):
+        eps_m = pole(eps_inf, s, omega_0**2, w)
+        np.testing.assert_allclose(pole(*mix["t"], w), f * eps_m + (1 - f) * eps_b, rtol=1e-12)
+        np.testing.assert_allclose(pole(*mix["n"], w), 1 / (f / eps_m + (1 - f) / eps_b), rtol=1e-12)

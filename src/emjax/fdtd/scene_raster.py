@@ -160,15 +160,17 @@ def materials(sim, tf=None) -> dict:
             if g.shape[ax] == 1:
                 blo[ax], bhi[ax] = 0, 1
         pml = [max(p) for p in sim.pml_cells]  # as SubpixelBox.check
+        for ax in range(3):  # near a periodic cell's face the box spans the axis (it wraps)
+            if periodic[ax] and g.shape[ax] > 1 and (blo[ax] < 2 or bhi[ax] > g.shape[ax] - 2):
+                blo[ax], bhi[ax] = 0, g.shape[ax]
         reaches_edge = any(
-            n > 1 and (a < 2 + lo_pml or b > n - 2 - lo_pml)
-            for a, b, n, lo_pml in zip(blo, bhi, g.shape, pml)
+            n > 1 and not (per and a == 0 and b == n) and (a < 2 + lo_pml or b > n - 2 - lo_pml)
+            for a, b, n, lo_pml, per in zip(blo, bhi, g.shape, pml, periodic)
         )
         if reaches_edge and (any(tt is not None for tt in tensors) or any(pole_nodes)):
             raise ConfigError(
-                "subpixel averaging at an interface within two cells of the grid's edge (an object "
-                "crossing a periodic cell's face, or touching the CPML) is not supported: use "
-                'averaging="staircase" or keep the objects two cells inside'
+                "subpixel averaging at an interface within two cells of the CPML is not supported: "
+                'keep the objects two cells away from it, or use averaging="staircase"'
             )
         if reaches_edge:  # staircase only: per-node eps arrays instead of the box
             pts, per_node = [], True

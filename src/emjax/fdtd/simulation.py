@@ -219,10 +219,11 @@ def _step(plan, arrays, state, _):
     sub = state["sub"]
     if plan.subpixel is not None:  # interface nodes: the tensor's correction on its box
         box = tuple(slice(a, b) for a, b in plan.subpixel)
-        invariant = tuple(n == 1 for n in plan.shape)
-        delta = subpixel.correction(plan.subpixel, arrays, H, 1.0 / plan.dx, invariant)
+        periodic = tuple(not w for w in plan.walls)
+        mode = subpixel.modes(plan.subpixel, plan.shape, periodic, plan.bloch)
+        delta = subpixel.correction(plan.subpixel, arrays, H, 1.0 / plan.dx, mode)
         if plan.subpixel_poles:
-            d_pole, sub = subpixel.pole_step(plan.subpixel, arrays, E_old, state["sub"], invariant)
+            d_pole, sub = subpixel.pole_step(plan.subpixel, arrays, E_old, state["sub"], mode)
             delta = [a + b for a, b in zip(delta, d_pole)]
         if plan.pml_inplace[0]:
             E = tuple(e.at[box].add(d) for e, d in zip(E, delta))

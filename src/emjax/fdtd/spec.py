@@ -9,7 +9,7 @@ import numpy as np
 from ..backend import precision
 from ..errors import ConfigError, require_int
 from ..materials import Dispersive, DrudePole, LorentzPole
-from .grid import CPML, Grid
+from .grid import CPML, Bloch, Grid, Periodic
 from .monitors import DFTPlane
 from .sources import PlaneSource, PointDipole
 from .subpixel import SubpixelBox
@@ -114,7 +114,8 @@ class GridSimulation:
             if not isinstance(self.subpixel, SubpixelBox):
                 raise ConfigError(f"subpixel must be an emjax.fdtd.SubpixelBox, got {self.subpixel!r}")
             pml = [b.thickness if isinstance(b, CPML) else 0 for b in self.grid.boundary]
-            self.subpixel.check(self.grid.shape, pml)
+            periodic = [isinstance(b, (Periodic, Bloch)) for b in self.grid.boundary]
+            self.subpixel.check(self.grid.shape, pml, periodic)
             if self.grid.order != 2:
                 raise ConfigError("subpixel boxes need grid order=2 (the box recomputes a 2nd-order curl)")
             sl = self.subpixel.slices

@@ -18,8 +18,8 @@ the sources: see terms.py). The curl of the bulk pass is never read back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -84,18 +84,22 @@ class SubpixelBox:
     def slices(self) -> tuple:
         return tuple(slice(lo, lo + n) for lo, n in zip(self.lo, self.shape))
 
-    def check(self, grid_shape, pml) -> None:
+    def check(self, grid_shape, pml, periodic=(False, False, False)) -> None:
         """The box and a two-node margin (the four-point averages of the curl, and the curl's
-        own stencil) lie inside the grid and outside the CPML."""
+        own stencil) lie inside the grid and outside the CPML, or the box spans a periodic
+        axis whole (its margins then wrap around)."""
         for ax, (lo, n, N, L) in enumerate(zip(self.lo, self.shape, grid_shape, pml)):
             if N == 1:  # 2-D grids: the invariant axis
                 if n != 1 or lo != 0:
                     raise ConfigError(f"SubpixelBox along the invariant axis {ax} must be lo 0, size 1")
                 continue
+            if periodic[ax] and lo == 0 and n == N:
+                continue
             if lo < 2 + L or lo + n > N - 2 - L:
                 raise ConfigError(
                     f"SubpixelBox along axis {ax} spans cells {lo}..{lo + n}; it must lie within "
-                    f"{2 + L}..{N - 2 - L} (inside the grid, outside the CPML, two cells margin)"
+                    f"{2 + L}..{N - 2 - L} (inside the grid, outside the CPML, two cells margin), or span "
+                    "a periodic axis whole"
                 )
 
 
@@ -178,31 +182,100 @@ def _shifted(box_slices, shifts):
     return tuple(slice(s.start + k, s.stop + k) for s, k in zip(box_slices, shifts))
 
 
-def local_curl(H, region, inv_dx, invariant):
-    """curl H (2nd order) at the E nodes of ``region`` ((start, stop) per axis) from H alone,
-    so the full curl need not be materialized for the box (XLA keeps the bulk pass fused)."""
-    base = tuple(slice(a, b) for a, b in region)
+def modes(box, shape, periodic, bloch) -> tuple:
+    """Per axis, how the box's neighbourhood is read: ``"flat"`` (an invariant axis of a 2-D
+    grid; a one-cell Bloch axis wraps instead: its neighbours carry the phase), ``None`` (the
+    box lies inside the grid: slices), or the Bloch factor ``exp(i k L)``
+    (1.0 when plainly periodic) when the box spans a periodic axis (the margins wrap)."""
+    out = []
+    for ax, ((a, b), n) in enumerate(zip(box, shape)):
+        if n == 1 and bloch[ax] is None:
+            out.append("flat")
+        elif periodic[ax] and a == 0 and b == n:
+            out.append(1.0 if bloch[ax] is None else bloch[ax])
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+def _window(f, box, lo_m: int, hi_m: int, mode):
+    """``f`` on the box with ``lo_m`` / ``hi_m`` nodes of margin per axis (none on flat axes;
+    wrapped with the Bloch factor where the box spans a periodic axis)."""
+    for ax in range(3):
+        a, b = box[ax]
+        idx = [slice(None)] * 3
+        if mode[ax] == "flat":
+            idx[ax] = slice(a, b)
+            f = f[tuple(idx)]
+        elif mode[ax] is None:
+            idx[ax] = slice(a - lo_m, b + hi_m)
+            f = f[tuple(idx)]
+        else:
+            f = _wrap_pad(f, ax, lo_m, hi_m, mode[ax])
+    return f
+
+
+def _wrap_pad(f, ax, lo_m, hi_m, phase):
+    """Extend ``f`` along a periodic axis by ``lo_m`` nodes before and ``hi_m`` after, each
+    the node one or more periods away times the Bloch factor per period crossed (a one-cell
+    axis repeats its node)."""
+    n = f.shape[ax]
+    if lo_m <= n and hi_m <= n:
+        parts = []
+        if lo_m:
+            lo = jax.lax.slice_in_dim(f, n - lo_m, n, axis=ax)
+            parts.append(lo if phase == 1.0 else lo / phase)
+        parts.append(f)
+        if hi_m:
+            hi = jax.lax.slice_in_dim(f, 0, hi_m, axis=ax)
+            parts.append(hi if phase == 1.0 else hi * phase)
+        return jnp.concatenate(parts, axis=ax)
+    idx = np.arange(-lo_m, n + hi_m)
+    out = jnp.take(f, idx % n, axis=ax)
+    if phase != 1.0:
+        shape = [1] * f.ndim
+        shape[ax] = len(idx)
+        out = out * jnp.asarray(np.power(complex(phase), idx // n)).reshape(shape).astype(f.dtype)
+    return out
+
+
+def _margins(mode, m=1):
+    return tuple(0 if md == "flat" else m for md in mode)
+
+
+def local_curl(H, box, inv_dx, mode):
+    """curl H (2nd order) at the E nodes of the box and a one-node margin (none on flat axes)
+    from H alone, so the full curl need not be materialized for the box (XLA keeps the bulk
+    pass fused)."""
+    Hw = [_window(h, box, 2, 1, mode) for h in H]  # H from box - 2 to box + 1
+    margin = _margins(mode)
+    base = tuple(slice(2 - m, 2 - m + (b - a) + 2 * m) for (a, b), m in zip(box, margin))
+    base = tuple(slice(0, 1) if md == "flat" else sl for md, sl in zip(mode, base))
 
     def d(f, ax):
-        if invariant[ax]:
+        if mode[ax] == "flat":
             return jnp.zeros_like(f[base])
-        lower = tuple(slice(a - 1, b - 1) if k == ax else slice(a, b) for k, (a, b) in enumerate(region))
+        lower = tuple(slice(sl.start - 1, sl.stop - 1) if k == ax else sl for k, sl in enumerate(base))
         return (f[base] - f[lower]) * inv_dx
 
-    Hx, Hy, Hz = H
+    Hx, Hy, Hz = Hw
     return (d(Hz, 1) - d(Hy, 2), d(Hx, 2) - d(Hz, 0), d(Hy, 0) - d(Hx, 1))
 
 
-def _average(f, c, j, inner, invariant):
+def _average(f, c, j, inner, mode):
     """The four E_j nodes' mean at each E_c node of ``inner`` (f given with a one-node margin)."""
     acc = 0.0
     for dc in (0, 1):
         for dj in (0, -1):
             sh = [0, 0, 0]
-            sh[c] = 0 if invariant[c] else dc
-            sh[j] = 0 if invariant[j] else dj
+            sh[c] = 0 if mode[c] == "flat" else dc
+            sh[j] = 0 if mode[j] == "flat" else dj
             acc = acc + f[_shifted(inner, sh)]
     return 0.25 * acc
+
+
+def _inner(box, mode):
+    return tuple(slice(m, m + (b - a)) for (a, b), m in zip(box, _margins(mode)))
 
 
 def pole_zeros(box_shape, dtype) -> tuple:
@@ -212,19 +285,17 @@ def pole_zeros(box_shape, dtype) -> tuple:
     return tuple((tuple(z() for _ in range(3)), tuple(z() for _ in range(3)), z(), z()) for _ in range(3))
 
 
-def pole_step(box, arrays, E, state, invariant=(False, False, False)):
+def pole_step(box, arrays, E, state, mode):
     """Advance the interface nodes' polarizations from E at step n (E_c at its node, the other
     components averaged there from their four nearest nodes); returns (the E correction
     ``-M (P^(n+1) - P^n)`` per component, the new state)."""
     pol = arrays["sub_pole"]
-    margin = tuple(0 if inv else 1 for inv in invariant)
-    region = tuple(slice(a - m, b + m) for (a, b), m in zip(box, margin))
-    inner = tuple(slice(m, m + (b - a)) for (a, b), m in zip(box, margin))
-    Er = [e[region] for e in E]
+    inner = _inner(box, mode)
+    Er = [_window(e, box, 1, 1, mode) for e in E]
     c2 = pol["c2"]
     out, new = [], []
     for c in range(3):
-        ev = [Er[c][inner] if j == c else _average(Er[j], c, j, inner, invariant) for j in range(3)]
+        ev = [Er[c][inner] if j == c else _average(Er[j], c, j, inner, mode) for j in range(3)]
         n = pol["n"][c]
         en = n[0] * ev[0] + n[1] * ev[1] + n[2] * ev[2]
         P, P_old, p, p_old = state[c]
@@ -238,23 +309,30 @@ def pole_step(box, arrays, E, state, invariant=(False, False, False)):
     return out, tuple(new)
 
 
-def correction(box, arrays, H, inv_dx, invariant=(False, False, False)):
+def correction(box, arrays, H, inv_dx, mode):
     """``Delta_c`` (3 arrays shaped like the box, ``box`` its (start, stop) per axis) from the
-    curl of H on the box and a one-node margin.
+    curl of H on the box and a one-node margin (``mode``: see :func:`modes`).
 
     The off-diagonal term is symmetrized, ``(1/2) (o_cj avg_cj(curlH_j) + avg_cj(o_jc curlH_j))``
     with ``o_jc`` at E_j's own nodes: the four-point average from E_j's to E_c's nodes is the
     transpose of the one back, so the discrete operator ``curlH -> E`` is symmetric like the
     tensor, and the scheme conserves a discrete energy (a lossless object absorbs nothing; the
     one-sided form ``o_cj avg_cj(curlH_j)``, as in Meep, leaks ~1e-4 of Csca at a sphere)."""
-    margin = tuple(0 if inv else 1 for inv in invariant)
-    region = tuple((a - m, b + m) for (a, b), m in zip(box, margin))
-    curl_h = local_curl(H, region, inv_dx, invariant)
-    inner = tuple(slice(m, m + (b - a)) for (a, b), m in zip(box, margin))
-    pad = tuple((m, m) for m in margin)
+    curl_h = local_curl(H, box, inv_dx, mode)
+    inner = _inner(box, mode)
+    margin = _margins(mode)
     pairs = [(c, j) for c in range(3) for j in range(3) if j != c]
     o = dict(zip(pairs, arrays["sub_o"]))
-    avg = partial(_average, inner=inner, invariant=invariant)
+
+    def around(x):  # a box array with the margin: zeros off the box, wrapped on periodic axes
+        for ax, (md, m) in enumerate(zip(mode, margin)):
+            if m == 0:
+                continue
+            if md is None:
+                x = jnp.pad(x, [(m, m) if k == ax else (0, 0) for k in range(3)])
+            else:
+                x = _wrap_pad(x, ax, m, m, 1.0)  # coefficients are periodic (no Bloch factor)
+        return x
 
     out = []
     for c in range(3):
@@ -262,7 +340,8 @@ def correction(box, arrays, H, inv_dx, invariant=(False, False, False)):
         for j in range(3):
             if j == c:
                 continue
-            at_j = jnp.pad(o[(j, c)], pad) * curl_h[j]  # o_jc curlH_j at E_j's nodes (0 off the box)
-            v = v + 0.5 * (o[(c, j)] * avg(curl_h[j], c, j) + avg(at_j, c, j))
+            at_j = around(o[(j, c)]) * curl_h[j]  # o_jc curlH_j at E_j's nodes
+            one_sided = o[(c, j)] * _average(curl_h[j], c, j, inner, mode)
+            v = v + 0.5 * (one_sided + _average(at_j, c, j, inner, mode))
         out.append(v)
     return out
