@@ -31,7 +31,9 @@ def fdtd_benchmark(
     ``material``: "vacuum" (scalar coefficients), "dielectric" (per-cell eps array),
     "drude" (a Drude cube, one pole, per-cell pole coefficients and currents J), or an eps =
     2.25 sphere of radius N/4 from an emjax.scene, "sphere" (staircased per node) or
-    "sphere-subpixel" (Kottke tensors at the interface nodes; both in the sparse box).
+    "sphere-subpixel" (Kottke tensors at the interface nodes; both in the sparse box), or
+    "sphere-drude" (a Drude sphere, subpixel: its interface nodes are two-pole media in the
+    box).
     Bytes per cell update: the model of two passes (H then E), each reading six field
     components and writing three (18 accesses), plus the per-cell coefficient arrays read
     (lossless: cb, 1; lossy/Drude: ca too) and for Drude the currents read and written and
@@ -45,7 +47,7 @@ def fdtd_benchmark(
     prec = backend.precision(precision)
     bd = {"cpml": fdtd.CPML(pml_thickness), "pec": fdtd.PEC(), "periodic": fdtd.Periodic()}[boundary]
     grid = fdtd.Grid((size,) * 3, dx=1.0, order=order, boundary=bd, precision=prec.name)
-    materials = ("vacuum", "dielectric", "drude", "sphere", "sphere-subpixel")
+    materials = ("vacuum", "dielectric", "drude", "sphere", "sphere-subpixel", "sphere-drude")
     if material not in materials:
         raise ConfigError(f"material must be one of {', '.join(materials)}, got {material!r}")
     eps, disp, sub = 1.0, None, None
@@ -60,20 +62,22 @@ def fdtd_benchmark(
         disp = (Dispersive(eps_inf=1.0, poles=(DrudePole(omega_p=1.0, gamma=0.05),)), block)
     elif material.startswith("sphere"):
         from .. import geometry, scene
+        from ..materials import Drude
 
-        sc = scene.Scene([scene.Object(geometry.Sphere(), 2.25, center=(c, c, c), size=size / 2)])
+        mat = Drude(1.0, omega_p=0.3, gamma=0.01) if material == "sphere-drude" else 2.25
+        sc = scene.Scene([scene.Object(geometry.Sphere(), mat, center=(c, c, c), size=size / 2)])
         phys = fdtd.Simulation(
             size=(size,) * 3,
             resolution=1.0,
             scene=sc,
             boundary=fdtd.Periodic(),  # only to place the scene on this grid's cells
             center=(size / 2,) * 3,
-            averaging="subpixel" if material.endswith("subpixel") else "staircase",
+            averaging="staircase" if material == "sphere" else "subpixel",
         )
         t0 = time.perf_counter()
         spec, _ = phys.to_grid()
         raster_s = time.perf_counter() - t0
-        eps, sub = spec.eps, spec.subpixel
+        eps, sub, disp = spec.eps, spec.subpixel, spec.dispersive
     src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
     sim = fdtd.GridSimulation(
         grid, eps=eps, dispersive=disp, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),), subpixel=sub
@@ -85,7 +89,9 @@ def fdtd_benchmark(
     # long run; each chunk boundary (NaN check, probe records, progress) costs ~0.5 ms
     r = fdtd.run(sim, 2 * steps, chunk=steps)
     item = np.dtype(prec.real).itemsize
-    coef = {"vacuum": 0, "dielectric": 1, "drude": 10, "sphere": 1, "sphere-subpixel": 1}[material]
+    coef = {"vacuum": 0, "dielectric": 1, "drude": 10, "sphere": 1, "sphere-subpixel": 1, "sphere-drude": 10}[
+        material
+    ]
     per_cell = (18 + coef) * item
     bw = bandwidth or stream_bandwidth()
     return {

@@ -39,7 +39,9 @@ def add_bench(bench) -> None:
     b.add_argument("--boundary", default="cpml", choices=["cpml", "pec", "periodic"])
     b.add_argument("--order", type=int, default=2, choices=[2, 4])
     b.add_argument(
-        "--material", default="vacuum", choices=["vacuum", "dielectric", "drude", "sphere", "sphere-subpixel"]
+        "--material",
+        default="vacuum",
+        choices=["vacuum", "dielectric", "drude", "sphere", "sphere-subpixel", "sphere-drude"],
     )
     b.add_argument("--json", action="store_true")
 

@@ -58,7 +58,7 @@ class _Plan:
     pml_faces: tuple = ((), (), ())  # per axis: the CPML's faces, ("lo", "hi") or one of them
     subpixel: tuple | None = None  # the SubpixelBox's (start, stop) per axis
     bloch: tuple = (None, None, None)  # per axis: exp(i k L) of a Bloch boundary, or None
-    subpixel_poles: bool = False  # the SubpixelBox holds dispersive interface nodes
+    subpixel_poles: tuple | None = None  # dispersive interface nodes per component, if any
 
 
 def _coefficients(sim: GridSimulation, dtype):
@@ -80,7 +80,7 @@ def _coefficients(sim: GridSimulation, dtype):
         ca = np.float64(1.0)
     arrays.update({"ca": jnp.asarray(ca, dtype), "cb": jnp.asarray(cb, dtype)})
     if sim.subpixel is not None:
-        arrays.update(subpixel.coefficients(sim.subpixel, cb, dt, dtype))
+        arrays.update(subpixel.coefficients(sim.subpixel, cb, dt, dtype, g.shape, g.bloch_phases))
     pml = []
     for ax, b in enumerate(g.boundary):
         if isinstance(b, CPML):
@@ -138,7 +138,7 @@ def _initial_state(sim, plan, dtype, initial):
     aux = (jnp.zeros(plan.aux_len, dtype), jnp.zeros(plan.aux_len, dtype)) if plan.aux_len else ()
     sub = ()
     if plan.subpixel_poles:
-        sub = subpixel.pole_zeros(tuple(b - a for a, b in plan.subpixel), dtype)
+        sub = subpixel.pole_zeros(plan.subpixel_poles, dtype)
     state = {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": jnp.zeros((), jnp.int32)}
     return {**state, "sub": sub}
 
@@ -217,18 +217,16 @@ def _step(plan, arrays, state, _):
     comp = dispersive.component
     E = tuple(comp(ca, i) * e + comp(cb, i) * c for i, (e, c) in enumerate(zip(E, cH)))
     sub = state["sub"]
-    if plan.subpixel is not None:  # interface nodes: the tensor's correction on its box
-        box = tuple(slice(a, b) for a, b in plan.subpixel)
-        periodic = tuple(not w for w in plan.walls)
-        mode = subpixel.modes(plan.subpixel, plan.shape, periodic, plan.bloch)
-        delta = subpixel.correction(plan.subpixel, arrays, H, 1.0 / plan.dx, mode)
+    if plan.subpixel is not None:  # interface nodes: the tensors' correction, node by node
+        parts = subpixel.correction(arrays, H, 1.0 / plan.dx)
         if plan.subpixel_poles:
-            d_pole, sub = subpixel.pole_step(plan.subpixel, arrays, E_old, state["sub"], mode)
-            delta = [a + b for a, b in zip(delta, d_pole)]
-        if plan.pml_inplace[0]:
-            E = tuple(e.at[box].add(d) for e, d in zip(E, delta))
-        else:
-            E = tuple(e + terms.placed(d, box, plan.shape) for e, d in zip(E, delta))
+            d_pole, sub = subpixel.pole_step(arrays, E_old, state["sub"])
+            parts = parts + d_pole
+        E = list(E)
+        for i, (nodes, d) in enumerate(parts):
+            c = i % 3
+            E[c] = E[c].reshape(-1).at[nodes].add(d.astype(E[c].dtype)).reshape(plan.shape)
+        E = tuple(E)
     E = terms.pec(plan, E)
     if slabsE:
         E = terms.add_slabs(E, slabsE, cb, terms.wall_masks(plan, E[0].dtype))
@@ -334,7 +332,9 @@ def run(
             tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
             tuple((s.start, s.stop) for s in sim.subpixel.slices) if sim.subpixel is not None else None,
             g.bloch_phases,
-            sim.subpixel is not None and sim.subpixel.poles is not None,
+            subpixel.pole_counts(sim.subpixel)
+            if sim.subpixel is not None and sim.subpixel.poles is not None
+            else None,
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []

@@ -1,25 +1,27 @@
-"""Anisotropic (subpixel-averaged) permittivity in the FDTD update, as a box correction.
+"""Anisotropic (subpixel-averaged) permittivity in the FDTD update, as a sparse correction.
 
 Subpixel averaging (Farjadpour et al., Opt. Lett. 31, 2972 (2006); Kottke et al., PRE 77,
 036611 (2008)) gives each E node crossed by an interface a tensor ``eps_inv``. Row ``c`` of
 it, at E_c's nodes, turns Ampere's law into
 ``E_c += dt * (eps_inv[c, c] curlH_c + sum_{j != c} eps_inv[c, j] avg_cj(curlH_j))``,
 where ``avg_cj`` averages the four E_j nodes around the E_c node (the off-diagonal terms
-couple staggered components, as in Meep).
+couple staggered components, as in Meep), here symmetrized so that the scheme conserves
+energy (see :func:`coefficients`).
 
-Only the interface nodes differ from the plain isotropic update, and they lie inside the
-objects' bounding box: the bulk keeps its one coefficient array (no per-component arrays,
-no full tensors), and the correction ``Delta_c = d_c curlH_c + sum_j o_cj avg_cj(curlH_j)``
-is computed on that box alone, from the curl of H recomputed there (2nd-order stencil), and
-added to the E update (zero-padded into the fused pass on a GPU, in place on the CPU, like
-the sources: see terms.py). The curl of the bulk pass is never read back.
+Only the interface nodes differ from the plain isotropic update. The :class:`SubpixelBox`
+describes them as dense tensors on the objects' bounding box; the step uses node lists:
+the curl of H at the interface nodes and their neighbours (gathers), the correction at each
+interface node, scattered into the E update. The bulk keeps its one coefficient array (no
+per-component arrays, no full tensors), and the work scales with the interface, not with
+the box. Dispersive (one-pole) media at an interface are two pole media, along and across
+it (:func:`mixed_poles`), with their polarizations kept per interface node
+(:func:`pole_step`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -103,39 +105,182 @@ class SubpixelBox:
                 )
 
 
-def coefficients(box: SubpixelBox, cb, dt: float, dtype) -> dict:
-    """The box's arrays for the step: ``d_c = dt eps_inv[c, c] - cb`` (cb: the plain update's
-    coefficient on the box) and ``o_cj = dt eps_inv[c, j]`` (six arrays), zero on the nodes
-    that are not active, as a dict."""
-    cb = np.asarray(cb, dtype=float)
+def _neighbours(coords, offset, shape, bloch):
+    """Flat indices of the nodes at ``coords + offset`` ((M, 3) cells) and the Bloch factor
+    each carries (None when all are 1). Axes of one cell without a Bloch phase are invariant
+    (the offset is dropped); elsewhere the offset wraps, times exp(i k L) per period crossed
+    (on bounded axes the box's margin keeps it inside)."""
+    q = np.asarray(coords) + np.asarray(offset)
+    phase = np.ones(len(q), complex)
+    for ax, n in enumerate(shape):
+        if n == 1 and bloch[ax] is None:
+            q[:, ax] = 0
+            continue
+        periods = np.floor_divide(q[:, ax], n)
+        if bloch[ax] is not None:
+            phase = phase * np.power(complex(bloch[ax]), periods)
+        q[:, ax] -= periods * n
+    flat = np.ravel_multi_index(tuple(q.T), shape)
+    return flat, (None if np.allclose(phase, 1) else phase)
 
-    def on_box(c):
-        a = cb[c] if cb.ndim == 4 else cb
-        return a[box.slices] if a.ndim == 3 else a
 
-    act = box.active_mask
-    d = tuple(jnp.asarray(np.where(act[c], dt * box.eps_inv[c, c] - on_box(c), 0.0), dtype) for c in range(3))
-    o = tuple(
-        jnp.asarray(np.where(act[c], dt * box.eps_inv[c, j], 0.0), dtype)
-        for c in range(3)
-        for j in range(3)
-        if j != c
-    )
-    out = {"sub_d": d, "sub_o": o}
-    if box.poles is not None:
-        pol = box.poles
-        on = np.abs(pol["par"][1]) + np.abs(pol["perp"][1]) > 0  # (3, box): the nodes with poles
-        out["sub_pole"] = {
-            "n": tuple(tuple(jnp.asarray(pol["normal"][c, k], dtype) for k in range(3)) for c in range(3)),
-            "m": tuple(
-                tuple(jnp.asarray(np.where(on[c], box.eps_inv[c, j], 0.0), dtype) for j in range(3))
-                for c in range(3)
-            ),
-            "par": tuple(tuple(jnp.asarray(pol["par"][q, c], dtype) for q in range(2)) for c in range(3)),
-            "perp": tuple(tuple(jnp.asarray(pol["perp"][q, c], dtype) for q in range(2)) for c in range(3)),
-            "c2": jnp.asarray(pol["c2"], dtype),
-        }
+def _pairs():
+    return [(c, j) for c in range(3) for j in range(3) if j != c]
+
+
+#: the four E_j nodes around an E_c node (cell offsets): +0/+1 along c, 0/-1 along j
+def _around(c, j):
+    out = []
+    for dc in (0, 1):
+        for dj in (0, -1):
+            o = [0, 0, 0]
+            o[c] += dc
+            o[j] += dj
+            out.append(o)
     return out
+
+
+def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, None, None)) -> dict:
+    """The box's active nodes as lists (flat indices per component) and their coefficients.
+
+    ``Delta_c = d curlH_c + sum_j sum_(4 E_j nodes q) w_q curlH_j(q)`` with ``d = dt
+    eps_inv[c, c] - cb`` (cb: the plain update's coefficient there) and the symmetrized
+    off-diagonal weights ``w_q = (dt / 8) (eps_inv[c, j] at the E_c node + eps_inv[j, c] at
+    E_j's node q)`` (times q's Bloch factor). The curls are computed only where needed: at
+    the active nodes and their neighbours (``curl_nodes``), from six gathers of H each."""
+    cb = np.asarray(cb, dtype=float)
+    act = box.active_mask
+    lo = np.asarray(box.lo)
+    inv = box.eps_inv
+    complex_w = any(b is not None for b in bloch)
+    wdtype = jnp.result_type(dtype, jnp.complex64) if complex_w else dtype
+
+    def cb_at(c, cells):
+        a = cb[c] if cb.ndim == 4 else cb
+        return a[tuple(cells.T)] if np.ndim(a) == 3 else np.full(len(cells), float(a))
+
+    box_shape = np.asarray(box.shape)
+
+    def in_box(cells_, c):
+        """The tensor entries' box position and whether an active node of E_c lies there."""
+        b = cells_ - lo
+        ok = np.all((b >= 0) & (b < box_shape), axis=1)
+        ok[ok] = act[c][tuple(b[ok].T)]
+        return b, ok
+
+    # the E_c nodes to correct: the active ones, and those next to an active E_j node whose
+    # row couples back to E_c (the symmetrized term reaches them)
+    cells = []
+    for c in range(3):
+        cand = [np.argwhere(act[c]) + lo]
+        for j in range(3):
+            if j == c:
+                continue
+            q = np.argwhere(act[j] & (inv[j, c] != 0)) + lo
+            cand += [q - np.asarray(off) for off in _around(c, j)]
+        flat, _ = _neighbours(np.concatenate(cand), (0, 0, 0), shape, bloch)
+        cells.append(np.array(np.unravel_index(np.unique(flat), shape)).T.reshape(-1, 3))
+    # the E_j nodes whose curl is needed: own active ones and the neighbours of the others
+    need = [list(cells[j]) for j in range(3)]
+    nbr = {}
+    for c, j in _pairs():
+        for off in _around(c, j):
+            q = cells[c] + np.asarray(off)
+            nbr[(c, j, tuple(off))] = q
+            need[j].extend(q)
+    curl_nodes, pos = [], []
+    for j in range(3):
+        q = np.asarray(need[j], int).reshape(-1, 3)
+        # keep neighbours' raw coordinates (they may wrap): index by their wrapped flat index
+        flat, _ = _neighbours(q, (0, 0, 0), shape, bloch)
+        uniq, inverse = np.unique(flat, return_inverse=True)
+        curl_nodes.append(uniq)
+        pos.append(dict(zip(map(int, flat), map(int, inverse))))
+    own = []
+    weights = []
+    gather = []
+    for c in range(3):
+        flat_c, _ = _neighbours(cells[c], (0, 0, 0), shape, bloch)
+        own.append(np.array([pos[c][int(f)] for f in flat_c], np.int32))
+        w_c, g_c = [], []
+        bc, on_c = in_box(cells[c], c)
+        for j in range(3):
+            if j == c:
+                continue
+            o_cj = np.zeros(len(bc))
+            o_cj[on_c] = inv[c, j][tuple(bc[on_c].T)]
+            for off in _around(c, j):
+                q = nbr[(c, j, tuple(off))]
+                flat_q, ph = _neighbours(q, (0, 0, 0), shape, bloch)
+                # the neighbour's E_j tensor row (at its wrapped node), if it lies in the box (else 0)
+                qb, on_j = in_box(np.array(np.unravel_index(flat_q, shape)).T.reshape(-1, 3), j)
+                o_jc = np.zeros(len(q))
+                o_jc[on_j] = inv[j, c][tuple(qb[on_j].T)]
+                w = dt / 8 * (o_cj + o_jc)
+                if ph is not None:
+                    w = w * ph
+                w_c.append(w)
+                g_c.append(np.array([pos[j][int(f)] for f in flat_q], np.int32))
+        d_c = np.zeros(len(bc))
+        d_c[on_c] = dt * inv[c, c][tuple(bc[on_c].T)] - cb_at(c, cells[c][on_c])
+        weights.append((jnp.asarray(d_c, dtype), jnp.asarray(np.stack(w_c), wdtype)))
+        gather.append(jnp.asarray(np.stack(g_c)))
+    # curl_j = (H_b[q] - H_b[q - e_a]) - (H_a[q] - H_a[q - e_b]) with a = j + 1, b = j + 2
+    curl_idx = []
+    for j in range(3):
+        a_, b_ = (j + 1) % 3, (j + 2) % 3
+        q = np.array(np.unravel_index(curl_nodes[j], shape)).T
+        e_a, e_b = -np.eye(3, dtype=int)[a_], -np.eye(3, dtype=int)[b_]
+        ia, pa = _neighbours(q, e_a, shape, bloch)
+        ib, pb = _neighbours(q, e_b, shape, bloch)
+        ph = lambda p: None if p is None else jnp.asarray(p, wdtype)  # noqa: E731
+        curl_idx.append((jnp.asarray(curl_nodes[j]), jnp.asarray(ia), ph(pa), jnp.asarray(ib), ph(pb)))
+    out = {
+        "sub_nodes": tuple(jnp.asarray(_neighbours(cells[c], (0, 0, 0), shape, bloch)[0]) for c in range(3)),
+        "sub_own": tuple(jnp.asarray(o) for o in own),
+        "sub_w": tuple(weights),
+        "sub_gather": tuple(gather),
+        "sub_curl": tuple(curl_idx),
+    }
+    if box.poles is not None:
+        out["sub_pole"] = _pole_arrays(box, dtype, shape, bloch)
+    return out
+
+
+def _pole_arrays(box, dtype, shape, bloch):
+    """Node lists and coefficients of the dispersive interface nodes (see :func:`pole_step`)."""
+    pol = box.poles
+    lo = np.asarray(box.lo)
+    on = np.abs(pol["par"][1]) + np.abs(pol["perp"][1]) > 0  # (3, box)
+    cdt = jnp.result_type(dtype, jnp.complex64) if any(b is not None for b in bloch) else dtype
+    res = []
+    for c in range(3):
+        nodes = np.argwhere(on[c])
+        cells = nodes + lo
+        at = tuple(nodes.T)
+        flat, _ = _neighbours(cells, (0, 0, 0), shape, bloch)
+        nb = {}
+        for j in range(3):
+            if j == c:
+                continue
+            idx, phs = [], []
+            for off in _around(c, j):
+                f, ph = _neighbours(cells, off, shape, bloch)
+                idx.append(f)
+                phs.append(np.ones(len(f)) if ph is None else ph)
+            ph = np.stack(phs) / 4
+            nb[j] = (jnp.asarray(np.stack(idx)), jnp.asarray(ph if cdt != dtype else ph.real, cdt))
+        res.append(
+            {
+                "nodes": jnp.asarray(flat),
+                "nbr": nb,
+                "n": tuple(jnp.asarray(pol["normal"][c, k][at], dtype) for k in range(3)),
+                "m": tuple(jnp.asarray(box.eps_inv[c, k][at], dtype) for k in range(3)),
+                "par": tuple(jnp.asarray(pol["par"][q, c][at], dtype) for q in range(2)),
+                "perp": tuple(jnp.asarray(pol["perp"][q, c][at], dtype) for q in range(2)),
+            }
+        )
+    return {"comp": tuple(res), "c2": jnp.asarray(pol["c2"], dtype)}
 
 
 def mixed_poles(fill, eps_b, eps_inf, strength, omega_0) -> dict:
@@ -178,170 +323,73 @@ def interface_poles(fill, normal, eps_b, eps_inf, strength, omega_0, gamma, dt):
     return eps_inv, par, perp, -(1 - gamma * dt / 2) / damp
 
 
-def _shifted(box_slices, shifts):
-    return tuple(slice(s.start + k, s.stop + k) for s, k in zip(box_slices, shifts))
+def pole_counts(box: SubpixelBox) -> tuple:
+    """Number of dispersive interface nodes per component."""
+    on = np.abs(box.poles["par"][1]) + np.abs(box.poles["perp"][1]) > 0
+    return tuple(int(on[c].sum()) for c in range(3))
 
 
-def modes(box, shape, periodic, bloch) -> tuple:
-    """Per axis, how the box's neighbourhood is read: ``"flat"`` (an invariant axis of a 2-D
-    grid; a one-cell Bloch axis wraps instead: its neighbours carry the phase), ``None`` (the
-    box lies inside the grid: slices), or the Bloch factor ``exp(i k L)``
-    (1.0 when plainly periodic) when the box spans a periodic axis (the margins wrap)."""
+def pole_zeros(counts, dtype) -> tuple:
+    """Polarization state of the dispersive interface nodes: per component c, the tangential
+    pole's vector (P, P_old: 3 + 3 node lists) and the normal pole's amplitude (p, p_old)."""
     out = []
-    for ax, ((a, b), n) in enumerate(zip(box, shape)):
-        if n == 1 and bloch[ax] is None:
-            out.append("flat")
-        elif periodic[ax] and a == 0 and b == n:
-            out.append(1.0 if bloch[ax] is None else bloch[ax])
-        else:
-            out.append(None)
+    for m in counts:
+        vec = tuple(jnp.zeros((m,), dtype) for _ in range(6))
+        out.append((vec[:3], vec[3:], jnp.zeros((m,), dtype), jnp.zeros((m,), dtype)))
     return tuple(out)
 
 
-def _window(f, box, lo_m: int, hi_m: int, mode):
-    """``f`` on the box with ``lo_m`` / ``hi_m`` nodes of margin per axis (none on flat axes;
-    wrapped with the Bloch factor where the box spans a periodic axis)."""
-    for ax in range(3):
-        a, b = box[ax]
-        idx = [slice(None)] * 3
-        if mode[ax] == "flat":
-            idx[ax] = slice(a, b)
-            f = f[tuple(idx)]
-        elif mode[ax] is None:
-            idx[ax] = slice(a - lo_m, b + hi_m)
-            f = f[tuple(idx)]
-        else:
-            f = _wrap_pad(f, ax, lo_m, hi_m, mode[ax])
-    return f
-
-
-def _wrap_pad(f, ax, lo_m, hi_m, phase):
-    """Extend ``f`` along a periodic axis by ``lo_m`` nodes before and ``hi_m`` after, each
-    the node one or more periods away times the Bloch factor per period crossed (a one-cell
-    axis repeats its node)."""
-    n = f.shape[ax]
-    if lo_m <= n and hi_m <= n:
-        parts = []
-        if lo_m:
-            lo = jax.lax.slice_in_dim(f, n - lo_m, n, axis=ax)
-            parts.append(lo if phase == 1.0 else lo / phase)
-        parts.append(f)
-        if hi_m:
-            hi = jax.lax.slice_in_dim(f, 0, hi_m, axis=ax)
-            parts.append(hi if phase == 1.0 else hi * phase)
-        return jnp.concatenate(parts, axis=ax)
-    idx = np.arange(-lo_m, n + hi_m)
-    out = jnp.take(f, idx % n, axis=ax)
-    if phase != 1.0:
-        shape = [1] * f.ndim
-        shape[ax] = len(idx)
-        out = out * jnp.asarray(np.power(complex(phase), idx // n)).reshape(shape).astype(f.dtype)
-    return out
-
-
-def _margins(mode, m=1):
-    return tuple(0 if md == "flat" else m for md in mode)
-
-
-def local_curl(H, box, inv_dx, mode):
-    """curl H (2nd order) at the E nodes of the box and a one-node margin (none on flat axes)
-    from H alone, so the full curl need not be materialized for the box (XLA keeps the bulk
-    pass fused)."""
-    Hw = [_window(h, box, 2, 1, mode) for h in H]  # H from box - 2 to box + 1
-    margin = _margins(mode)
-    base = tuple(slice(2 - m, 2 - m + (b - a) + 2 * m) for (a, b), m in zip(box, margin))
-    base = tuple(slice(0, 1) if md == "flat" else sl for md, sl in zip(mode, base))
-
-    def d(f, ax):
-        if mode[ax] == "flat":
-            return jnp.zeros_like(f[base])
-        lower = tuple(slice(sl.start - 1, sl.stop - 1) if k == ax else sl for k, sl in enumerate(base))
-        return (f[base] - f[lower]) * inv_dx
-
-    Hx, Hy, Hz = Hw
-    return (d(Hz, 1) - d(Hy, 2), d(Hx, 2) - d(Hz, 0), d(Hy, 0) - d(Hx, 1))
-
-
-def _average(f, c, j, inner, mode):
-    """The four E_j nodes' mean at each E_c node of ``inner`` (f given with a one-node margin)."""
-    acc = 0.0
-    for dc in (0, 1):
-        for dj in (0, -1):
-            sh = [0, 0, 0]
-            sh[c] = 0 if mode[c] == "flat" else dc
-            sh[j] = 0 if mode[j] == "flat" else dj
-            acc = acc + f[_shifted(inner, sh)]
-    return 0.25 * acc
-
-
-def _inner(box, mode):
-    return tuple(slice(m, m + (b - a)) for (a, b), m in zip(box, _margins(mode)))
-
-
-def pole_zeros(box_shape, dtype) -> tuple:
-    """Polarization state of the dispersive interface nodes: per component c, the tangential
-    pole's vector (P, P_old: 3 + 3 arrays) and the normal pole's amplitude (p, p_old)."""
-    z = lambda: jnp.zeros(box_shape, dtype)
-    return tuple((tuple(z() for _ in range(3)), tuple(z() for _ in range(3)), z(), z()) for _ in range(3))
-
-
-def pole_step(box, arrays, E, state, mode):
+def pole_step(arrays, E, state):
     """Advance the interface nodes' polarizations from E at step n (E_c at its node, the other
-    components averaged there from their four nearest nodes); returns (the E correction
-    ``-M (P^(n+1) - P^n)`` per component, the new state)."""
+    components averaged there from their four nearest nodes); returns (per component, the
+    nodes and the E correction ``-M (P^(n+1) - P^n)`` there; the new state)."""
     pol = arrays["sub_pole"]
-    inner = _inner(box, mode)
-    Er = [_window(e, box, 1, 1, mode) for e in E]
+    flat = [e.reshape(-1) for e in E]
     c2 = pol["c2"]
     out, new = [], []
-    for c in range(3):
-        ev = [Er[c][inner] if j == c else _average(Er[j], c, j, inner, mode) for j in range(3)]
-        n = pol["n"][c]
+    for c, comp in enumerate(pol["comp"]):
+        ev = []
+        for j in range(3):
+            if j == c:
+                ev.append(flat[c][comp["nodes"]])
+            else:
+                idx, w = comp["nbr"][j]
+                ev.append(jnp.sum(flat[j][idx] * w, axis=0))
+        n = comp["n"]
         en = n[0] * ev[0] + n[1] * ev[1] + n[2] * ev[2]
         P, P_old, p, p_old = state[c]
-        (c1t, c3t), (c1n, c3n) = pol["par"][c], pol["perp"][c]
+        (c1t, c3t), (c1n, c3n) = comp["par"], comp["perp"]
         P_new = tuple(c1t * P[k] + c2 * P_old[k] + c3t * (ev[k] - n[k] * en) for k in range(3))
         p_new = c1n * p + c2 * p_old + c3n * en
         dP = [P_new[k] - P[k] + n[k] * (p_new - p) for k in range(3)]
-        m = pol["m"][c]
-        out.append(-(m[0] * dP[0] + m[1] * dP[1] + m[2] * dP[2]))
+        m = comp["m"]
+        out.append((comp["nodes"], -(m[0] * dP[0] + m[1] * dP[1] + m[2] * dP[2])))
         new.append((P_new, P, p_new, p))
     return out, tuple(new)
 
 
-def correction(box, arrays, H, inv_dx, mode):
-    """``Delta_c`` (3 arrays shaped like the box, ``box`` its (start, stop) per axis) from the
-    curl of H on the box and a one-node margin (``mode``: see :func:`modes`).
-
-    The off-diagonal term is symmetrized, ``(1/2) (o_cj avg_cj(curlH_j) + avg_cj(o_jc curlH_j))``
-    with ``o_jc`` at E_j's own nodes: the four-point average from E_j's to E_c's nodes is the
-    transpose of the one back, so the discrete operator ``curlH -> E`` is symmetric like the
-    tensor, and the scheme conserves a discrete energy (a lossless object absorbs nothing; the
-    one-sided form ``o_cj avg_cj(curlH_j)``, as in Meep, leaks ~1e-4 of Csca at a sphere)."""
-    curl_h = local_curl(H, box, inv_dx, mode)
-    inner = _inner(box, mode)
-    margin = _margins(mode)
-    pairs = [(c, j) for c in range(3) for j in range(3) if j != c]
-    o = dict(zip(pairs, arrays["sub_o"]))
-
-    def around(x):  # a box array with the margin: zeros off the box, wrapped on periodic axes
-        for ax, (md, m) in enumerate(zip(mode, margin)):
-            if m == 0:
-                continue
-            if md is None:
-                x = jnp.pad(x, [(m, m) if k == ax else (0, 0) for k in range(3)])
-            else:
-                x = _wrap_pad(x, ax, m, m, 1.0)  # coefficients are periodic (no Bloch factor)
-        return x
-
+def correction(arrays, H, inv_dx):
+    """Per component c, (the active E_c nodes' flat indices, ``Delta_c`` there): the curls at
+    the needed nodes from gathers of H, then the node's own and its neighbours' curls
+    weighted as :func:`coefficients` says. Work and memory scale with the interface nodes,
+    not with the box."""
+    flat = [h.reshape(-1) for h in H]
+    curls = []
+    for j, (nodes, ia, pa, ib, pb) in enumerate(arrays["sub_curl"]):
+        a_, b_ = (j + 1) % 3, (j + 2) % 3
+        hb_lo = flat[b_][ia] if pa is None else flat[b_][ia] * pa
+        ha_lo = flat[a_][ib] if pb is None else flat[a_][ib] * pb
+        curls.append(((flat[b_][nodes] - hb_lo) - (flat[a_][nodes] - ha_lo)) * inv_dx)
     out = []
     for c in range(3):
-        v = arrays["sub_d"][c] * curl_h[c][inner]
-        for j in range(3):
-            if j == c:
-                continue
-            at_j = around(o[(j, c)]) * curl_h[j]  # o_jc curlH_j at E_j's nodes
-            one_sided = o[(c, j)] * _average(curl_h[j], c, j, inner, mode)
-            v = v + 0.5 * (one_sided + _average(at_j, c, j, inner, mode))
-        out.append(v)
+        d, w = arrays["sub_w"][c]
+        g = arrays["sub_gather"][c]
+        others = [j for j in range(3) if j != c]
+        v = d * curls[c][arrays["sub_own"][c]]
+        v = (
+            v
+            + jnp.sum(w[:4] * curls[others[0]][g[:4]], axis=0)
+            + jnp.sum(w[4:] * curls[others[1]][g[4:]], axis=0)
+        )
+        out.append((arrays["sub_nodes"][c], v))
     return out
