@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ from .update import d_backward, d_forward
 # How CPML corrections and sources reach the fields: None = by backend (terms.inplace_default);
 # a tuple of three bools forces it per axis (x: also the sources). Tests compare the ways.
 INPLACE = None
+# How the subpixel corrections reach E: "region" (a region-sized array, placed like the
+# sources) or "grid" (scattered into the field); benchmarks compare them.
+SUB_SCATTER = os.environ.get("EMJAX_SUB_SCATTER", "region")
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class _Plan:
     # the x entry also decides the sources
     pml_inplace: tuple = (False, False, False)
     pml_faces: tuple = ((), (), ())  # per axis: the CPML's faces, ("lo", "hi") or one of them
-    subpixel: tuple | None = None  # the SubpixelBox's (start, stop) per axis
+    subpixel: tuple | None = None  # the subpixel corrections' region, (start, stop) per axis
     bloch: tuple = (None, None, None)  # per axis: exp(i k L) of a Bloch boundary, or None
     subpixel_poles: tuple | None = None  # dispersive interface nodes per component, if any
 
@@ -223,9 +227,22 @@ def _step(plan, arrays, state, _):
             d_pole, sub = subpixel.pole_step(arrays, E_old, state["sub"])
             parts = parts + d_pole
         E = list(E)
-        for i, (nodes, d) in enumerate(parts):
-            c = i % 3
-            E[c] = E[c].reshape(-1).at[nodes].add(d.astype(E[c].dtype)).reshape(plan.shape)
+        if SUB_SCATTER == "grid":  # straight into the field (XLA's scatter)
+            for i, (nodes, _, d) in enumerate(parts):
+                c = i % 3
+                E[c] = E[c].reshape(-1).at[nodes].add(d.astype(E[c].dtype)).reshape(plan.shape)
+        else:  # into a region-sized array, placed like the sources (fused on a GPU)
+            region = tuple(slice(a, b) for a, b in plan.subpixel)
+            rshape = tuple(b - a for a, b in plan.subpixel)
+            acc = [jnp.zeros(math.prod(rshape), E[0].dtype) for _ in range(3)]
+            for i, (_, local, d) in enumerate(parts):
+                acc[i % 3] = acc[i % 3].at[local].add(d.astype(E[0].dtype))
+            for c in range(3):
+                block = acc[c].reshape(rshape)
+                if plan.pml_inplace[0]:
+                    E[c] = E[c].at[region].add(block)
+                else:
+                    E[c] = E[c] + terms.placed(block, region, plan.shape)
         E = tuple(E)
     E = terms.pec(plan, E)
     if slabsE:
@@ -306,6 +323,7 @@ def run(
         g = sim.grid
         dtype = precision(g.precision).real
         arrays, pml = _coefficients(sim, dtype)
+        region = arrays.pop("sub_region", None)
         walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
         poles = sim.dispersive[0].poles if sim.dispersive is not None else ()
         n_poles = sum(isinstance(p, DrudePole) for p in poles)
@@ -330,7 +348,7 @@ def run(
             tuple(isinstance(b, CPML) and b.kappa_max != 1 for b in g.boundary),
             inplace,
             tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
-            tuple((s.start, s.stop) for s in sim.subpixel.slices) if sim.subpixel is not None else None,
+            region,
             g.bloch_phases,
             subpixel.pole_counts(sim.subpixel)
             if sim.subpixel is not None and sim.subpixel.poles is not None

@@ -193,15 +193,15 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
         q = np.asarray(need[j], int).reshape(-1, 3)
         # keep neighbours' raw coordinates (they may wrap): index by their wrapped flat index
         flat, _ = _neighbours(q, (0, 0, 0), shape, bloch)
-        uniq, inverse = np.unique(flat, return_inverse=True)
+        uniq = np.unique(flat)
         curl_nodes.append(uniq)
-        pos.append(dict(zip(map(int, flat), map(int, inverse))))
+        pos.append(uniq)  # a node's place in the curl list: np.searchsorted(uniq, flat)
     own = []
     weights = []
     gather = []
     for c in range(3):
         flat_c, _ = _neighbours(cells[c], (0, 0, 0), shape, bloch)
-        own.append(np.array([pos[c][int(f)] for f in flat_c], np.int32))
+        own.append(np.searchsorted(pos[c], flat_c).astype(np.int32))
         w_c, g_c = [], []
         bc, on_c = in_box(cells[c], c)
         for j in range(3):
@@ -220,7 +220,7 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
                 if ph is not None:
                     w = w * ph
                 w_c.append(w)
-                g_c.append(np.array([pos[j][int(f)] for f in flat_q], np.int32))
+                g_c.append(np.searchsorted(pos[j], flat_q).astype(np.int32))
         d_c = np.zeros(len(bc))
         d_c[on_c] = dt * inv[c, c][tuple(bc[on_c].T)] - cb_at(c, cells[c][on_c])
         weights.append((jnp.asarray(d_c, dtype), jnp.asarray(np.stack(w_c), wdtype)))
@@ -235,19 +235,30 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
         ib, pb = _neighbours(q, e_b, shape, bloch)
         ph = lambda p: None if p is None else jnp.asarray(p, wdtype)  # noqa: E731
         curl_idx.append((jnp.asarray(curl_nodes[j]), jnp.asarray(ia), ph(pa), jnp.asarray(ib), ph(pb)))
+    flat_nodes = [_neighbours(cells[c], (0, 0, 0), shape, bloch)[0] for c in range(3)]
+    # the region the corrections are placed in (the box and a one-node margin, or the whole
+    # of a periodic axis it spans) and the nodes' flat indices within it
+    allc = np.concatenate(cells)
+    whole = box_shape == np.asarray(shape)
+    plo = np.where(whole, 0, np.minimum(lo - 1, allc.min(axis=0)))
+    phi = np.where(whole, shape, np.maximum(lo + box_shape + 1, allc.max(axis=0) + 1))
+    plo, phi = np.maximum(plo, 0), np.minimum(phi, shape)
+    local = [np.ravel_multi_index(tuple((cells[c] - plo).T), tuple(phi - plo)) for c in range(3)]
     out = {
-        "sub_nodes": tuple(jnp.asarray(_neighbours(cells[c], (0, 0, 0), shape, bloch)[0]) for c in range(3)),
+        "sub_nodes": tuple(jnp.asarray(f) for f in flat_nodes),
+        "sub_local": tuple(jnp.asarray(v) for v in local),
+        "sub_region": tuple((int(a), int(b)) for a, b in zip(plo, phi)),
         "sub_own": tuple(jnp.asarray(o) for o in own),
         "sub_w": tuple(weights),
         "sub_gather": tuple(gather),
         "sub_curl": tuple(curl_idx),
     }
     if box.poles is not None:
-        out["sub_pole"] = _pole_arrays(box, dtype, shape, bloch)
+        out["sub_pole"] = _pole_arrays(box, dtype, shape, bloch, plo, phi)
     return out
 
 
-def _pole_arrays(box, dtype, shape, bloch):
+def _pole_arrays(box, dtype, shape, bloch, plo, phi):
     """Node lists and coefficients of the dispersive interface nodes (see :func:`pole_step`)."""
     pol = box.poles
     lo = np.asarray(box.lo)
@@ -273,6 +284,7 @@ def _pole_arrays(box, dtype, shape, bloch):
         res.append(
             {
                 "nodes": jnp.asarray(flat),
+                "local": jnp.asarray(np.ravel_multi_index(tuple((cells - plo).T), tuple(phi - plo))),
                 "nbr": nb,
                 "n": tuple(jnp.asarray(pol["normal"][c, k][at], dtype) for k in range(3)),
                 "m": tuple(jnp.asarray(box.eps_inv[c, k][at], dtype) for k in range(3)),
@@ -363,13 +375,14 @@ def pole_step(arrays, E, state):
         p_new = c1n * p + c2 * p_old + c3n * en
         dP = [P_new[k] - P[k] + n[k] * (p_new - p) for k in range(3)]
         m = comp["m"]
-        out.append((comp["nodes"], -(m[0] * dP[0] + m[1] * dP[1] + m[2] * dP[2])))
+        out.append((comp["nodes"], comp["local"], -(m[0] * dP[0] + m[1] * dP[1] + m[2] * dP[2])))
         new.append((P_new, P, p_new, p))
     return out, tuple(new)
 
 
 def correction(arrays, H, inv_dx):
-    """Per component c, (the active E_c nodes' flat indices, ``Delta_c`` there): the curls at
+    """Per component c, (the E_c nodes' flat indices in the grid and in the placement region,
+    ``Delta_c`` there): the curls at
     the needed nodes from gathers of H, then the node's own and its neighbours' curls
     weighted as :func:`coefficients` says. Work and memory scale with the interface nodes,
     not with the box."""
@@ -391,5 +404,5 @@ def correction(arrays, H, inv_dx):
             + jnp.sum(w[:4] * curls[others[0]][g[:4]], axis=0)
             + jnp.sum(w[4:] * curls[others[1]][g[4:]], axis=0)
         )
-        out.append((arrays["sub_nodes"][c], v))
+        out.append((arrays["sub_nodes"][c], arrays["sub_local"][c], v))
     return out
