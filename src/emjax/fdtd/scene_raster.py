@@ -5,15 +5,15 @@ Rules at an interface node (fill fraction ``f`` of the node's own material, norm
 
 * two dielectrics (real eps >= 1): Farjadpour-Kottke's inverse tensor, off-diagonal terms
   included (second order; the :class:`~emjax.fdtd.SubpixelBox`);
-* a Drude/Lorentz medium against a dielectric: a node takes the medium when at least half
-  its dual cell is in it (staircase at each component's own node). Measured against the
-  alternative of volume-averaging the susceptibility per node (exact for E along a flat
-  film, tests/fdtd/test_subpixel.py), the node staircase gives the better plasmon of a
-  sphere (issue 13's Drude sphere at 10 cells per radius: peak +0.13% / height -15% against
-  -2.0% / -20%; a 40 nm Drude-gold sphere: +1% / -27% against +2% / -36%). Meep smooths no
-  dispersive media; Tidy3D's dispersive averaging is, by its authors, not second order. A
-  second-order rule needs the anisotropic (off-diagonal) coupling of the dispersive
-  interface, which is not done;
+* a one-pole Drude/Lorentz medium against a dielectric (averaging "subpixel"): the node
+  becomes the anisotropic medium ``eps_t (I - n n) + eps_n n n`` of Kottke's two mixtures,
+  each one pole again (subpixel.mixed_poles; Liu, Brio & Moloney, Opt. Lett. 37, 4802 (2012)),
+  with its polarizations kept per node: second order (issue 13's Drude sphere at 10 cells
+  per radius: peak +0.04% in frequency, -0.08% in height; an oblique TM Drude film vs Airy
+  4e-4, tests/fdtd/test_physical.py);
+* a medium of several poles, or any dispersive medium staircased: a node takes the medium
+  when at least half its dual cell is in it (at each component's own node: first order; the
+  Drude sphere's peak 15% low at 10 cells per radius);
 * PEC: a node is perfectly conducting when at least half its dual cell is (staircase at each
   component's own node: first order; a conformal Dey-Mittra rule is not done).
 

@@ -299,7 +299,8 @@ def mixed_poles(fill, eps_b, eps_inf, strength, omega_0) -> dict:
     """Kottke's two mixtures of a one-pole medium ``eps_m = eps_inf + s / (omega_0^2 - omega^2
     - i gamma omega)`` (a Drude pole: ``omega_0 = 0, s = omega_p^2``) filling ``fill`` of a
     node's dual cell, with a dielectric ``eps_b``: each is one pole again, with the same gamma
-    (Deinega & John, Opt. Lett. 37, 112 (2012), for the Drude case).
+    (the local-frame rule of J. Liu, M. Brio, J. V. Moloney, Opt. Lett. 37, 4802 (2012); a
+    split-field form: A. Deinega, I. Valuev, Opt. Lett. 32, 3429 (2007)).
 
     * along the interface, the arithmetic mean ``f eps_m + (1 - f) eps_b``:
       ``eps_inf_t = f eps_inf + (1 - f) eps_b``, strength ``f s``, resonance ``omega_0``;
