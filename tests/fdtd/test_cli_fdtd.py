@@ -10,7 +10,7 @@ import xarray as xr
 
 from emjax.cli import main
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "fdtd_dipole.toml"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "fdtd_dipole_cells.toml"
 
 
 def test_fdtd_example_runs_and_writes(tmp_path, capsys):

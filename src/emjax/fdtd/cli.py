@@ -23,7 +23,7 @@ def add_command(sub) -> None:
         "config",
         type=Path,
         help="TOML file: physical units with a [simulation] table (examples/fdtd_sphere.toml) "
-        "or cell indices with [grid] (examples/fdtd_dipole.toml)",
+        "or cell indices with [grid] (examples/fdtd_dipole_cells.toml)",
     )
     p.add_argument("--steps", type=int, help="override [run].steps")
     p.add_argument("--out", type=Path, help="write result.nc and fdtd.png here")

@@ -1,6 +1,6 @@
 """The TOML config of ``emjax fdtd``, mapped onto emjax.fdtd's objects.
 
-Config keys (see examples/fdtd_dipole.toml): [grid] shape, dx, order, boundary
+Config keys (see examples/fdtd_dipole_cells.toml): [grid] shape, dx, order, boundary
 ("cpml" | "pec" | "periodic" or one per axis), pml_thickness, pml_sides ("both" | "low" |
 "high", or one per axis: a CPML face may be a bare PEC wall), courant, precision;
 [run] steps, chunk, checkpoint; [[sources]] type "dipole" (index, component) or "plane"

@@ -375,10 +375,24 @@ class Simulation:
                 lo, hi = tuple(lo), tuple(hi)
                 monitors.append(DFTPlane(ax, index, m.frequencies, lo=lo, hi=hi))
                 names[m.name] = range(first, first + 1)
-        probes = tuple(
-            Probe(tuple(self._cell(p[0][ax], ax) for ax in range(3)), AXIS[p[1]], p[2] if len(p) > 2 else "E")
-            for p in self.probes
-        )
+        probes = []
+        for i, p in enumerate(self.probes):
+            pos = _vec3(f"probes[{i}] position", p[0])
+            if len(p) < 2 or p[1] not in AXIS or (len(p) > 2 and p[2] not in ("E", "H")):
+                raise ConfigError(f"probes[{i}] must be (position, 'x'|'y'|'z'[, 'E'|'H']), got {p!r}")
+            cells = [self._cell(pos[ax], ax) for ax in range(3)]
+            for ax, b in enumerate(self.grid.boundary):
+                if isinstance(b, (Periodic, Bloch)):  # the node, wrapped into the cell
+                    cells[ax] %= self.grid.shape[ax]
+            for ax, c in enumerate(cells):
+                plo, phi = self.pml_cells[ax]
+                if not plo <= c < self.grid.shape[ax] - phi:
+                    raise ConfigError(
+                        f"probes[{i}] position {pos} lies outside the region along {'xyz'[ax]} "
+                        f"(the CPML excluded)"
+                    )
+            probes.append(Probe(tuple(cells), AXIS[p[1]], p[2] if len(p) > 2 else "E"))
+        probes = tuple(probes)
         materials = scene_raster.materials(self, tf)
         sim = GridSimulation(g, sources=tuple(sources), probes=probes, monitors=tuple(monitors), **materials)
         return sim, names

@@ -5,7 +5,8 @@
     size = [1.0, 1.0, 1.0]          # the region, CPML excluded (any length unit)
     resolution = 40                 # cells per unit length
     center = [0, 0, 0]
-    boundary = "cpml"               # or "pec", "periodic", or one per axis
+    boundary = "cpml"               # or "pec", "periodic", "bloch", or one per axis
+    bloch_k = [0, 0, 0]             # the Bloch wavevector (rad / length) of "bloch" axes
     pml_thickness = 10              # cells
     averaging = "subpixel"          # or "staircase"
     precision = "single"
@@ -27,6 +28,13 @@
     size = [0.7, 0.7, 0.7]
     frequency = 1.0                 # waveform "gaussian" (bandwidth), "ricker", "cw" (ramp)
     # type = "dipole": position, component, amplitude
+    # type = "plane_current": position (along axis), axis, polarization, amplitude: a current
+    #   sheet across a periodic / Bloch cell (examples/fdtd_unit_cell.toml)
+
+    [[probes]]                      # field time series at a point
+    position = [0, 0, 0.3]
+    component = "x"
+    field = "E"                     # or "H"
 
     [[monitors]]
     type = "cross_sections"         # or "flux_box" (center, size, name), "flux_plane"
@@ -52,6 +60,7 @@ SIM_KEYS = {
     "precision",
     "courant",
     "background",
+    "bloch_k",
 }
 SHAPE_OPTIONS = {"aspect", "core_ratio", "semi_axes", "box_ratios"}
 
@@ -125,10 +134,10 @@ def _object(o: dict, i: int):
 def build_physical(cfg: dict):
     """(Simulation, steps, until, chunk, checkpoint) from a parsed ``[simulation]`` config."""
     from .. import scene
-    from .grid import CPML, PEC, Periodic
-    from .physical import CrossSections, Dipole, FluxBox, FluxPlane, PlaneWaveSource, Simulation
+    from .grid import CPML, PEC, Bloch, Periodic
+    from .physical import CrossSections, Dipole, FluxBox, FluxPlane, PlaneCurrent, PlaneWaveSource, Simulation
 
-    check_keys(cfg, {"simulation", "objects", "sources", "monitors", "run"}, "config")
+    check_keys(cfg, {"simulation", "objects", "sources", "monitors", "probes", "run"}, "config")
     s = dict(cfg["simulation"])
     check_keys(s, SIM_KEYS, "[simulation]")
     for key in ("size", "resolution"):
@@ -136,14 +145,23 @@ def build_physical(cfg: dict):
             raise ConfigError(f"[simulation].{key} is required")
     names = s.get("boundary", "cpml")
     names = names if isinstance(names, list) else [names] * 3
+    if len(names) != 3:
+        raise ConfigError(f"[simulation].boundary must be one name or three, got {names!r}")
+    k = s.get("bloch_k", [0.0, 0.0, 0.0])
+    if not (isinstance(k, list) and len(k) == 3 and all(isinstance(v, (int, float)) for v in k)):
+        raise ConfigError(f"[simulation].bloch_k must be three numbers (rad / length), got {k!r}")
+    if "bloch_k" in s and "bloch" not in names:
+        raise ConfigError('[simulation].bloch_k needs boundary = "bloch" on the axes it applies to')
     bds = []
-    for name in names:
+    for ax, name in enumerate(names):
         if name == "cpml":
             bds.append(CPML(s.get("pml_thickness", 10)))
         elif name in ("pec", "periodic"):
             bds.append(PEC() if name == "pec" else Periodic())
+        elif name == "bloch":
+            bds.append(Bloch(float(k[ax])))
         else:
-            raise ConfigError(f"[simulation].boundary must be cpml, pec or periodic, got {name!r}")
+            raise ConfigError(f"[simulation].boundary must be cpml, pec, periodic or bloch, got {name!r}")
     objects = [_object(dict(o), i) for i, o in enumerate(cfg.get("objects", []))]
     sc = scene.Scene(objects, background=s.get("background", 1.0)) if objects else None
     srcs = []
@@ -194,8 +212,22 @@ def build_physical(cfg: dict):
                     src.get("amplitude", 1.0),
                 )
             )
+        elif kind == "plane_current":
+            keys = {"type", "position", "axis", "polarization", "amplitude", "waveform", "frequency"}
+            check_keys(src, keys | {"bandwidth", "ramp"}, where)
+            if "position" not in src:
+                raise ConfigError(f"{where}.position is required (the sheet's coordinate along axis)")
+            srcs.append(
+                PlaneCurrent(
+                    src["position"],
+                    src.get("axis", "z"),
+                    src.get("polarization", (1, 0, 0)),
+                    waveform(src, where),
+                    src.get("amplitude", 1.0),
+                )
+            )
         else:
-            raise ConfigError(f"{where}.type must be plane_wave or dipole, got {kind!r}")
+            raise ConfigError(f"{where}.type must be plane_wave, dipole or plane_current, got {kind!r}")
     mons = []
     for i, m in enumerate(cfg.get("monitors", [])):
         where = f"monitors[{i}]"
@@ -216,7 +248,18 @@ def build_physical(cfg: dict):
             )
         else:
             raise ConfigError(f"{where}.type must be cross_sections, flux_box or flux_plane, got {kind!r}")
+    probes = []
+    for i, p in enumerate(cfg.get("probes", [])):
+        where = f"probes[{i}]"
+        p = dict(p)
+        check_keys(p, {"position", "component", "field"}, where)
+        if "position" not in p:
+            raise ConfigError(f"{where}.position is required")
+        if p.get("component", "z") not in ("x", "y", "z") or p.get("field", "E") not in ("E", "H"):
+            raise ConfigError(f"{where}: component must be x, y or z and field E or H")
+        probes.append((tuple(p["position"]), p.get("component", "z"), p.get("field", "E")))
     sim = Simulation(
+        probes=tuple(probes),
         size=s["size"],
         resolution=s["resolution"],
         scene=sc,
