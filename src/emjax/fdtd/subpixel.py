@@ -170,6 +170,11 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
 
     # the E_c nodes to correct: the active ones, and those next to an active E_j node whose
     # row couples back to E_c (the symmetrized term reaches them)
+    # components with off-diagonal coupling (staircased boxes have none: then no neighbours)
+    coupled = [
+        any(np.any(inv[c, j][act[c]] != 0) or np.any(inv[j, c][act[j]] != 0) for j in range(3) if j != c)
+        for c in range(3)
+    ]
     cells = []
     for c in range(3):
         cand = [np.argwhere(act[c]) + lo]
@@ -184,6 +189,8 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
     need = [list(cells[j]) for j in range(3)]
     nbr = {}
     for c, j in _pairs():
+        if not coupled[c]:
+            continue
         for off in _around(c, j):
             q = cells[c] + np.asarray(off)
             nbr[(c, j, tuple(off))] = q
@@ -205,7 +212,7 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
         w_c, g_c = [], []
         bc, on_c = in_box(cells[c], c)
         for j in range(3):
-            if j == c:
+            if j == c or not coupled[c]:
                 continue
             o_cj = np.zeros(len(bc))
             o_cj[on_c] = inv[c, j][tuple(bc[on_c].T)]
@@ -223,8 +230,8 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
                 g_c.append(np.searchsorted(pos[j], flat_q).astype(np.int32))
         d_c = np.zeros(len(bc))
         d_c[on_c] = dt * inv[c, c][tuple(bc[on_c].T)] - cb_at(c, cells[c][on_c])
-        weights.append((jnp.asarray(d_c, dtype), jnp.asarray(np.stack(w_c), wdtype)))
-        gather.append(jnp.asarray(np.stack(g_c)))
+        weights.append((jnp.asarray(d_c, dtype), jnp.asarray(np.stack(w_c), wdtype) if w_c else None))
+        gather.append(jnp.asarray(np.stack(g_c)) if g_c else None)
     # curl_j = (H_b[q] - H_b[q - e_a]) - (H_a[q] - H_a[q - e_b]) with a = j + 1, b = j + 2
     curl_idx = []
     for j in range(3):
@@ -400,10 +407,8 @@ def correction(arrays, H, inv_dx):
         g = arrays["sub_gather"][c]
         others = [j for j in range(3) if j != c]
         v = d * curls[c][arrays["sub_own"][c]]
-        v = (
-            v
-            + jnp.sum(w[:4] * curls[others[0]][g[:4]], axis=0)
-            + jnp.sum(w[4:] * curls[others[1]][g[4:]], axis=0)
-        )
+        if g is not None:  # off-diagonal coupling
+            v = v + jnp.sum(w[:4] * curls[others[0]][g[:4]], axis=0)
+            v = v + jnp.sum(w[4:] * curls[others[1]][g[4:]], axis=0)
         out.append((arrays["sub_nodes"][c], arrays["sub_local"][c], v))
     return out
