@@ -39,7 +39,7 @@ def test_example_config_maps_onto_the_api():
 
 def test_cli_runs_a_scene(tmp_path, capsys):
     """A short, coarse run through the command line: JSON with the cross-section spectra,
-    result.nc, fdtd.png and spectra.json written."""
+    result.nc, fdtd.png, spectra.json and the field plane's fields.nc and fields.png written."""
     pytest.importorskip("h5netcdf")  # a dependency of emjax, absent on the bare GPU machine
     out = tmp_path / "out"
     rc = main(["fdtd", str(_small(tmp_path)), "--json", "--out", str(out)])
@@ -48,8 +48,8 @@ def test_cli_runs_a_scene(tmp_path, capsys):
     cs = summary["cross_sections"]
     assert cs["frequency"] == [0.9, 1.0, 1.1] and all(c > 0 for c in cs["Csca"])
     names = {p.name for p in out.iterdir()}
-    assert {"fdtd.png", "spectra.json"} <= names
-    assert "result.nc" in names
+    assert {"fdtd.png", "spectra.json", "fields.nc", "fields.png"} <= names
+    assert "result.nc" in names and summary["field_planes"] == [str(out / "fields.nc")]
 
 
 @pytest.mark.parametrize(

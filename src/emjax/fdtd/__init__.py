@@ -18,6 +18,8 @@ _EXPORTS = {
     "Grid": ".grid",
     "Periodic": ".grid",
     "DFTPlane": ".monitors",
+    "DFTField": ".monitors",
+    "field_on_nodes": ".monitors",
     "box_flux": ".monitors",
     "far_field": ".monitors",
     "flux_box": ".monitors",
@@ -35,6 +37,7 @@ _EXPORTS = {
     "PlaneCurrent": ".physical",
     "FluxBox": ".physical",
     "FluxPlane": ".physical",
+    "FieldPlane": ".physical",
     "CrossSections": ".physical",
     "GridSimulation": ".spec",
     "SubpixelBox": ".subpixel",
@@ -44,8 +47,17 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .grid import CPML, PEC, Bloch, Grid, Periodic
-    from .monitors import DFTPlane, box_flux, far_field, flux_box
-    from .physical import CrossSections, Dipole, FluxBox, FluxPlane, PlaneCurrent, PlaneWaveSource, Simulation
+    from .monitors import DFTField, DFTPlane, box_flux, far_field, field_on_nodes, flux_box
+    from .physical import (
+        CrossSections,
+        Dipole,
+        FieldPlane,
+        FluxBox,
+        FluxPlane,
+        PlaneCurrent,
+        PlaneWaveSource,
+        Simulation,
+    )
     from .results import FDTDResult
     from .simulation import run
     from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker

@@ -116,19 +116,25 @@ def _run_physical(args, cfg) -> int:
     spectra = {}
     if "cross_sections" in res.monitor_planes:
         spectra["cross_sections"] = {k: v.tolist() for k, v in res.cross_sections().items()}
+    fields = [n for n in res.monitor_planes if n in sim.field_plane_names]
     for name in res.monitor_planes:
-        if name != "cross_sections":
+        if name != "cross_sections" and name not in fields:
             spectra[name] = {"frequency": res.frequencies(name).tolist(), "flux": res.flux(name).tolist()}
     summary.update(spectra)
     if args.out is not None:
         from ..io import save_dataset
-        from .plot import plot_fdtd
+        from .plot import plot_fdtd, plot_field_plane
         from .results import fdtd_to_xarray
 
         args.out.mkdir(parents=True, exist_ok=True)
         save_dataset(fdtd_to_xarray(raw), args.out / "result.nc")
         plot_fdtd(raw, args.out / "fdtd.png")
         (args.out / "spectra.json").write_text(json.dumps(spectra, indent=1))
+        for name in fields:  # each FieldPlane: complex Ex .. Hz split into _real / _imag
+            ds = res.field_plane(name)
+            path = save_dataset(ds, args.out / f"{name}.nc")
+            plot_field_plane(ds, args.out / f"{name}.png")
+            summary.setdefault("field_planes", []).append(str(path))
         summary["out"] = str(args.out)
     print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
     return 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -47,6 +48,63 @@ class DFTPlane:
 
     def check(self, shape):
         require_int("DFTPlane.index", self.index, 1, shape[self.axis] - 1)
+
+
+@dataclass(frozen=True)
+class DFTField(DFTPlane):
+    """DFT of all six field components around the E plane ``index`` normal to ``axis``
+    (cells ``lo .. hi`` along the other two axes): :func:`field_on_nodes` turns it into E and
+    H at the plane's nodes. ``bloch``: per axis the Bloch factor of the grid (or None), for
+    samples that wrap around a periodic edge."""
+
+    bloch: tuple = (None, None, None)
+
+
+def _window_take(f, ax, start, stop, phase):
+    """``f`` at indices ``start .. stop - 1`` along ``ax``, wrapped periodically with the
+    Bloch factor per period crossed (``phase`` None: plain wrap)."""
+    n = f.shape[ax]
+    idx = np.arange(start, stop)
+    if start >= 0 and stop <= n:
+        return jax.lax.slice_in_dim(f, start, stop, axis=ax)
+    out = jnp.take(f, idx % n, axis=ax)
+    if phase is not None:
+        shape = [1] * f.ndim
+        shape[ax] = len(idx)
+        out = out * jnp.asarray(np.power(complex(phase), idx // n)).reshape(shape).astype(out.dtype)
+    return out
+
+
+def _field_window(f, mon: DFTField):
+    """The two planes ``index - 1, index`` and the tangential window ``lo - 1 .. hi + 1``."""
+    out = _window_take(f, mon.axis, mon.index - 1, mon.index + 1, mon.bloch[mon.axis])
+    for ax in range(3):
+        if ax != mon.axis:
+            lo, hi = _extent(mon, f.shape, ax)
+            out = _window_take(out, ax, lo - 1, hi + 2, mon.bloch[ax])
+    return jnp.moveaxis(out, mon.axis, 0)  # (2, n1 + 3, n2 + 3)
+
+
+def field_on_nodes(dft, mon: DFTField):
+    """E and H ``(nf, 3, n1 + 1, n2 + 1)`` at the plane's nodes (``lo .. hi`` along the
+    tangential axes in increasing order, the plane ``index`` along the normal) from a
+    :class:`DFTField`'s sums: each component averaged over its two samples along every axis
+    it is staggered on (E_c along c; H_c along the other two), to second order."""
+
+    def place(arr, staggered):  # arr (nf, 2, n1 + 3, n2 + 3)
+        out = 0.5 * (arr[:, 0] + arr[:, 1]) if staggered[mon.axis] else arr[:, 1]
+        tang = [ax for ax in range(3) if ax != mon.axis]
+        for pos, ax in enumerate(tang):
+            n = out.shape[1 + pos]
+            lo = np.take(out, np.arange(0, n - 2), axis=1 + pos)
+            mid = np.take(out, np.arange(1, n - 1), axis=1 + pos)
+            out = 0.5 * (lo + mid) if staggered[ax] else mid
+        return out
+
+    e, h = np.asarray(dft["E"]), np.asarray(dft["H"])
+    E = np.stack([place(e[:, c], [ax == c for ax in range(3)]) for c in range(3)], 1)
+    H = np.stack([place(h[:, c], [ax != c for ax in range(3)]) for c in range(3)], 1)
+    return E, H
 
 
 def _extent(mon: DFTPlane, shape, ax: int) -> tuple:
@@ -77,6 +135,10 @@ def _plane(f, axis, index, mon):
 
 
 def zeros(mon: DFTPlane, shape, cdtype):
+    if isinstance(mon, DFTField):
+        plane = [np.subtract(*_extent(mon, shape, ax)[::-1]) + 3 for ax in range(3) if ax != mon.axis]
+        full = (len(mon.frequencies), 3, 2, *plane)
+        return {"E": jnp.zeros(full, cdtype), "H": jnp.zeros(full, cdtype)}
     plane = [np.subtract(*_extent(mon, shape, ax)[::-1]) + 1 for ax in range(3) if ax != mon.axis]
     shape = (len(mon.frequencies), 2, *plane)
     return {"E": jnp.zeros(shape, cdtype), "H": jnp.zeros(shape, cdtype)}  # distinct buffers
@@ -100,7 +162,19 @@ def weights(shape, axis: int) -> tuple:
 
 def accumulate(mon: DFTPlane, acc, E, H, n, dt):
     """Add step n's contribution (E at (n+1) dt, H at (n+1/2) dt)."""
-    f = jnp.asarray(mon.frequencies, E[0].dtype)
+    f = jnp.asarray(mon.frequencies, jnp.finfo(E[0].dtype).dtype)
+    tE = (n + 1).astype(f.dtype) * dt
+    tH = (n + 0.5).astype(f.dtype) * dt
+    cdt = acc["E"].dtype
+    pE = (jnp.exp(2j * math.pi * f * tE) * dt).astype(cdt)
+    pH = (jnp.exp(2j * math.pi * f * tH) * dt).astype(cdt)
+    if isinstance(mon, DFTField):
+        e = jnp.stack([_field_window(c, mon) for c in E]).astype(cdt)
+        h = jnp.stack([_field_window(c, mon) for c in H]).astype(cdt)
+        return {
+            "E": acc["E"] + pE[:, None, None, None, None] * e[None],
+            "H": acc["H"] + pH[:, None, None, None, None] * h[None],
+        }
     t1, t2 = TANGENTIAL[mon.axis]
     e = jnp.stack([_plane(E[t1], mon.axis, mon.index, mon), _plane(E[t2], mon.axis, mon.index, mon)])
     h = jnp.stack(
@@ -109,11 +183,6 @@ def accumulate(mon: DFTPlane, acc, E, H, n, dt):
             for c in (t1, t2)
         ]
     )
-    tE = (n + 1).astype(E[0].dtype) * dt
-    tH = (n + 0.5).astype(E[0].dtype) * dt
-    cdt = acc["E"].dtype
-    pE = (jnp.exp(2j * math.pi * f * tE) * dt).astype(cdt)
-    pH = (jnp.exp(2j * math.pi * f * tH) * dt).astype(cdt)
     return {
         "E": acc["E"] + pE[:, None, None, None] * e[None].astype(cdt),
         "H": acc["H"] + pH[:, None, None, None] * h[None].astype(cdt),

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import ConfigError, require_positive
 from ..scattering import PlaneWave
 from .grid import CPML, PEC, Bloch, Grid, Periodic
-from .monitors import DFTPlane, flux_box
+from .monitors import DFTField, DFTPlane, flux_box
 from .sources import PlaneSource, PointDipole
 from .spec import GridSimulation, Probe
 from .tfsf import TFSF
@@ -152,6 +152,17 @@ class FluxPlane:
 
 
 @dataclass(frozen=True)
+class FieldPlane(FluxPlane):
+    """The complex amplitudes of all six field components on the rectangle ``center, size``
+    (one size 0: the plane's normal) at ``frequencies``, at the grid's nodes in it (each
+    component averaged to the node from its Yee positions): :meth:`Result.field_plane`.
+    Under a :class:`PlaneWaveSource` the field is the total one inside its box and the
+    scattered one outside."""
+
+    name: str = "fields"
+
+
+@dataclass(frozen=True)
 class CrossSections:
     """Csca, Cabs and Cext spectra of what a :class:`PlaneWaveSource` lights: two flux boxes
     are placed for you, ``gap_out`` cells outside the TF/SF box (scattered power) and
@@ -245,6 +256,11 @@ class Simulation:
         self.grid  # noqa: B018  (validates the cell counts now, before anything is allocated)
 
     # ---- the grid ---------------------------------------------------------------------------
+    @property
+    def field_plane_names(self) -> tuple:
+        """The names of the :class:`FieldPlane` monitors."""
+        return tuple(m.name for m in self.monitors if isinstance(m, FieldPlane))
+
     @property
     def dx(self) -> float:
         return 1.0 / float(self.resolution)
@@ -373,7 +389,11 @@ class Simulation:
                 lo, hi = list(lo), list(hi)
                 lo[ax], hi[ax] = index, index + 1
                 lo, hi = tuple(lo), tuple(hi)
-                monitors.append(DFTPlane(ax, index, m.frequencies, lo=lo, hi=hi))
+                if isinstance(m, FieldPlane):
+                    field = DFTField(ax, index, m.frequencies, lo=lo, hi=hi, bloch=g.bloch_phases)
+                    monitors.append(field)
+                else:
+                    monitors.append(DFTPlane(ax, index, m.frequencies, lo=lo, hi=hi))
                 names[m.name] = range(first, first + 1)
         probes = []
         for i, p in enumerate(self.probes):
@@ -428,6 +448,36 @@ class Result:
         if name not in self.monitor_planes:
             raise ConfigError(f"no monitor named {name!r}; the monitors are {sorted(self.monitor_planes)}")
         return self.monitor_planes[name]
+
+    def field_plane(self, name: str, normalize: bool = False):
+        """A :class:`FieldPlane`'s fields as an ``xarray.Dataset``: complex ``Ex .. Hz`` over
+        (frequency, and the plane's two axes in increasing order, at the grid's nodes: lengths
+        in the simulation's units), with the run's time origin (E's at t = 0 of the steps).
+        ``normalize``: divided by the incident plane wave's amplitude at each frequency (needs
+        a :class:`PlaneWaveSource`), so that the incident field has |E| = 1."""
+        import xarray as xr
+
+        from .monitors import field_on_nodes
+
+        idx = self._planes(name)
+        mon = self.grid_simulation.monitors[idx[0]] if not isinstance(idx, tuple) else None
+        if not isinstance(mon, DFTField):
+            raise ConfigError(f"{name!r} is not a FieldPlane")
+        E, H = field_on_nodes(self.raw.dft[idx[0]], mon)
+        if normalize:
+            amp = np.sqrt(2 * self.incident_intensity(mon.frequencies))[:, None, None, None]
+            E, H = E / amp, H / amp
+        sim = self.simulation
+        axes = [ax for ax in range(3) if ax != mon.axis]
+        coords = {"frequency": np.asarray(mon.frequencies)}
+        for ax in axes:
+            coords["xyz"[ax]] = sim.origin[ax] + np.arange(mon.lo[ax], mon.hi[ax] + 1) * sim.dx
+        dims = ("frequency",) + tuple("xyz"[ax] for ax in axes)
+        data = {f"E{'xyz'[c]}": (dims, E[:, c]) for c in range(3)}
+        data.update({f"H{'xyz'[c]}": (dims, H[:, c]) for c in range(3)})
+        ds = xr.Dataset(data, coords=coords)
+        ds.attrs["plane"] = f"{'xyz'[mon.axis]} = {sim.origin[mon.axis] + mon.index * sim.dx:.6g}"
+        return ds
 
     def flux(self, name: str) -> np.ndarray:
         """Flux spectrum of a FluxPlane (towards +axis) or the outward flux of a FluxBox."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import jax
 import numpy as np
 
+from ..errors import ConfigError
 from ..io import version
 from . import monitors as mon_mod
 from .monitors import box_flux
@@ -38,6 +39,7 @@ class FDTDResult:
     def flux(self, monitor: int = 0) -> np.ndarray:
         """Flux spectrum through DFT monitor ``monitor`` (towards +axis)."""
         d = self.dft[monitor]
+        _flux_monitor(self.simulation.monitors[monitor])
         axis = self.simulation.monitors[monitor].axis
         return mon_mod.flux(d["E"], d["H"], self.simulation.grid.dx**2, axis)
 
@@ -45,6 +47,7 @@ class FDTDResult:
         """Flux of (this - other) fields: e.g. the reflected flux, with ``other`` the run
         without the scatterer (same sources and monitors)."""
         a, b = self.dft[monitor], other.dft[monitor]
+        _flux_monitor(self.simulation.monitors[monitor])
         axis = self.simulation.monitors[monitor].axis
         return mon_mod.flux(a["E"] - b["E"], a["H"] - b["H"], self.simulation.grid.dx**2, axis)
 
@@ -61,6 +64,11 @@ class FDTDResult:
         from ..io import save_dataset
 
         return save_dataset(self.to_xarray(boxes), path)
+
+
+def _flux_monitor(mon) -> None:
+    if isinstance(mon, mon_mod.DFTField):
+        raise ConfigError("a field monitor (DFTField) has no flux: use a DFTPlane (fields: field_on_nodes)")
 
 
 def box_results(res, n_boxes: int) -> list:
@@ -98,6 +106,8 @@ def fdtd_to_xarray(result, boxes=()):
     }
     coords = {"time": ("time", result.times, {"units": "length / c"}), "probe": np.arange(len(sim.probes))}
     for i, mon in enumerate(sim.monitors):
+        if isinstance(mon, mon_mod.DFTField):  # fields, not a flux: Result.field_plane
+            continue
         data[f"flux{i}"] = ((f"frequency{i}",), result.flux(i), {"units": "power / length^2 (c = 1)"})
         coords[f"frequency{i}"] = (f"frequency{i}", np.asarray(mon.frequencies), {"units": "1 / length"})
     for b, box in enumerate(boxes):

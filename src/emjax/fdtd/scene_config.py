@@ -37,7 +37,8 @@
     field = "E"                     # or "H"
 
     [[monitors]]
-    type = "cross_sections"         # or "flux_box" (center, size, name), "flux_plane"
+    type = "cross_sections"         # or "flux_box" (center, size, name), "flux_plane",
+                                    # "field_plane" (E, H on the plane: NAME.nc with --out)
     frequencies = [0.9, 1.0, 1.1]
 
     [run]
@@ -135,7 +136,16 @@ def build_physical(cfg: dict):
     """(Simulation, steps, until, chunk, checkpoint) from a parsed ``[simulation]`` config."""
     from .. import scene
     from .grid import CPML, PEC, Bloch, Periodic
-    from .physical import CrossSections, Dipole, FluxBox, FluxPlane, PlaneCurrent, PlaneWaveSource, Simulation
+    from .physical import (
+        CrossSections,
+        Dipole,
+        FieldPlane,
+        FluxBox,
+        FluxPlane,
+        PlaneCurrent,
+        PlaneWaveSource,
+        Simulation,
+    )
 
     check_keys(cfg, {"simulation", "objects", "sources", "monitors", "probes", "run"}, "config")
     s = dict(cfg["simulation"])
@@ -238,16 +248,18 @@ def build_physical(cfg: dict):
         if kind == "cross_sections":
             check_keys(m, {"type", "frequencies", "gap_out", "gap_in"}, where)
             mons.append(CrossSections(m["frequencies"], m.get("gap_out", 3), m.get("gap_in", 2)))
-        elif kind in ("flux_box", "flux_plane"):
+        elif kind in ("flux_box", "flux_plane", "field_plane"):
             check_keys(m, {"type", "frequencies", "center", "size", "name"}, where)
             if "size" not in m:
                 raise ConfigError(f"{where}.size is required")
-            cls = FluxBox if kind == "flux_box" else FluxPlane
+            cls = {"flux_box": FluxBox, "flux_plane": FluxPlane, "field_plane": FieldPlane}[kind]
             mons.append(
                 cls(m.get("center", (0, 0, 0)), m["size"], m["frequencies"], m.get("name", f"monitor{i}"))
             )
         else:
-            raise ConfigError(f"{where}.type must be cross_sections, flux_box or flux_plane, got {kind!r}")
+            raise ConfigError(
+                f"{where}.type must be cross_sections, flux_box, flux_plane or field_plane, got {kind!r}"
+            )
     probes = []
     for i, p in enumerate(cfg.get("probes", [])):
         where = f"probes[{i}]"
