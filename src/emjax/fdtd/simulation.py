@@ -63,6 +63,7 @@ class _Plan:
     subpixel: tuple | None = None  # the subpixel corrections' region, (start, stop) per axis
     bloch: tuple = (None, None, None)  # per axis: exp(i k L) of a Bloch boundary, or None
     subpixel_poles: tuple | None = None  # dispersive interface nodes per component, if any
+    subpixel_inline: bool = False  # the correction as one expression (subpixel.correction_inline)
 
 
 def _coefficients(sim: GridSimulation, dtype):
@@ -221,7 +222,25 @@ def _step(plan, arrays, state, _):
     comp = dispersive.component
     E = tuple(comp(ca, i) * e + comp(cb, i) * c for i, (e, c) in enumerate(zip(E, cH)))
     sub = state["sub"]
-    if plan.subpixel is not None:  # interface nodes: the tensors' correction, node by node
+    if plan.subpixel is not None and plan.subpixel_inline:  # one gather fusion, one scatter
+        region = tuple(slice(a, b) for a, b in plan.subpixel)
+        rshape = tuple(b - a for a, b in plan.subpixel)
+        size = math.prod(rshape)
+        delta = subpixel.correction_inline(arrays, H, 1.0 / plan.dx, plan.shape)
+        acc = jnp.zeros(3 * size, E[0].dtype).at[arrays["sub_local_all"]].add(delta.astype(E[0].dtype))
+        if plan.subpixel_poles:
+            d_pole, sub = subpixel.pole_step(arrays, E_old, state["sub"])
+            for c, (_, local, d) in enumerate(d_pole):
+                acc = acc.at[c * size + local].add(d.astype(E[0].dtype))
+        E = list(E)
+        for c in range(3):
+            block = acc[c * size : (c + 1) * size].reshape(rshape)
+            if plan.pml_inplace[0]:
+                E[c] = E[c].at[region].add(block)
+            else:
+                E[c] = E[c] + terms.placed(block, region, plan.shape)
+        E = tuple(E)
+    elif plan.subpixel is not None:  # interface nodes: the tensors' correction, node by node
         parts = subpixel.correction(arrays, H, 1.0 / plan.dx)
         if plan.subpixel_poles:
             d_pole, sub = subpixel.pole_step(arrays, E_old, state["sub"])
@@ -324,6 +343,7 @@ def run(
         dtype = precision(g.precision).real
         arrays, pml = _coefficients(sim, dtype)
         region = arrays.pop("sub_region", None)
+        inline = bool(arrays.pop("sub_inline", False)) and SUB_SCATTER == "region"
         walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
         poles = sim.dispersive[0].poles if sim.dispersive is not None else ()
         n_poles = sum(isinstance(p, DrudePole) for p in poles)
@@ -353,6 +373,7 @@ def run(
             subpixel.pole_counts(sim.subpixel)
             if sim.subpixel is not None and sim.subpixel.poles is not None
             else None,
+            inline,
         )
         state = _initial_state(sim, plan, dtype, initial)
         recs = []

@@ -259,6 +259,19 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
         "sub_w": tuple(weights),
         "sub_gather": tuple(gather),
         "sub_curl": tuple(curl_idx),
+        # all nodes two cells inside the grid, no Bloch factors: the neighbours' flat indices
+        # are the node's plus constants (correction_inline: one gather fusion, one scatter)
+        "sub_inline": bool(
+            not complex_w
+            and all(
+                np.all((cells[c][:, ax] >= 2) & (cells[c][:, ax] < n - 2)) if n > 1 else True
+                for c in range(3)
+                for ax, n in enumerate(shape)
+            )
+        ),
+        "sub_local_all": jnp.asarray(
+            np.concatenate([c * int(np.prod(phi - plo)) + local[c] for c in range(3)]).astype(np.int32)
+        ),
     }
     if box.poles is not None:
         out["sub_pole"] = _pole_arrays(box, dtype, shape, bloch, plo, phi)
@@ -386,6 +399,39 @@ def pole_step(arrays, E, state):
         out.append((comp["nodes"], comp["local"], -(m[0] * dP[0] + m[1] * dP[1] + m[2] * dP[2])))
         new.append((P_new, P, p_new, p))
     return out, tuple(new)
+
+
+def correction_inline(arrays, H, inv_dx, shape):
+    """:func:`correction` for boxes inside the grid without Bloch factors: each neighbour's
+    H is read at the node's flat index plus a constant, so the three components' corrections
+    are one expression (one fused kernel of gathers) instead of curl lists and their
+    gathers: between the H and the E pass the step runs two small kernels, not eight.
+    Returns the corrections of all three components' nodes, concatenated."""
+    strides = [0 if n == 1 else int(np.prod(shape[ax + 1 :])) for ax, n in enumerate(shape)]
+    flat = [h.reshape(-1) for h in H]
+
+    def curl(j, idx):
+        a_, b_ = (j + 1) % 3, (j + 2) % 3
+        return (
+            (flat[b_][idx] - flat[b_][idx - strides[a_]]) - (flat[a_][idx] - flat[a_][idx - strides[b_]])
+        ) * inv_dx
+
+    outs = []
+    for c in range(3):
+        t = arrays["sub_nodes"][c]
+        d, w = arrays["sub_w"][c]
+        v = d * curl(c, t)
+        if w is not None:
+            k = 0
+            for j in range(3):
+                if j == c:
+                    continue
+                for off in _around(c, j):
+                    shift = sum(o * st for o, st in zip(off, strides))
+                    v = v + w[k] * curl(j, t + shift)
+                    k += 1
+        outs.append(v)
+    return jnp.concatenate(outs)
 
 
 def correction(arrays, H, inv_dx):
