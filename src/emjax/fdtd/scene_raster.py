@@ -142,17 +142,33 @@ def materials(sim, tf=None) -> dict:
             tensors.append(None)
         if poles_here:
             pole_nodes[c] = poles_here
+    # a one-pole medium whose interfaces are all in the box: the bulk takes it per cell (where
+    # all three nodes are in it); its other nodes join the box as pure pole nodes (fill 1),
+    # so the bulk reads one coefficient array per pole, not one per component
+    pole = _one_pole(mats[disp[0]]) if disp and sim.averaging == "subpixel" else None
+    per_cell_poles = pole is not None and not np.any(pec)
+    if per_cell_poles:
+        full = (w[0] == 1) & (w[1] == 1) & (w[2] == 1)
+        for c in range(3):
+            extra = np.argwhere((w[c] == 1) & ~full)
+            if len(extra):
+                up = np.tile([0.0, 0.0, 1.0], (len(extra), 1))
+                t_inv, par, perp, c2 = interface_poles(
+                    np.ones(len(extra)), up, 1.0, *pole, gamma=pole_gamma(mats[disp[0]]), dt=g.dt
+                )
+                pole_nodes[c] = (pole_nodes[c] or []) + [(extra, up, t_inv, par, perp, c2)]
+        w = full.astype(float)
     # the bulk reads one coefficient array: the cell takes its E_x node's eps; E_y and E_z
     # nodes that differ from it, and the interface tensors, go into the sparse box
     cell = eps[0]
     differs = [np.zeros(g.shape, bool)] + [(eps[c] != cell) & ~pec[c] for c in (1, 2)]
-    if disp:  # then eps goes per node anyway (the dispersive update is per node)
+    if disp and not per_cell_poles:  # then eps goes per node (the dispersive update is per node)
         differs = [np.zeros(g.shape, bool)] * 3
     pts = [np.argwhere(d) for d in differs] + [t[0] for t in tensors if t is not None]
     pts += [q[0] for nodes in pole_nodes if nodes for q in nodes]
     pts = [q for q in pts if len(q)]
     subpixel = None
-    per_node = bool(disp)
+    per_node = bool(disp) and not per_cell_poles
     if pts:
         allidx = np.concatenate(pts)
         blo, bhi = allidx.min(axis=0), allidx.max(axis=0) + 1
