@@ -388,8 +388,29 @@ class Rectangle(Shape):
         return np.where(inside, 0, -1)
 
 
+@dataclass(frozen=True)
+class Polygon(PolygonPrism):
+    """A 2-D polygon in the xy plane (``vertices`` as :class:`PolygonPrism`'s: scaled to
+    unit extent along x, bounding box centred; even-odd rule), invariant along z (for 2-D
+    grids). Not a DDA particle."""
+
+    name = "polygon"
+
+    @property
+    def zx_ratio(self):
+        return 1e9  # unbounded along z
+
+    @property
+    def volume_ratio(self):
+        return None
+
+    def domain(self, x, y, z):
+        x, y, z = np.broadcast_arrays(x, y, z)
+        return super().domain(x, y, np.zeros(x.shape))
+
+
 #: shapes invariant along z, for 2-D grids (scenes only; not DDA particles)
-SHAPES_2D = {"disk": Disk, "rectangle": Rectangle}
+SHAPES_2D = {"disk": Disk, "rectangle": Rectangle, "polygon": Polygon}
 
 
 def read_adda_geometry(path) -> Voxels:

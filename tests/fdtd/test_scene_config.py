@@ -123,3 +123,17 @@ def test_probe_outside_the_region(tmp_path):
     sim, *_ = build_physical(load_toml(cfg))
     with pytest.raises(ConfigError, match="probes\\[0\\].*outside the region along z"):
         sim.to_grid()
+
+
+def test_polygon_shapes_from_toml(tmp_path):
+    """``vertices`` reaches polygon (2-D) and polygon_prism objects."""
+    cfg = tmp_path / "c.toml"
+    for shape in ("polygon", "polygon_prism"):
+        cfg.write_text(
+            "[simulation]\nsize = [1, 1, 1]\nresolution = 10\n"
+            f'[[objects]]\nshape = "{shape}"\nsize = 0.5\neps = 2.0\nvertices = [[0, 0], [1, 0], [0, 1]]\n'
+            "[run]\nsteps = 1\n"
+        )
+        sim, *_ = build_physical(load_toml(cfg))
+        assert sim.scene.objects[0].shape.name == shape
+        assert sim.scene.objects[0].shape.vertices.shape == (3, 2)

@@ -13,14 +13,15 @@
     background = 1.0                # eps of the background
 
     [[objects]]                     # later objects override earlier ones
-    shape = "sphere"                # sphere, ellipsoid, box, cylinder, coated, prism, rosette;
-                                    # 2-D grids: disk, rectangle
+    shape = "sphere"                # sphere, ellipsoid, box, cylinder, coated, prism,
+                                    # polygon_prism, rosette; 2-D grids: disk, rectangle, polygon
     size = 0.48                     # extent along the shape's own x
     center = [0, 0, 0]
     rotation = [0, 0, 0]            # ZYZ Euler angles, degrees
     eps = 6.0                       # or: pec = true, or drude = {eps_inf, omega_p, gamma}
                                     #     or lorentz = {eps_inf, delta_eps, omega_0, gamma}
-    # aspect, core_ratio, semi_axes, box_ratios: as emjax dda's shape options
+    # aspect, core_ratio, semi_axes, box_ratios: as emjax dda's shape options;
+    # vertices = [[x, y], ...] for "polygon" (2-D grids) and "polygon_prism"
 
     [[sources]]
     type = "plane_wave"             # TF/SF box: center, size, direction, polarization
@@ -63,7 +64,7 @@ SIM_KEYS = {
     "background",
     "bloch_k",
 }
-SHAPE_OPTIONS = {"aspect", "core_ratio", "semi_axes", "box_ratios"}
+SHAPE_OPTIONS = {"aspect", "core_ratio", "semi_axes", "box_ratios", "vertices"}
 
 
 def _material(o: dict, where: str):
@@ -114,6 +115,8 @@ def _object(o: dict, i: int):
         kw["aspect"] = o["aspect"]
     if "core_ratio" in o:
         kw["core_ratio"] = o["core_ratio"]
+    if "vertices" in o:  # polygon (2-D) and polygon_prism: [[x, y], ...]
+        kw["vertices"] = o["vertices"]
     for key in ("semi_axes", "box_ratios"):
         if key in o:
             y, z = o[key]
