@@ -100,9 +100,9 @@ def _material(o: dict, where: str):
 def _object(o: dict, i: int):
     from .. import scene
     from ..geometry import SHAPES as SHAPES_3D
-    from ..geometry import SHAPES_2D
+    from ..geometry import SHAPES_2D, PolygonPrism
 
-    SHAPES = {**SHAPES_3D, **SHAPES_2D}
+    SHAPES = {**SHAPES_3D, **SHAPES_2D, "polygon_prism": PolygonPrism}
     where = f"objects[{i}]"
     check_keys(
         o, {"shape", "size", "center", "rotation", "eps", "pec", "drude", "lorentz"} | SHAPE_OPTIONS, where
