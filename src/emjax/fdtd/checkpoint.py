@@ -31,6 +31,7 @@ def fingerprint(plan) -> str:
             plan.aux_len,
             plan.subpixel,
             plan.subpixel_poles,
+            plan.subpixel_inline,
         )
     )
 

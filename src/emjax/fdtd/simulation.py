@@ -145,7 +145,10 @@ def _initial_state(sim, plan, dtype, initial):
     if plan.subpixel_poles:
         sub = subpixel.pole_zeros(plan.subpixel_poles, dtype)
     state = {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": jnp.zeros((), jnp.int32)}
-    return {**state, "sub": sub}
+    block = ()
+    if plan.subpixel_inline:  # the corrections' region, carried: each step sets the nodes only
+        block = jnp.zeros(3 * math.prod(b - a for a, b in plan.subpixel), E[0].dtype)
+    return {**state, "sub": sub, "sub_block": block}
 
 
 def _curl(plan, arrays, F, kind, psi):
@@ -227,7 +230,8 @@ def _step(plan, arrays, state, _):
         rshape = tuple(b - a for a, b in plan.subpixel)
         size = math.prod(rshape)
         delta = subpixel.correction_inline(arrays, H, 1.0 / plan.dx, plan.shape)
-        acc = jnp.zeros(3 * size, E[0].dtype).at[arrays["sub_local_all"]].add(delta.astype(E[0].dtype))
+        # set (not add) into last step's buffer: the other cells stay 0, no zeroing pass
+        acc = state["sub_block"].at[arrays["sub_local_all"]].set(delta.astype(E[0].dtype))
         if plan.subpixel_poles:
             d_pole, sub = subpixel.pole_step(arrays, E_old, state["sub"])
             for c, (_, local, d) in enumerate(d_pole):
@@ -289,7 +293,9 @@ def _step(plan, arrays, state, _):
     dft = tuple(mon_mod.accumulate(m, acc, E, H, n, dt) for m, acc in zip(plan.monitors, state["dft"]))
     rec = [(E if p.field == "E" else H)[p.component][tuple(p.index)] for p in plan.probes]
     out = jnp.stack(rec) if rec else jnp.zeros((0,), dtype)
-    return {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": n + 1, "sub": sub}, out
+    block = acc if plan.subpixel_inline else state["sub_block"]
+    new = {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": n + 1}
+    return {**new, "sub": sub, "sub_block": block}, out
 
 
 @partial(jax.jit, static_argnames=("plan", "steps"), donate_argnames=("state",))
