@@ -36,8 +36,12 @@ class SubpixelBox:
     tensor at E_c's node of cell ``lo + (i, j, k)`` (E_x at ``(i + 1/2, j, k)`` and so on).
     Nodes not crossed by an interface hold ``diag(1 / eps_node)``. The cells' own ``eps``
     (and ``sigma``) still define the update outside the box; inside it the tensor replaces
-    ``1 / eps`` (the box must hold no lossy, dispersive or PEC node: the tensor is for
-    dielectrics).
+    ``1 / eps`` (the box must hold no lossy, bulk-dispersive or PEC node). ``poles``: the
+    one-pole interface nodes, ``{"normal": (3, 3, box), "par": (2, 3, box), "perp": (2, 3,
+    box), "c2": float}`` (per component: the unit normal, and the tangential and normal
+    poles' ``(c1, c3)`` as :func:`interface_poles` returns them; zero where no pole); their
+    ``eps_inv`` rows are the inverse eps_inf tensors. Stored densely for the set-up; the step
+    runs on node lists (:func:`coefficients`).
     """
 
     lo: tuple
