@@ -1,0 +1,28 @@
+"""Finite-difference frequency-domain solver on the Yee grid (in progress, issue 14).
+
+Natural units as the FDTD (eps0 = mu0 = c = 1, fields ~ exp(-i omega t), frequencies = 1 /
+wavelength). Built so far: the 2-D TM problem (E_z, H_x, H_y) with stretched-coordinate PML,
+a sparse direct solve (SuperLU through SciPy), line sources and plane-wave scattering in the
+scattered-field formulation, on an :mod:`emjax.scene` rasterized with subpixel averaging.
+
+The slice: operators (Yee differences, SC-PML) -> tm (assembly, solve); public names load on
+first use (see ``emjax._lazy``).
+"""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "SCPML": ".operators",
+    "derivatives": ".operators",
+    "TMResult": ".tm",
+    "solve_tm": ".tm",
+    "LineSource": ".tm",
+    "PlaneWave2D": ".tm",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
+    from .operators import SCPML, derivatives
+    from .tm import LineSource, PlaneWave2D, TMResult, solve_tm
