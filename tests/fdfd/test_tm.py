@@ -1,5 +1,5 @@
-"""2-D TM FDFD (emjax.fdfd.solve_tm) against closed-form fields: a line source's Hankel
-function and a dielectric cylinder's scattering series (scipy.special)."""
+"""2-D FDFD (emjax.fdfd.solve_tm, solve_te) against closed-form fields: a line source's
+Hankel function and a dielectric cylinder's scattering series (scipy.special)."""
 
 import numpy as np
 import pytest
@@ -29,6 +29,7 @@ def test_line_source_vs_hankel():
     errs = []
     for res in (20, 40):
         r = fdfd.solve_tm((3.0, 3.0), res, 1.0, fdfd.LineSource((0, 0), 1.0))
+        assert r.stats["source_node"] == pytest.approx((0.0, 0.0), abs=1e-12)
         X, Y = np.meshgrid(r.x, r.y, indexing="ij")
         rho = np.hypot(X, Y)
         ref = (2 * np.pi / 4) * hankel1(0, 2 * np.pi * np.maximum(rho, 1e-9))
@@ -88,3 +89,51 @@ def test_scene_in_the_pml_is_refused():
     sc = scene.Scene([scene.Object(geometry.Disk(), 2.0, size=3.0)])
     with pytest.raises(ConfigError, match="reaches the PML"):
         fdfd.solve_tm((2.0, 2.0), 10, 1.0, fdfd.PlaneWave2D(), scene=sc)
+
+
+def _cylinder_series_te(eps, a, k, X, Y, nmax=30):
+    """As :func:`_cylinder_series` for TE (H_z): continuity of H_z and (1/eps) dH_z/drho."""
+    m = np.sqrt(eps)
+    x = k * a
+    rho, phi = np.hypot(X, Y), np.arctan2(Y, X)
+    out = 0
+    for n in range(-nmax, nmax + 1):
+        num = jv(n, x) * jvp(n, m * x) / m - jvp(n, x) * jv(n, m * x)
+        den = h1vp(n, x) * jv(n, m * x) - hankel1(n, x) * jvp(n, m * x) / m
+        out = out + 1j**n * num / den * hankel1(n, k * rho) * np.exp(1j * n * phi)
+    return out
+
+
+def test_te_line_source_vs_hankel():
+    """TE: a unit magnetic line current gives H_z = -(omega / 4) H0(k rho) around the cell
+    centre it drives (``stats["source_node"]``): 2.1% / 0.51% at 20 / 40 per wavelength."""
+    errs = []
+    for res in (20, 40):
+        r = fdfd.solve_te((3.0, 3.0), res, 1.0, fdfd.LineSource((0, 0), 1.0))
+        cx, cy = r.stats["source_node"]
+        X, Y = np.meshgrid(r.x - cx, r.y - cy, indexing="ij")
+        rho = np.hypot(X, Y)
+        ref = -(2 * np.pi / 4) * hankel1(0, 2 * np.pi * np.maximum(rho, 1e-9))
+        m = (rho > 0.5) & (rho < 1.3)
+        errs.append(np.abs(r.Ez[m] - ref[m]).max() / np.abs(ref[m]).max())
+    assert errs[0] < 0.025 and errs[1] < 0.006 and errs[0] / errs[1] > 3.5, errs
+
+
+def test_te_dielectric_cylinder_vs_series():
+    """TE plane wave on the eps = 4 cylinder (H_z at cell centres, Kottke's diagonal 1/eps
+    at the E_x, E_y nodes): subpixel 1.4% / 0.40% at 40 / 80 per wavelength (measured; ratio
+    3.5), staircased 2.4% / 1.4% (first order)."""
+    a, eps = 0.4, 4.0
+    sc = scene.Scene([scene.Object(geometry.Disk(), eps, size=2 * a)])
+    errs = {}
+    for av in ("subpixel", "staircase"):
+        errs[av] = []
+        for res in (40, 80):
+            r = fdfd.solve_te((2.4, 2.4), res, 1.0, fdfd.PlaneWave2D(0.0), scene=sc, averaging=av)
+            X, Y = np.meshgrid(r.x, r.y, indexing="ij")
+            m = (np.hypot(X, Y) > 1.2 * a) & (np.hypot(X, Y) < 2.5 * a)
+            ref = _cylinder_series_te(eps, a, 2 * np.pi, X[m], Y[m])
+            errs[av].append(np.abs(r.Es[m] - ref).max() / np.abs(ref).max())
+    sub, stair = errs["subpixel"], errs["staircase"]
+    assert sub[0] < 0.02 and sub[1] < 0.006 and sub[0] / sub[1] > 3.0, errs
+    assert stair[1] > 2 * sub[1], errs

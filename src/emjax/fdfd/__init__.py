@@ -18,6 +18,7 @@ _EXPORTS = {
     "derivatives": ".operators",
     "TMResult": ".tm",
     "solve_tm": ".tm",
+    "solve_te": ".tm",
     "LineSource": ".tm",
     "PlaneWave2D": ".tm",
 }
@@ -25,4 +26,4 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .operators import SCPML, derivatives
-    from .tm import LineSource, PlaneWave2D, TMResult, solve_tm
+    from .tm import LineSource, PlaneWave2D, TMResult, solve_te, solve_tm

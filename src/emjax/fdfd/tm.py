@@ -91,6 +91,30 @@ def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel") -> 
     return eps
 
 
+def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
+    """1/eps at the E_x and E_y nodes of a 2-D grid (node (i, j) of E_x at origin + (i + 1/2,
+    j) dx, of E_y at (i, j + 1/2) dx): Kottke's diagonal entry ``n_c^2 <1/eps> + (1 - n_c^2)
+    / <eps>`` at interface nodes (the off-diagonal coupling is left out: TE is not second
+    order at oblique interfaces yet)."""
+    from ..scene import rasterize
+
+    if scene is None:
+        return np.ones(shape, complex), np.ones(shape, complex)
+    r = rasterize(scene, (shape[0], shape[1], 1), dx, (origin[0], origin[1], -dx / 2), averaging=averaging)
+    lut = np.array([_permittivity(m, omega) for m in scene.materials])
+    out = []
+    for c in (0, 1):
+        inv = 1.0 / lut[r.label[c][:, :, 0]]
+        it = r.interface[c]
+        if averaging == "subpixel" and len(it["fill"]):
+            f, e1, e2 = it["fill"], lut[it["own"]], lut[it["other"]]
+            n2 = it["normal"][:, c] ** 2
+            i, j = it["index"][:, 0], it["index"][:, 1]
+            inv[i, j] = n2 * (f / e1 + (1 - f) / e2) + (1 - n2) / (f * e1 + (1 - f) * e2)
+        out.append(inv)
+    return tuple(out)
+
+
 def solve_tm(
     size,
     resolution: float,
@@ -127,6 +151,7 @@ def solve_tm(
     A = (D["xb"] @ D["xf"] + D["yb"] @ D["yf"] + sp.diags(omega**2 * eps.ravel())).tocsc()
     b = np.zeros(shape, complex)
     Einc = None
+    at = None
     if isinstance(source, LineSource):
         i = int(round((source.position[0] - origin[0]) / dx))
         j = int(round((source.position[1] - origin[1]) / dx))
@@ -135,6 +160,7 @@ def solve_tm(
                 f"LineSource.position {source.position} lies outside the region (or in the PML)"
             )
         b[i, j] = 1j * omega * complex(source.current) / dx**2
+        at = (float(x[i]), float(y[j]))
     elif isinstance(source, PlaneWave2D):
         phi = math.radians(source.angle)
         X, Y = np.meshgrid(x, y, indexing="ij")
@@ -162,7 +188,97 @@ def solve_tm(
         "factor_s": t2 - t1,
         "solve_s": t3 - t2,
         "solver": "SuperLU (scipy.sparse.linalg.splu)",
+        "source_node": at,  # a line source's position snapped to the node it drives
     }
     if Einc is None:
         return TMResult(x, y, f, sol, None, eps, stats)
     return TMResult(x, y, f, sol + Einc, sol, eps, stats)
+
+
+def solve_te(
+    size,
+    resolution: float,
+    frequency: float,
+    source,
+    scene=None,
+    pml: SCPML | None = None,
+    center=(0.0, 0.0),
+    averaging: str = "subpixel",
+) -> TMResult:
+    """The 2-D TE problem (H_z at the cell centres, E_x and E_y on the edges):
+
+        (D_xf eps_y^-1 D_xb + D_yf eps_x^-1 D_yb + omega^2) H_z = -i omega M_z
+
+    with a magnetic line current M (:class:`LineSource`'s ``current``; in vacuum ``H_z =
+    -(omega M / 4) H0^(1)(k rho)``) or a plane wave H_z = exp(i k.r) (scattered field: the
+    right side is ``-(D_xf (eps_y^-1 - 1) D_xb + D_yf (eps_x^-1 - 1) D_yb) H_inc``). Returns
+    the same record as :func:`solve_tm` with ``Ez``/``Es`` holding H_z (at the cell
+    centres: ``x``, ``y`` are their coordinates) and ``eps`` the E_x nodes' 1/eps."""
+    pml = SCPML() if pml is None else pml
+    if not isinstance(pml, SCPML):
+        raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
+    res = require_positive("resolution", resolution)
+    f = require_positive("frequency", frequency)
+    if averaging not in ("subpixel", "staircase"):
+        raise ConfigError(f"averaging must be subpixel or staircase, got {averaging!r}")
+    sx, sy = (require_positive(f"size[{k}]", v) for k, v in enumerate(size))
+    dx = 1.0 / res
+    L = pml.thickness
+    shape = (int(round(sx * res)) + 1 + 2 * L, int(round(sy * res)) + 1 + 2 * L)
+    if shape[0] * shape[1] > 4e7:
+        raise ConfigError(f"FDFD grid {shape[0]} x {shape[1]} is too large for the direct solver here")
+    origin = (center[0] - (shape[0] - 1) / 2 * dx, center[1] - (shape[1] - 1) / 2 * dx)
+    x = origin[0] + (np.arange(shape[0]) + 0.5) * dx  # H_z at the cell centres
+    y = origin[1] + (np.arange(shape[1]) + 0.5) * dx
+    omega = 2 * math.pi * f
+    t0 = time.perf_counter()
+    inv_x, inv_y = _inplane_inverse(scene, shape, dx, origin, omega, averaging)
+    D = derivatives(shape, dx, omega, pml)
+    ix, iy = sp.diags(inv_x.ravel()), sp.diags(inv_y.ravel())
+    A = (
+        D["xf"] @ iy @ D["xb"]
+        + D["yf"] @ ix @ D["yb"]
+        + omega**2 * sp.identity(A_size := shape[0] * shape[1])
+    )
+    A = A.tocsc()
+    Hinc = None
+    at = None
+    if isinstance(source, LineSource):
+        i = int(round((source.position[0] - origin[0]) / dx - 0.5))
+        j = int(round((source.position[1] - origin[1]) / dx - 0.5))
+        if not (L <= i < shape[0] - L and L <= j < shape[1] - L):
+            raise ConfigError(
+                f"LineSource.position {source.position} lies outside the region (the PML excluded)"
+            )
+        b = np.zeros(A_size, complex)
+        b[i * shape[1] + j] = -1j * omega * complex(source.current) / dx**2
+        at = (float(x[i]), float(y[j]))
+    elif isinstance(source, PlaneWave2D):
+        phi = math.radians(source.angle)
+        X, Y = np.meshgrid(x, y, indexing="ij")
+        Hinc = np.exp(1j * omega * (X * math.cos(phi) + Y * math.sin(phi)))
+        inner = np.zeros(shape, bool)
+        inner[L : shape[0] - L, L : shape[1] - L] = True
+        if np.any((inv_x != 1) & ~inner) or np.any((inv_y != 1) & ~inner):
+            raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
+        dX, dY = sp.diags(inv_x.ravel() - 1), sp.diags(inv_y.ravel() - 1)
+        b = -(D["xf"] @ dY @ D["xb"] + D["yf"] @ dX @ D["yb"]) @ Hinc.ravel()
+    else:
+        raise ConfigError(f"source must be LineSource or PlaneWave2D, got {source!r}")
+    t1 = time.perf_counter()
+    lu = spla.splu(A)
+    t2 = time.perf_counter()
+    sol = lu.solve(b).reshape(shape)
+    t3 = time.perf_counter()
+    stats = {
+        "unknowns": int(A.shape[0]),
+        "nnz": int(A.nnz),
+        "assemble_s": t1 - t0,
+        "factor_s": t2 - t1,
+        "solve_s": t3 - t2,
+        "solver": "SuperLU (scipy.sparse.linalg.splu)",
+        "source_node": at,  # a line source's position snapped to the node it drives
+    }
+    if Hinc is None:
+        return TMResult(x, y, f, sol, None, inv_x, stats)
+    return TMResult(x, y, f, sol + Hinc, sol, inv_x, stats)
