@@ -167,7 +167,7 @@ def test_dielectric_sphere_converges_at_second_order():
 
 
 @pytest.mark.parametrize("material", ["dielectric", "drude"])
-@pytest.mark.parametrize("pol", ["TM", "TE"])
+@pytest.mark.parametrize("pol", ["TM", pytest.param("TE", marks=pytest.mark.slow)])
 def test_unit_cell_film_subpixel_vs_airy(material, pol):
     """A film 7.5 cells thick with its faces between nodes (0.37 and 0.87 of a cell), as a
     scene Box wider than a one-cell Bloch cell (k_x = k0 sin 30 deg at f0 = 1/1.2: 20 to 36
@@ -177,7 +177,8 @@ def test_unit_cell_film_subpixel_vs_airy(material, pol):
     -0.6 + 0.3i). TM puts E across the faces: the normal, harmonic-mean mixture (for the
     metal a Lorentz pole); TE along them: the arithmetic one. Subpixel within 1e-3
     (measured dielectric 1.9e-4 TM, 3.2e-4 TE; Drude 4.0e-4, 4.3e-4), staircased at least
-    5e-3 off (measured 0.8-1% and 2.6-3.9%): the test sees the averaging. 3 s per case."""
+    5e-3 off (measured 0.8-1% and 2.6-3.9%): the test sees the averaging. 3 s per case
+    (TE in the slow set: the fast suite's minutes)."""
     import sys
     from pathlib import Path
 
