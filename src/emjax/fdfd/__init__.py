@@ -5,8 +5,8 @@ wavelength). Built so far: the 2-D TM problem (E_z, H_x, H_y) with stretched-coo
 a sparse direct solve (SuperLU through SciPy), line sources and plane-wave scattering in the
 scattered-field formulation, on an :mod:`emjax.scene` rasterized with subpixel averaging.
 
-The slice: operators (Yee differences, SC-PML) -> tm (assembly, solve); public names load on
-first use (see ``emjax._lazy``).
+The slice: operators (Yee differences, SC-PML) -> tm (assembly, solve) -> farfield (2-D
+scattering width); public names load on first use (see ``emjax._lazy``).
 """
 
 from typing import TYPE_CHECKING
@@ -21,9 +21,11 @@ _EXPORTS = {
     "solve_te": ".tm",
     "LineSource": ".tm",
     "PlaneWave2D": ".tm",
+    "scattering_width": ".farfield",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
+    from .farfield import scattering_width
     from .operators import SCPML, derivatives
     from .tm import LineSource, PlaneWave2D, TMResult, solve_te, solve_tm
