@@ -115,6 +115,23 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
     return tuple(out)
 
 
+def _plane_waves(source) -> list:
+    """The plane waves of ``source`` (one, or a list: one factorization, many right sides)."""
+    waves = list(source) if isinstance(source, (list, tuple)) else [source]
+    return waves if waves and all(isinstance(w, PlaneWave2D) for w in waves) else []
+
+
+def _incident(wave, omega, X, Y):
+    phi = math.radians(wave.angle)
+    return np.exp(1j * omega * (X * math.cos(phi) + Y * math.sin(phi)))
+
+
+def _inner(shape, L) -> np.ndarray:
+    inner = np.zeros(shape, bool)
+    inner[L : shape[0] - L, L : shape[1] - L] = True
+    return inner
+
+
 def solve_tm(
     size,
     resolution: float,
@@ -127,7 +144,8 @@ def solve_tm(
 ) -> TMResult:
     """Solve the 2-D TM problem on the region ``size = (sx, sy)`` (PML outside it) at
     ``resolution`` cells per unit length and ``frequency`` (1 / wavelength), driven by a
-    :class:`LineSource` or a :class:`PlaneWave2D` (vacuum background), with SuperLU."""
+    :class:`LineSource` or a :class:`PlaneWave2D` (vacuum background), with SuperLU. A list
+    of plane waves (incidence angles) shares one factorization and returns a list."""
     pml = SCPML() if pml is None else pml
     if not isinstance(pml, SCPML):
         raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
@@ -161,25 +179,20 @@ def solve_tm(
             )
         b[i, j] = 1j * omega * complex(source.current) / dx**2
         at = (float(x[i]), float(y[j]))
-    elif isinstance(source, PlaneWave2D):
-        phi = math.radians(source.angle)
+    elif _plane_waves(source):
+        waves = _plane_waves(source)
         X, Y = np.meshgrid(x, y, indexing="ij")
-        Einc = np.exp(1j * omega * (X * math.cos(phi) + Y * math.sin(phi)))
+        Einc = [_incident(w, omega, X, Y) for w in waves]
         contrast = eps - 1.0
-        if (
-            np.any(contrast[:L])
-            or np.any(contrast[-L:])
-            or np.any(contrast[:, :L])
-            or np.any(contrast[:, -L:])
-        ):
+        if np.any(contrast[~_inner(shape, L)]):
             raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
-        b = -(omega**2) * contrast * Einc
+        b = np.stack([(-(omega**2) * contrast * e).ravel() for e in Einc], 1)
     else:
-        raise ConfigError(f"source must be LineSource or PlaneWave2D, got {source!r}")
+        raise ConfigError(f"source must be LineSource or PlaneWave2D (or a list of them), got {source!r}")
     t1 = time.perf_counter()
     lu = spla.splu(A)
     t2 = time.perf_counter()
-    sol = lu.solve(b.ravel()).reshape(shape)
+    sol = lu.solve(b.reshape(shape[0] * shape[1], -1))
     t3 = time.perf_counter()
     stats = {
         "unknowns": int(A.shape[0]),
@@ -191,8 +204,11 @@ def solve_tm(
         "source_node": at,  # a line source's position snapped to the node it drives
     }
     if Einc is None:
-        return TMResult(x, y, f, sol, None, eps, stats)
-    return TMResult(x, y, f, sol + Einc, sol, eps, stats)
+        return TMResult(x, y, f, sol[:, 0].reshape(shape), None, eps, stats)
+    out = [
+        TMResult(x, y, f, s_.reshape(shape) + e, s_.reshape(shape), eps, stats) for s_, e in zip(sol.T, Einc)
+    ]
+    return out if isinstance(source, (list, tuple)) else out[0]
 
 
 def solve_te(
@@ -253,22 +269,22 @@ def solve_te(
         b = np.zeros(A_size, complex)
         b[i * shape[1] + j] = -1j * omega * complex(source.current) / dx**2
         at = (float(x[i]), float(y[j]))
-    elif isinstance(source, PlaneWave2D):
-        phi = math.radians(source.angle)
+    elif _plane_waves(source):
+        waves = _plane_waves(source)
         X, Y = np.meshgrid(x, y, indexing="ij")
-        Hinc = np.exp(1j * omega * (X * math.cos(phi) + Y * math.sin(phi)))
-        inner = np.zeros(shape, bool)
-        inner[L : shape[0] - L, L : shape[1] - L] = True
+        Hinc = [_incident(w, omega, X, Y) for w in waves]
+        inner = _inner(shape, L)
         if np.any((inv_x != 1) & ~inner) or np.any((inv_y != 1) & ~inner):
             raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
         dX, dY = sp.diags(inv_x.ravel() - 1), sp.diags(inv_y.ravel() - 1)
-        b = -(D["xf"] @ dY @ D["xb"] + D["yf"] @ dX @ D["yb"]) @ Hinc.ravel()
+        K = D["xf"] @ dY @ D["xb"] + D["yf"] @ dX @ D["yb"]
+        b = np.stack([-(K @ h.ravel()) for h in Hinc], 1)
     else:
-        raise ConfigError(f"source must be LineSource or PlaneWave2D, got {source!r}")
+        raise ConfigError(f"source must be LineSource or PlaneWave2D (or a list of them), got {source!r}")
     t1 = time.perf_counter()
     lu = spla.splu(A)
     t2 = time.perf_counter()
-    sol = lu.solve(b).reshape(shape)
+    sol = lu.solve(b.reshape(shape[0] * shape[1], -1))
     t3 = time.perf_counter()
     stats = {
         "unknowns": int(A.shape[0]),
@@ -280,5 +296,9 @@ def solve_te(
         "source_node": at,  # a line source's position snapped to the node it drives
     }
     if Hinc is None:
-        return TMResult(x, y, f, sol, None, inv_x, stats)
-    return TMResult(x, y, f, sol + Hinc, sol, inv_x, stats)
+        return TMResult(x, y, f, sol[:, 0].reshape(shape), None, inv_x, stats)
+    out = [
+        TMResult(x, y, f, s_.reshape(shape) + h, s_.reshape(shape), inv_x, stats)
+        for s_, h in zip(sol.T, Hinc)
+    ]
+    return out if isinstance(source, (list, tuple)) else out[0]
