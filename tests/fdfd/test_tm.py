@@ -173,7 +173,7 @@ def test_scattering_width_vs_series():
 
 def test_several_incidences_share_one_factorization():
     """A list of plane waves is solved with one LU factorization: each equals its own solve
-    (1e-12), and on the square grid, symmetric under quarter turns like the cylinder, the
+    (1e-12), and on the square TM grid, symmetric under quarter turns like the cylinder, the
     wave from +y scatters as the wave from +x turned by 90 degrees (sigma to 1e-6; measured
     4e-8: the LU's pivoting and rounding)."""
     sc = scene.Scene([scene.Object(geometry.Disk(), 4.0, size=0.8)])
@@ -181,6 +181,8 @@ def test_several_incidences_share_one_factorization():
         both = solve((2.4, 2.4), 30, 1.0, [fdfd.PlaneWave2D(0.0), fdfd.PlaneWave2D(90.0)], scene=sc)
         one = solve((2.4, 2.4), 30, 1.0, fdfd.PlaneWave2D(90.0), scene=sc)
         np.testing.assert_allclose(both[1].Es, one.Es, rtol=0, atol=1e-12 * np.abs(one.Es).max())
+        if solve is fdfd.solve_te:  # H_z's cell centres are not symmetric about the origin
+            continue
         phi = np.arange(0, 360, 15.0)
         s0 = fdfd.scattering_width(both[0], phi)
         s90 = fdfd.scattering_width(both[1], phi + 90)
