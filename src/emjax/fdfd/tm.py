@@ -132,20 +132,22 @@ def _inner(shape, L) -> np.ndarray:
     return inner
 
 
-def solve_tm(
-    size,
-    resolution: float,
-    frequency: float,
-    source,
-    scene=None,
-    pml: SCPML | None = None,
-    center=(0.0, 0.0),
-    averaging: str = "subpixel",
-) -> TMResult:
-    """Solve the 2-D TM problem on the region ``size = (sx, sy)`` (PML outside it) at
-    ``resolution`` cells per unit length and ``frequency`` (1 / wavelength), driven by a
-    :class:`LineSource` or a :class:`PlaneWave2D` (vacuum background), with SuperLU. A list
-    of plane waves (incidence angles) shares one factorization and returns a list."""
+@dataclass(frozen=True)
+class _Grid:
+    """The 2-D grid of a solve: nodes ``x``, ``y`` of the solved field, PML, frequency."""
+
+    pml: SCPML
+    frequency: float
+    omega: float
+    dx: float
+    shape: tuple
+    origin: tuple
+    x: np.ndarray
+    y: np.ndarray
+
+
+def _grid(size, resolution, frequency, pml, center, averaging, half: bool) -> _Grid:
+    """Checks the inputs and lays out the grid (``half``: the field at the cell centres)."""
     pml = SCPML() if pml is None else pml
     if not isinstance(pml, SCPML):
         raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
@@ -160,39 +162,28 @@ def solve_tm(
     if shape[0] * shape[1] > 4e7:
         raise ConfigError(f"FDFD grid {shape[0]} x {shape[1]} is too large for the direct solver here")
     origin = (center[0] - (shape[0] - 1) / 2 * dx, center[1] - (shape[1] - 1) / 2 * dx)
-    x = origin[0] + np.arange(shape[0]) * dx
-    y = origin[1] + np.arange(shape[1]) * dx
-    omega = 2 * math.pi * f
-    t0 = time.perf_counter()
-    eps = node_permittivity(scene, shape, dx, origin, omega, averaging)
-    D = derivatives(shape, dx, omega, pml)
-    A = (D["xb"] @ D["xf"] + D["yb"] @ D["yf"] + sp.diags(omega**2 * eps.ravel())).tocsc()
-    b = np.zeros(shape, complex)
-    Einc = None
-    at = None
-    if isinstance(source, LineSource):
-        i = int(round((source.position[0] - origin[0]) / dx))
-        j = int(round((source.position[1] - origin[1]) / dx))
-        if not (L <= i < shape[0] - L and L <= j < shape[1] - L):
-            raise ConfigError(
-                f"LineSource.position {source.position} lies outside the region (or in the PML)"
-            )
-        b[i, j] = 1j * omega * complex(source.current) / dx**2
-        at = (float(x[i]), float(y[j]))
-    elif _plane_waves(source):
-        waves = _plane_waves(source)
-        X, Y = np.meshgrid(x, y, indexing="ij")
-        Einc = [_incident(w, omega, X, Y) for w in waves]
-        contrast = eps - 1.0
-        if np.any(contrast[~_inner(shape, L)]):
-            raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
-        b = np.stack([(-(omega**2) * contrast * e).ravel() for e in Einc], 1)
-    else:
-        raise ConfigError(f"source must be LineSource or PlaneWave2D (or a list of them), got {source!r}")
+    shift = 0.5 if half else 0.0
+    x = origin[0] + (np.arange(shape[0]) + shift) * dx
+    y = origin[1] + (np.arange(shape[1]) + shift) * dx
+    return _Grid(pml, f, 2 * math.pi * f, dx, shape, origin, x, y)
+
+
+def _source_node(source: LineSource, g: _Grid) -> tuple:
+    """The node (i, j) nearest a line source; it must lie outside the PML."""
+    i = int(round((source.position[0] - g.x[0]) / g.dx))
+    j = int(round((source.position[1] - g.y[0]) / g.dx))
+    L = g.pml.thickness
+    if not (L <= i < g.shape[0] - L and L <= j < g.shape[1] - L):
+        raise ConfigError(f"LineSource.position {source.position} lies outside the region (the PML excluded)")
+    return i, j
+
+
+def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps):
+    """SuperLU on ``A`` for the right sides ``b`` (N, K); the result(s) with the statistics."""
     t1 = time.perf_counter()
-    lu = spla.splu(A)
+    lu = spla.splu(A.tocsc())
     t2 = time.perf_counter()
-    sol = lu.solve(b.reshape(shape[0] * shape[1], -1))
+    sol = lu.solve(b.reshape(g.shape[0] * g.shape[1], -1))
     t3 = time.perf_counter()
     stats = {
         "unknowns": int(A.shape[0]),
@@ -203,12 +194,60 @@ def solve_tm(
         "solver": "SuperLU (scipy.sparse.linalg.splu)",
         "source_node": at,  # a line source's position snapped to the node it drives
     }
-    if Einc is None:
-        return TMResult(x, y, f, sol[:, 0].reshape(shape), None, eps, stats)
+    args = (g.x, g.y, g.frequency)
+    if incident is None:
+        return TMResult(*args, sol[:, 0].reshape(g.shape), None, field_eps, stats)
     out = [
-        TMResult(x, y, f, s_.reshape(shape) + e, s_.reshape(shape), eps, stats) for s_, e in zip(sol.T, Einc)
+        TMResult(*args, s_.reshape(g.shape) + inc, s_.reshape(g.shape), field_eps, stats)
+        for s_, inc in zip(sol.T, incident)
     ]
     return out if isinstance(source, (list, tuple)) else out[0]
+
+
+def _incident_waves(source, g: _Grid) -> list:
+    X, Y = np.meshgrid(g.x, g.y, indexing="ij")
+    return [_incident(w, g.omega, X, Y) for w in _plane_waves(source)]
+
+
+def _bad_source(source):
+    return ConfigError(f"source must be LineSource or PlaneWave2D (or a list of them), got {source!r}")
+
+
+def solve_tm(
+    size,
+    resolution: float,
+    frequency: float,
+    source,
+    scene=None,
+    pml: SCPML | None = None,
+    center=(0.0, 0.0),
+    averaging: str = "subpixel",
+) -> TMResult:
+    """Solve the 2-D TM problem on the region ``size = (sx, sy)`` (PML outside it) at
+    ``resolution`` cells per unit length and ``frequency`` (1 / wavelength), driven by a
+    :class:`LineSource` or a :class:`PlaneWave2D` (vacuum background), with SuperLU. A list
+    of plane waves (incidence angles) shares one factorization and returns a list."""
+    g = _grid(size, resolution, frequency, pml, center, averaging, half=False)
+    omega, shape = g.omega, g.shape
+    t0 = time.perf_counter()
+    eps = node_permittivity(scene, shape, g.dx, g.origin, omega, averaging)
+    D = derivatives(shape, g.dx, omega, g.pml)
+    A = D["xb"] @ D["xf"] + D["yb"] @ D["yf"] + sp.diags(omega**2 * eps.ravel())
+    Einc = at = None
+    if isinstance(source, LineSource):
+        i, j = _source_node(source, g)
+        b = np.zeros(shape, complex)
+        b[i, j] = 1j * omega * complex(source.current) / g.dx**2
+        at = (float(g.x[i]), float(g.y[j]))
+    elif _plane_waves(source):
+        Einc = _incident_waves(source, g)
+        contrast = eps - 1.0
+        if np.any(contrast[~_inner(shape, g.pml.thickness)]):
+            raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
+        b = np.stack([(-(omega**2) * contrast * e).ravel() for e in Einc], 1)
+    else:
+        raise _bad_source(source)
+    return _solve(A, b, g, t0, at, source, Einc, eps)
 
 
 def solve_te(
@@ -230,75 +269,27 @@ def solve_te(
     right side is ``-(D_xf (eps_y^-1 - 1) D_xb + D_yf (eps_x^-1 - 1) D_yb) H_inc``). Returns
     the same record as :func:`solve_tm` with ``Ez``/``Es`` holding H_z (at the cell
     centres: ``x``, ``y`` are their coordinates) and ``eps`` the E_x nodes' 1/eps."""
-    pml = SCPML() if pml is None else pml
-    if not isinstance(pml, SCPML):
-        raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
-    res = require_positive("resolution", resolution)
-    f = require_positive("frequency", frequency)
-    if averaging not in ("subpixel", "staircase"):
-        raise ConfigError(f"averaging must be subpixel or staircase, got {averaging!r}")
-    sx, sy = (require_positive(f"size[{k}]", v) for k, v in enumerate(size))
-    dx = 1.0 / res
-    L = pml.thickness
-    shape = (int(round(sx * res)) + 1 + 2 * L, int(round(sy * res)) + 1 + 2 * L)
-    if shape[0] * shape[1] > 4e7:
-        raise ConfigError(f"FDFD grid {shape[0]} x {shape[1]} is too large for the direct solver here")
-    origin = (center[0] - (shape[0] - 1) / 2 * dx, center[1] - (shape[1] - 1) / 2 * dx)
-    x = origin[0] + (np.arange(shape[0]) + 0.5) * dx  # H_z at the cell centres
-    y = origin[1] + (np.arange(shape[1]) + 0.5) * dx
-    omega = 2 * math.pi * f
+    g = _grid(size, resolution, frequency, pml, center, averaging, half=True)
+    omega, shape = g.omega, g.shape
     t0 = time.perf_counter()
-    inv_x, inv_y = _inplane_inverse(scene, shape, dx, origin, omega, averaging)
-    D = derivatives(shape, dx, omega, pml)
+    inv_x, inv_y = _inplane_inverse(scene, shape, g.dx, g.origin, omega, averaging)
+    D = derivatives(shape, g.dx, omega, g.pml)
     ix, iy = sp.diags(inv_x.ravel()), sp.diags(inv_y.ravel())
-    A = (
-        D["xf"] @ iy @ D["xb"]
-        + D["yf"] @ ix @ D["yb"]
-        + omega**2 * sp.identity(A_size := shape[0] * shape[1])
-    )
-    A = A.tocsc()
-    Hinc = None
-    at = None
+    A = D["xf"] @ iy @ D["xb"] + D["yf"] @ ix @ D["yb"] + omega**2 * sp.identity(shape[0] * shape[1])
+    Hinc = at = None
     if isinstance(source, LineSource):
-        i = int(round((source.position[0] - origin[0]) / dx - 0.5))
-        j = int(round((source.position[1] - origin[1]) / dx - 0.5))
-        if not (L <= i < shape[0] - L and L <= j < shape[1] - L):
-            raise ConfigError(
-                f"LineSource.position {source.position} lies outside the region (the PML excluded)"
-            )
-        b = np.zeros(A_size, complex)
-        b[i * shape[1] + j] = -1j * omega * complex(source.current) / dx**2
-        at = (float(x[i]), float(y[j]))
+        i, j = _source_node(source, g)
+        b = np.zeros(shape, complex)
+        b[i, j] = -1j * omega * complex(source.current) / g.dx**2
+        at = (float(g.x[i]), float(g.y[j]))
     elif _plane_waves(source):
-        waves = _plane_waves(source)
-        X, Y = np.meshgrid(x, y, indexing="ij")
-        Hinc = [_incident(w, omega, X, Y) for w in waves]
-        inner = _inner(shape, L)
+        Hinc = _incident_waves(source, g)
+        inner = _inner(shape, g.pml.thickness)
         if np.any((inv_x != 1) & ~inner) or np.any((inv_y != 1) & ~inner):
             raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
         dX, dY = sp.diags(inv_x.ravel() - 1), sp.diags(inv_y.ravel() - 1)
         K = D["xf"] @ dY @ D["xb"] + D["yf"] @ dX @ D["yb"]
         b = np.stack([-(K @ h.ravel()) for h in Hinc], 1)
     else:
-        raise ConfigError(f"source must be LineSource or PlaneWave2D (or a list of them), got {source!r}")
-    t1 = time.perf_counter()
-    lu = spla.splu(A)
-    t2 = time.perf_counter()
-    sol = lu.solve(b.reshape(shape[0] * shape[1], -1))
-    t3 = time.perf_counter()
-    stats = {
-        "unknowns": int(A.shape[0]),
-        "nnz": int(A.nnz),
-        "assemble_s": t1 - t0,
-        "factor_s": t2 - t1,
-        "solve_s": t3 - t2,
-        "solver": "SuperLU (scipy.sparse.linalg.splu)",
-        "source_node": at,  # a line source's position snapped to the node it drives
-    }
-    if Hinc is None:
-        return TMResult(x, y, f, sol[:, 0].reshape(shape), None, inv_x, stats)
-    out = [
-        TMResult(x, y, f, s_.reshape(shape) + h, s_.reshape(shape), inv_x, stats)
-        for s_, h in zip(sol.T, Hinc)
-    ]
-    return out if isinstance(source, (list, tuple)) else out[0]
+        raise _bad_source(source)
+    return _solve(A, b, g, t0, at, source, Hinc, inv_x)
