@@ -21,7 +21,7 @@ from .errors import EmjaxError
 __all__ = ["SLICES", "build_parser", "main"]
 
 #: the method slices, in the order of ``emjax --help``; each has a ``cli`` module
-SLICES = ("dda", "fdtd", "layered")
+SLICES = ("dda", "fdtd", "layered", "fdfd")
 
 
 def _slice_cli(name: str):

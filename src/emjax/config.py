@@ -20,6 +20,7 @@ __all__ = [
     "UsageError",
     "append_json",
     "check_keys",
+    "dispersive_material",
     "finite_or_none",
     "load_toml",
     "number",
@@ -71,6 +72,32 @@ def check_keys(table: dict, allowed, where: str) -> None:
     unknown = set(table) - set(allowed)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+
+
+def dispersive_material(kind: str, table, where: str):
+    """An :mod:`emjax.materials` pole material from a config table: ``kind`` "drude"
+    (eps_inf, omega_p, gamma) or "lorentz" (eps_inf, delta_eps, omega_0, gamma); ``eps_inf``
+    defaults to 1, the others are required (``where`` names the table in errors)."""
+    from . import materials
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}.{kind} must be a table, got {table!r}")
+    table = dict(table)
+    if kind == "drude":
+        check_keys(table, {"eps_inf", "omega_p", "gamma"}, f"{where}.drude")
+        try:
+            return materials.Drude(table.get("eps_inf", 1.0), table["omega_p"], table["gamma"])
+        except KeyError as exc:
+            raise ConfigError(f"{where}.drude needs {exc.args[0]}") from None
+    if kind != "lorentz":
+        raise ConfigError(f"{where}: unknown material kind {kind!r}; allowed: drude, lorentz")
+    check_keys(table, {"eps_inf", "delta_eps", "omega_0", "gamma"}, f"{where}.lorentz")
+    try:
+        return materials.Lorentz(
+            table.get("eps_inf", 1.0), table["delta_eps"], table["omega_0"], table["gamma"]
+        )
+    except KeyError as exc:
+        raise ConfigError(f"{where}.lorentz needs {exc.args[0]}") from None
 
 
 def number(value, error: Exception) -> float:

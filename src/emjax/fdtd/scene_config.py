@@ -48,7 +48,7 @@
 
 from __future__ import annotations
 
-from ..config import check_keys
+from ..config import check_keys, dispersive_material
 from ..errors import ConfigError
 from .config import waveform
 
@@ -68,7 +68,7 @@ SHAPE_OPTIONS = {"aspect", "core_ratio", "semi_axes", "box_ratios", "vertices"}
 
 
 def _material(o: dict, where: str):
-    from .. import materials, scene
+    from .. import scene
 
     given = [k for k in ("eps", "pec", "drude", "lorentz") if k in o]
     if len(given) != 1:
@@ -81,20 +81,7 @@ def _material(o: dict, where: str):
         if o["pec"] is not True:
             raise ConfigError(f"{where}.pec must be true")
         return scene.PEC
-    table = dict(o[k])
-    if k == "drude":
-        check_keys(table, {"eps_inf", "omega_p", "gamma"}, f"{where}.drude")
-        try:
-            return materials.Drude(table.get("eps_inf", 1.0), table["omega_p"], table["gamma"])
-        except KeyError as exc:
-            raise ConfigError(f"{where}.drude needs {exc.args[0]}") from None
-    check_keys(table, {"eps_inf", "delta_eps", "omega_0", "gamma"}, f"{where}.lorentz")
-    try:
-        return materials.Lorentz(
-            table.get("eps_inf", 1.0), table["delta_eps"], table["omega_0"], table["gamma"]
-        )
-    except KeyError as exc:
-        raise ConfigError(f"{where}.lorentz needs {exc.args[0]}") from None
+    return dispersive_material(k, o[k], where)
 
 
 def _object(o: dict, i: int):

@@ -1,0 +1,133 @@
+"""``emjax fdfd CONFIG.toml`` and ``emjax bench fdfd``: TOML -> FDFDProblem -> solve_rcs ->
+files (the config's keys: :mod:`emjax.fdfd.config`).
+
+Exit status: 0 done; 1 invalid input (one line ``emjax: error: ...`` naming the field and
+its allowed values) or not enough memory; 2 an iterative solve that did not converge (the
+results are still written; status and residual on stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from ..config import finite_or_none, load_toml
+from ..errors import ConfigError
+from .config import build_fdfd, resolution_warnings
+
+__all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
+
+COMMAND = "fdfd"
+#: the 2-D grids of Zainud-Deen et al.'s Table 2 (N x N unknowns) and the 3-D default sweep
+PAPER_SIZES_2D = (160, 310, 460, 610, 760, 910, 1060, 1210)
+SIZES_3D = (32, 48, 64)
+
+
+def add_command(sub) -> None:
+    """Register ``emjax fdfd`` in the subparsers ``sub``."""
+    p = sub.add_parser("fdfd", help="frequency-domain scattering: radar cross sections (2-D and 3-D)")
+    p.add_argument("config", type=Path, help="TOML file (see examples/fdfd_cylinder.toml)")
+    p.add_argument("--out", type=Path, help="write rcs.nc, rcs.png, field.png (and 2-D: fields.nc) here")
+    p.add_argument("--json", action="store_true", help="one-line JSON summary on stdout")
+
+
+def add_bench(bench) -> None:
+    """Register ``emjax bench fdfd``."""
+    b = bench.add_parser("fdfd", help="FDFD solve time: 2-D grids of Zainud-Deen et al., 3-D cubes")
+    b.add_argument("--dims", type=int, default=2, choices=[2, 3])
+    b.add_argument(
+        "--size",
+        type=int,
+        action="append",
+        metavar="N",
+        help=f"N x N (x N) nodes, PML included (repeatable; default 2-D {PAPER_SIZES_2D}, 3-D {SIZES_3D})",
+    )
+    b.add_argument("--solver", default="auto", choices=["auto", "direct", "qmr", "bicgstab"])
+    b.add_argument("--precision", default="double", choices=["single", "double"])
+    b.add_argument("--out", type=Path, help="append the records to this JSON list")
+    b.add_argument("--json", action="store_true")
+
+
+def check_writable(out: Path) -> None:
+    """Create ``out`` and check a file can be written there (before a long solve)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".emjax-write-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--out: cannot write to {str(out)!r}: {exc.strerror or exc}") from None
+
+
+def _text(summary: dict) -> str:
+    lines = []
+    for k, v in summary.items():
+        if isinstance(v, list) and len(v) > 8:
+            v = f"[{len(v)} values: {v[0]:.4g} .. max {max(v):.4g}]"
+        lines.append(f"{k:22s} {v}")
+    return "\n".join(lines)
+
+
+def run(args, argv) -> int:
+    """``emjax fdfd CONFIG.toml``."""
+    from .rcs import solve_rcs
+
+    problem = build_fdfd(load_toml(args.config))
+    for w in resolution_warnings(problem):
+        print(f"emjax: warning: {w}", file=sys.stderr)
+    if args.out is not None:
+        check_writable(args.out)
+
+    def progress(iterations, residual):
+        print(f"iteration {iterations}, relative residual {residual:.3e}", file=sys.stderr, flush=True)
+
+    result = solve_rcs(problem, progress=progress)
+    summary = result.summary()
+    if args.out is not None:
+        from ..io import save_dataset
+        from .plot import plot_field, plot_rcs
+
+        save_dataset(result.to_xarray(), args.out / "rcs.nc")
+        if problem.dims == 2:
+            save_dataset(result.fields_to_xarray(), args.out / "fields.nc")
+        plot_rcs(result, args.out / "rcs.png")
+        plot_field(result, args.out / "field.png")
+        summary["out"] = str(args.out)
+    summary = {k: finite_or_none(v) for k, v in summary.items()}
+    print(json.dumps(summary) if args.json else _text(summary))
+    if not result.converged:
+        st = result.stats
+        where = f" (written to {args.out})" if args.out is not None else ""
+        print(
+            f"\n*** NOT CONVERGED *** the {st['solver']} solve stopped at relative residual "
+            f"{st.get('residual')} after {st['iterations']} iterations: {st.get('message', '')}"
+            f"\n*** The results{where} are NOT reliable: raise [solver].maxiter, loosen rtol, "
+            'or use type = "direct". ***',
+            file=sys.stderr,
+        )
+        return 2
+    return 0
+
+
+def run_bench(args, argv) -> int:
+    """``emjax bench fdfd``."""
+    from ..config import append_json
+    from .bench import fdfd_benchmark
+
+    sizes = args.size or (PAPER_SIZES_2D if args.dims == 2 else SIZES_3D)
+    for n in sizes:
+        r = fdfd_benchmark(n, dims=args.dims, solver=args.solver, precision=args.precision)
+        if args.out is not None:
+            append_json(args.out, r)
+        if args.json:
+            print(json.dumps(r), flush=True)
+        else:
+            print(
+                f"FDFD {args.dims}-D {r['grid']} ({r['unknowns']} unknowns), {r['solver']}: "
+                f"{r['seconds']:.3f} s (set-up {r.get('setup_s', 0):.3f}, factor {r.get('factor_s', 0):.3f}, "
+                f"solve {r.get('solve_s', 0):.3f}), {r['iterations']} iterations, "
+                f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB on {r['device']}",
+                flush=True,
+            )
+    return 0
