@@ -14,6 +14,9 @@ The scene (2-D shapes: geometry.Disk, Rectangle, Polygon, invariant along z) is 
 at the E_z nodes; with subpixel averaging an interface node takes the arithmetic mean
 ``f eps_own + (1 - f) eps_other`` (E_z is tangential to every interface of a z-invariant
 scene: Kottke's rule reduces to it, exactly, and complex eps is allowed).
+
+Perfect conductors (``scene.PEC``) are boundary conditions (pec2d.py): TM nodes inside one
+hold eps = inf in the result, TE edges 1/eps = 0 (times their open fraction).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ConfigError, require_positive
 from .operators import SCPML, derivatives
+from .pec2d import pec_index, te_open_fractions, tm_rows
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,8 @@ def _permittivity(material, omega: float) -> complex:
     from ..materials import Dispersive
     from ..scene import PEC
 
-    if material is PEC:
-        raise ConfigError("FDFD: PEC objects are not supported yet (issue 14)")
+    if material is PEC:  # the limit; the solvers treat it as a boundary condition
+        return complex(math.inf, 0.0)
     if isinstance(material, Dispersive) or hasattr(material, "permittivity"):
         return complex(material.permittivity(omega))
     return complex(material)
@@ -86,8 +90,10 @@ def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel") -> 
     eps = lut[r.label[2][:, :, 0]]
     it = r.interface[2]
     if averaging == "subpixel" and len(it["fill"]):
-        i, j = it["index"][:, 0], it["index"][:, 1]
-        eps[i, j] = it["fill"] * lut[it["own"]] + (1 - it["fill"]) * lut[it["other"]]
+        # no mean with a conductor: its nodes stay inf, their neighbours keep their own eps
+        ok = np.isfinite(lut[it["own"]]) & np.isfinite(lut[it["other"]])
+        i, j, f = it["index"][ok, 0], it["index"][ok, 1], it["fill"][ok]
+        eps[i, j] = f * lut[it["own"][ok]] + (1 - f) * lut[it["other"][ok]]
     return eps
 
 
@@ -95,7 +101,8 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
     """1/eps at the E_x and E_y nodes of a 2-D grid (node (i, j) of E_x at origin + (i + 1/2,
     j) dx, of E_y at (i, j + 1/2) dx): Kottke's diagonal entry ``n_c^2 <1/eps> + (1 - n_c^2)
     / <eps>`` at interface nodes (the off-diagonal coupling is left out: TE is not second
-    order at oblique interfaces yet)."""
+    order at oblique interfaces yet). 0 at nodes inside a conductor; where a conductor
+    meets another material, that material's 1/eps (the open fraction comes on top)."""
     from ..scene import rasterize
 
     if scene is None:
@@ -110,7 +117,9 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
             f, e1, e2 = it["fill"], lut[it["own"]], lut[it["other"]]
             n2 = it["normal"][:, c] ** 2
             i, j = it["index"][:, 0], it["index"][:, 1]
-            inv[i, j] = n2 * (f / e1 + (1 - f) / e2) + (1 - n2) / (f * e1 + (1 - f) * e2)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                kottke = n2 * (f / e1 + (1 - f) / e2) + (1 - n2) / (f * e1 + (1 - f) * e2)
+            inv[i, j] = np.where(np.isinf(e1), 1 / e2, np.where(np.isinf(e2), 1 / e1, kottke))
         out.append(inv)
     return tuple(out)
 
@@ -226,27 +235,50 @@ def solve_tm(
     """Solve the 2-D TM problem on the region ``size = (sx, sy)`` (PML outside it) at
     ``resolution`` cells per unit length and ``frequency`` (1 / wavelength), driven by a
     :class:`LineSource` or a :class:`PlaneWave2D` (vacuum background), with SuperLU. A list
-    of plane waves (incidence angles) shares one factorization and returns a list."""
+    of plane waves (incidence angles) shares one factorization and returns a list.
+
+    Perfect conductors (``scene.PEC``): total E_z = 0 at the nodes inside; with
+    ``averaging="subpixel"`` the nodes next to one take the Shortley-Weller difference to
+    the surface (second order), with ``"staircase"`` nothing more (first order); see
+    pec2d.py. ``eps`` in the result is inf at the nodes inside."""
     g = _grid(size, resolution, frequency, pml, center, averaging, half=False)
     omega, shape = g.omega, g.shape
     t0 = time.perf_counter()
     eps = node_permittivity(scene, shape, g.dx, g.origin, omega, averaging)
+    inside = np.isinf(eps)  # nodes in a perfect conductor
+    eps_rows = np.where(inside, 1.0, eps)  # their rows are replaced below
     D = derivatives(shape, g.dx, omega, g.pml)
-    A = D["xb"] @ D["xf"] + D["yb"] @ D["yf"] + sp.diags(omega**2 * eps.ravel())
+    A = D["xb"] @ D["xf"] + D["yb"] @ D["yf"] + sp.diags(omega**2 * eps_rows.ravel())
     Einc = at = None
     if isinstance(source, LineSource):
         i, j = _source_node(source, g)
         b = np.zeros(shape, complex)
         b[i, j] = 1j * omega * complex(source.current) / g.dx**2
+        b = b.reshape(-1, 1)
         at = (float(g.x[i]), float(g.y[j]))
     elif _plane_waves(source):
         Einc = _incident_waves(source, g)
-        contrast = eps - 1.0
-        if np.any(contrast[~_inner(shape, g.pml.thickness)]):
+        if np.any(eps[~_inner(shape, g.pml.thickness)] != 1):
             raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
-        b = np.stack([(-(omega**2) * contrast * e).ravel() for e in Einc], 1)
+        b = np.stack([(-(omega**2) * (eps_rows - 1.0) * e).ravel() for e in Einc], 1)
     else:
         raise _bad_source(source)
+    if inside.any():
+        waves = _plane_waves(source)
+
+        def boundary(X, Y):  # the scattered field on the conductor: total E_z = 0
+            if not waves:
+                return np.zeros((np.size(X), 1), complex)
+            return np.stack([-_incident(w, omega, X, Y) for w in waves], -1)
+
+        stretch = [(g.pml.stretch(n, g.dx, omega, False), g.pml.stretch(n, g.dx, omega, True)) for n in shape]
+        subpixel = averaging == "subpixel"
+        rows, _, near, rhs = tm_rows(
+            inside, g.x, g.y, g.dx, scene, pec_index(scene), boundary, subpixel, stretch
+        )
+        taken = (inside | near).ravel()
+        A = sp.diags((~taken).astype(float)) @ A + rows + sp.diags(omega**2 * (eps_rows * near).ravel())
+        b = np.where(inside.reshape(-1, 1), rhs, b + rhs)
     return _solve(A, b, g, t0, at, source, Einc, eps)
 
 
@@ -268,28 +300,49 @@ def solve_te(
     -(omega M / 4) H0^(1)(k rho)``) or a plane wave H_z = exp(i k.r) (scattered field: the
     right side is ``-(D_xf (eps_y^-1 - 1) D_xb + D_yf (eps_x^-1 - 1) D_yb) H_inc``). Returns
     the same record as :func:`solve_tm` with ``Ez``/``Es`` holding H_z (at the cell
-    centres: ``x``, ``y`` are their coordinates) and ``eps`` the E_x nodes' 1/eps."""
+    centres: ``x``, ``y`` are their coordinates) and ``eps`` the E_x nodes' 1/eps.
+
+    Perfect conductors: with ``averaging="subpixel"`` the Dey-Mittra conformal cells (1/eps
+    times the open length of each edge, omega^2 times the open area of each cell), with
+    ``"staircase"`` 1/eps = 0 on the edges inside (pec2d.py)."""
     g = _grid(size, resolution, frequency, pml, center, averaging, half=True)
     omega, shape = g.omega, g.shape
     t0 = time.perf_counter()
     inv_x, inv_y = _inplane_inverse(scene, shape, g.dx, g.origin, omega, averaging)
+    area = np.ones(shape)  # open area fractions of the H_z cells (conformal PEC)
+    pec = pec_index(scene)
+    if pec is not None and averaging == "subpixel":
+        lx, ly, area = te_open_fractions(scene, pec, shape, g.dx, g.origin)
+        inv_x, inv_y = inv_x * lx, inv_y * ly
     D = derivatives(shape, g.dx, omega, g.pml)
     ix, iy = sp.diags(inv_x.ravel()), sp.diags(inv_y.ravel())
-    A = D["xf"] @ iy @ D["xb"] + D["yf"] @ ix @ D["yb"] + omega**2 * sp.identity(shape[0] * shape[1])
+    # Faraday's law on the open part of each cell: the rows are multiplied by its area
+    A = D["xf"] @ iy @ D["xb"] + D["yf"] @ ix @ D["yb"] + omega**2 * sp.diags(area.ravel())
     Hinc = at = None
     if isinstance(source, LineSource):
         i, j = _source_node(source, g)
         b = np.zeros(shape, complex)
         b[i, j] = -1j * omega * complex(source.current) / g.dx**2
+        b = b.reshape(-1, 1)
         at = (float(g.x[i]), float(g.y[j]))
     elif _plane_waves(source):
         Hinc = _incident_waves(source, g)
         inner = _inner(shape, g.pml.thickness)
         if np.any((inv_x != 1) & ~inner) or np.any((inv_y != 1) & ~inner):
             raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
-        dX, dY = sp.diags(inv_x.ravel() - 1), sp.diags(inv_y.ravel() - 1)
-        K = D["xf"] @ dY @ D["xb"] + D["yf"] @ dX @ D["yb"]
+        # what the scene adds to the vacuum operator A0 (for which H_inc is the source-free
+        # field), each row of A0 scaled by its cell's open area as A's rows are
+        A0 = D["xf"] @ D["xb"] + D["yf"] @ D["yb"] + omega**2 * sp.identity(shape[0] * shape[1])
+        K = A - sp.diags(area.ravel()) @ A0
         b = np.stack([-(K @ h.ravel()) for h in Hinc], 1)
     else:
         raise _bad_source(source)
+    if pec is not None:  # cells closed on all four edges (or the grid edge): total H_z = 0
+        pad_x = np.pad(inv_x, ((0, 0), (0, 1)), constant_values=0)
+        pad_y = np.pad(inv_y, ((0, 1), (0, 0)), constant_values=0)
+        dead = ((pad_x[:, :-1] == 0) & (pad_x[:, 1:] == 0) & (pad_y[:-1] == 0) & (pad_y[1:] == 0)).ravel()
+        if dead.any():
+            A = sp.diags((~dead).astype(float)) @ A + sp.diags(dead.astype(float))
+            inc = np.stack([h.ravel() for h in Hinc], 1) if Hinc is not None else 0.0
+            b = np.where(dead[:, None], -inc, b)
     return _solve(A, b, g, t0, at, source, Hinc, inv_x)
