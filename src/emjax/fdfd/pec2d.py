@@ -27,13 +27,19 @@ TE (H_z at the cell centres, E_x / E_y on the cell edges; dH_z/dn = 0 on the con
   ``l`` of the edges (from the corner crossings) and the open area ``A`` of the cell (the
   polygon of the open corners and the crossings: the surface taken straight within a cell).
   The rows are multiplied by ``A`` rather than divided by it, so a small cut cell needs no
-  clamping for stability (that is FDTD's time-step limit, absent in the frequency domain);
-  a cell whose open area is below ``MIN_AREA`` (1e-3 of a cell) is closed as a whole, with
-  its edges, because its row would tie its own H_z to its neighbours through edges of almost
-  no length and a centre far from the sliver it stands for (its effect on the neighbours is
-  O(1e-3 dx) of geometry).
+  clamping for stability (that is FDTD's time-step limit, absent in the frequency domain)
+  and the matrix stays as well scaled as the vacuum one. A cell whose open area is below
+  ``MIN_AREA`` (1e-3 of a cell) is closed as a whole, with its edges: only to keep
+  round-off slivers (a corner on the surface) from leaving near-empty rows. Measured on
+  PEC cylinders, closing nothing, below 1e-3 or below 1e-2 changes sigma by less than 15%
+  of its error; below 5e-2 it starts to cost accuracy.
 
 Cells (TE) or nodes (TM) entirely inside the conductor are identity rows with total field 0.
+
+Measured (tests/fdfd/test_pec2d.py; sigma error relative to its peak, PEC cylinders of
+radius 0.5 and 1 wavelength, 40 / 80 / 160 cells per wavelength): TM 8e-4 / 2.5e-4 / 8e-5
+(slope 1.6-1.85 in sigma, 1.9-2.0 in the near field), TE 5e-3 / 1.0e-3 / 2.3e-4 (2.2);
+a flat wall off the grid with a line source: 2.0 for both. Staircase: 0.9-1.8, erratic.
 """
 
 from __future__ import annotations
