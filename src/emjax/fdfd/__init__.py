@@ -22,10 +22,20 @@ _EXPORTS = {
     "LineSource": ".tm",
     "PlaneWave2D": ".tm",
     "scattering_width": ".farfield",
+    "PlaneWave3D": ".maxwell3d",
+    "Result3D": ".maxwell3d",
+    "solve_3d": ".maxwell3d",
+    "rcs_3d": ".farfield3d",
+    "far_field_3d": ".farfield3d",
+    "Direct": ".solvers",
+    "Iterative": ".solvers",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .farfield import scattering_width
+    from .farfield3d import far_field_3d, rcs_3d
+    from .maxwell3d import PlaneWave3D, Result3D, solve_3d
     from .operators import SCPML, derivatives
+    from .solvers import Direct, Iterative
     from .tm import LineSource, PlaneWave2D, TMResult, solve_te, solve_tm

@@ -1,0 +1,108 @@
+"""3-D near-to-far-field transform and the radar cross section.
+
+Each Cartesian component u of the scattered E satisfies Helmholtz's equation outside the
+scatterer, so Green's theorem on a closed box S around it (G = exp(ik|r - r'|) / (4 pi |r -
+r'|), n' outward) gives far away ``u ~ F exp(ikr) / r`` with
+
+    F(rhat) = (1 / 4 pi) oint_S [du/dn' + i k (rhat . n') u] exp(-i k rhat . r') dS'
+
+and ``sigma(rhat) = lim 4 pi r^2 |E_s|^2 / |E_inc|^2 = 4 pi |F_t|^2`` (F_t: F's part
+transverse to rhat; its longitudinal part, which vanishes exactly, measures the transform's
+error). Each component is integrated on a box of its own Yee lattice (no interpolation):
+du/dn' by centred differences, the trapezoid rule on each face; second order. The phase
+factorizes over the axes, so each face costs two small matrix products per direction.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ConfigError
+
+__all__ = ["far_field_3d", "rcs_3d", "plane_directions"]
+
+
+def _trap(n: int, dx: float) -> np.ndarray:
+    w = np.full(n, dx)
+    w[0] = w[-1] = dx / 2
+    return w
+
+
+def far_field_3d(result, rhat, margin: int | None = None) -> np.ndarray:
+    """The far-field amplitude F (P, 3) of ``result.Es`` in the directions ``rhat`` (P, 3):
+    ``E_s ~ F exp(ikr) / r``. The box lies ``margin`` cells (default 2) inside the PML."""
+    rhat = np.atleast_2d(np.asarray(rhat, float))
+    rhat = rhat / np.linalg.norm(rhat, axis=1, keepdims=True)
+    Es = np.asarray(result.Es)
+    axes = (np.asarray(result.x), np.asarray(result.y), np.asarray(result.z))
+    dx = result.dx
+    k = 2 * math.pi * result.frequency
+    m = 2 if margin is None else int(margin)
+    L = result.pml_cells
+    shape = Es.shape[1:]
+    lo = [L + m] * 3
+    hi = [n - 2 - L - m for n in shape]  # E_c along c ends one half-cell early: same box for all
+    if any(h - lo_ < 4 for lo_, h in zip(lo, hi)):
+        raise ConfigError("far field: the integration box leaves no room; enlarge the region")
+    eps = result.eps
+    F = np.zeros((len(rhat), 3), complex)
+    for c in range(3):
+        pos = [axes[a] + (0.5 * dx if a == c else 0.0) for a in range(3)]
+        box = tuple(slice(lo[a], hi[a] + 1) for a in range(3))
+        sub = eps[c][box]
+        shell = np.ones(sub.shape, bool)
+        shell[1:-1, 1:-1, 1:-1] = False
+        if np.any(sub[shell] != 1):
+            raise ConfigError("far field: the integration box crosses the scene; enlarge the region")
+        u = Es[c]
+        phase = [np.exp(-1j * k * np.outer(rhat[:, a], pos[a])) for a in range(3)]  # (P, n_a)
+        for a in range(3):  # the two faces normal to axis a
+            b1, b2 = [x for x in range(3) if x != a]
+            w1 = _trap(hi[b1] - lo[b1] + 1, dx)
+            w2 = _trap(hi[b2] - lo[b2] + 1, dx)
+            s1, s2 = slice(lo[b1], hi[b1] + 1), slice(lo[b2], hi[b2] + 1)
+            for i, sign in ((lo[a], -1.0), (hi[a], 1.0)):
+
+                def plane(j):
+                    idx = [None, None, None]
+                    idx[a], idx[b1], idx[b2] = j, s1, s2
+                    return u[tuple(idx)]
+
+                val = plane(i)
+                dn = sign * (plane(i + 1) - plane(i - 1)) / (2 * dx)
+                integrand = (dn[None] + 1j * k * sign * rhat[:, a, None, None] * val[None]) * (
+                    w1[:, None] * w2[None, :]
+                )[None]  # (P, n1, n2)
+                ph = phase[a][:, i]  # (P,)
+                F[:, c] += ph * np.einsum("pjk,pj,pk->p", integrand, phase[b1][:, s1], phase[b2][:, s2])
+    return F / (4 * math.pi)
+
+
+def plane_directions(wave, theta_deg, plane: str) -> np.ndarray:
+    """Unit directions (P, 3) at angles ``theta_deg`` from the incident direction in the
+    E-plane (containing the incident E) or the H-plane (containing d x E)."""
+    d = np.asarray(wave.direction, float)
+    e = np.real(np.asarray(wave.polarization, complex))
+    if np.linalg.norm(e) < 1e-12:
+        e = np.imag(np.asarray(wave.polarization, complex))
+    e = e - d * np.dot(d, e)
+    e = e / np.linalg.norm(e)
+    if plane.upper() == "E":
+        t = e
+    elif plane.upper() == "H":
+        t = np.cross(d, e)
+    else:
+        raise ConfigError(f"plane must be 'E' or 'H', got {plane!r}")
+    th = np.deg2rad(np.atleast_1d(np.asarray(theta_deg, float)))
+    return np.cos(th)[:, None] * d[None] + np.sin(th)[:, None] * t[None]
+
+
+def rcs_3d(result, theta_deg, plane: str = "E", margin: int | None = None) -> np.ndarray:
+    """Bistatic radar cross section sigma (area) at ``theta_deg`` (degrees from the incident
+    direction; 180 = backscatter) in the ``plane`` "E" or "H" of the incident wave."""
+    rhat = plane_directions(result.wave, theta_deg, plane)
+    F = far_field_3d(result, rhat, margin)
+    Ft = F - rhat * np.sum(rhat * F, axis=1, keepdims=True)
+    return 4 * math.pi * np.sum(np.abs(Ft) ** 2, axis=1)

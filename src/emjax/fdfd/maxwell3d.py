@@ -1,0 +1,377 @@
+"""3-D FDFD: plane-wave scattering on the Yee grid, scattered-field formulation.
+
+Natural units (eps0 = mu0 = c = 1, fields ~ exp(-i omega t), ``frequency`` = 1 / vacuum
+wavelength, lengths in the user's unit). The region ``size`` (centred at ``center``) is
+surrounded by an SC-PML of ``pml.thickness`` cells; E_c sits at ``origin + (node + e_c/2) dx``.
+
+The incident wave is the grid's own plane wave: wavenumber ``k~`` from the Yee dispersion
+relation ``sum_a (2/dx sin(k~ d_a dx / 2))^2 = omega^2`` along the direction ``d`` and the
+polarization made transverse to the discrete wave vector (an O(dx^2) change), so that it
+solves the vacuum equations exactly and an empty scene scatters nothing. With ``E = E_s +
+E_inc``, the scattered field solves ``A E_s = omega^2 (eps - 1) E_inc`` off the PEC and
+``E_s = -E_inc`` on PEC edges; the right side lives on the scatterer only, which must stay
+out of the PML.
+
+Materials (:mod:`emjax.scene`): numbers (complex eps), :mod:`emjax.materials` materials
+evaluated at the frequency, :data:`emjax.scene.PEC` (edges whose node lies inside: staircased,
+first order). Subpixel averaging puts Kottke's diagonal ``n_c^2 <1/eps> + (1 - n_c^2) /
+<eps>`` (inverted) at dielectric interface edges; the off-diagonal coupling is left out.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..backend import precision, precision_scope
+from ..errors import ConfigError, ResourceError, require_positive
+from .operator3d import Scaled, build_operator, probe_diagonal, probe_matrix
+from .operators import SCPML
+from .solvers import Direct, Iterative, check_solver
+
+__all__ = ["PlaneWave3D", "Result3D", "solve_3d", "permittivity_3d"]
+
+
+@dataclass(frozen=True)
+class PlaneWave3D:
+    """A unit plane wave ``E = polarization exp(i k direction . r)`` (vectors normalized;
+    the polarization must be orthogonal to the direction)."""
+
+    direction: tuple = (1.0, 0.0, 0.0)
+    polarization: tuple = (0.0, 0.0, 1.0)
+
+    def __post_init__(self):
+        d = _unit("PlaneWave3D.direction", self.direction)
+        p = np.asarray(self.polarization, complex)
+        if p.shape != (3,) or not np.all(np.isfinite(p)) or np.linalg.norm(p) == 0:
+            raise ConfigError(
+                f"PlaneWave3D.polarization must be a non-zero 3-vector, got {self.polarization!r}"
+            )
+        p = p / np.linalg.norm(p)
+        if abs(np.dot(d, p)) > 1e-6:
+            raise ConfigError(
+                f"PlaneWave3D.polarization {self.polarization!r} must be orthogonal to the direction "
+                f"{self.direction!r} (|d.e| = {abs(np.dot(d, p)):.2g})"
+            )
+        object.__setattr__(self, "direction", tuple(float(v) for v in d))
+        object.__setattr__(self, "polarization", tuple(complex(v) if v.imag else float(v.real) for v in p))
+
+
+def _unit(name, v) -> np.ndarray:
+    try:
+        a = np.asarray(v, float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be three numbers, got {v!r}") from None
+    if a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) == 0:
+        raise ConfigError(f"{name} must be a non-zero finite 3-vector, got {v!r}")
+    return a / np.linalg.norm(a)
+
+
+@dataclass(frozen=True, eq=False)
+class Result3D:
+    """One plane wave's solution: ``E`` total and ``Es`` scattered fields (3, nx, ny, nz) at
+    the Yee E nodes (E_c at ``(x, y, z)`` shifted by dx/2 along c), ``x, y, z`` the node
+    coordinates, ``eps`` (3, nx, ny, nz) at the E nodes (inf on PEC edges), ``wave`` the
+    incident :class:`PlaneWave3D`, ``stats`` the solve's statistics."""
+
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    frequency: float
+    wave: PlaneWave3D
+    E: np.ndarray
+    Es: np.ndarray
+    eps: np.ndarray
+    pml_cells: int
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def dx(self) -> float:
+        return float(self.x[1] - self.x[0])
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (
+            f"Result3D(grid {len(self.x)} x {len(self.y)} x {len(self.z)}, frequency {self.frequency:g}, "
+            f"{s.get('solver')}, converged {s.get('converged')}, iterations {s.get('iterations')}, "
+            f"residual {s.get('residual', 0):.2e}, {s.get('seconds', 0):.2f} s)"
+        )
+
+
+@dataclass(frozen=True)
+class _Grid3:
+    pml: SCPML
+    frequency: float
+    omega: float
+    dx: float
+    shape: tuple
+    origin: tuple
+    axes: tuple
+
+
+def _grid3(size, resolution, frequency, pml, center) -> _Grid3:
+    pml = SCPML() if pml is None else pml
+    if not isinstance(pml, SCPML):
+        raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
+    res = require_positive("resolution", resolution)
+    f = require_positive("frequency", frequency)
+    try:
+        size = tuple(float(v) for v in size)
+        center = tuple(float(v) for v in center)
+    except (TypeError, ValueError):
+        raise ConfigError(f"size and center must be three numbers, got {size!r}, {center!r}") from None
+    if len(size) != 3 or len(center) != 3:
+        raise ConfigError(f"size and center must be three numbers each, got {size!r}, {center!r}")
+    for k, v in enumerate(size):
+        require_positive(f"size[{k}]", v)
+    if res / f < 5:
+        raise ConfigError(
+            f"resolution {res:g} per unit length is {res / f:.2f} cells per wavelength; at least 5 are needed"
+        )
+    dx = 1.0 / res
+    L = pml.thickness
+    shape = tuple(int(round(s * res)) + 1 + 2 * L for s in size)
+    origin = tuple(c - (n - 1) / 2 * dx for c, n in zip(center, shape))
+    axes = tuple(o + np.arange(n) * dx for o, n in zip(origin, shape))
+    return _Grid3(pml, f, 2 * math.pi * f, dx, shape, origin, axes)
+
+
+def _material_eps(material, omega: float):
+    from ..scene import PEC
+
+    if material is PEC:
+        return np.inf
+    if hasattr(material, "permittivity"):
+        return complex(material.permittivity(omega))
+    return complex(material)
+
+
+def permittivity_3d(scene, g: _Grid3, averaging: str) -> np.ndarray:
+    """Diagonal eps (3, nx, ny, nz) at the E nodes; ``inf`` on PEC edges."""
+    from ..scene import Scene, rasterize
+
+    if scene is None:
+        return np.ones((3, *g.shape), complex)
+    if not isinstance(scene, Scene):
+        raise ConfigError(f"scene must be an emjax.scene.Scene, got {scene!r}")
+    if _material_eps(scene.background, g.omega) != 1:
+        raise ConfigError(f"FDFD 3-D: the background must be vacuum (eps = 1), got {scene.background!r}")
+    r = rasterize(scene, g.shape, g.dx, g.origin, averaging=averaging)
+    lut = np.array([_material_eps(m, g.omega) for m in scene.materials])
+    eps = np.empty((3, *g.shape), complex)
+    for c in range(3):
+        eps[c] = lut[r.label[c]]
+        it = r.interface[c]
+        if averaging != "subpixel" or not len(it["fill"]):
+            continue
+        e1, e2 = lut[it["own"]], lut[it["other"]]
+        ok = np.isfinite(e1) & np.isfinite(e2)  # PEC interfaces stay staircased
+        f, n2 = it["fill"][ok], it["normal"][ok, c] ** 2
+        e1, e2 = e1[ok], e2[ok]
+        inv = n2 * (f / e1 + (1 - f) / e2) + (1 - n2) / (f * e1 + (1 - f) * e2)
+        idx = it["index"][ok]
+        eps[c][idx[:, 0], idx[:, 1], idx[:, 2]] = 1.0 / inv
+    return eps
+
+
+def discrete_wave(wave: PlaneWave3D, omega: float, dx: float) -> tuple:
+    """The grid's plane wave along ``wave.direction``: (k~ d, e) with k~ from the Yee
+    dispersion relation (Newton) and ``e`` transverse to the discrete wave vector."""
+    d = np.asarray(wave.direction)
+    k = omega
+    for _ in range(50):
+        s = np.sin(k * d * dx / 2)
+        g = np.sum((2 / dx * s) ** 2) - omega**2
+        dg = np.sum(2 * (2 / dx * s) * (2 / dx) * np.cos(k * d * dx / 2) * d * dx / 2)
+        step = g / dg
+        k -= step
+        if abs(step) < 1e-15 * k:
+            break
+    kt = 2 / dx * np.sin(k * d * dx / 2)  # the discrete wave vector (differences see this)
+    e = np.asarray(wave.polarization, complex)
+    e = e - kt * np.dot(kt, e) / np.dot(kt, kt)
+    return k * d, e / np.linalg.norm(e)
+
+
+def incident_3d(wave: PlaneWave3D, g: _Grid3) -> np.ndarray:
+    """The grid's incident E (3, nx, ny, nz) at the E nodes."""
+    kvec, e = discrete_wave(wave, g.omega, g.dx)
+    out = np.empty((3, *g.shape), complex)
+    for c in range(3):
+        ph = [np.exp(1j * kvec[a] * (g.axes[a] + (0.5 * g.dx if a == c else 0.0))) for a in range(3)]
+        out[c] = e[c] * ph[0][:, None, None] * ph[1][None, :, None] * ph[2][None, None, :]
+    return out
+
+
+def _waves(source) -> list:
+    waves = list(source) if isinstance(source, (list, tuple)) else [source]
+    if not waves or not all(isinstance(w, PlaneWave3D) for w in waves):
+        raise ConfigError(f"source must be a PlaneWave3D or a list of them, got {source!r}")
+    return waves
+
+
+def estimate_bytes(shape, solver, dtype) -> int:
+    """Memory of a solve: the operator's arrays and the Krylov vectors (iterative), or the
+    matrix with a rough 3-D fill-in estimate (direct)."""
+    n = 3 * int(np.prod(shape))
+    item = np.dtype(dtype).itemsize
+    if isinstance(solver, Direct):
+        return int(n * (14 * (item + 8) + 60 * n ** (1 / 3) * (item + 4)))  # LU fill ~ N^(4/3)
+    return int(n * item * 24)
+
+
+def solve_3d(
+    size,
+    resolution: float,
+    frequency: float,
+    source,
+    scene=None,
+    pml: SCPML | None = None,
+    center=(0.0, 0.0, 0.0),
+    averaging: str = "subpixel",
+    solver=None,
+    precision: str = "double",
+    progress=None,
+):
+    """Scattering of a :class:`PlaneWave3D` (or a list: one operator, batched right sides)
+    by ``scene`` in vacuum, on the region ``size`` (three lengths) at ``resolution`` cells
+    per unit length and ``frequency`` = 1 / wavelength.
+
+    ``solver``: :class:`Iterative` (Krylov on JAX's device, the default) or :class:`Direct`
+    (SuperLU on the host: 3-D fill-in makes it slow beyond ~2e4 unknowns). ``precision``
+    "single" or "double" (complex64 / complex128; iterative only). ``progress(iterations,
+    worst relative residual)`` is called between iteration chunks. Returns a
+    :class:`Result3D`, or a list for a list of waves."""
+    with precision_scope():
+        return _solve_3d(
+            size, resolution, frequency, source, scene, pml, center, averaging, solver, precision, progress
+        )
+
+
+def _solve_3d(size, resolution, frequency, source, scene, pml, center, averaging, solver, prec, progress):
+    t0 = time.perf_counter()
+    g = _grid3(size, resolution, frequency, pml, center)
+    waves = _waves(source)
+    if averaging not in ("subpixel", "staircase"):
+        raise ConfigError(f"averaging must be 'subpixel' or 'staircase', got {averaging!r}")
+    dtype = precision(prec).complex
+    n_unknowns = 3 * int(np.prod(g.shape))
+    solver = check_solver(solver if solver is not None else Iterative())
+    from ..backend import device_memory_bytes, host_available_bytes
+
+    need = estimate_bytes(g.shape, solver, dtype)
+    have = host_available_bytes() if isinstance(solver, Direct) else device_memory_bytes()
+    if need > 0.9 * have:
+        raise ResourceError(
+            f"FDFD 3-D grid {g.shape} ({n_unknowns} unknowns) needs about {need / 2**30:.1f} GiB with the "
+            f"{solver.name} solver; {have / 2**30:.1f} GiB available"
+        )
+    if scene is not None:
+        L = g.pml.thickness
+        lo = [a[L] for a in g.axes]
+        hi = [a[-1 - L] for a in g.axes]
+        scene.check_inside(lo, hi, "the region inside the PML")
+    eps = permittivity_3d(scene, g, averaging)
+    pec = ~np.isfinite(eps)
+    free = (~pec).astype(float)
+    eps_f = np.where(pec, 1.0, eps)
+    op = build_operator(eps_f, free, g.pml, g.dx, g.omega, dtype)
+    incs = [incident_3d(w, g) for w in waves]
+    S = np.asarray(op.S)
+    rhs = []
+    for inc in incs:
+        b = g.omega**2 * (eps_f - 1) * inc * free  # A E_s = omega^2 (eps - 1) E_inc off PEC
+        fixed = -inc * (1 - free)
+        # S b + the grad-div term's known part, minus the fixed PEC values' coupling
+        bs = S * b - np.asarray(op.eps * op.graddiv(jnp.asarray(b, dtype)) * op.scale) / g.omega**2
+        bs = bs - np.asarray(op.full(jnp.asarray(fixed, dtype)))
+        rhs.append(free * bs + fixed)
+    t_setup = time.perf_counter() - t0
+    if isinstance(solver, Direct):
+        xs, stats = _direct(op, rhs, dtype)
+    else:
+        xs, stats = _iterative(op, rhs, solver, dtype, progress)
+    stats.update(
+        unknowns=n_unknowns,
+        grid=list(g.shape),
+        setup_s=t_setup,
+        seconds=time.perf_counter() - t0,
+        precision=prec,
+        device=str(jax.devices()[0]) if isinstance(solver, Iterative) else "host CPU",
+    )
+    out = []
+    for x, inc, w, st in zip(xs, incs, waves, stats.pop("per_wave")):
+        Es = np.asarray(x)
+        eps_out = np.where(pec, np.inf, eps)
+        out.append(Result3D(*g.axes, g.frequency, w, Es + inc, Es, eps_out, g.pml.thickness, {**stats, **st}))
+    return out if isinstance(source, (list, tuple)) else out[0]
+
+
+def _direct(op, rhs, dtype):
+    import scipy.sparse.linalg as spla
+
+    t0 = time.perf_counter()
+    A = probe_matrix(op, dtype).tocsc()
+    t1 = time.perf_counter()
+    # minimum degree on A^T + A with symmetric pivoting: 8x faster than SuperLU's default
+    # COLAMD on these matrices (20k unknowns: 19 s instead of 153 s on 2 cores)
+    lu = spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True))
+    t2 = time.perf_counter()
+    B = np.stack([r.ravel() for r in rhs], 1)
+    X = lu.solve(B)
+    t3 = time.perf_counter()
+    res = [
+        float(np.linalg.norm(A @ X[:, i] - B[:, i]) / max(np.linalg.norm(B[:, i]), 1e-300))
+        for i in range(len(rhs))
+    ]
+    per = [dict(converged=True, iterations=0, residual=r, message="direct solve") for r in res]
+    stats = dict(
+        solver="direct (SuperLU)",
+        assemble_s=t1 - t0,
+        factor_s=t2 - t1,
+        solve_s=t3 - t2,
+        nnz=int(A.nnz),
+        per_wave=per,
+    )
+    return [X[:, i].reshape(rhs[0].shape) for i in range(len(rhs))], stats
+
+
+def _iterative(op, rhs, solver: Iterative, dtype, progress):
+    from ..krylov import solve, solve_batched
+
+    t0 = time.perf_counter()
+    if solver.jacobi:
+        diag = probe_diagonal(op, dtype)
+        d = 1.0 / jnp.sqrt(jnp.where(diag == 0, 1, diag))
+    else:
+        d = jnp.ones(op.eps.shape, dtype)
+    A = Scaled(op, d)
+    t1 = time.perf_counter()
+    B = [d * jnp.asarray(r, dtype) for r in rhs]
+    if len(B) == 1:
+        results = [solve(A, B[0], solver.method, progress=progress)]
+    else:
+        results = list(solve_batched(A, jnp.stack(B), solver.method, progress=progress))
+    xs = [d * r.x for r in results]
+    per = [
+        dict(
+            converged=bool(r.converged),
+            iterations=int(r.iterations),
+            residual=float(r.residual),
+            message=r.message,
+            residual_history=np.asarray(r.residual_history),
+        )
+        for r in results
+    ]
+    stats = dict(
+        solver=f"iterative ({solver.method.name}, {'Jacobi' if solver.jacobi else 'no preconditioner'})",
+        preconditioner_s=t1 - t0,
+        solve_s=time.perf_counter() - t1,
+        per_wave=per,
+    )
+    return xs, stats
