@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from ..config import finite_or_none, load_toml
@@ -79,8 +80,12 @@ def run(args, argv) -> int:
     if args.out is not None:
         check_writable(args.out)
 
-    def progress(iterations, residual):
-        print(f"iteration {iterations}, relative residual {residual:.3e}", file=sys.stderr, flush=True)
+    last = [time.perf_counter()]
+
+    def progress(iterations, residual):  # at most one line per 2 s
+        if time.perf_counter() - last[0] > 2.0:
+            last[0] = time.perf_counter()
+            print(f"iteration {iterations}, relative residual {residual:.3e}", file=sys.stderr, flush=True)
 
     result = solve_rcs(problem, progress=progress)
     summary = result.summary()
@@ -125,7 +130,8 @@ def run_bench(args, argv) -> int:
         else:
             print(
                 f"FDFD {args.dims}-D {r['grid']} ({r['unknowns']} unknowns), {r['solver']}: "
-                f"{r['seconds']:.3f} s (set-up {r.get('setup_s', 0):.3f}, factor {r.get('factor_s', 0):.3f}, "
+                f"{r['seconds']:.3f} s (set-up {r.get('setup_s', r.get('assemble_s', 0)):.3f}, "
+                f"factor {r.get('factor_s', 0):.3f}, "
                 f"solve {r.get('solve_s', 0):.3f}), {r['iterations']} iterations, "
                 f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB on {r['device']}",
                 flush=True,

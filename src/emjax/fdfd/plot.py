@@ -25,7 +25,7 @@ def _polar(ax, angles_deg, curves: dict, title: str, half: bool) -> None:
         ax.set_thetamax(180)
     ax.set_title(title, fontsize=10)
     if len(curves) > 1:
-        ax.legend(loc="lower left", fontsize=8)
+        ax.legend(loc="upper right", fontsize=8, bbox_to_anchor=(1.1, 1.05))
 
 
 def plot_rcs(result, path) -> Path:
