@@ -29,13 +29,20 @@ _EXPORTS = {
     "far_field_3d": ".farfield3d",
     "Direct": ".solvers",
     "Iterative": ".solvers",
+    "FDFDProblem": ".config",
+    "build_fdfd": ".config",
+    "RCSResult": ".results",
+    "solve_rcs": ".rcs",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
+    from .config import FDFDProblem, build_fdfd
     from .farfield import scattering_width
     from .farfield3d import far_field_3d, rcs_3d
     from .maxwell3d import PlaneWave3D, Result3D, solve_3d
     from .operators import SCPML, derivatives
+    from .rcs import solve_rcs
+    from .results import RCSResult
     from .solvers import Direct, Iterative
     from .tm import LineSource, PlaneWave2D, TMResult, solve_te, solve_tm
