@@ -12,8 +12,8 @@ in SI units with fields ~ exp(+i omega t) (its PML stretch is 1 - i sigma / omeg
 incident wave is exp(-i k x) and its field the complex conjugate of emjax's (exp(-i omega t)),
 which is what is compared. The error is max |E_s - E_series| / max |E_series| over the
 annulus 1.2 a < rho < 2.5 a (cut 4 cells inside the region on small grids). ceviche's
-difference operators wrap around (periodic / Bloch boundaries behind its PML), which couples
-opposite edges and costs its LU much more fill-in than emjax's (zero beyond the ends).
+difference operators wrap around (periodic / Bloch boundaries behind its PML), emjax's
+are zero beyond the ends; both solve with SuperLU here.
 
 ceviche (pip install ceviche) is not an emjax dependency: without it the script says so and
 exits. ceviche solves with scipy's spsolve (SuperLU) unless pyMKL finds MKL's PARDISO.
