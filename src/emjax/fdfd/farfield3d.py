@@ -4,7 +4,7 @@ Each Cartesian component u of the scattered E satisfies Helmholtz's equation out
 scatterer, so Green's theorem on a closed box S around it (G = exp(ik|r - r'|) / (4 pi |r -
 r'|), n' outward) gives far away ``u ~ F exp(ikr) / r`` with
 
-    F(rhat) = (1 / 4 pi) oint_S [du/dn' + i k (rhat . n') u] exp(-i k rhat . r') dS'
+    F(rhat) = -(1 / 4 pi) oint_S [du/dn' + i k (rhat . n') u] exp(-i k rhat . r') dS'
 
 and ``sigma(rhat) = lim 4 pi r^2 |E_s|^2 / |E_inc|^2 = 4 pi |F_t|^2`` (F_t: F's part
 transverse to rhat; its longitudinal part, which vanishes exactly, measures the transform's
@@ -64,20 +64,15 @@ def far_field_3d(result, rhat, margin: int | None = None) -> np.ndarray:
             w2 = _trap(hi[b2] - lo[b2] + 1, dx)
             s1, s2 = slice(lo[b1], hi[b1] + 1), slice(lo[b2], hi[b2] + 1)
             for i, sign in ((lo[a], -1.0), (hi[a], 1.0)):
-
-                def plane(j):
-                    idx = [None, None, None]
-                    idx[a], idx[b1], idx[b2] = j, s1, s2
-                    return u[tuple(idx)]
-
-                val = plane(i)
-                dn = sign * (plane(i + 1) - plane(i - 1)) / (2 * dx)
+                face = u[:, s1][:, :, s2] if a == 0 else (u[s1][:, :, s2] if a == 1 else u[s1][:, s2])
+                val = np.take(face, i, axis=a)
+                dn = sign * (np.take(face, i + 1, axis=a) - np.take(face, i - 1, axis=a)) / (2 * dx)
                 integrand = (dn[None] + 1j * k * sign * rhat[:, a, None, None] * val[None]) * (
                     w1[:, None] * w2[None, :]
                 )[None]  # (P, n1, n2)
                 ph = phase[a][:, i]  # (P,)
                 F[:, c] += ph * np.einsum("pjk,pj,pk->p", integrand, phase[b1][:, s1], phase[b2][:, s2])
-    return F / (4 * math.pi)
+    return -F / (4 * math.pi)  # n' points out of the box, into the exterior: u = oint [u dG/dn' - G du/dn']
 
 
 def plane_directions(wave, theta_deg, plane: str) -> np.ndarray:

@@ -31,6 +31,7 @@ import numpy as np
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_positive
 from .operator3d import Scaled, build_operator, probe_diagonal, probe_matrix
+from .pec3d import pec_fractions
 from .operators import SCPML
 from .solvers import Direct, Iterative, check_solver
 
@@ -152,8 +153,8 @@ def _material_eps(material, omega: float):
 
 
 def permittivity_3d(scene, g: _Grid3, averaging: str) -> np.ndarray:
-    """Diagonal eps (3, nx, ny, nz) at the E nodes; ``inf`` on PEC edges."""
-    from ..scene import Scene, rasterize
+    """Diagonal eps (3, nx, ny, nz) at the E nodes of the scene's media (PEC objects left out)."""
+    from ..scene import PEC, Scene, rasterize
 
     if scene is None:
         return np.ones((3, *g.shape), complex)
@@ -161,6 +162,9 @@ def permittivity_3d(scene, g: _Grid3, averaging: str) -> np.ndarray:
         raise ConfigError(f"scene must be an emjax.scene.Scene, got {scene!r}")
     if _material_eps(scene.background, g.omega) != 1:
         raise ConfigError(f"FDFD 3-D: the background must be vacuum (eps = 1), got {scene.background!r}")
+    # conductors enter through their open edge lengths and face areas (pec3d.py); here the
+    # media around them (a PEC core in a dielectric sees the dielectric on its cut edges)
+    scene = Scene([o for o in scene.objects if not any(m is PEC for m in o.material)], scene.background)
     r = rasterize(scene, g.shape, g.dx, g.origin, averaging=averaging)
     lut = np.array([_material_eps(m, g.omega) for m in scene.materials])
     eps = np.empty((3, *g.shape), complex)
@@ -277,20 +281,18 @@ def _solve_3d(size, resolution, frequency, source, scene, pml, center, averaging
         hi = [a[-1 - L] for a in g.axes]
         scene.check_inside(lo, hi, "the region inside the PML")
     eps = permittivity_3d(scene, g, averaging)
-    pec = ~np.isfinite(eps)
-    free = (~pec).astype(float)
-    eps_f = np.where(pec, 1.0, eps)
-    op = build_operator(eps_f, free, g.pml, g.dx, g.omega, dtype)
+    pec = pec_fractions(scene, g.axes, g.dx, averaging)
+    fixed = np.zeros(eps.shape, bool) if pec is None else pec[0] == 0
+    op = build_operator(eps, g.pml, g.dx, g.omega, dtype, pec)
+    vac = build_operator(np.ones(eps.shape), g.pml, g.dx, g.omega, dtype)
     incs = [incident_3d(w, g) for w in waves]
-    S = np.asarray(op.S)
     rhs = []
     for inc in incs:
-        b = g.omega**2 * (eps_f - 1) * inc * free  # A E_s = omega^2 (eps - 1) E_inc off PEC
-        fixed = -inc * (1 - free)
-        # S b + the grad-div term's known part, minus the fixed PEC values' coupling
-        bs = S * b - np.asarray(op.eps * op.graddiv(jnp.asarray(b, dtype)) * op.scale) / g.omega**2
-        bs = bs - np.asarray(op.full(jnp.asarray(fixed, dtype)))
-        rhs.append(free * bs + fixed)
+        # A E_s = -A E_inc = (A_vacuum - A) E_inc: the scatterer's part only (A_vacuum E_inc = 0
+        # off the PML; the PML's stretching cancels in the difference)
+        e = jnp.asarray(inc, dtype)
+        b = vac.maxwell(e) - op.maxwell(e)
+        rhs.append(np.asarray(op.rhs(b)) + np.where(fixed, -inc, 0))
     t_setup = time.perf_counter() - t0
     if isinstance(solver, Direct):
         xs, stats = _direct(op, rhs, dtype)
@@ -307,7 +309,7 @@ def _solve_3d(size, resolution, frequency, source, scene, pml, center, averaging
     out = []
     for x, inc, w, st in zip(xs, incs, waves, stats.pop("per_wave")):
         Es = np.asarray(x)
-        eps_out = np.where(pec, np.inf, eps)
+        eps_out = np.where(fixed, np.inf, eps)
         out.append(Result3D(*g.axes, g.frequency, w, Es + inc, Es, eps_out, g.pml.thickness, {**stats, **st}))
     return out if isinstance(source, (list, tuple)) else out[0]
 

@@ -67,34 +67,23 @@ def _along(v, axis: int):
 
 @jax.tree_util.register_pytree_node_class
 class Operator3D:
-    """``x -> P M(P x) + (1 - P) x`` on E arrays (3, nx, ny, nz), ``M = S A + grad-div``.
+    """``x -> P M(P x) + (1 - P) x`` on E arrays (3, nx, ny, nz), ``M = l S A + grad-div``.
 
     Leaves: ``eps`` (3, nx, ny, nz) diagonal permittivity at the E nodes, ``inv_int`` and
     ``inv_half`` (3 tuples of (n_a,) arrays: ``1/s`` at nodes and half nodes), ``S``
     (3, nx, ny, nz), ``w`` (3, nx, ny, nz) = S / s_c (K's weights), ``Z`` (nx, ny, nz),
-    ``free`` (3, nx, ny, nz) 1 off PEC / 0 on PEC edges, ``scale`` 1/dx^2, ``omega2``.
+    ``l`` open edge fractions and ``W`` inverse open face areas (conformal PEC, see
+    pec3d.py; scalars 1 without PEC), ``free`` = (l > 0), ``scale`` 1/dx^2, ``omega2``.
     """
 
-    def __init__(self, eps, inv_int, inv_half, S, w, Z, free, scale, omega2):
+    def __init__(self, eps, inv_int, inv_half, S, w, Z, l, W, free, scale, omega2):
         self.eps, self.inv_int, self.inv_half = eps, tuple(inv_int), tuple(inv_half)
-        self.S, self.w, self.Z, self.free = S, w, Z, free
+        self.S, self.w, self.Z, self.l, self.W, self.free = S, w, Z, l, W, free
         self.scale, self.omega2 = scale, omega2
 
     def tree_flatten(self):
-        return (
-            (
-                self.eps,
-                self.inv_int,
-                self.inv_half,
-                self.S,
-                self.w,
-                self.Z,
-                self.free,
-                self.scale,
-                self.omega2,
-            ),
-            None,
-        )
+        leaves = (self.eps, self.inv_int, self.inv_half, self.S, self.w, self.Z, self.l, self.W, self.free)
+        return leaves + (self.scale, self.omega2), None
 
     @classmethod
     def tree_unflatten(cls, aux, leaves):
@@ -134,11 +123,17 @@ class Operator3D:
         """``K^T Z K V`` (unscaled)."""
         return self.KT(self.Z * self.K(V))
 
+    def maxwell(self, E):
+        """``A E = curl_h W curl_e l E - omega^2 eps E`` (the rows of Maxwell's equations)."""
+        return self.curl_h(self.W * self.curl_e(self.l * E)) * self.scale - self.omega2 * self.eps * E
+
     def full(self, E):
         """``M E`` without the PEC mask."""
-        cc = self.curl_h(self.curl_e(E)) * self.scale
-        out = self.S * (cc - self.omega2 * self.eps * E)
-        return out + self.eps * self.graddiv(self.eps * E) * self.scale
+        return self.l * self.S * self.maxwell(E) + self.eps * self.graddiv(self.eps * E) * self.scale
+
+    def rhs(self, b):
+        """The symmetric system's right side for ``A E = b`` (the grad-div term's known part)."""
+        return self.free * (self.l * self.S * b - self.eps * self.graddiv(b) * self.scale / self.omega2)
 
     def __call__(self, x):
         return self.free * self.full(self.free * x) + (1 - self.free) * x
@@ -151,8 +146,10 @@ def stretch_inverses(pml, shape, dx: float, omega: float) -> tuple:
     return inv_int, inv_half
 
 
-def build_operator(eps: np.ndarray, free: np.ndarray, pml, dx: float, omega: float, dtype) -> Operator3D:
-    """The operator for ``eps`` (3, nx, ny, nz) at the E nodes (PEC edges: ``free`` = 0)."""
+def build_operator(eps: np.ndarray, pml, dx: float, omega: float, dtype, pec=None) -> Operator3D:
+    """The operator for ``eps`` (3, nx, ny, nz) at the E nodes; ``pec``: None or the
+    conformal fractions ``(l, inv_a)`` of :func:`emjax.fdfd.pec3d.pec_fractions`."""
+    free = np.ones(eps.shape) if pec is None else (pec[0] > 0).astype(float)
     shape = eps.shape[1:]
     inv_int, inv_half = stretch_inverses(pml, shape, dx, omega)
     s_int = [1 / v for v in inv_int]
@@ -170,6 +167,7 @@ def build_operator(eps: np.ndarray, free: np.ndarray, pml, dx: float, omega: flo
     )
     rd = np.zeros((), dtype).real.dtype
     cast = lambda a: jnp.asarray(a, dtype)  # noqa: E731
+    one = jnp.ones((), rd)
     return Operator3D(
         cast(eps),
         tuple(cast(v) for v in inv_int),
@@ -177,7 +175,9 @@ def build_operator(eps: np.ndarray, free: np.ndarray, pml, dx: float, omega: flo
         cast(S),
         cast(w),
         cast(Z),
-        jnp.asarray(free, rd),
+        one if pec is None else jnp.asarray(pec[0], rd),
+        one if pec is None else jnp.asarray(pec[1], rd),
+        one if pec is None else jnp.asarray(free, rd),
         jnp.asarray(1.0 / dx**2, rd),
         jnp.asarray(omega**2, rd),
     )
