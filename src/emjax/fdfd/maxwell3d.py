@@ -31,8 +31,8 @@ import numpy as np
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_positive
 from .operator3d import Scaled, build_operator, probe_diagonal, probe_matrix
-from .pec3d import pec_fractions
 from .operators import SCPML
+from .pec3d import pec_fractions
 from .solvers import Direct, Iterative, check_solver
 
 __all__ = ["PlaneWave3D", "Result3D", "solve_3d", "permittivity_3d"]

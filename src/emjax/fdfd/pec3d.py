@@ -120,7 +120,7 @@ def pec_fractions(scene, axes, dx: float, averaging: str, min_area: float = MIN_
         nu, nv = m[u] - 1, m[v] - 1
         area = np.ones(m)
 
-        def corner(du, dv):
+        def corner(du, dv, u=u, v=v, c=c, nu=nu, nv=nv):
             s = [slice(None)] * 3
             s[u] = slice(du, du + nu)
             s[v] = slice(dv, dv + nv)
@@ -136,7 +136,6 @@ def pec_fractions(scene, axes, dx: float, averaging: str, min_area: float = MIN_
         # edge from corner k to k+1: along u at dv = 0, along v at du = 1, along u at dv = 1
         # (reversed), along v at du = 0 (reversed)
         edges = [(u, 0, 0, False), (v, 1, 0, False), (u, 0, 1, True), (v, 0, 0, True)]
-        pts_x, pts_y, counts = [], [], []
         coords = {(0, 0): (0.0, 0.0), (1, 0): (1.0, 0.0), (1, 1): (1.0, 1.0), (0, 1): (0.0, 1.0)}
         shp = ins[0].shape
         X = np.zeros((*shp, 8))
