@@ -283,7 +283,7 @@ def _solve_3d(size, resolution, frequency, source, scene, pml, center, averaging
     eps = permittivity_3d(scene, g, averaging)
     pec = pec_fractions(scene, g.axes, g.dx, averaging)
     fixed = np.zeros(eps.shape, bool) if pec is None else pec[0] == 0
-    op = build_operator(eps, g.pml, g.dx, g.omega, dtype, pec)
+    op = build_operator(eps, g.pml, g.dx, g.omega, dtype, pec, getattr(solver, "graddiv", True))
     vac = build_operator(np.ones(eps.shape), g.pml, g.dx, g.omega, dtype)
     incs = [incident_3d(w, g) for w in waves]
     rhs = []

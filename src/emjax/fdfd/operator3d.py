@@ -146,7 +146,9 @@ def stretch_inverses(pml, shape, dx: float, omega: float) -> tuple:
     return inv_int, inv_half
 
 
-def build_operator(eps: np.ndarray, pml, dx: float, omega: float, dtype, pec=None) -> Operator3D:
+def build_operator(
+    eps: np.ndarray, pml, dx: float, omega: float, dtype, pec=None, graddiv: bool = True
+) -> Operator3D:
     """The operator for ``eps`` (3, nx, ny, nz) at the E nodes; ``pec``: None or the
     conformal fractions ``(l, inv_a)`` of :func:`emjax.fdfd.pec3d.pec_fractions`."""
     free = np.ones(eps.shape) if pec is None else (pec[0] > 0).astype(float)
@@ -162,8 +164,12 @@ def build_operator(eps: np.ndarray, pml, dx: float, omega: float, dtype, pec=Non
         w[c] = S[c] / _np_along(s_half[c], c)
     N = s_int[0][:, None, None] * s_int[1][None, :, None] * s_int[2][None, None, :]
     eps_node = _node_average(np.where(free > 0, eps, 0), free)
-    Z = np.where(
-        _all_edges_free(free) & (eps_node != 0), 1.0 / (N * np.where(eps_node == 0, 1, eps_node) ** 2), 0
+    Z = (
+        0.0 * N
+        if not graddiv
+        else np.where(
+            _all_edges_free(free) & (eps_node != 0), 1.0 / (N * np.where(eps_node == 0, 1, eps_node) ** 2), 0
+        )
     )
     rd = np.zeros((), dtype).real.dtype
     cast = lambda a: jnp.asarray(a, dtype)  # noqa: E731

@@ -29,10 +29,13 @@ class Direct:
 @dataclass(frozen=True)
 class Iterative:
     """Matrix-free Krylov solve on the device: ``method`` an emjax.krylov solver object
-    (QMR, BiCG or BiCGStab with rtol, maxiter), ``jacobi`` the diagonal preconditioner."""
+    (QMR, BiCG or BiCGStab with rtol, maxiter), ``jacobi`` the diagonal preconditioner,
+    ``graddiv`` Shin and Fan's gradient-divergence term (3-D; it leaves the solution unchanged
+    and cuts the iterations: see emjax.fdfd.operator3d)."""
 
     method: _Method = field(default_factory=lambda: QMR(rtol=1e-6, maxiter=20_000, chunk=100))
     jacobi: bool = True
+    graddiv: bool = True
 
     name = "iterative"
 
