@@ -1,13 +1,12 @@
 """3-D FDFD (emjax.fdfd.solve_3d, rcs_3d) against the Mie series, analytic far fields and
 its own algebraic identities (symmetry, the grad-div term, direct = iterative)."""
 
+import mie3d_reference as mie  # tests/fdfd on sys.path (rootdir-relative imports, as tests/layered)
 import numpy as np
 import pytest
 
 from emjax import ConfigError, fdfd, geometry, scene
 from emjax.krylov import QMR
-
-import mie3d_reference as mie  # tests/fdfd on sys.path (rootdir-relative imports, as tests/layered)
 
 THETA = np.linspace(0.0, 180.0, 37)
 
@@ -91,8 +90,15 @@ def test_pec_sphere_vs_mie():
     """PEC sphere, radius 0.25 wavelength (ka = pi/2), 16 cells per wavelength, conformal
     (Dey-Mittra) edges and faces: bistatic RCS in both planes within 0.5 dB of Mie (measured
     0.19 dB E-plane, 0.07 dB H-plane; staircased: 3.1 dB)."""
-    r = fdfd.solve_3d((1.0,) * 3, 16, 1.0, fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0)), _sphere(0.25, scene.PEC),
-                      pml=fdfd.SCPML(8), solver=_qmr())  # fmt: skip
+    r = fdfd.solve_3d(
+        (1.0,) * 3,
+        16,
+        1.0,
+        fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0)),
+        _sphere(0.25, scene.PEC),
+        pml=fdfd.SCPML(8),
+        solver=_qmr(),
+    )
     assert r.stats["converged"], r.stats["message"]
     err = _db_errors(r, 0.25, None)
     assert max(err) < 0.5, err
@@ -104,12 +110,13 @@ def test_dielectric_sphere_oblique_incidence_vs_mie():
     """eps = 2.25 sphere (radius 0.25), a wave along (1, 1, 1) with E along (1, -1, 0), 16
     cells per wavelength (the radius is 4 cells), subpixel (Kottke's diagonal): the RCS in
     both planes follows Mie within 0.7 dB where it is above -20 dB of its peak and within 6%
-    of the peak everywhere (measured 0.53 dB E-plane, 0.33 dB H-plane; 5.1% of the peak). Exercises the oblique
-    discrete plane wave and the planes built from an arbitrary direction."""
+    of the peak everywhere (measured 0.53 dB E-plane, 0.33 dB H-plane; 5.1% of the peak).
+    Exercises the oblique discrete plane wave and the planes built from an arbitrary direction."""
     d = np.array([1.0, 1.0, 1.0]) / np.sqrt(3)
     e = np.array([1.0, -1.0, 0.0]) / np.sqrt(2)
-    r = fdfd.solve_3d((1.0,) * 3, 16, 1.0, fdfd.PlaneWave3D(d, e), _sphere(0.25, 2.25), pml=fdfd.SCPML(8),
-                      solver=_qmr())  # fmt: skip
+    r = fdfd.solve_3d(
+        (1.0,) * 3, 16, 1.0, fdfd.PlaneWave3D(d, e), _sphere(0.25, 2.25), pml=fdfd.SCPML(8), solver=_qmr()
+    )
     err = _db_errors(r, 0.25, 1.5)
     assert max(err) < 0.7, err
     for plane, ref in zip("EH", mie.rcs(0.25, 1.0, THETA, 1.5)):
@@ -124,8 +131,9 @@ def test_graddiv_term_and_batched_waves_leave_the_solution_unchanged():
     kw = dict(pml=fdfd.SCPML(6))
     args = ((0.5,) * 3, 12, 1.0)
     both = fdfd.solve_3d(*args, waves, sc, solver=_qmr(1e-9), **kw)
-    plain = fdfd.solve_3d(*args, waves[1], sc, solver=fdfd.Iterative(QMR(rtol=1e-9, maxiter=20_000), graddiv=False),
-                          **kw)  # fmt: skip
+    plain = fdfd.solve_3d(
+        *args, waves[1], sc, solver=fdfd.Iterative(QMR(rtol=1e-9, maxiter=20_000), graddiv=False), **kw
+    )
     one = fdfd.solve_3d(*args, waves[0], sc, solver=_qmr(1e-9), **kw)
     scale = np.abs(both[1].Es).max()
     assert np.abs(both[1].Es - plain.Es).max() < 1e-6 * scale
@@ -183,8 +191,16 @@ def test_pec_sphere_ka_pi_vs_mie():
     wave = fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0))
     err = {}
     for av in ("subpixel", "staircase"):
-        r = fdfd.solve_3d((1.4,) * 3, 20, 1.0, wave, _sphere(0.5, scene.PEC), pml=fdfd.SCPML(10), averaging=av,
-                          solver=_qmr())  # fmt: skip
+        r = fdfd.solve_3d(
+            (1.4,) * 3,
+            20,
+            1.0,
+            wave,
+            _sphere(0.5, scene.PEC),
+            pml=fdfd.SCPML(10),
+            averaging=av,
+            solver=_qmr(),
+        )
         err[av] = _db_errors(r, 0.5, None)
     assert max(err["subpixel"]) < 1.0, err
     assert max(err["staircase"]) > 2 * max(err["subpixel"]), err
@@ -196,8 +212,15 @@ def test_pec_sphere_convergence():
     to its peak, both planes) falls at about second order with the conformal treatment."""
     errs = []
     for res in (12, 24):
-        r = fdfd.solve_3d((1.0,) * 3, res, 1.0, fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0)), _sphere(0.25, scene.PEC),
-                          pml=fdfd.SCPML(8), solver=_qmr(1e-8))  # fmt: skip
+        r = fdfd.solve_3d(
+            (1.0,) * 3,
+            res,
+            1.0,
+            fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0)),
+            _sphere(0.25, scene.PEC),
+            pml=fdfd.SCPML(8),
+            solver=_qmr(1e-8),
+        )
         e = 0.0
         for plane, ref in zip("EH", mie.rcs(0.25, 1.0, THETA, None)):
             e = max(e, np.abs(fdfd.rcs_3d(r, THETA, plane) - ref).max() / ref.max())
