@@ -38,7 +38,7 @@ def test_operator_is_symmetric_and_assembles_from_probes():
     import jax.numpy as jnp
 
     from emjax.backend import precision_scope
-    from emjax.fdfd.operator3d import build_operator, probe_matrix
+    from emjax.fdfd.operator3d import build_operator, probe_diagonal, probe_matrix
     from emjax.fdfd.pec3d import pec_fractions
 
     with precision_scope():
@@ -54,6 +54,8 @@ def test_operator_is_symmetric_and_assembles_from_probes():
         y = np.asarray(op(jnp.asarray(x))).ravel()
         assert np.abs(A @ x.ravel() - y).max() < 1e-12 * np.abs(y).max()
         assert abs(A - A.T).max() < 1e-12 * abs(A).max()
+        d = np.asarray(probe_diagonal(op)).ravel()  # the Jacobi preconditioner's, on the device
+        assert np.abs(A.diagonal() - d).max() < 1e-14 * np.abs(d).max()
 
 
 def _point_source_far_field_error(n, dx):

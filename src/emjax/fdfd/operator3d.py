@@ -255,18 +255,24 @@ def probe_matrix(op: Operator3D, dtype):
     return sp.csr_matrix((vals, (rows, cols)), shape=(3 * n, 3 * n))
 
 
-def probe_diagonal(op: Operator3D, dtype) -> np.ndarray:
-    """The operator's diagonal (3, nx, ny, nz) from the same 81 colour probes."""
-    shape = op.eps.shape[1:]
-    apply = jax.jit(op.__class__.__call__)
-    grids = np.meshgrid(*[np.arange(s) for s in shape], indexing="ij")
-    diag = jnp.zeros((3, *shape), dtype)
-    for c in range(3):
-        for color in np.ndindex(3, 3, 3):
-            sel = (grids[0] % 3 == color[0]) & (grids[1] % 3 == color[1]) & (grids[2] % 3 == color[2])
-            probe = jnp.zeros((3, *shape), dtype).at[c].set(jnp.asarray(sel, dtype))
-            diag = diag + probe * apply(op, probe)
-    return diag
+@jax.jit
+def _probe_diagonal(op: Operator3D):
+    shape = op.eps.shape
+    comp = jax.lax.broadcasted_iota(jnp.int32, shape, 0)
+    idx = [jax.lax.broadcasted_iota(jnp.int32, shape, a + 1) % 3 for a in range(3)]
+
+    def body(k, diag):
+        c, a, b, d = k // 27, (k // 9) % 3, (k // 3) % 3, k % 3
+        sel = (comp == c) & (idx[0] == a) & (idx[1] == b) & (idx[2] == d)
+        probe = sel.astype(op.eps.dtype)
+        return diag + probe * op(probe)
+
+    return jax.lax.fori_loop(0, 81, body, jnp.zeros(shape, op.eps.dtype))
+
+
+def probe_diagonal(op: Operator3D, dtype=None) -> jax.Array:
+    """The operator's diagonal (3, nx, ny, nz) from the 81 colour probes, on the device."""
+    return _probe_diagonal(op)
 
 
 @jax.tree_util.register_pytree_node_class

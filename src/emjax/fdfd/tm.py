@@ -190,7 +190,11 @@ def _source_node(source: LineSource, g: _Grid) -> tuple:
 def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps):
     """SuperLU on ``A`` for the right sides ``b`` (N, K); the result(s) with the statistics."""
     t1 = time.perf_counter()
-    lu = spla.splu(A.tocsc())
+    # minimum degree on A^T + A with symmetric pivoting (the matrices are structurally
+    # symmetric): 400^2 TM factor 1.02 s instead of 1.67 s with SuperLU's default COLAMD
+    lu = spla.splu(
+        A.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True)
+    )
     t2 = time.perf_counter()
     sol = lu.solve(b.reshape(g.shape[0] * g.shape[1], -1))
     t3 = time.perf_counter()
