@@ -69,29 +69,48 @@ def _along(v, axis: int):
 class Operator3D:
     """``x -> P M(P x) + (1 - P) x`` on E arrays (3, nx, ny, nz), ``M = l S A + grad-div``.
 
-    Leaves: ``eps`` (3, nx, ny, nz) diagonal permittivity at the E nodes, ``inv_int`` and
-    ``inv_half`` (3 tuples of (n_a,) arrays: ``1/s`` at nodes and half nodes), ``S``
-    (3, nx, ny, nz), ``w`` (3, nx, ny, nz) = S / s_c (K's weights), ``Z`` (nx, ny, nz),
-    ``l`` open edge fractions and ``W`` inverse open face areas (conformal PEC, see
-    pec3d.py; scalars 1 without PEC), ``free`` = (l > 0), ``scale`` 1/dx^2, ``omega2``.
+    Leaves: ``eps`` (3, nx, ny, nz) diagonal permittivity at the E nodes; ``s_int`` and
+    ``s_half`` (3-tuples of (n_a,) arrays: the PML's ``s`` at the nodes and half nodes of
+    each axis; ``S`` and K's weights ``w_c = S_c / s_c`` are their products, formed inside
+    the fused kernels rather than stored); ``Z`` (nx, ny, nz); ``l`` open edge fractions,
+    ``W`` inverse open face areas and ``free`` = (l > 0) (conformal PEC, see pec3d.py;
+    scalars 1 without PEC); ``scale`` 1/dx^2; ``omega2``.
     """
 
-    def __init__(self, eps, inv_int, inv_half, S, w, Z, l, W, free, scale, omega2):
-        self.eps, self.inv_int, self.inv_half = eps, tuple(inv_int), tuple(inv_half)
-        self.S, self.w, self.Z, self.l, self.W, self.free = S, w, Z, l, W, free
+    def __init__(self, eps, s_int, s_half, Z, l, W, free, scale, omega2):
+        self.eps, self.s_int, self.s_half = eps, tuple(s_int), tuple(s_half)
+        self.Z, self.l, self.W, self.free = Z, l, W, free
         self.scale, self.omega2 = scale, omega2
 
     def tree_flatten(self):
-        leaves = (self.eps, self.inv_int, self.inv_half, self.S, self.w, self.Z, self.l, self.W, self.free)
+        leaves = (self.eps, self.s_int, self.s_half, self.Z, self.l, self.W, self.free)
         return leaves + (self.scale, self.omega2), None
 
     @classmethod
     def tree_unflatten(cls, aux, leaves):
         return cls(*leaves)
 
+    def _s(self, c: int, a: int):
+        """``s`` along axis ``a`` at E_c's nodes, broadcastable."""
+        return _along(self.s_half[a] if a == c else self.s_int[a], a)
+
+    @property
+    def S(self):
+        """``s_x s_y s_z`` at each E node (3, nx, ny, nz), the symmetrizing row scale."""
+        return jnp.stack(
+            [
+                self._s(c, 0) * self._s(c, 1) * self._s(c, 2) * jnp.ones(self.eps.shape[1:], self.eps.dtype)
+                for c in range(3)
+            ]
+        )
+
+    def _w(self, c: int):
+        a, b = [x for x in range(3) if x != c]
+        return self._s(c, a) * self._s(c, b)
+
     def curl_e(self, E):
         """H-like differences of E (unscaled by 1/dx): (3, nx, ny, nz) at the faces."""
-        ih = [_along(v, a) for a, v in enumerate(self.inv_half)]
+        ih = [1 / _along(v, a) for a, v in enumerate(self.s_half)]
         Ex, Ey, Ez = E[0], E[1], E[2]
         return jnp.stack(
             [
@@ -102,7 +121,7 @@ class Operator3D:
         )
 
     def curl_h(self, H):
-        ii = [_along(v, a) for a, v in enumerate(self.inv_int)]
+        ii = [1 / _along(v, a) for a, v in enumerate(self.s_int)]
         Hx, Hy, Hz = H[0], H[1], H[2]
         return jnp.stack(
             [
@@ -114,10 +133,10 @@ class Operator3D:
 
     def K(self, V):
         """``N div_s`` of a field at the E nodes: (nx, ny, nz) at the nodes (unscaled)."""
-        return _bwd(self.w[0] * V[0], 0) + _bwd(self.w[1] * V[1], 1) + _bwd(self.w[2] * V[2], 2)
+        return _bwd(self._w(0) * V[0], 0) + _bwd(self._w(1) * V[1], 1) + _bwd(self._w(2) * V[2], 2)
 
     def KT(self, q):
-        return -jnp.stack([self.w[c] * _fwd(q, c) for c in range(3)])
+        return -jnp.stack([self._w(c) * _fwd(q, c) for c in range(3)])
 
     def graddiv(self, V):
         """``K^T Z K V`` (unscaled)."""
@@ -156,12 +175,6 @@ def build_operator(
     inv_int, inv_half = stretch_inverses(pml, shape, dx, omega)
     s_int = [1 / v for v in inv_int]
     s_half = [1 / v for v in inv_half]
-    S = np.empty((3, *shape), complex)
-    w = np.empty((3, *shape), complex)
-    for c in range(3):
-        f = [s_half[a] if a == c else s_int[a] for a in range(3)]
-        S[c] = f[0][:, None, None] * f[1][None, :, None] * f[2][None, None, :]
-        w[c] = S[c] / _np_along(s_half[c], c)
     N = s_int[0][:, None, None] * s_int[1][None, :, None] * s_int[2][None, None, :]
     eps_node = _node_average(np.where(free > 0, eps, 0), free)
     Z = (
@@ -176,10 +189,8 @@ def build_operator(
     one = jnp.ones((), rd)
     return Operator3D(
         cast(eps),
-        tuple(cast(v) for v in inv_int),
-        tuple(cast(v) for v in inv_half),
-        cast(S),
-        cast(w),
+        tuple(cast(v) for v in s_int),
+        tuple(cast(v) for v in s_half),
         cast(Z),
         one if pec is None else jnp.asarray(pec[0], rd),
         one if pec is None else jnp.asarray(pec[1], rd),
