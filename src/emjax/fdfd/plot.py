@@ -51,9 +51,12 @@ def plot_rcs(result, path) -> Path:
         )
     if mono:
         db = decibels(result.monostatic_rcs, p.wavelength, p.dims)
+        a = np.asarray(p.monostatic_angles, float)
+        if len(a) > 2 and a[0] + 360 - a[-1] <= np.max(np.diff(a)) + 1e-9:  # a full turn: close it
+            a, db = np.append(a, a[0] + 360), np.append(db, db[0])
         _polar(
             axes[1],
-            p.monostatic_angles,
+            a,
             {"backscatter": db},
             f"monostatic RCS ({unit}) vs incidence",
             half=False,
