@@ -15,6 +15,7 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "SCPML": ".operators",
+    "UPML": ".operators",
     "derivatives": ".operators",
     "TMResult": ".tm",
     "solve_tm": ".tm",
@@ -23,6 +24,7 @@ _EXPORTS = {
     "PlaneWave2D": ".tm",
     "scattering_width": ".farfield",
     "PlaneWave3D": ".maxwell3d",
+    "PointDipole3D": ".maxwell3d",
     "Result3D": ".maxwell3d",
     "solve_3d": ".maxwell3d",
     "rcs_3d": ".farfield3d",
@@ -40,8 +42,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from .config import FDFDProblem, build_fdfd
     from .farfield import scattering_width
     from .farfield3d import far_field_3d, rcs_3d
-    from .maxwell3d import PlaneWave3D, Result3D, solve_3d
-    from .operators import SCPML, derivatives
+    from .maxwell3d import PlaneWave3D, PointDipole3D, Result3D, solve_3d
+    from .operators import SCPML, UPML, derivatives
     from .rcs import solve_rcs
     from .results import RCSResult
     from .solvers import Direct, Iterative

@@ -97,6 +97,8 @@ def plane_directions(wave, theta_deg, plane: str) -> np.ndarray:
 def rcs_3d(result, theta_deg, plane: str = "E", margin: int | None = None) -> np.ndarray:
     """Bistatic radar cross section sigma (area) at ``theta_deg`` (degrees from the incident
     direction; 180 = backscatter) in the ``plane`` "E" or "H" of the incident wave."""
+    if not hasattr(result.wave, "direction"):
+        raise ConfigError("rcs_3d needs a plane-wave result (a dipole's far field: far_field_3d)")
     rhat = plane_directions(result.wave, theta_deg, plane)
     F = far_field_3d(result, rhat, margin)
     Ft = F - rhat * np.sum(rhat * F, axis=1, keepdims=True)

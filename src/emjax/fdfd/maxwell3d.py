@@ -35,7 +35,7 @@ from .operators import SCPML
 from .pec3d import pec_fractions
 from .solvers import Direct, Iterative, check_solver
 
-__all__ = ["PlaneWave3D", "Result3D", "solve_3d", "permittivity_3d"]
+__all__ = ["PlaneWave3D", "PointDipole3D", "Result3D", "solve_3d", "permittivity_3d"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,30 @@ class PlaneWave3D:
             )
         object.__setattr__(self, "direction", tuple(float(v) for v in d))
         object.__setattr__(self, "polarization", tuple(complex(v) if v.imag else float(v.real) for v in p))
+
+
+@dataclass(frozen=True)
+class PointDipole3D:
+    """An electric point dipole of moment ``moment`` (3-vector, complex allowed) at
+    ``position``: the current ``J = -i omega p delta(r - r0)``, each component spread over
+    the eight E_c nodes around it (trilinear weights). The result's ``E`` and ``Es`` are the
+    total field (no incident wave); in vacuum ``E = k^2 / (4 pi) [(rhat x p) x rhat / r +
+    (3 rhat (rhat.p) - p)(1/(k^2 r^3) - i/(k r^2))] exp(ikr)``."""
+
+    position: tuple = (0.0, 0.0, 0.0)
+    moment: tuple = (0.0, 0.0, 1.0)
+
+    def __post_init__(self):
+        try:
+            pos = tuple(float(v) for v in self.position)
+            p = np.asarray(self.moment, complex)
+        except (TypeError, ValueError):
+            raise ConfigError(f"PointDipole3D: position and moment must be 3-vectors, got {self!r}") from None
+        if len(pos) != 3 or p.shape != (3,) or not np.all(np.isfinite(p)) or not np.all(np.isfinite(pos)):
+            raise ConfigError(f"PointDipole3D: position and moment must be finite 3-vectors, got {self!r}")
+        if not np.any(p):
+            raise ConfigError("PointDipole3D.moment must be non-zero")
+        object.__setattr__(self, "position", pos)
 
 
 def _unit(name, v) -> np.ndarray:
@@ -118,7 +142,7 @@ class _Grid3:
 def _grid3(size, resolution, frequency, pml, center) -> _Grid3:
     pml = SCPML() if pml is None else pml
     if not isinstance(pml, SCPML):
-        raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
+        raise ConfigError(f"pml must be an emjax.fdfd.SCPML or UPML, got {pml!r}")
     res = require_positive("resolution", resolution)
     f = require_positive("frequency", frequency)
     try:
@@ -214,9 +238,30 @@ def incident_3d(wave: PlaneWave3D, g: _Grid3) -> np.ndarray:
 
 def _waves(source) -> list:
     waves = list(source) if isinstance(source, (list, tuple)) else [source]
-    if not waves or not all(isinstance(w, PlaneWave3D) for w in waves):
-        raise ConfigError(f"source must be a PlaneWave3D or a list of them, got {source!r}")
+    if not waves or not all(isinstance(w, (PlaneWave3D, PointDipole3D)) for w in waves):
+        raise ConfigError(f"source must be a PlaneWave3D or PointDipole3D, or a list of them, got {source!r}")
     return waves
+
+
+def dipole_current(dip: PointDipole3D, g: _Grid3) -> np.ndarray:
+    """``i omega J`` (3, nx, ny, nz): the dipole's right side of ``A E = i omega J``."""
+    b = np.zeros((3, *g.shape), complex)
+    L = g.pml.thickness
+    for c in range(3):
+        # trilinear weights on E_c's lattice: the dipole's position is kept to second order
+        # (the nearest node alone would move it by up to half a cell)
+        u = [(dip.position[a] - g.axes[a][0]) / g.dx - (0.5 if a == c else 0.0) for a in range(3)]
+        i0 = [int(np.floor(v)) for v in u]
+        f = [v - i for v, i in zip(u, i0)]
+        if not all(L <= i and i + 1 < n - L for i, n in zip(i0, g.shape)):
+            raise ConfigError(
+                f"PointDipole3D.position {dip.position} lies outside the region (the PML excluded)"
+            )
+        for corner in np.ndindex(2, 2, 2):
+            w = np.prod([f[a] if corner[a] else 1 - f[a] for a in range(3)])
+            idx = tuple(i0[a] + corner[a] for a in range(3))
+            b[c][idx] += w * g.omega**2 * complex(dip.moment[c]) / g.dx**3  # i omega (-i omega p) / dx^3
+    return b
 
 
 def estimate_bytes(shape, solver, dtype) -> int:
@@ -243,8 +288,9 @@ def solve_3d(
     progress=None,
 ):
     """Scattering of a :class:`PlaneWave3D` (or a list: one operator, batched right sides)
-    by ``scene`` in vacuum, on the region ``size`` (three lengths) at ``resolution`` cells
-    per unit length and ``frequency`` = 1 / wavelength.
+    by ``scene`` in vacuum, or the field of a :class:`PointDipole3D` (total field), on the
+    region ``size`` (three lengths) at ``resolution`` cells per unit length and
+    ``frequency`` = 1 / wavelength.
 
     ``solver``: :class:`Iterative` (Krylov on JAX's device, the default) or :class:`Direct`
     (SuperLU on the host: 3-D fill-in makes it slow beyond ~2e4 unknowns). ``precision``
@@ -285,9 +331,14 @@ def _solve_3d(size, resolution, frequency, source, scene, pml, center, averaging
     fixed = np.zeros(eps.shape, bool) if pec is None else pec[0] == 0
     op = build_operator(eps, g.pml, g.dx, g.omega, dtype, pec, getattr(solver, "graddiv", True))
     vac = build_operator(np.ones(eps.shape), g.pml, g.dx, g.omega, dtype)
-    incs = [incident_3d(w, g) for w in waves]
+    incs = [
+        incident_3d(w, g) if isinstance(w, PlaneWave3D) else np.zeros((3, *g.shape), complex) for w in waves
+    ]
     rhs = []
-    for inc in incs:
+    for w, inc in zip(waves, incs):
+        if isinstance(w, PointDipole3D):
+            rhs.append(np.asarray(op.rhs(jnp.asarray(dipole_current(w, g), dtype))))
+            continue
         # A E_s = -A E_inc = (A_vacuum - A) E_inc: the scatterer's part only (A_vacuum E_inc = 0
         # off the PML; the PML's stretching cancels in the difference)
         e = jnp.asarray(inc, dtype)

@@ -170,11 +170,24 @@ def build_operator(
 ) -> Operator3D:
     """The operator for ``eps`` (3, nx, ny, nz) at the E nodes; ``pec``: None or the
     conformal fractions ``(l, inv_a)`` of :func:`emjax.fdfd.pec3d.pec_fractions`."""
+    from .operators import UPML
+
     free = np.ones(eps.shape) if pec is None else (pec[0] > 0).astype(float)
     shape = eps.shape[1:]
     inv_int, inv_half = stretch_inverses(pml, shape, dx, omega)
     s_int = [1 / v for v in inv_int]
     s_half = [1 / v for v in inv_half]
+    mu_inv = None
+    if isinstance(pml, UPML):  # the stretching moves into eps_t and mu_t; differences unstretched
+        eps = np.array(eps, complex)  # a copy; complex even for a real eps (s is complex)
+        mu_inv = np.empty(eps.shape, complex)
+        for c in range(3):
+            a, b = [x for x in range(3) if x != c]
+            # E_c: s_c at half nodes along c, s_a, s_b at nodes; H_c: the other way round
+            eps[c] = eps[c] * _np_along(s_int[a], a) * _np_along(s_int[b], b) / _np_along(s_half[c], c)
+            mu_inv[c] = _np_along(s_int[c], c) / (_np_along(s_half[a], a) * _np_along(s_half[b], b))
+        s_int = [np.ones_like(v) for v in s_int]
+        s_half = [np.ones_like(v) for v in s_half]
     N = s_int[0][:, None, None] * s_int[1][None, :, None] * s_int[2][None, None, :]
     eps_node = _node_average(np.where(free > 0, eps, 0), free)
     Z = (
@@ -187,13 +200,16 @@ def build_operator(
     rd = np.zeros((), dtype).real.dtype
     cast = lambda a: jnp.asarray(a, dtype)  # noqa: E731
     one = jnp.ones((), rd)
+    W = None if pec is None else pec[1]
+    if mu_inv is not None:
+        W = mu_inv if W is None else mu_inv * W
     return Operator3D(
         cast(eps),
         tuple(cast(v) for v in s_int),
         tuple(cast(v) for v in s_half),
         cast(Z),
         one if pec is None else jnp.asarray(pec[0], rd),
-        one if pec is None else jnp.asarray(pec[1], rd),
+        one if W is None else jnp.asarray(W, dtype if mu_inv is not None else rd),
         one if pec is None else jnp.asarray(free, rd),
         jnp.asarray(1.0 / dx**2, rd),
         jnp.asarray(omega**2, rd),

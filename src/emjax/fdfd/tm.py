@@ -30,7 +30,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import ConfigError, require_positive
-from .operators import SCPML, derivatives
+from .operators import SCPML, UPML, derivatives
 from .pec2d import pec_index, te_open_fractions, tm_rows
 
 
@@ -160,6 +160,8 @@ def _grid(size, resolution, frequency, pml, center, averaging, half: bool) -> _G
     pml = SCPML() if pml is None else pml
     if not isinstance(pml, SCPML):
         raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
+    if isinstance(pml, UPML):
+        raise ConfigError("pml: UPML is available in 3-D only (solve_3d); use SCPML in 2-D")
     res = require_positive("resolution", resolution)
     f = require_positive("frequency", frequency)
     if averaging not in ("subpixel", "staircase"):
