@@ -86,6 +86,7 @@ def _cross_sections(result):
     return c_ext, float(np.sum(weights * np.sum(np.abs(Ft) ** 2, 1)))
 
 
+@pytest.mark.slow  # 11-17 s on 2 cores: the fast suite's budget
 def test_cube_optical_theorem_coarse():
     """The example's cube at 10 cells per wavelength (108k unknowns, ~8 s): a lossless
     scatterer's extinction (forward amplitude) equals its scattered power (measured 3.8%),
