@@ -220,6 +220,7 @@ def test_mixed_poles_are_kottke_means(omega_0):
         np.testing.assert_allclose(pole(*mix["n"], w), 1 / (f / eps_m + (1 - f) / eps_b), rtol=1e-12)
 
 
+@pytest.mark.slow  # ~25 s on the 2-core CI box: moved out of the fast suite (its 10-minute budget)
 def test_inline_correction_equals_node_lists(monkeypatch):
     """The one-fusion correction (boxes inside the grid) and the general node lists (curls at
     listed nodes, scattered into the field: used where the box wraps around a periodic cell)

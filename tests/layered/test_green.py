@@ -19,6 +19,7 @@ def _run(stack, src, pts, part="total", rtol=1e-10, prec="double"):
     )
 
 
+@pytest.mark.slow  # ~25 s on the 2-core CI box: moved out of the fast suite (its 10-minute budget)
 def test_homogeneous_stack_is_free_space():
     """All media equal (eps = 2.25 + 0.05i, two 'layers'): every reflection coefficient is 0,
     so the scattered part vanishes and the total - obtained for points in other 'layers'
@@ -84,6 +85,7 @@ def test_interface_conditions():
         assert np.abs(H[0] - H[1]).max() < 1e-7 * np.abs(H).max(), i
 
 
+@pytest.mark.slow  # ~20 s on the 2-core CI box: moved out of the fast suite (its 10-minute budget)
 def test_single_precision_matches_double():
     """The same field map in single and double precision (rtol 1e-5 / 1e-10) agrees to a
     few 1e-5 of the largest field: float32 rounding in the ~1e3-node sums."""

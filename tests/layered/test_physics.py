@@ -68,7 +68,9 @@ def _far(G, k, r):
     return G * (r * np.exp(-1j * k * r))
 
 
-@pytest.mark.parametrize("eps2", [2.25, pytest.param(-4 + 0.3j, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "eps2", [pytest.param(2.25, marks=pytest.mark.slow), pytest.param(-4 + 0.3j, marks=pytest.mark.slow)]
+)
 def test_far_field_above_vs_fresnel_image(eps2):
     """Total field far above the interface (polar angles 20 and 55 degrees) against the
     asymptotic direct + Fresnel-weighted image far field. The exact field approaches it as

@@ -176,8 +176,9 @@ def _material_eps(material, omega: float):
     return complex(material)
 
 
-def permittivity_3d(scene, g: _Grid3, averaging: str) -> np.ndarray:
-    """Diagonal eps (3, nx, ny, nz) at the E nodes of the scene's media (PEC objects left out)."""
+def permittivity_3d(scene, g: _Grid3, averaging: str, cache: dict | None = None) -> np.ndarray:
+    """Diagonal eps (3, nx, ny, nz) at the E nodes of the scene's media (PEC objects left out).
+    ``cache``: a dict that keeps the rasterization (geometry only) between frequencies."""
     from ..scene import PEC, Scene, rasterize
 
     if scene is None:
@@ -189,7 +190,10 @@ def permittivity_3d(scene, g: _Grid3, averaging: str) -> np.ndarray:
     # conductors enter through their open edge lengths and face areas (pec3d.py); here the
     # media around them (a PEC core in a dielectric sees the dielectric on its cut edges)
     scene = Scene([o for o in scene.objects if not any(m is PEC for m in o.material)], scene.background)
-    r = rasterize(scene, g.shape, g.dx, g.origin, averaging=averaging)
+    cache = {} if cache is None else cache
+    if "raster" not in cache:
+        cache["raster"] = rasterize(scene, g.shape, g.dx, g.origin, averaging=averaging)
+    r = cache["raster"]
     lut = np.array([_material_eps(m, g.omega) for m in scene.materials])
     eps = np.empty((3, *g.shape), complex)
     for c in range(3):
@@ -290,7 +294,9 @@ def solve_3d(
     """Scattering of a :class:`PlaneWave3D` (or a list: one operator, batched right sides)
     by ``scene`` in vacuum, or the field of a :class:`PointDipole3D` (total field), on the
     region ``size`` (three lengths) at ``resolution`` cells per unit length and
-    ``frequency`` = 1 / wavelength.
+    ``frequency`` = 1 / wavelength (a list of frequencies: one result (or list) per
+    frequency; the scene's rasterization and conductor fractions are computed once, the
+    compiled solver loop is reused; dispersive materials are evaluated at each).
 
     ``solver``: :class:`Iterative` (Krylov on JAX's device, the default) or :class:`Direct`
     (SuperLU on the host: 3-D fill-in makes it slow beyond ~2e4 unknowns). ``precision``
@@ -298,12 +304,38 @@ def solve_3d(
     worst relative residual)`` is called between iteration chunks. Returns a
     :class:`Result3D`, or a list for a list of waves."""
     with precision_scope():
-        return _solve_3d(
-            size, resolution, frequency, source, scene, pml, center, averaging, solver, precision, progress
-        )
+        if np.ndim(frequency) == 0:
+            return _solve_3d(
+                size,
+                resolution,
+                frequency,
+                source,
+                scene,
+                pml,
+                center,
+                averaging,
+                solver,
+                precision,
+                progress,
+            )
+        freqs = list(np.asarray(frequency, float).ravel())
+        if not freqs:
+            raise ConfigError("frequency: give a number or a non-empty list of numbers")
+        for i, f in enumerate(freqs):
+            _grid3(size, resolution, require_positive(f"frequency[{i}]", f), pml, center)  # check all first
+        cache = {}  # the scene's rasterization and conductor fractions: geometry, shared
+        return [
+            _solve_3d(
+                size, resolution, f, source, scene, pml, center, averaging, solver, precision, progress, cache
+            )
+            for f in freqs
+        ]
 
 
-def _solve_3d(size, resolution, frequency, source, scene, pml, center, averaging, solver, prec, progress):
+def _solve_3d(
+    size, resolution, frequency, source, scene, pml, center, averaging, solver, prec, progress, cache=None
+):
+    cache = {} if cache is None else cache
     t0 = time.perf_counter()
     g = _grid3(size, resolution, frequency, pml, center)
     waves = _waves(source)
@@ -326,8 +358,10 @@ def _solve_3d(size, resolution, frequency, source, scene, pml, center, averaging
         lo = [a[L] for a in g.axes]
         hi = [a[-1 - L] for a in g.axes]
         scene.check_inside(lo, hi, "the region inside the PML")
-    eps = permittivity_3d(scene, g, averaging)
-    pec = pec_fractions(scene, g.axes, g.dx, averaging)
+    eps = permittivity_3d(scene, g, averaging, cache)
+    if "pec" not in cache:
+        cache["pec"] = pec_fractions(scene, g.axes, g.dx, averaging)
+    pec = cache["pec"]
     fixed = np.zeros(eps.shape, bool) if pec is None else pec[0] == 0
     op = build_operator(eps, g.pml, g.dx, g.omega, dtype, pec, getattr(solver, "graddiv", True))
     vac = build_operator(np.ones(eps.shape), g.pml, g.dx, g.omega, dtype)
