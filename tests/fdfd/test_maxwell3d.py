@@ -301,3 +301,47 @@ def test_several_frequencies_in_one_call():
     assert not np.allclose(both[0].eps, both[1].eps)  # dispersive: a different eps per frequency
     with pytest.raises(ConfigError, match=r"frequency\[1\]"):
         fdfd.solve_3d(*args, [1.0, -1.0], wave, sc)
+
+
+def _asymmetric_scene():
+    return scene.Scene(
+        [
+            scene.Object(
+                geometry.Box(), 3.0 + 0.2j, center=(0.05, -0.03, 0.0), size=0.2, rotation=(20, 35, 10)
+            ),
+            scene.Object(geometry.Sphere(), scene.PEC, center=(-0.1, 0.06, 0.04), size=0.12),
+        ]
+    )
+
+
+def test_reciprocity_of_dipoles():
+    """Lorentz reciprocity p_b . E_a(r_b) = p_a . E_b(r_a) for two dipoles around an
+    asymmetric scene (a turned lossy box and an off-centre PEC sphere), both solved in one
+    batched loop: equal to 1e-6 (the symmetric operator makes it exact on the grid; what is
+    left is the solver tolerance, 1e-9)."""
+    ra, pa = np.array([0.2, 0.13, -0.07]), np.array([0.3, -1.0, 0.5])
+    rb, pb = np.array([-0.17, -0.2, 0.15]), np.array([1.0, 0.4, -0.2j])
+    dips = [fdfd.PointDipole3D(ra, pa), fdfd.PointDipole3D(rb, pb)]
+    a, b = fdfd.solve_3d((0.6,) * 3, 16, 1.0, dips, _asymmetric_scene(), pml=fdfd.SCPML(6), solver=_qmr(1e-9))
+    lhs = pb @ fdfd.field_at(a, rb[None])[0]
+    rhs = pa @ fdfd.field_at(b, ra[None])[0]
+    assert abs(lhs - rhs) < 1e-6 * abs(lhs), (lhs, rhs)
+
+
+@pytest.mark.slow
+def test_reciprocity_of_plane_waves():
+    """The far-field form, e_b . F(rhat; d_a, e_a) = e_a . F(-d_a; -rhat, e_b), on the same
+    scene at 16 cells per wavelength, within 2.5% (measured 1.56%: each side carries the far-field
+    transform's own O(dx^2) error, 1.6% at 20 samples per wavelength for a point source)."""
+    da, ea = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])
+    rhat = np.array([0.6, 0.5, -0.62])
+    rhat /= np.linalg.norm(rhat)
+    eb = np.cross(rhat, [0.0, 1.0, 0.0])
+    eb /= np.linalg.norm(eb)
+    waves = [fdfd.PlaneWave3D(da, ea), fdfd.PlaneWave3D(-rhat, eb)]
+    a, b = fdfd.solve_3d(
+        (1.0,) * 3, 16, 1.0, waves, _asymmetric_scene(), pml=fdfd.SCPML(6), solver=_qmr(1e-8)
+    )
+    fa = fdfd.far_field_3d(a, rhat[None])[0] @ eb
+    fb = fdfd.far_field_3d(b, -da[None])[0] @ ea
+    assert abs(fa - fb) < 0.025 * abs(fa), (fa, fb)

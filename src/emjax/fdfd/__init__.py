@@ -25,9 +25,11 @@ _EXPORTS = {
     "scattering_width": ".farfield",
     "PlaneWave3D": ".maxwell3d",
     "PointDipole3D": ".maxwell3d",
+    "field_at": ".maxwell3d",
     "Result3D": ".maxwell3d",
     "solve_3d": ".maxwell3d",
     "rcs_3d": ".farfield3d",
+    "cross_sections_3d": ".farfield3d",
     "far_field_3d": ".farfield3d",
     "Direct": ".solvers",
     "Iterative": ".solvers",
@@ -41,8 +43,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .config import FDFDProblem, build_fdfd
     from .farfield import scattering_width
-    from .farfield3d import far_field_3d, rcs_3d
-    from .maxwell3d import PlaneWave3D, PointDipole3D, Result3D, solve_3d
+    from .farfield3d import cross_sections_3d, far_field_3d, rcs_3d
+    from .maxwell3d import PlaneWave3D, PointDipole3D, Result3D, field_at, solve_3d
     from .operators import SCPML, UPML, derivatives
     from .rcs import solve_rcs
     from .results import RCSResult

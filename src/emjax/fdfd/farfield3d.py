@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["far_field_3d", "rcs_3d", "plane_directions"]
+__all__ = ["cross_sections_3d", "far_field_3d", "rcs_3d", "plane_directions"]
 
 
 def _trap(n: int, dx: float) -> np.ndarray:
@@ -103,3 +103,33 @@ def rcs_3d(result, theta_deg, plane: str = "E", margin: int | None = None) -> np
     F = far_field_3d(result, rhat, margin)
     Ft = F - rhat * np.sum(rhat * F, axis=1, keepdims=True)
     return 4 * math.pi * np.sum(np.abs(Ft) ** 2, axis=1)
+
+
+def cross_sections_3d(result, n_theta: int = 48, n_phi: int = 64, margin: int | None = None) -> dict:
+    """``{"Csca", "Cext", "Cabs"}`` (areas) of a plane-wave result: Csca = oint |F_t|^2 dOmega
+    (Gauss-Legendre in cos(theta) times the trapezoid in phi, about the incident direction),
+    Cext from the optical theorem ``(4 pi / k) Im(e* . F(d))`` (unit incident amplitude), Cabs
+    their difference."""
+    if not hasattr(result.wave, "direction"):
+        raise ConfigError("cross_sections_3d needs a plane-wave result")
+    d = np.asarray(result.wave.direction, float)
+    e = np.asarray(result.wave.polarization, complex)
+    t1 = np.cross(d, [1.0, 0.0, 0.0] if abs(d[0]) < 0.9 else [0.0, 1.0, 0.0])
+    t1 /= np.linalg.norm(t1)
+    t2 = np.cross(d, t1)
+    mu, w = np.polynomial.legendre.leggauss(n_theta)
+    phi = 2 * np.pi * np.arange(n_phi) / n_phi
+    st = np.sqrt(1 - mu**2)
+    rhat = (
+        mu[:, None, None] * d
+        + (st[:, None] * np.cos(phi)[None])[..., None] * t1
+        + (st[:, None] * np.sin(phi)[None])[..., None] * t2
+    ).reshape(-1, 3)
+    F = far_field_3d(result, np.vstack([rhat, d[None]]), margin)
+    fwd, F = F[-1], F[:-1]
+    Ft = F - rhat * np.sum(rhat * F, axis=1, keepdims=True)
+    weights = (w[:, None] * np.full(n_phi, 2 * np.pi / n_phi)[None]).ravel()
+    csca = float(np.sum(weights * np.sum(np.abs(Ft) ** 2, axis=1)))
+    k = 2 * math.pi * result.frequency
+    cext = float(4 * math.pi / k * np.imag(np.vdot(e, fwd)))
+    return {"Csca": csca, "Cext": cext, "Cabs": cext - csca}

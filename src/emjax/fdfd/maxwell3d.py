@@ -35,7 +35,7 @@ from .operators import SCPML
 from .pec3d import pec_fractions
 from .solvers import Direct, Iterative, check_solver
 
-__all__ = ["PlaneWave3D", "PointDipole3D", "Result3D", "solve_3d", "permittivity_3d"]
+__all__ = ["PlaneWave3D", "PointDipole3D", "Result3D", "field_at", "solve_3d", "permittivity_3d"]
 
 
 @dataclass(frozen=True)
@@ -247,6 +247,34 @@ def _waves(source) -> list:
     return waves
 
 
+def _trilinear(position, axes, dx: float, c: int):
+    """Nodes and weights of E_c's lattice around ``position``: [(index tuple, weight)]."""
+    u = [(position[a] - axes[a][0]) / dx - (0.5 if a == c else 0.0) for a in range(3)]
+    i0 = [int(np.floor(v)) for v in u]
+    f = [v - i for v, i in zip(u, i0)]
+    out = []
+    for corner in np.ndindex(2, 2, 2):
+        w = float(np.prod([f[a] if corner[a] else 1 - f[a] for a in range(3)]))
+        out.append((tuple(i0[a] + corner[a] for a in range(3)), w))
+    return out, i0
+
+
+def field_at(result, points) -> np.ndarray:
+    """E (P, 3) at ``points`` (P, 3) by trilinear interpolation of each component on its own
+    lattice (the transpose of how :class:`PointDipole3D` spreads its current)."""
+    pts = np.atleast_2d(np.asarray(points, float))
+    axes = (np.asarray(result.x), np.asarray(result.y), np.asarray(result.z))
+    E = np.asarray(result.E)
+    out = np.zeros((len(pts), 3), complex)
+    for p, pt in enumerate(pts):
+        for c in range(3):
+            nodes, i0 = _trilinear(pt, axes, result.dx, c)
+            if not all(0 <= i and i + 1 < len(a) for i, a in zip(i0, axes)):
+                raise ConfigError(f"field_at: point {pt.tolist()} lies outside the grid")
+            out[p, c] = sum(w * E[c][idx] for idx, w in nodes)
+    return out
+
+
 def dipole_current(dip: PointDipole3D, g: _Grid3) -> np.ndarray:
     """``i omega J`` (3, nx, ny, nz): the dipole's right side of ``A E = i omega J``."""
     b = np.zeros((3, *g.shape), complex)
@@ -254,16 +282,12 @@ def dipole_current(dip: PointDipole3D, g: _Grid3) -> np.ndarray:
     for c in range(3):
         # trilinear weights on E_c's lattice: the dipole's position is kept to second order
         # (the nearest node alone would move it by up to half a cell)
-        u = [(dip.position[a] - g.axes[a][0]) / g.dx - (0.5 if a == c else 0.0) for a in range(3)]
-        i0 = [int(np.floor(v)) for v in u]
-        f = [v - i for v, i in zip(u, i0)]
+        nodes, i0 = _trilinear(dip.position, g.axes, g.dx, c)
         if not all(L <= i and i + 1 < n - L for i, n in zip(i0, g.shape)):
             raise ConfigError(
                 f"PointDipole3D.position {dip.position} lies outside the region (the PML excluded)"
             )
-        for corner in np.ndindex(2, 2, 2):
-            w = np.prod([f[a] if corner[a] else 1 - f[a] for a in range(3)])
-            idx = tuple(i0[a] + corner[a] for a in range(3))
+        for idx, w in nodes:
             b[c][idx] += w * g.omega**2 * complex(dip.moment[c]) / g.dx**3  # i omega (-i omega p) / dx^3
     return b
 
