@@ -1,12 +1,14 @@
-"""Finite-difference frequency-domain solver on the Yee grid (in progress, issue 14).
+"""Finite-difference frequency-domain solver on the Yee grid (issue 14).
 
 Natural units as the FDTD (eps0 = mu0 = c = 1, fields ~ exp(-i omega t), frequencies = 1 /
-wavelength). Built so far: the 2-D TM problem (E_z, H_x, H_y) with stretched-coordinate PML,
-a sparse direct solve (SuperLU through SciPy), line sources and plane-wave scattering in the
-scattered-field formulation, on an :mod:`emjax.scene` rasterized with subpixel averaging.
+wavelength). 2-D TM (E_z) and TE (H_z) with SuperLU, 3-D with QMR/BiCGStab on the device
+(or SuperLU), stretched-coordinate PML (3-D: UPML too), plane waves in the scattered-field
+formulation and point sources, on an :mod:`emjax.scene` with subpixel averaging and
+conformal perfect conductors; radar cross sections from near-to-far-field transforms.
 
-The slice: operators (Yee differences, SC-PML) -> tm (assembly, solve) -> farfield (2-D
-scattering width); public names load on first use (see ``emjax._lazy``).
+The slice: operators (Yee differences, SC-PML) -> tm, pec2d (2-D) | operator3d, pec3d,
+maxwell3d, solvers (3-D) -> farfield, farfield3d (RCS) -> config, rcs, results, plot, cli,
+bench; public names load on first use (see ``emjax._lazy``).
 """
 
 from typing import TYPE_CHECKING
