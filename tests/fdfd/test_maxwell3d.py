@@ -161,6 +161,7 @@ def test_direct_equals_iterative():
     assert np.abs(d.Es - i.Es).max() < 1e-7 * np.abs(d.Es).max()
 
 
+@pytest.mark.slow  # ~9 s on the 2-core CI box: moved out of the fast suite (its 10-minute budget)
 def test_upml_equals_scpml_outside_the_pml():
     """The paper's UPML (stretching in eps_t and mu_t) and the stretched-coordinate PML give
     the same scattered field outside the PML up to their different discrete reflections

@@ -1,6 +1,7 @@
 """CPML reflection against a run in a domain large enough to have no reflection in the window."""
 
 import numpy as np
+import pytest
 
 from emjax import fdtd
 
@@ -29,6 +30,7 @@ def test_cpml_reflection_below_1e3():
     assert err[3] / peak.max() < 1e-3
 
 
+@pytest.mark.slow  # ~16 s on the 2-core CI box: moved out of the fast suite (its 10-minute budget)
 def test_cpml_reflection_4th_order():
     """The same with the 4th-order stencil (slab derivatives and wall planes continued by
     images across the PEC backing): below 1e-3 of the incident peak as well (measured

@@ -66,6 +66,7 @@ def test_reciprocity_across_layers(a, b):
     assert np.abs(g1 - g2.T).max() < 1e-9 * np.abs(g1).max()
 
 
+@pytest.mark.slow  # ~20 s on the 2-core CI box: moved out of the fast suite (its 10-minute budget)
 def test_interface_conditions():
     """Across every interface of the four-medium stack, tangential E, normal eps E and all
     of H (mu = 1) are continuous: points 1e-9 wavelengths above and below each interface,
@@ -100,6 +101,7 @@ def test_single_precision_matches_double():
     assert np.abs(s.H - d.H).max() < 5e-5 * np.abs(d.H).max()
 
 
+@pytest.mark.slow  # ~19 s on the 2-core CI box: moved out of the fast suite (its 10-minute budget)
 def test_error_estimate_bounds_actual_error():
     """The per-point Gauss-Kronrod estimate at rtol = 1e-6 bounds the actual error (against
     rtol = 1e-12) on a map around a dipole 0.02 wavelengths above a lossy metal."""
