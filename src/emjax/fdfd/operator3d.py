@@ -65,6 +65,18 @@ def _along(v, axis: int):
     return v.reshape(shape)
 
 
+def _curl(V, diff, inv):
+    """The curl of V with the difference ``diff`` (_fwd or _bwd) along each axis scaled by
+    ``inv`` (1/s per axis, broadcastable)."""
+    return jnp.stack(
+        [
+            diff(V[2], 1) * inv[1] - diff(V[1], 2) * inv[2],
+            diff(V[0], 2) * inv[2] - diff(V[2], 0) * inv[0],
+            diff(V[1], 0) * inv[0] - diff(V[0], 1) * inv[1],
+        ]
+    )
+
+
 @jax.tree_util.register_pytree_node_class
 class Operator3D:
     """``x -> P M(P x) + (1 - P) x`` on E arrays (3, nx, ny, nz), ``M = l S A + grad-div``.
@@ -110,26 +122,10 @@ class Operator3D:
 
     def curl_e(self, E):
         """H-like differences of E (unscaled by 1/dx): (3, nx, ny, nz) at the faces."""
-        ih = [1 / _along(v, a) for a, v in enumerate(self.s_half)]
-        Ex, Ey, Ez = E[0], E[1], E[2]
-        return jnp.stack(
-            [
-                _fwd(Ez, 1) * ih[1] - _fwd(Ey, 2) * ih[2],
-                _fwd(Ex, 2) * ih[2] - _fwd(Ez, 0) * ih[0],
-                _fwd(Ey, 0) * ih[0] - _fwd(Ex, 1) * ih[1],
-            ]
-        )
+        return _curl(E, _fwd, [1 / _along(v, a) for a, v in enumerate(self.s_half)])
 
     def curl_h(self, H):
-        ii = [1 / _along(v, a) for a, v in enumerate(self.s_int)]
-        Hx, Hy, Hz = H[0], H[1], H[2]
-        return jnp.stack(
-            [
-                _bwd(Hz, 1) * ii[1] - _bwd(Hy, 2) * ii[2],
-                _bwd(Hx, 2) * ii[2] - _bwd(Hz, 0) * ii[0],
-                _bwd(Hy, 0) * ii[0] - _bwd(Hx, 1) * ii[1],
-            ]
-        )
+        return _curl(H, _bwd, [1 / _along(v, a) for a, v in enumerate(self.s_int)])
 
     def K(self, V):
         """``N div_s`` of a field at the E nodes: (nx, ny, nz) at the nodes (unscaled)."""
@@ -189,14 +185,12 @@ def build_operator(
         s_int = [np.ones_like(v) for v in s_int]
         s_half = [np.ones_like(v) for v in s_half]
     N = s_int[0][:, None, None] * s_int[1][None, :, None] * s_int[2][None, None, :]
-    eps_node = _node_average(np.where(free > 0, eps, 0), free)
-    Z = (
-        0.0 * N
-        if not graddiv
-        else np.where(
-            _all_edges_free(free) & (eps_node != 0), 1.0 / (N * np.where(eps_node == 0, 1, eps_node) ** 2), 0
-        )
-    )
+    if graddiv:
+        eps_node = _node_average(np.where(free > 0, eps, 0), free)
+        ok = _all_edges_free(free) & (eps_node != 0)
+        Z = np.where(ok, 1.0 / (N * np.where(eps_node == 0, 1, eps_node) ** 2), 0)
+    else:
+        Z = np.zeros(shape)
     rd = np.zeros((), dtype).real.dtype
     cast = lambda a: jnp.asarray(a, dtype)  # noqa: E731
     one = jnp.ones((), rd)
@@ -297,7 +291,7 @@ def _probe_diagonal(op: Operator3D):
     return jax.lax.fori_loop(0, 81, body, jnp.zeros(shape, op.eps.dtype))
 
 
-def probe_diagonal(op: Operator3D, dtype=None) -> jax.Array:
+def probe_diagonal(op: Operator3D) -> jax.Array:
     """The operator's diagonal (3, nx, ny, nz) from the 81 colour probes, on the device."""
     return _probe_diagonal(op)
 
