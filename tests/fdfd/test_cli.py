@@ -161,6 +161,7 @@ BAD = [
     ("angles = 13", 'angles = 13\n[solver]\ntype = "qmr"', "[solver].type = 'qmr'"),
     ("angles = 13", "angles = 13\n[monostatic]\nangle = 3", "[monostatic]: unknown key(s) ['angle']"),
     ("pml_cells = 12", "pml_cells = 0", "pml_cells must be an integer in [1, 200]"),
+    ("pml_cells = 12", 'pml_cells = 12\nstencil = "9pt"', 'stencil must be "compact" or "yee"'),
 ]
 
 
@@ -222,6 +223,7 @@ def test_config_mapping_2d():
     (o,) = p.scene.objects
     assert o.center == pytest.approx((0.25, 0.1, 0.0)) and o.size == pytest.approx(1.5)
     assert o.material[0] == pytest.approx((2.0 + 0.1j) ** 2)
+    assert p.stencil == "compact" and build_fdfd({**base, "stencil": "yee"}).stencil == "yee"
 
 
 def test_config_mapping_3d_and_solver():
@@ -262,6 +264,9 @@ def test_config_mapping_3d_and_solver():
         build_fdfd({**base, "objects": [{"shape": "sphere", "center": [0, 0, 1.2], "radius": 0.2, "eps": 2}]})
     with pytest.raises(ConfigError, match="rtol and maxiter apply to qmr and bicgstab"):
         build_fdfd({**base, "solver": {"type": "direct", "rtol": 1e-3}})
+    assert p.stencil == "yee"
+    with pytest.raises(ConfigError, match='stencil = "compact" is 2-D only'):
+        build_fdfd({**base, "stencil": "compact"})
 
 
 def test_not_converged_exit_2(tmp_path, capsys):

@@ -10,6 +10,7 @@ examples/fdfd_cylinder.toml)::
     center = [0.0, 0.0]
     pml_cells = 12              # SC-PML thickness in cells, outside `size`
     averaging = "subpixel"      # or "staircase"
+    stencil = "compact"         # 2-D: or "yee" (five-point; 3-D is always Yee)
     precision = "double"        # 3-D iterative solves: or "single"
 
     [[objects]]                 # later objects override earlier ones
@@ -70,6 +71,7 @@ TOP_KEYS = {
     "center",
     "pml_cells",
     "averaging",
+    "stencil",
     "precision",
     "objects",
     "rcs",
@@ -122,7 +124,8 @@ class FDFDProblem:
     rcs_angles: np.ndarray
     monostatic_angles: np.ndarray | None
     objects: tuple = ()
-    features: tuple = ()  # per object: its smallest length (resolution warnings)
+    features: tuple = ()
+    stencil: str = "compact"  # 2-D: "compact" or "yee" (emjax.fdfd.tm)  # per object: its smallest length (resolution warnings)
 
     @property
     def frequency(self) -> float:
@@ -359,6 +362,11 @@ def build_fdfd(cfg: dict) -> FDFDProblem:
     averaging = cfg.get("averaging", "subpixel")
     if averaging not in ("subpixel", "staircase"):
         raise ConfigError(f'averaging must be "subpixel" or "staircase", got {averaging!r}')
+    stencil = cfg.get("stencil", "compact" if dims == 2 else "yee")
+    if stencil not in ("compact", "yee"):
+        raise ConfigError(f'stencil must be "compact" or "yee", got {stencil!r}')
+    if dims == 3 and stencil != "yee":
+        raise ConfigError('stencil = "compact" is 2-D only; 3-D solves use the Yee stencil ("yee")')
     precision = cfg.get("precision", "double")
     if precision not in ("single", "double"):
         raise ConfigError(f'precision must be "single" or "double", got {precision!r}')
@@ -404,6 +412,7 @@ def build_fdfd(cfg: dict) -> FDFDProblem:
         pml_cells=pml,
         scene=sc,
         averaging=averaging,
+        stencil=stencil,
         precision=precision,
         solver=solver,
         solver_type=solver_type,

@@ -84,7 +84,11 @@ def _solve_2d(problem: FDFDProblem, progress):
 
     fn = solve_tm if problem.polarization == "TM" else solve_te
     kwargs = dict(
-        scene=problem.scene, pml=SCPML(problem.pml_cells), center=problem.center, averaging=problem.averaging
+        scene=problem.scene,
+        pml=SCPML(problem.pml_cells),
+        center=problem.center,
+        averaging=problem.averaging,
+        stencil=problem.stencil,
     )
     params = inspect.signature(fn).parameters
     if problem.solver is not None and problem.solver_type != "direct":
