@@ -194,3 +194,47 @@ class Tabulated(Material):
 
     def permittivity(self, omega):
         return self.refractive_index(2 * np.pi / np.asarray(omega, dtype=float)) ** 2
+
+
+def _component(name: str, v):
+    if isinstance(v, Material):
+        if isinstance(v, DiagonalAnisotropic):
+            raise ConfigError(f"{name} must be isotropic (a number or a material), got {v!r}")
+        return v
+    if isinstance(v, bool):
+        raise ConfigError(f"{name} must be a permittivity (number) or a material, got {v!r}")
+    z = _as_complex(name, v)
+    if z.imag < 0:
+        raise ConfigError(f"{name} = {z}: Im eps must be >= 0 (exp(-i omega t): absorption)")
+    return z
+
+
+@dataclass(frozen=True)
+class DiagonalAnisotropic(Material):
+    """A medium with the permittivity tensor ``diag(xx, yy, zz)`` along the laboratory axes
+    (an object's ``rotation`` turns its shape, not this tensor). Each entry is a number or an
+    isotropic material (dispersive allowed). Accepted by :mod:`emjax.fdfd` (2-D TM sees
+    ``zz``; TE ``xx`` at the E_x edges and ``yy`` at the E_y edges; 3-D each E component its
+    own entry); solvers that need a scalar permittivity refuse it through
+    :meth:`permittivity`."""
+
+    xx: object
+    yy: object
+    zz: object
+
+    def __post_init__(self):
+        for k in ("xx", "yy", "zz"):
+            object.__setattr__(self, k, _component(f"DiagonalAnisotropic.{k}", getattr(self, k)))
+
+    def components(self, omega) -> np.ndarray:
+        """``(eps_xx, eps_yy, eps_zz)`` at the angular frequency ``omega`` (a scalar)."""
+        out = []
+        for v in (self.xx, self.yy, self.zz):
+            out.append(complex(np.asarray(v.permittivity(omega))) if isinstance(v, Material) else complex(v))
+        return np.array(out)
+
+    def permittivity(self, omega):
+        raise ConfigError(
+            "DiagonalAnisotropic: this solver needs a scalar permittivity; anisotropic media "
+            "are supported by emjax.fdfd only"
+        )

@@ -49,7 +49,9 @@ def _errors(material, a, te, res, averaging="subpixel", stencil="compact"):
     mat = scene.PEC if material == "pec" else material
     sc = scene.Scene([scene.Object(geometry.Disk(), mat, size=2 * a)])
     solve = fdfd.solve_te if te else fdfd.solve_tm
-    r = solve((2 * a + 0.6,) * 2, res, 1.0, fdfd.PlaneWave2D(0.0), scene=sc, averaging=averaging, stencil=stencil)
+    r = solve(
+        (2 * a + 0.6,) * 2, res, 1.0, fdfd.PlaneWave2D(0.0), scene=sc, averaging=averaging, stencil=stencil
+    )
     s, ref = fdfd.scattering_width(r, PHI), sigma_series(material, a, PHI, te)
     seen = ref >= 0.01 * ref.max()
     return np.abs(s - ref).max() / ref.max(), np.abs(10 * np.log10(s[seen] / ref[seen])).max()

@@ -22,6 +22,7 @@ examples/fdfd_cylinder.toml)::
                                 # 3-D cylinder: height; rotation: degrees (2-D: about z;
                                 # 3-D: ZYZ Euler angles [alpha, beta, gamma])
     material = "pec"            # or eps = 4.0 ("4+0.1j" or [re, im]), n = 1.5 (or [n, k]),
+                                # eps_diag = [exx, eyy, ezz] (lab axes),
                                 # drude = {eps_inf, omega_p, gamma}, lorentz = {...}
                                 # (angular frequencies in rad per length unit: 2 pi / wavelength)
 
@@ -53,6 +54,7 @@ import numpy as np
 
 from ..config import check_keys, dispersive_material, number, parse_complex, parse_refractive_index
 from ..errors import ConfigError, require_int, require_positive
+from ..materials import DiagonalAnisotropic
 
 __all__ = ["FDFDProblem", "MIN_RESOLUTION", "build_fdfd", "resolution_warnings"]
 
@@ -78,7 +80,7 @@ TOP_KEYS = {
     "monostatic",
     "solver",
 }
-MATERIAL_KEYS = {"material", "eps", "n", "drude", "lorentz"}
+MATERIAL_KEYS = {"material", "eps", "eps_diag", "n", "drude", "lorentz"}
 #: per dimension and shape: the geometry keys (besides shape, center, material keys)
 SHAPE_KEYS = {
     2: {
@@ -124,8 +126,8 @@ class FDFDProblem:
     rcs_angles: np.ndarray
     monostatic_angles: np.ndarray | None
     objects: tuple = ()
-    features: tuple = ()
-    stencil: str = "compact"  # 2-D: "compact" or "yee" (emjax.fdfd.tm)  # per object: its smallest length (resolution warnings)
+    features: tuple = ()  # per object: its smallest length (resolution warnings)
+    stencil: str = "compact"  # 2-D: "compact" or "yee" (emjax.fdfd.tm)
 
     @property
     def frequency(self) -> float:
@@ -176,7 +178,8 @@ def _material(o: dict, where: str):
     given = [k for k in MATERIAL_KEYS if k in o]
     if len(given) != 1:
         raise ConfigError(
-            f'{where}: give exactly one of material = "pec", eps, n, drude, lorentz (got {given or "none"})'
+            f'{where}: give exactly one of material = "pec", eps, eps_diag, n, drude, lorentz '
+            f"(got {given or 'none'})"
         )
     k = given[0]
     if k == "material":
@@ -185,6 +188,17 @@ def _material(o: dict, where: str):
         return scene.PEC
     if k in ("drude", "lorentz"):
         return dispersive_material(k, o[k], where)
+    if k == "eps_diag":  # [exx, eyy, ezz], each as eps
+        v = o[k]
+        if not isinstance(v, list) or len(v) != 3:
+            raise ConfigError(f"{where}.eps_diag must be a list of 3 permittivities [xx, yy, zz], got {v!r}")
+        comps = []
+        for c, e in zip("xyz", v):
+            z = parse_complex(e, f"{where}.eps_diag[{c}{c}]")
+            if not (math.isfinite(z.real) and math.isfinite(z.imag)) or z.imag < 0:
+                raise ConfigError(f"{where}.eps_diag[{c}{c}] must be finite with Im >= 0, got {e!r}")
+            comps.append(z)
+        return DiagonalAnisotropic(*comps)
     if k == "eps":
         eps = parse_complex(o[k], f"{where}.eps")
     else:
@@ -456,7 +470,10 @@ def resolution_warnings(problem: FDFDProblem) -> list[str]:
         omega = 2 * math.pi / problem.wavelength
         for i, obj in enumerate(problem.scene.objects):
             for m in obj.material:
-                eps = m.permittivity(omega) if hasattr(m, "permittivity") else m
+                if isinstance(m, DiagonalAnisotropic):
+                    eps = max(m.components(omega), key=abs)  # the densest direction
+                else:
+                    eps = m.permittivity(omega) if hasattr(m, "permittivity") else m
                 try:
                     n = abs(np.sqrt(complex(eps)))
                 except TypeError:  # PEC

@@ -166,11 +166,14 @@ def _grid3(size, resolution, frequency, pml, center) -> _Grid3:
     return _Grid3(pml, f, 2 * math.pi * f, dx, shape, origin, axes)
 
 
-def _material_eps(material, omega: float):
+def _material_eps(material, omega: float, component: int = 0):
+    from ..materials import DiagonalAnisotropic
     from ..scene import PEC
 
     if material is PEC:
         return np.inf
+    if isinstance(material, DiagonalAnisotropic):
+        return complex(material.components(omega)[component])
     if hasattr(material, "permittivity"):
         return complex(material.permittivity(omega))
     return complex(material)
@@ -194,9 +197,9 @@ def permittivity_3d(scene, g: _Grid3, averaging: str, cache: dict | None = None)
     if "raster" not in cache:
         cache["raster"] = rasterize(scene, g.shape, g.dx, g.origin, averaging=averaging)
     r = cache["raster"]
-    lut = np.array([_material_eps(m, g.omega) for m in scene.materials])
     eps = np.empty((3, *g.shape), complex)
-    for c in range(3):
+    for c in range(3):  # E_c sees eps_cc of a diagonal-anisotropic medium
+        lut = np.array([_material_eps(m, g.omega, c) for m in scene.materials])
         eps[c] = lut[r.label[c]]
         it = r.interface[c]
         if averaging != "subpixel" or not len(it["fill"]):

@@ -93,13 +93,17 @@ class TMResult:
         return (slice(pml, len(self.x) - pml), slice(pml, len(self.y) - pml))
 
 
-def _permittivity(material, omega: float) -> complex:
-    from ..materials import Dispersive
+def _permittivity(material, omega: float, component: int = 2) -> complex:
+    """eps of ``material`` at ``omega`` seen by the E component ``component`` (0, 1, 2: x,
+    y, z; it matters for :class:`emjax.materials.DiagonalAnisotropic` only)."""
+    from ..materials import DiagonalAnisotropic
     from ..scene import PEC
 
     if material is PEC:  # the limit; the solvers treat it as a boundary condition
         return complex(math.inf, 0.0)
-    if isinstance(material, Dispersive) or hasattr(material, "permittivity"):
+    if isinstance(material, DiagonalAnisotropic):
+        return complex(material.components(omega)[component])
+    if hasattr(material, "permittivity"):
         return complex(material.permittivity(omega))
     return complex(material)
 
@@ -111,7 +115,7 @@ def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel") -> 
     if scene is None:
         return np.ones(shape, complex)
     r = rasterize(scene, (shape[0], shape[1], 1), dx, (origin[0], origin[1], -dx / 2), averaging=averaging)
-    lut = np.array([_permittivity(m, omega) for m in scene.materials])
+    lut = np.array([_permittivity(m, omega, 2) for m in scene.materials])  # E_z sees eps_zz
     eps = lut[r.label[2][:, :, 0]]
     it = r.interface[2]
     if averaging == "subpixel" and len(it["fill"]):
@@ -127,18 +131,20 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
     E_x at origin + (i + 1/2, j) dx, of E_y at (i, j + 1/2) dx): ``(inv_x, inv_y, off_x,
     off_y)``, the diagonal entries ``n_c^2 <1/eps> + (1 - n_c^2) / <eps>`` and the
     off-diagonal ``n_x n_y (<1/eps> - 1 / <eps>)`` at interface nodes (zero elsewhere and
-    with ``averaging="staircase"``). 1/eps = 0 at nodes inside a conductor; where a
-    conductor meets another material, that material's 1/eps and no off-diagonal (the open
-    fraction comes on top)."""
+    with ``averaging="staircase"``). A diagonal-anisotropic medium enters with eps_xx at
+    the E_x nodes and eps_yy at the E_y nodes (each node's rule applied to its own entry:
+    exact for interfaces along the axes, an approximation at oblique ones). 1/eps = 0 at
+    nodes inside a conductor; where a conductor meets another material, that material's
+    1/eps and no off-diagonal (the open fraction comes on top)."""
     from ..scene import rasterize
 
     if scene is None:
         one, zero = np.ones(shape, complex), np.zeros(shape, complex)
         return one, one, zero, zero
     r = rasterize(scene, (shape[0], shape[1], 1), dx, (origin[0], origin[1], -dx / 2), averaging=averaging)
-    lut = np.array([_permittivity(m, omega) for m in scene.materials])
     diag, off = [], []
     for c in (0, 1):
+        lut = np.array([_permittivity(m, omega, c) for m in scene.materials])
         inv = 1.0 / lut[r.label[c][:, :, 0]]
         cross = np.zeros(shape, complex)
         it = r.interface[c]
@@ -159,7 +165,9 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
 
 
 def _average_1d(n: int) -> sp.csr_matrix:
-    return sp.diags([np.full(n - 1, _W), np.full(n, 1 - 2 * _W), np.full(n - 1, _W)], [-1, 0, 1], format="csr")
+    return sp.diags(
+        [np.full(n - 1, _W), np.full(n, 1 - 2 * _W), np.full(n - 1, _W)], [-1, 0, 1], format="csr"
+    )
 
 
 def _compact_parts(shape) -> tuple:
@@ -429,7 +437,13 @@ def solve_te(
     yee_rows = _near(touch)
     D = derivatives(shape, g.dx, omega, g.pml)
     # the four E_x edges around each E_y edge: (i - 1, j), (i, j), (i - 1, j + 1), (i, j + 1)
-    P = sp.kron(sp.diags([np.ones(nx), np.ones(nx - 1)], [0, -1]), sp.diags([np.ones(ny), np.ones(ny - 1)], [0, 1])) / 4
+    P = (
+        sp.kron(
+            sp.diags([np.ones(nx), np.ones(nx - 1)], [0, -1]),
+            sp.diags([np.ones(ny), np.ones(ny - 1)], [0, 1]),
+        )
+        / 4
+    )
 
     def operator(ix, iy, ox, oy, cell_area):
         Kx = D["xf"] @ sp.diags(iy.ravel()) @ D["xb"]
