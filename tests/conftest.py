@@ -1,5 +1,13 @@
+import os
+
 import jax
 import pytest
+
+# the emjax command turns on JAX's persistent compilation cache; tests that call it in this
+# process must not write into the user's cache folder (tests/test_compilation_cache.py runs
+# the command in subprocesses with a cache of its own)
+os.environ["EMJAX_COMPILATION_CACHE"] = "0"
+
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,8 +1,12 @@
 """Devices, precision and memory estimates.
 
-emjax never changes JAX's global configuration. Public entry points run their work inside
-:func:`precision_scope`, which enables 64-bit types locally, and give every array an explicit
-dtype, so ``precision="double"`` works whatever the user's JAX settings are.
+emjax's library code never changes JAX's global configuration. Public entry points run their
+work inside :func:`precision_scope`, which enables 64-bit types locally, and give every array
+an explicit dtype, so ``precision="double"`` works whatever the user's JAX settings are.
+
+The one exception is an application's choice: :func:`enable_compilation_cache` turns on JAX's
+persistent compilation cache (the ``emjax`` command does it at start; Python users may call
+it), so a second run of the same problem loads its compiled kernels instead of compiling.
 """
 
 from __future__ import annotations
@@ -46,6 +50,49 @@ def precision_scope():
         from jax.experimental import enable_x64 as enable
     with enable(True):
         yield
+
+
+#: environment variables: EMJAX_COMPILATION_CACHE=0 turns the cache off; the folder is
+#: EMJAX_COMPILATION_CACHE_DIR, else $XDG_CACHE_HOME/emjax/jax (~/.cache/emjax/jax)
+CACHE_ENV, CACHE_DIR_ENV = "EMJAX_COMPILATION_CACHE", "EMJAX_COMPILATION_CACHE_DIR"
+
+
+def compilation_cache_dir() -> str | None:
+    """The folder :func:`enable_compilation_cache` uses (None: turned off by the environment)."""
+    if os.environ.get(CACHE_ENV, "1").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    if os.environ.get(CACHE_DIR_ENV):
+        return os.path.expanduser(os.environ[CACHE_DIR_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "emjax", "jax")
+
+
+def enable_compilation_cache(path: str | None = None) -> str | None:
+    """Turn on JAX's persistent compilation cache in ``path`` (default
+    :func:`compilation_cache_dir`) (every compilation); returns the folder in use, or
+    None when turned off (``EMJAX_COMPILATION_CACHE=0``) or the folder cannot be created (a
+    warning then; nothing else changes). A cache the user configured for JAX already
+    (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``) is left as it is."""
+    import warnings
+
+    current = getattr(jax.config, "jax_compilation_cache_dir", None)
+    if current:
+        return current
+    path = path or compilation_cache_dir()
+    if path is None:
+        return None
+    try:
+        os.makedirs(path, exist_ok=True)
+        if not os.access(path, os.W_OK):
+            raise PermissionError(f"not writable: {path}")
+    except OSError as exc:
+        warnings.warn(
+            f"emjax: compilation cache off ({exc}); set {CACHE_DIR_ENV} to a writable folder", stacklevel=2
+        )
+        return None
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return path
 
 
 def default_device() -> jax.Device:

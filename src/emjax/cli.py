@@ -7,6 +7,10 @@ This module only assembles: every method slice in :data:`SLICES` has a ``cli`` m
 Exit status: 0 success, 1 invalid input or not enough memory (one line
 ``emjax: error: ...``), 2 a solve that did not converge (results are still written).
 JAX, xarray and matplotlib are imported inside the commands, so ``emjax --help`` is fast.
+
+Every command but ``info`` turns on JAX's persistent compilation cache
+(:func:`emjax.backend.enable_compilation_cache`; ``EMJAX_COMPILATION_CACHE=0`` turns it off,
+``EMJAX_COMPILATION_CACHE_DIR`` moves it): the second run of a command loads its kernels.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ def _cmd_info(args, argv) -> int:
 def _dispatch(args, argv) -> int:
     if args.command == "info":
         return _cmd_info(args, argv)
+    from .backend import enable_compilation_cache
+
+    enable_compilation_cache()
     if args.command == "bench":
         return _slice_cli(args.bench_command).run_bench(args, argv)
     return _slice_cli(args.command).run(args, argv)
