@@ -164,6 +164,15 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
     return diag[0], diag[1], off[0], off[1]
 
 
+def _second_difference_1d(n: int, dx: float, omega: float, pml) -> sp.csr_matrix:
+    """``(1/s) D_b (1/s) D_f`` along one axis of ``n`` nodes (the 1-D factor of D_xb D_xf)."""
+    from .operators import _diff_1d
+
+    inv_node = sp.diags(1 / pml.stretch(n, dx, omega, half=False))
+    inv_half = sp.diags(1 / pml.stretch(n, dx, omega, half=True))
+    return (inv_node @ _diff_1d(n, dx, False) @ inv_half @ _diff_1d(n, dx, True)).tocsr()
+
+
 def _average_1d(n: int) -> sp.csr_matrix:
     return sp.diags(
         [np.full(n - 1, _W), np.full(n, 1 - 2 * _W), np.full(n - 1, _W)], [-1, 0, 1], format="csr"
@@ -341,19 +350,29 @@ def solve_tm(
     eps = node_permittivity(scene, shape, g.dx, g.origin, omega, averaging)
     inside = np.isinf(eps)  # nodes in a perfect conductor
     eps_rows = np.where(inside, 1.0, eps)  # their rows are replaced below
-    D = derivatives(shape, g.dx, omega, g.pml)
-    Lx, Ly = D["xb"] @ D["xf"], D["yb"] @ D["yf"]
-
-    def operator(e):
-        E = sp.diags(omega**2 * e.ravel())
-        yee = (Lx + Ly + E).tocsr()
-        if stencil == "yee":
-            return yee
-        Ax, Ay, M = _compact_parts(shape)
-        return _rows(yee_rows, yee, Ay @ Lx + Ax @ Ly + (M @ E + E @ M) / 2)
-
     yee_rows = _near(inside)  # the conductor's conformal rows are five-point
-    A = operator(eps_rows)
+    # the second differences along x and y are Kronecker products of 1-D operators (the
+    # PML's stretch depends on one coordinate each): cheap to assemble
+    nx, ny = shape
+    L1 = [_second_difference_1d(n, g.dx, omega, g.pml) for n in shape]
+    Ix, Iy = sp.identity(nx, format="csr"), sp.identity(ny, format="csr")
+    if stencil == "yee":
+        lap = sp.kron(L1[0], Iy) + sp.kron(Ix, L1[1])
+    else:
+        Tx, Ty = _average_1d(nx), _average_1d(ny)
+        lap = sp.kron(L1[0], Ty) + sp.kron(Tx, L1[1])
+        if yee_rows.any():
+            lap = _rows(yee_rows, sp.kron(L1[0], Iy) + sp.kron(Ix, L1[1]), lap)
+
+    def mass(e):  # omega^2 times the mass term of the node values e (linear in e)
+        E = sp.diags(omega**2 * e.ravel())
+        if stencil == "yee":
+            return E
+        M = _compact_parts(shape)[2]
+        spread = (M @ E + E @ M) / 2
+        return _rows(yee_rows, E, spread) if yee_rows.any() else spread
+
+    A = (lap + mass(eps_rows)).tocsr()
     Einc = at = None
     if isinstance(source, LineSource):
         i, j = _source_node(source, g)
@@ -367,7 +386,7 @@ def solve_tm(
         Einc = _incident_waves(source, g)
         if np.any(eps[~_inner(shape, g.pml.thickness)] != 1):
             raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
-        K = A - operator(np.ones(shape))  # what the scene adds to the vacuum operator
+        K = mass(eps_rows - 1.0)  # what the scene adds to the vacuum operator
         b = np.stack([-(K @ e.ravel()) for e in Einc], 1)
     else:
         raise _bad_source(source)
