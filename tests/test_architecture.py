@@ -24,7 +24,7 @@ SRC = Path(__file__).parents[1] / "src" / "emjax"
 SLICES = {"dda", "fdtd", "layered", "fdfd"}
 #: (importer, imported) slice pairs allowed, through the imported slice's public face only
 #: (its package __init__): e.g. ("dda", "layered") for the DDA on a substrate
-GRANTS: set[tuple[str, str]] = set()
+GRANTS: set[tuple[str, str]] = {("dda", "layered")}
 
 
 def _module_name(path: Path) -> str:

@@ -51,6 +51,19 @@ class DDAProblem:
     phi : azimuths of the scattering planes in degrees (default 90: the yz plane, as ADDA).
     integrate : also compute Csca and g by integrating |F|^2 over all directions.
     volume_correction : scale the dipole size so that the dipoles' volume equals the shape's.
+    prop : direction of incidence (x, y, z), normalized (ADDA's ``-prop``); default +z.
+        The incident polarizations are then ADDA's: ``e_Y = (-p_y, p_x, 0) / |...|`` (or
+        (0, 1, 0) along +-z) and ``e_X = e_Y x prop``; without a substrate the scattering
+        angles refer to the beam frame (theta from prop, phi = 90 the plane of prop and
+        e_Y), as ADDA's.
+    substrate : a complex refractive index (vacuum over a half-space, ADDA's ``-surf h m``)
+        or an :class:`emjax.layered.Stack` whose top medium is vacuum (``eps[0] = 1``);
+        the particle sits above it. ``prop_z < 0``: light from above (incident plus
+        reflected wave); ``prop_z > 0``: from below through a lossless bottom medium (the
+        transmitted wave). The default prop (0, 0, 1) is ADDA's: from below. See
+        :mod:`emjax.dda.substrate` and ``surface_far`` for the conventions.
+    height : with a substrate, the distance from the stack's top interface up to the
+        lattice (box) centre (ADDA's ``h``); the voxels must stay above the interface.
     """
 
     shape: Shape
@@ -67,6 +80,9 @@ class DDAProblem:
     phi: tuple = (90.0,)
     integrate: bool = True
     volume_correction: bool = True
+    prop: tuple | None = None
+    substrate: object = None
+    height: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.shape, Shape):
@@ -100,6 +116,7 @@ class DDAProblem:
         if not phi or not all(np.isfinite(phi)):
             raise ConfigError("phi must be a non-empty list of finite angles in degrees")
         object.__setattr__(self, "phi", phi)
+        self._check_incidence()
         plan = self.plan()
         grid = self.shape.box_shape(plan.nx)
         self._check_resources(grid)
@@ -109,6 +126,49 @@ class DDAProblem:
                 raise ConfigError(
                     f"FCD needs more than 2 dipoles per wavelength; the lattice has {self.wavelength / d:.3g}"
                 )
+
+    def _check_incidence(self):
+        if self.prop is not None:
+            try:
+                p = np.asarray(self.prop, dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"prop must be three numbers (x, y, z), got {self.prop!r}") from exc
+            norm = float(np.linalg.norm(p)) if p.shape == (3,) else 0.0
+            if p.shape != (3,) or not np.all(np.isfinite(p)) or norm == 0:
+                raise ConfigError(f"prop must be three finite numbers, not all zero; got {self.prop!r}")
+            object.__setattr__(self, "prop", tuple(float(v) for v in p / norm))
+        if self.substrate is None:
+            if self.height is not None:
+                raise ConfigError("height is only meaningful with a substrate (substrate=...)")
+            return
+        from .substrate import resolve_stack
+
+        _, eps = resolve_stack(self.substrate, self.wavelength)
+        if self.height is None:
+            raise ConfigError("height: a substrate needs the height of the lattice centre above it (> 0)")
+        h = require_finite("height", self.height)
+        if h <= 0:
+            raise ConfigError(f"height must be > 0 (the particle sits above the surface), got {self.height!r}")
+        if any(a != 0 for a in self.orientation):
+            raise ConfigError(
+                "orientation: with a substrate the particle is fixed in the laboratory frame "
+                "(as ADDA's surface mode); rotate the shape instead; allowed: (0, 0, 0)"
+            )
+        pz = self.incidence_direction()[2]
+        if abs(pz) < 1e-12:
+            raise ConfigError(
+                "prop: with a substrate the incidence must come from above (prop_z < 0) or "
+                f"below (prop_z > 0); prop_z = 0 (grazing) is not allowed, got prop = {self.prop}"
+            )
+        if pz > 0 and abs(complex(eps[-1]).imag) > 1e-12:
+            raise ConfigError(
+                f"prop: incidence from below (prop_z > 0) needs a lossless bottom medium; its eps is "
+                f"{complex(eps[-1])} (allowed: Im eps = 0)"
+            )
+
+    def incidence_direction(self) -> np.ndarray:
+        """Unit propagation direction of the incident wave (lab frame)."""
+        return np.array((0.0, 0.0, 1.0) if self.prop is None else self.prop)
 
     # -- derived, cheap --------------------------------------------------------------------
     def refractive_indices(self) -> tuple[complex, ...]:
@@ -140,7 +200,10 @@ class DDAProblem:
         n = math.prod(grid)
         fft = math.prod(interaction.fft_shape(grid))
         octant = 6 * n * 16
-        return 6 * fft * c + 3 * fft * c * 2 + _KRYLOV_VECTORS * 3 * n * 16 + octant
+        tensors = 6 * fft * c
+        if self.substrate is not None:  # the reflected tensor (and its host table) too
+            tensors += 6 * fft * c + 6 * fft * 16
+        return tensors + 3 * fft * c * 2 + _KRYLOV_VECTORS * 3 * n * 16 + octant
 
     def _check_resources(self, grid):
         check_memory(self.memory_bytes(grid), f"DDA on a {grid[0]}x{grid[1]}x{grid[2]} lattice")
@@ -197,9 +260,18 @@ def _solve(problem, solver, progress, keep_polarization, variant):
     )
     Dhat.block_until_ready()
     timings["interaction_s"] = time.perf_counter() - t0
+    surface = None
+    if problem.substrate is not None:
+        surface = _surface_setup(problem, lat, cdt, timings, Dhat if variant == "pruned" else None)
 
     R = euler_matrix(*problem.orientation)
     to_particle = R.T  # lab vectors in the particle frame
+    if problem.prop is not None or surface is not None:
+        # the beam frame (e_X, e_Y, prop) takes the place of the lab's (x, y, z)
+        from .substrate import beam_vectors
+
+        bp, beX, beY = beam_vectors(problem.incidence_direction())
+        to_particle = R.T @ np.column_stack([beX, beY, bp])
     prop = to_particle @ np.array([0.0, 0.0, 1.0])
     pols = (to_particle @ np.array([1.0, 0.0, 0.0]), to_particle @ np.array([0.0, 1.0, 0.0]))
     domains = jnp.asarray(lat.domains)
@@ -210,7 +282,8 @@ def _solve(problem, solver, progress, keep_polarization, variant):
     T, Ph = np.meshgrid(theta, phi)  # (n_phi, n_theta)
     n_lab, th_lab, ph_lab = scattering_basis(T, Ph)
     dirs = np.concatenate([n_lab.reshape(-1, 3), [[0.0, 0.0, 1.0]]])
-    if problem.integrate:
+    integrate = problem.integrate and surface is None
+    if integrate:
         rmax = 0.5 * d * math.sqrt(sum(n * n for n in grid))
         qt, qp, qw = observables.sphere_quadrature(k * rmax)
         qn, _, _ = scattering_basis(qt, qp)
@@ -224,8 +297,18 @@ def _solve(problem, solver, progress, keep_polarization, variant):
         alphas.append(alpha)
         s = sqrt_alpha_grid(lat.domains, alpha, vdt)
         inv_alpha = jnp.where(mask, 1 / jnp.asarray(alpha, vdt)[jnp.clip(domains, 0)], 0)
-        E = observables.incident_field(grid, d, k, prop, e, vdt)
-        op = DDAOperator(Dhat, s, variant)
+        if surface is None:
+            E = observables.incident_field(grid, d, k, prop, e, vdt)
+            op = DDAOperator(Dhat, s, variant)
+            scale = 1.0
+        else:
+            from .substrate import SurfaceOperator, exciting_field
+
+            E, scale = exciting_field(
+                surface["eps"], surface["thickness"], surface["height"], k, prop, label, grid, d
+            )
+            E = jnp.asarray(E, vdt)
+            op = SurfaceOperator(surface["Dhat"], surface["Rhat"], s)
         cb = None if progress is None else (lambda it, r, _l=label: progress(_l, it, r))
         if cb is not None:
             cb(0, 1.0)
@@ -234,8 +317,8 @@ def _solve(problem, solver, progress, keep_polarization, variant):
             warnings.warn(f"DDA polarization {label}: {res.message}", RuntimeWarning, stacklevel=3)
         P = s * res.x
         ce, ca = observables.cross_sections(P, E, inv_alpha, mask, k)
-        Cext.append(float(ce))
-        Cabs.append(float(ca))
+        Cext.append(scale * float(ce))
+        Cabs.append(scale * float(ca))
         amps.append(np.asarray(observables.far_field_sum(P, dirs_p, d, k)))  # particle frame
         iters.append(res.iterations)
         conv.append(res.converged)
@@ -254,7 +337,7 @@ def _solve(problem, solver, progress, keep_polarization, variant):
     fwd = np.array([F[0][n_ang] @ np.array([1.0, 0, 0]), F[1][n_ang] @ np.array([0, 1.0, 0])])
 
     Csca_int = g = None
-    if problem.integrate:
+    if integrate:
         Csca_int, g = [], []
         for f in F:
             c, gi = observables.integrated_scattering(f[n_ang + 1 :], qn, qw, np.cos(np.deg2rad(qt)), k)
@@ -284,3 +367,22 @@ def _solve(problem, solver, progress, keep_polarization, variant):
         polarization=tuple(Ps) if keep_polarization else None,
         solver=solver,
     )
+
+
+def _surface_setup(problem, lat, cdt, timings, Dhat=None):
+    """The stack, the checked height and the FFT of the reflected interaction table."""
+    from .substrate import TABLE_RTOL, check_height, reflected_fft, reflected_table, resolve_stack
+
+    t0 = time.perf_counter()
+    stack, eps = resolve_stack(problem.substrate, problem.wavelength)
+    height, layers = check_height(lat, problem.height)
+    table, n_points = reflected_table(stack, problem.wavelength, lat.shape, lat.d, height, layers, TABLE_RTOL)
+    timings["reflected_table_s"] = time.perf_counter() - t0
+    timings["reflected_table_points"] = n_points
+    t0 = time.perf_counter()
+    Rhat = reflected_fft(table, lat.shape, cdt)
+    Rhat.block_until_ready()
+    timings["reflected_fft_s"] = time.perf_counter() - t0
+    if Dhat is None:  # the surface matvec uses the "yzx" layout
+        Dhat = interaction.interaction_fft(lat.shape, lat.d, problem.k, cdt, kind=problem.polarizability.interaction)
+    return dict(eps=eps, thickness=np.asarray(stack.thickness), height=height, Rhat=Rhat, Dhat=Dhat)
