@@ -27,8 +27,9 @@ Methods (``method``):
 * ``"thomas"``, the block Thomas algorithm as a ``lax.scan``: ``D'_i = D_i - L_i W_{i-1}``,
   ``[W_i, y_i] = D'_i^-1 [U_i, b_i - L_i y_{i-1}]``, then ``x_i = y_i - W_i x_{i+1}``. 2.7x
   fewer flops (``10.7 n^3`` per row: L_i is tridiagonal) but nx sequential LUs.
-* ``"auto"`` (default): Thomas on the CPU (fewer flops, nothing to gain from the batches),
-  cyclic reduction on an accelerator.
+* ``"auto"`` (default): Thomas, on the CPU and on the GPU (measured on the H100, below: the
+  batched LUs of cyclic reduction run far below the device's rate, so its 2.7x more flops
+  cost more than the sequential steps of Thomas).
 
 Pivoting happens only inside the blocks (never across them), so the elimination can in
 principle meet a nearly singular Schur complement of this indefinite matrix. The relative
@@ -71,6 +72,17 @@ Thomas 2.3e13 flops in 1210 steps of 1.9e10, ~2-4 s. Compilation (one program) t
 1.5-2.9 s on this CPU (small problems compile at LLVM -O0: 0.8 s for 31^2); on a GPU
 expect a few seconds, paid once per grid shape, chunk and padded number of right sides
 (``K`` is padded to 2, 4, 8, ...).
+
+Measured on an H100 (2026-11-24, commit 9076268, benchmarks/fdfd_blocksolve.py, the same
+problem; seconds, compile / warm solve, residual):
+
+    grid     SuperLU (host)   cyclic reduction              Thomas
+    400^2    1.53             1.2-1.5 / 1.7-2.0 (chunk 4-16)  0.27-0.47 / 0.50, 1.5e-13
+    1210^2   -                1.8 / 22.0 (chunk 18)           0.37 / 6.3, 2.0e-13
+
+(Thomas: ~1.25 ms per block row at n = 400, 5.2 ms at n = 1210, i.e. ~1-4 TFLOP/s: the
+getrf of one n x 2n block is latency bound. The paper's 2009 GPU BiCG took 646 s at 1210^2.)
+The host-side block extraction adds 0.13-0.2 s (400^2) and 2.2 s (1210^2).
 """
 
 from __future__ import annotations
@@ -450,7 +462,7 @@ def solve_block_tridiagonal(
     per block), ``chunk``, ``steps`` (loop steps of the elimination), ``bytes`` (the
     estimate), ``device``."""
     if method == "auto":
-        method = "thomas" if default_device().platform == "cpu" else "cr"
+        method = "thomas"
     if method not in METHODS:
         raise ConfigError(f"block solver: method must be one of auto, {', '.join(METHODS)}, got {method!r}")
     if lu not in ("augmented", "square"):

@@ -92,12 +92,10 @@ def _solve_2d(problem: FDFDProblem, progress):
     )
     params = inspect.signature(fn).parameters
     if problem.solver is not None and problem.solver_type != "direct":
-        if "solver" not in params:
-            raise ConfigError(
-                f"[solver].type = {problem.solver_type!r}: the 2-D solvers are direct only so far; "
-                'use type = "direct" (or dims = 3)'
-            )
-        kwargs["solver"] = problem.solver
+        raise ConfigError(
+            f"[solver].type = {problem.solver_type!r}: the 2-D solvers are direct only (SuperLU on the "
+            'host, the block Thomas algorithm on a GPU); use type = "direct" (or dims = 3)'
+        )
     if "progress" in params and progress is not None:
         kwargs["progress"] = progress
     angles = [problem.incidence_angle]
