@@ -19,7 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ..config import append_json, finite_or_none, refractive_indices
+from ..config import append_json, finite_or_none, parse_refractive_index, refractive_indices
 from ..errors import ConfigError, require_finite, require_int
 from .options import (
     AVERAGE_KEYS,
@@ -29,6 +29,7 @@ from .options import (
     is_average,
     parse_angles,
     parse_orientation,
+    parse_prop,
     ratio_pair,
 )
 
@@ -135,8 +136,50 @@ def build_dda(cfg: dict):
         theta=tuple(np.linspace(0.0, 180.0, ntheta)),
         phi=parse_angles(cfg["phi"], "phi"),
         integrate=not cfg["no_integrate"],
+        **_incidence(cfg),
     )
     return problem, solver
+
+
+_SUBSTRATE_KEYS = ("height", "n", "eps", "thickness")
+
+
+def _incidence(cfg: dict) -> dict:
+    """``prop``, ``substrate`` and ``height`` keyword arguments from ``prop``, ``surf`` and a
+    ``[substrate]`` table."""
+    kw = {}
+    if cfg.get("prop") is not None:
+        kw["prop"] = parse_prop(cfg["prop"])
+    surf, table = cfg.get("surf"), cfg.get("substrate")
+    if surf is not None and table is not None:
+        raise ConfigError("surf and [substrate] both describe the substrate: give one of them")
+    if surf is not None:
+        if not isinstance(surf, (list, tuple)) or len(surf) != 2:
+            raise ConfigError(f"surf: expected H M (height and substrate index), got {surf!r}")
+        bad = ConfigError(f"surf: the height H must be a number, got {surf[0]!r}")
+        from ..config import number
+
+        kw["height"] = number(surf[0], bad)
+        kw["substrate"] = parse_refractive_index(surf[1], "surf M (substrate index)")
+    if table is not None:
+        if not isinstance(table, dict):
+            raise ConfigError("substrate: expected a table with height, n (or eps) and thickness")
+        unknown = sorted(set(table) - set(_SUBSTRATE_KEYS))
+        if unknown:
+            raise ConfigError(f"substrate: unknown key(s) {unknown}; allowed: {list(_SUBSTRATE_KEYS)}")
+        if ("n" in table) == ("eps" in table):
+            raise ConfigError("substrate: give the media as n = [...] or as eps = [...] (one of them)")
+        if "height" not in table:
+            raise ConfigError("substrate.height: the height of the lattice centre above the stack is missing")
+        from ..layered import Stack
+
+        if "n" in table:
+            eps = [parse_refractive_index(v, f"substrate.n[{i}]") ** 2 for i, v in enumerate(table["n"])]
+        else:
+            eps = [parse_refractive_index(v, f"substrate.eps[{i}]") for i, v in enumerate(table["eps"])]
+        kw["substrate"] = Stack(eps=eps, thickness=table.get("thickness", []))
+        kw["height"] = table["height"]
+    return kw
 
 
 def build_average(cfg: dict):
@@ -216,7 +259,10 @@ def _progress_label(label: str) -> str:
 
 def _summary_json(result) -> str:
     s = result.summary()
-    return json.dumps({k: finite_or_none(s[k]) for k in JSON_KEYS}, allow_nan=False)
+    out = {k: finite_or_none(s[k]) for k in JSON_KEYS}
+    for name, xy in (("Cext", result.Cext_xy), ("Cabs", result.Cabs_xy)):
+        out[f"{name}_x"], out[f"{name}_y"] = (finite_or_none(float(v)) for v in xy)
+    return json.dumps(out, allow_nan=False)
 
 
 def _summary_text(result, solver) -> str:
@@ -230,6 +276,15 @@ def _summary_text(result, solver) -> str:
         f"{prob.wavelength / lat.d:.4g} dipoles per wavelength",
         f"  {prob.polarizability!r}, {solver!r}, {prob.precision} precision",
     ]
+    if prob.prop is not None or prob.substrate is not None:
+        p = prob.incidence_direction()
+        out.append(f"  incidence along ({p[0]:.6g}, {p[1]:.6g}, {p[2]:.6g})")
+    if prob.substrate is not None:
+        where = "from above" if prob.incidence_direction()[2] < 0 else "from below"
+        out.append(
+            f"  substrate {prob.substrate!r}, surface {prob.height:.6g} below the lattice centre; "
+            f"light {where}; X = p, Y = s polarization"
+        )
     for label, msg in zip("XY", result.solver_messages, strict=True):
         out.append(f"  polarization {label}: {msg}")
     out.append(f"  {'':18s}{'X':>14s}{'Y':>14s}{'unpolarized':>14s}")

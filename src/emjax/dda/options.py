@@ -10,6 +10,13 @@ A ``dda`` TOML config uses the long option names with underscores as keys::
     size = 3.0
     m = "1.5+0.01j"          # or a list, one entry per domain: ["1.5+0.01j", "1.2"]
     orient = [0, 30, 0]      # or "0,30,0"
+    prop = [0.5, 0, -0.866]  # or "0.5,0,-0.866": direction of incidence (ADDA's -prop)
+    surf = [0.55, "1.5"]     # height of the lattice centre and substrate index (ADDA's -surf)
+
+    [substrate]              # or a multilayer below the particle (instead of surf)
+    height = 0.55            # from the top interface to the lattice centre
+    n = ["1", "1.7", "0.2+3j"]   # indices top (vacuum) .. bottom; or eps = [...]
+    thickness = [0.1]        # finite layers, top first
 
 Flags on the command line override the file.
 """
@@ -42,6 +49,9 @@ DDA_DEFAULTS = {
     "polarizability": "ldr",
     "precision": "double",
     "orient": [0.0, 0.0, 0.0],
+    "prop": None,
+    "surf": None,
+    "substrate": None,
     "ntheta": 181,
     "phi": [90.0],
     "out": None,
@@ -110,6 +120,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ALPHA,BETA,GAMMA|avg",
         help="ZYZ Euler angles of the particle in degrees (default 0,0,0), or avg: average over "
         "random orientation (ADDA's -orient avg)",
+    )
+    g.add_argument(
+        "--prop",
+        metavar="X,Y,Z",
+        help="direction of the incident wave (ADDA's -prop; default 0,0,1); polarizations X and Y "
+        "as ADDA's (on a substrate X = p, Y = s)",
+    )
+    g.add_argument(
+        "--surf",
+        nargs=2,
+        metavar=("H", "M"),
+        help="particle above a substrate of index M (e.g. 1.5 or 0.2+3j), the lattice centre H above "
+        "its surface (ADDA's -surf h mre mim); prop_z < 0: light from above, > 0: from below. "
+        "Multilayers: a [substrate] table in --config",
     )
     g = p.add_argument_group("orientation averaging (--orient avg)")
     g.add_argument(
@@ -273,6 +297,15 @@ def parse_angles(value, name: str) -> tuple[float, ...]:
         parts = [parts]
     bad = ConfigError(f"{name}: expected angles in degrees separated by commas, got {value!r}")
     if not isinstance(parts, (list, tuple)) or not parts:
+        raise bad
+    return tuple(number(v, bad) for v in parts)
+
+
+def parse_prop(value) -> tuple[float, float, float]:
+    """``"X,Y,Z"`` or a list of three numbers."""
+    parts = value.split(",") if isinstance(value, str) else value
+    bad = ConfigError(f"prop: expected three numbers X,Y,Z (the direction of incidence), got {value!r}")
+    if not isinstance(parts, (list, tuple)) or len(parts) != 3:
         raise bad
     return tuple(number(v, bad) for v in parts)
 
