@@ -78,6 +78,10 @@ JSON_KEYS = (
     "Qext",
     "Qabs",
     "Qsca",
+    "Cext_x",
+    "Cext_y",
+    "Cabs_x",
+    "Cabs_y",
     "g",
     "n_dipoles",
     "grid",
@@ -259,10 +263,9 @@ def _progress_label(label: str) -> str:
 
 def _summary_json(result) -> str:
     s = result.summary()
-    out = {k: finite_or_none(s[k]) for k in JSON_KEYS}
-    for name, xy in (("Cext", result.Cext_xy), ("Cabs", result.Cabs_xy)):
-        out[f"{name}_x"], out[f"{name}_y"] = (finite_or_none(float(v)) for v in xy)
-    return json.dumps(out, allow_nan=False)
+    for name, xy in (("Cext", result.Cext_xy), ("Cabs", result.Cabs_xy)):  # per polarization
+        s[f"{name}_x"], s[f"{name}_y"] = (float(v) for v in xy)
+    return json.dumps({k: finite_or_none(s[k]) for k in JSON_KEYS}, allow_nan=False)
 
 
 def _summary_text(result, solver) -> str:
