@@ -104,8 +104,8 @@ def fdfd_benchmark(
         "converged": st["converged"],
         "residual": st["residual"],
         "peak_rss_bytes": int(rss),
-        "peak_device_bytes": _peak_device_bytes() if dims == 3 else None,
-        "device": device_description() if "iterative" in st["solver"] else "host CPU (SciPy SuperLU)",
+        "peak_device_bytes": _peak_device_bytes() if "SuperLU" not in st["solver"] else None,
+        "device": device_description() if "SuperLU" not in st["solver"] else "host CPU (SciPy SuperLU)",
         "date": datetime.date.today().isoformat(),
         "commit": git_commit(),
     }

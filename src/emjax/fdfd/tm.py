@@ -114,7 +114,14 @@ def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel") -> 
 
     if scene is None:
         return np.ones(shape, complex)
-    r = rasterize(scene, (shape[0], shape[1], 1), dx, (origin[0], origin[1], -dx / 2), averaging=averaging)
+    r = rasterize(
+        scene,
+        (shape[0], shape[1], 1),
+        dx,
+        (origin[0], origin[1], -dx / 2),
+        averaging=averaging,
+        components=(2,),
+    )
     lut = np.array([_permittivity(m, omega, 2) for m in scene.materials])  # E_z sees eps_zz
     eps = lut[r.label[2][:, :, 0]]
     it = r.interface[2]
@@ -141,7 +148,14 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
     if scene is None:
         one, zero = np.ones(shape, complex), np.zeros(shape, complex)
         return one, one, zero, zero
-    r = rasterize(scene, (shape[0], shape[1], 1), dx, (origin[0], origin[1], -dx / 2), averaging=averaging)
+    r = rasterize(
+        scene,
+        (shape[0], shape[1], 1),
+        dx,
+        (origin[0], origin[1], -dx / 2),
+        averaging=averaging,
+        components=(0, 1),
+    )
     diag, off = [], []
     for c in (0, 1):
         lut = np.array([_permittivity(m, omega, c) for m in scene.materials])
