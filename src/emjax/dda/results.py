@@ -94,6 +94,10 @@ class DDAResult(Efficiencies):
     timings: dict
     polarization: tuple | None = None  # device arrays (3, nx, ny, nz) per X/Y if kept
     solver: object = None  # the Krylov method (with rtol, maxiter) that produced this
+    # on a substrate: Csca over the upper hemisphere, and the lower one (lossless bottom
+    # medium only), per polarization; Csca_int_xy is then their sum (or the upper alone)
+    Csca_up_xy: np.ndarray | None = None
+    Csca_down_xy: np.ndarray | None = None
 
     # unpolarized-incidence (average over X and Y) quantities
     @property

@@ -60,9 +60,9 @@ def resolve_stack(substrate, wavelength: float) -> tuple[Stack, np.ndarray]:
             f"emjax.layered.Stack, got {substrate!r}"
         )
     m = _as_complex("substrate", substrate)
-    if m.imag < 0 or m.real <= 0:
+    if m.imag < 0 or m.real < 0 or m == 0:
         raise ConfigError(
-            f"substrate = {m}: a refractive index n + ik needs n > 0 and k >= 0 "
+            f"substrate = {m}: a refractive index n + ik needs n >= 0, k >= 0, not both 0 "
             "(exp(-i omega t): absorption is Im(m) >= 0)"
         )
     eps = np.array([1.0, m * m], dtype=complex)
