@@ -301,8 +301,14 @@ def _summary_text(result, solver) -> str:
     row("Cabs", result.Cabs_xy, result.Cabs)
     row("Qabs", result.Cabs_xy / G, result.Qabs)
     row("Csca = Cext - Cabs", result.Cext_xy - result.Cabs_xy, result.Csca)
-    if result.Csca_int_xy is not None:
+    up, down = getattr(result, "Csca_up_xy", None), getattr(result, "Csca_down_xy", None)
+    if up is not None:
+        row("Csca upper half", up, float(up.mean()))
+    if down is not None:
+        row("Csca lower half", down, float(down.mean()))
+    if result.Csca_int_xy is not None and up is None:
         row("Csca (integrated)", result.Csca_int_xy, result.Csca_integrated)
+    if result.g_xy is not None:
         row("g", result.g_xy, result.g)
     out.append(f"  time {result.seconds:.3f} s")
     return "\n".join(out)
