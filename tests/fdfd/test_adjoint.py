@@ -126,3 +126,20 @@ def test_square_line_fill_and_checks():
             fdfd.tm_field(eps.at[30, 30].set(2.0 - 1j), RES, 1.0, fdfd.PlaneWave2D())
         with pytest.raises(ConfigError, match="current array of shape"):
             fdfd.tm_field(eps, RES, 1.0, jnp.zeros((3, 3)))
+
+
+def test_inverse_design_example_improves():
+    """examples/fdfd_inverse_design.py, coarse (10 cells per wavelength, 8 Adam steps): the
+    focal intensity rises (measured at 20 per wavelength and 40 steps: 3.72 -> 6.04) and
+    every step's gradient is finite; here the rise must exceed 20%."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "fdfd_inverse_design.py"
+    spec = importlib.util.spec_from_file_location("fdfd_inverse_design", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = mod.design_problem(steps=8, res=10.0, pml=8)
+    h = r["history"]
+    assert np.all(np.isfinite(h)) and h[-1] > 1.2 * h[0], h
+    assert r["eps_after"].real.min() >= 1.0 and r["eps_after"].real.max() <= 4.0
