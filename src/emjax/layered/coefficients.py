@@ -20,6 +20,8 @@ H: ``J2 (U + V)``, ``J0 (U - V)``, ``J1 U_z``, ``J1 V_z``.
 
 These are per-node tables (a few thousand nodes), computed once on the host with NumPy in
 complex128; the per-point work (exponentials, Bessel functions, sums) runs in JAX.
+The same functions run on ``jax.numpy`` (``xp=jnp``) when the stack's permittivities or
+thicknesses or the source height are traced (gradients, see ``traced.py``).
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ import numpy as np
 BESSEL_ORDER = (0, 2, 1, 1, 0, 2, 0, 1, 1)  # order of J in each of the nine integrals
 
 
-def kz(kr, k2):
+def kz(kr, k2, xp=np):
     """``sqrt(k^2 - k_rho^2)`` with ``Im >= 0``; kr (B,), k2 (n,) -> (B, n)."""
-    w = np.sqrt(k2[None, :] - kr[:, None] ** 2)
-    return np.where(np.imag(w) < 0, -w, w)
+    w = xp.sqrt(k2[None, :] - kr[:, None] ** 2)
+    return xp.where(xp.imag(w) < 0, -w, w)
 
 
 def _fresnel(kzs, eps, i, j, tm: bool):
@@ -43,29 +45,29 @@ def _fresnel(kzs, eps, i, j, tm: bool):
     return (a - b) / (a + b)
 
 
-def amplitudes(kr, k0, eps, interfaces, z_src, s: int, m: int, tm: bool):
+def amplitudes(kr, k0, eps, interfaces, z_src, s: int, m: int, tm: bool, xp=np):
     """Amplitudes ``A[o][i]`` (o: up/dn wave at the observation medium ``m``, i: unit
     emission up/down at the source ``z_src`` in medium ``s``), each shape (B,), for the
     scattered/transmitted field (the direct wave of the source medium is not included).
     ``interfaces``: host floats from top to bottom; eps: (n,) complex array."""
     n = eps.shape[0]
-    kzs = kz(kr, (k0**2) * eps)
+    kzs = kz(kr, (k0**2) * eps, xp)
     d = [None] + [interfaces[j - 1] - interfaces[j] for j in range(1, n - 1)] + [None]
-    P = [np.zeros_like(kr) if d[j] is None else np.exp(1j * kzs[:, j] * d[j]) for j in range(n)]
-    Rup = [np.zeros_like(kr)]
+    P = [xp.zeros_like(kr) if d[j] is None else xp.exp(1j * kzs[:, j] * d[j]) for j in range(n)]
+    Rup = [xp.zeros_like(kr)]
     for j in range(1, n):
         r = _fresnel(kzs, eps, j, j - 1, tm)
         q = Rup[j - 1] * P[j - 1] ** 2
         Rup.append((r + q) / (1 + r * q))
-    Rdn = [np.zeros_like(kr)] * n
+    Rdn = [xp.zeros_like(kr)] * n
     for j in range(n - 2, -1, -1):
         r = _fresnel(kzs, eps, j, j + 1, tm)
         q = Rdn[j + 1] * P[j + 1] ** 2
         Rdn[j] = (r + q) / (1 + r * q)
 
     k = kzs[:, s]
-    e1 = np.exp(1j * k * (interfaces[s - 1] - z_src)) if s > 0 else np.zeros_like(kr)
-    e2 = np.exp(1j * k * (z_src - interfaces[s])) if s < n - 1 else np.zeros_like(kr)
+    e1 = xp.exp(1j * k * (interfaces[s - 1] - z_src)) if s > 0 else xp.zeros_like(kr)
+    e2 = xp.exp(1j * k * (z_src - interfaces[s])) if s < n - 1 else xp.zeros_like(kr)
     den = 1 - Rup[s] * Rdn[s] * P[s] ** 2
     out = {}
     for emit, (sp, sm) in (("up", (1.0, 0.0)), ("dn", (0.0, 1.0))):
@@ -90,15 +92,15 @@ def amplitudes(kr, k0, eps, interfaces, z_src, s: int, m: int, tm: bool):
     return out, kzs
 
 
-def integrand_coefficients(kr, k0, eps, interfaces, z_src, s: int, m: int):
+def integrand_coefficients(kr, k0, eps, interfaces, z_src, s: int, m: int, xp=np):
     """Coefficients of the nine Sommerfeld integrals, shape (B, 9, 2) (last axis: E_up,
     E_dn), including the factor ``k_rho / kz_s``; and ``kz_m`` (B,)."""
-    te, kzs = amplitudes(kr, k0, eps, interfaces, z_src, s, m, tm=False)
-    tm, _ = amplitudes(kr, k0, eps, interfaces, z_src, s, m, tm=True)
-    ks = k0 * np.sqrt(eps[s])
-    km = k0 * np.sqrt(eps[m])
-    ks = np.where(np.imag(ks) < 0, -ks, ks)
-    km = np.where(np.imag(km) < 0, -km, km)
+    te, kzs = amplitudes(kr, k0, eps, interfaces, z_src, s, m, tm=False, xp=xp)
+    tm, _ = amplitudes(kr, k0, eps, interfaces, z_src, s, m, tm=True, xp=xp)
+    ks = k0 * xp.sqrt(eps[s])
+    km = k0 * xp.sqrt(eps[m])
+    ks = xp.where(xp.imag(ks) < 0, -ks, ks)
+    km = xp.where(xp.imag(km) < 0, -km, km)
     kz_s, kz_m = kzs[:, s], kzs[:, m]
     ratio = ks / km  # TM: E amplitude along p scales as 1/n
     rows = []
@@ -122,5 +124,5 @@ def integrand_coefficients(kr, k0, eps, interfaces, z_src, s: int, m: int):
                 -h * (Cp + Cm) * kr / ks,
             ]
         )
-    coef = np.stack([np.stack(r, axis=-1) for r in rows], axis=-1)  # (B, 9, 2)
+    coef = xp.stack([xp.stack(r, axis=-1) for r in rows], axis=-1)  # (B, 9, 2)
     return coef * (kr / kz_s)[:, None, None], kz_m

@@ -21,20 +21,26 @@ from ..errors import ConfigError, require_int, require_positive, require_range
 from .groups import groups
 from .results import DipoleFields, GreenResult
 from .stack import Stack
+from .traced import concrete, integrals, is_traced
 
 E_INTEGRALS = (0, 1, 2, 3, 4)
 H_INTEGRALS = (5, 6, 7, 8)
 PARTS = ("total", "scattered")
 
 
+def _host(name, x):
+    """Concrete values of a possibly traced input (ConfigError inside jit/vmap)."""
+    return concrete(name, x) if is_traced(x) else x
+
+
 def _check(stack, wavelength, source, points, part, rtol, prec):
     if not isinstance(stack, Stack):
         raise ConfigError(f"stack must be an emjax.layered.Stack, got {type(stack).__name__}")
     wavelength = require_positive("wavelength", wavelength)
-    src = np.asarray(source, dtype=float)
+    src = np.asarray(_host("source", source), dtype=float)
     if src.shape != (3,) or not np.all(np.isfinite(src)):
         raise ConfigError(f"source must be 3 finite coordinates (x, y, z), got {source!r}")
-    pts = np.asarray(points, dtype=float)
+    pts = np.asarray(_host("points", points), dtype=float)
     if pts.ndim == 1 and pts.shape == (3,):
         pts = pts[None, :]
     if pts.ndim != 2 or pts.shape[1] != 3 or pts.shape[0] == 0:
@@ -54,14 +60,18 @@ def _check(stack, wavelength, source, points, part, rtol, prec):
 def _assemble(I, phi, sel, want_h: bool):
     """Tensors G and G_H (N, 3, 3) from the integrals I (N, nsel) (the others are zero),
     on the device."""
+    return _assemble_cs(I, jnp.cos(phi), jnp.sin(phi), jnp.cos(2 * phi), jnp.sin(2 * phi), sel, want_h)
+
+
+def _assemble_cs(I, c, s, c2, s2, sel, want_h: bool):
+    """The assembly with the azimuthal factors given: (cos, sin) of phi and of 2 phi, or
+    (dx, dy, dx^2 - dy^2, 2 dx dy) for integrals whose J_n carry 1 / rho^n (traced path)."""
     N = I.shape[0]
     zero = jnp.zeros((N,), I.dtype)
     cols = [zero] * 9
     for j, i in enumerate(sel):
         cols[i] = I[:, j]
     I = cols
-    c, s = jnp.cos(phi), jnp.sin(phi)
-    c2, s2 = jnp.cos(2 * phi), jnp.sin(2 * phi)
     a = 1j / (8 * np.pi)
     b = -1 / (4 * np.pi)
     G = [
@@ -111,8 +121,13 @@ def _free_space(k, k0, R):
 
 
 def _run(
-    stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, seed=0, moment=None
+    stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, seed=0, moment=None, plan=None
 ) -> GreenResult:
+    if stack.traced or is_traced(source) or is_traced(points) or is_traced(moment):
+        return _run_traced(
+            stack, wavelength, source, points, part=part, rtol=rtol, prec=prec, sel_fn=sel_fn,
+            batch=batch, seed=seed, moment=moment,
+        )
     wavelength, src, pts, rtol, p = _check(stack, wavelength, source, points, part, rtol, prec)
     batch = (
         require_int("batch", batch, 1)
@@ -177,6 +192,8 @@ def _run(
                 )
             )
             n_nodes = max(n_nodes, g.path.n_panels * 15)
+            if plan is not None:  # the nodes, for the traced path
+                plan.append((g.m, g.idx, g.path))
             I[g.idx] = k
             err[g.idx] = e.sum(1) / scale
             phi[g.idx] = g.phi
@@ -201,6 +218,51 @@ def _run(
     return GreenResult(pts, G, GH, err, n_nodes, part, tuple(stats))
 
 
+def _run_traced(
+    stack, wavelength, source, points, *, part, rtol, prec, sel_fn, batch, seed, moment
+) -> GreenResult:
+    """``_run`` with traced inputs: nodes from the primal values, integrand in JAX (see
+    traced.py). Returns G, GH, E, H as (traced) jax Arrays."""
+    stack0 = stack.primal()
+    src0, pts0 = _host("source", source), _host("points", points)
+    plan = []
+    r0 = _run(
+        stack0, wavelength, src0, pts0, part=part, rtol=rtol, prec=prec, sel_fn=sel_fn,
+        batch=batch, seed=seed, plan=plan,
+    )
+    wavelength, src0, pts0, rtol, p = _check(stack0, wavelength, src0, pts0, part, rtol, prec)
+    sel = sel_fn
+    want_h = any(i >= 5 for i in sel)
+    s = int(stack0.layer_of(src0[2]))
+    layer = stack0.layer_of(pts0[:, 2])
+    k0 = 2 * np.pi / wavelength
+    with precision_scope():
+        eps = jnp.asarray(stack.permittivities(wavelength), jnp.complex128)
+        src = jnp.asarray(source, jnp.float64).reshape(3)
+        pts = jnp.asarray(points, jnp.float64).reshape(-1, 3)
+        ctx = dict(stack=stack0, src=src0, pts=pts0, s=s, k0=k0, cdtype=p.complex, rdtype=p.real)
+        I, dx, dy = integrals(plan, ctx, sel, eps, stack.interfaces_traced(), src, pts)
+        dx, dy = dx.astype(p.real), dy.astype(p.real)
+        G, GH = _assemble_cs(I, dx, dy, dx * dx - dy * dy, 2 * dx * dy, tuple(sel), want_h)
+        if part == "total":
+            in_s = np.nonzero(layer == s)[0]
+            if len(in_s):
+                ks = k0 * jnp.sqrt(eps[s])
+                ks = jnp.where(jnp.imag(ks) < 0, -ks, ks)
+                G0, GH0 = _free_space(ks.astype(p.complex), k0, (pts - src)[in_s].astype(p.real))
+                G = G.at[in_s].add(G0.astype(G.dtype))
+                if want_h:
+                    GH = GH.at[in_s].add(GH0.astype(G.dtype))
+        E = H = None
+        if moment is not None:
+            hi = jax.lax.Precision.HIGHEST
+            pm = jnp.asarray(moment).astype(G.dtype) * k0**2
+            E = jnp.matmul(G, pm, precision=hi) if any(i < 5 for i in sel) else None
+            H = jnp.matmul(GH, pm, precision=hi) if want_h else None
+            G, GH = None, None
+    return GreenResult(pts0, G, GH, r0.error, r0.n_nodes, part, r0.stats, E, H)
+
+
 def green_tensor(
     stack: Stack,
     wavelength: float,
@@ -219,6 +281,11 @@ def green_tensor(
     total elsewhere). ``rtol``: relative accuracy of the integrated part (Gauss-Kronrod
     estimate, relative to the norm of that part's tensor at each point). Units: lengths in
     the wavelength's unit; G in 1 / length.
+
+    Differentiable (``jax.grad``, ``jacfwd``, ``jacrev``, ``jvp``; not inside ``jit``/``vmap``)
+    with respect to ``source``, ``points`` and the stack's ``eps`` (complex), ``thickness``
+    and ``z_top``: with any of them traced, G is a ``jax.Array`` whose derivative is that of
+    the quadrature rule the concrete values choose (see ``emjax.layered.traced``).
     """
     return _run(
         stack,
@@ -249,14 +316,18 @@ def dipole_fields(
     """E and H (N, 3) of a dipole of moment ``p`` (3 complex) at ``source``.
 
     Units: ``E = k0^2 G p`` (so E in ``p / (eps0 L^3)``) and ``H`` as ``Z0 H`` in the same
-    units. ``fields``: "E", "H" or "EH" (which integrals to compute).
+    units. ``fields``: "E", "H" or "EH" (which integrals to compute). Differentiable as
+    :func:`green_tensor` (and in ``p``); with traced inputs E and H are ``jax.Array``.
     """
-    pv = np.asarray(p, dtype=complex)
+    traced_p = is_traced(p)
+    pv = np.asarray(_host("p", p), dtype=complex)
     if pv.shape != (3,) or not np.all(np.isfinite(pv)):
         raise ConfigError(f"p must be 3 finite (complex) components, got {p!r}")
     if fields not in ("E", "H", "EH"):
         raise ConfigError(f"fields must be 'E', 'H' or 'EH', got {fields!r}")
     lateral, vertical = bool(np.any(pv[:2] != 0)), bool(pv[2] != 0)
+    if traced_p:  # derivatives along every component need every integral
+        lateral = vertical = True
     sel = []
     if "E" in fields:
         sel += ([0, 1, 3] if lateral else []) + ([2, 4] if vertical else [])
@@ -274,17 +345,18 @@ def dipole_fields(
         prec=precision,
         sel_fn=sel,
         batch=batch,
-        moment=pv,
+        moment=p if traced_p else pv,
     )
+    traced = is_traced(r.E) or is_traced(r.H)
     nan = np.full((len(r.points), 3), np.nan + 0j)
     E = r.E if ("E" in fields and r.E is not None) else nan
     H = r.H if ("H" in fields and r.H is not None) else nan
     return DipoleFields(
         stack,
         float(wavelength),
-        np.asarray(source, float),
-        pv,
-        r.points,
+        source if traced else np.asarray(source, float),
+        p if traced else pv,
+        points if traced else r.points,
         E,
         H,
         r.error,

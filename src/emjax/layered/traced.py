@@ -1,0 +1,161 @@
+"""Gradients through the layered Green's tensor: the traced path behind ``green_tensor``.
+
+When a stack permittivity, thickness or ``z_top``, the source, the points or the dipole
+moment is a JAX tracer (``jax.grad``, ``jax.jvp``, ``jax.jacfwd``/``jacrev``), green.py
+comes here. The adaptive quadrature is a constant of the differentiation: the groups,
+their deformed paths and Gauss-Kronrod panels are chosen by the ordinary (host) pipeline
+from the concrete (primal) values, exactly the nodes a call with those values would use;
+then the integrand at those nodes (coefficients, exponentials, Bessel functions) and the
+direct term are evaluated again in JAX as functions of the traced inputs, so the derivative
+is that of the quadrature rule (the derivative of the integral to about ``rtol``, since the
+integrand is smooth in the parameters). Which layer holds each point stays that of the
+primal values (a derivative across an interface has no meaning).
+
+Lateral derivatives on the source's axis (``rho = 0``) are exact: the traced assembly uses
+``J1(k rho) cos phi = (J1(k rho) / rho) dx`` and ``J2 cos 2 phi = (J2 / rho^2) (dx^2 -
+dy^2)``, smooth in dx, dy. Inside ``jax.jit`` or ``jax.vmap`` the values are abstract and the
+nodes cannot be chosen: that raises a ConfigError (differentiate outside jit).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import ConfigError
+from . import sommerfeld as som
+from .bessel import jn012
+from .coefficients import integrand_coefficients
+
+BLOCK = 15 * 16  # nodes per step of the scan (whole panels)
+
+
+def is_traced(x) -> bool:
+    """True when ``x`` (a scalar, array or nested list/tuple of them) holds a JAX tracer."""
+    if isinstance(x, jax.core.Tracer):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(is_traced(v) for v in x)
+    return False
+
+
+def primal(x):
+    """The concrete value of ``x`` (tracers unwrapped to their primal), or None where it is
+    abstract (inside jit/vmap). Lists/tuples are converted element by element."""
+    if isinstance(x, (list, tuple)):
+        vals = [primal(v) for v in x]
+        return None if any(v is None for v in vals) else np.asarray(vals)
+    while isinstance(x, jax.core.Tracer):
+        try:
+            x = x.to_concrete_value()
+        except Exception:  # noqa: BLE001  (abstract tracers raise or return None)
+            return None
+        if x is None:
+            return None
+    return np.asarray(x)
+
+
+def concrete(name: str, x):
+    """``primal(x)``, or a ConfigError naming ``name`` when the value is abstract."""
+    v = primal(x)
+    if v is None:
+        raise ConfigError(
+            f"{name} is an abstract tracer (inside jax.jit or jax.vmap): emjax.layered chooses its "
+            "quadrature nodes from concrete values; call jax.grad/jacfwd/jacrev/jvp outside jit"
+        )
+    return v
+
+
+def _scaled_bessel(kr, rho, axis, bessel_real: bool):
+    """J0(k rho), J1(k rho) / rho, J2(k rho) / rho^2 (P, N), finite on the axis (rho = 0),
+    where the limits k / 2 and k^2 / 8 are taken (their rho-derivatives vanish there)."""
+    k = jnp.real(kr) if bessel_real else kr
+    rs = jnp.where(axis, 1.0, rho)
+    J0, J1, J2 = jn012(rs[:, None] * k[None, :])
+    J1 = J1 / rs[:, None]
+    J2 = J2 / (rs * rs)[:, None]
+    a = axis[:, None]
+    J0 = jnp.where(a, jnp.ones_like(J0), J0)
+    J1 = jnp.where(a, (0.5 * k)[None, :].astype(J1.dtype), J1)
+    J2 = jnp.where(a, (0.125 * k * k)[None, :].astype(J2.dtype), J2)
+    return J0, J1, J2
+
+
+def _integrals(kr, w, coef, kzm, rho, axis, zu, zd, orders, real, has_up, has_dn):
+    """sum_nodes w f (P, nsel) with J_n replaced by J_n / rho^n; a checkpointed scan over
+    blocks of nodes, so reverse mode keeps only the (P, nsel) carry per block."""
+    n = kr.shape[0]
+    pad = (-n) % BLOCK
+    kr = jnp.concatenate([kr, jnp.repeat(kr[-1:], pad)])
+    w = jnp.concatenate([w, jnp.zeros((pad,), w.dtype)])
+    coef = jnp.concatenate([coef, jnp.repeat(coef[-1:], pad, 0)])
+    kzm = jnp.concatenate([kzm, jnp.repeat(kzm[-1:], pad)])
+    nb = kr.shape[0] // BLOCK
+
+    @jax.checkpoint
+    def body(acc, blk):
+        k, wb, c, z = blk
+        total = 0
+        if has_up:
+            total = jnp.exp(1j * z[None, :] * zu[:, None])[..., None] * c[None, :, :, 0]
+        if has_dn:
+            total = total + jnp.exp(-1j * z[None, :] * zd[:, None])[..., None] * c[None, :, :, 1]
+        J = [j.astype(c.dtype) for j in _scaled_bessel(k, rho, axis, real)]
+        f = som.select_bessel(total, J, orders)
+        return acc + jnp.einsum("pbs,b->ps", f, wb, precision=som.HIGHEST), None
+
+    xs = (
+        kr.reshape(nb, BLOCK),
+        w.reshape(nb, BLOCK),
+        coef.reshape(nb, BLOCK, *coef.shape[1:]),
+        kzm.reshape(nb, BLOCK),
+    )
+    acc0 = jnp.zeros((rho.shape[0], coef.shape[1]), coef.dtype)
+    acc, _ = jax.lax.scan(body, acc0, xs)
+    return acc
+
+
+def integrals(plan, ctx, sel, eps, interfaces, src, pts):
+    """Traced integrals (N, nsel) (J_n scaled by 1 / rho^n) and the lateral offsets dx, dy
+    (N,) of every point, for the groups of ``plan`` (m, idx, path) from the host pipeline."""
+    cdt, rdt = ctx["cdtype"], ctx["rdtype"]
+    n_media = ctx["stack"].n_media
+    k0, s = ctx["k0"], ctx["s"]
+    on_axis = np.all(ctx["pts"][:, :2] == ctx["src"][:2], axis=1)  # rho = 0 (primal)
+    dx, dy = pts[:, 0] - src[0], pts[:, 1] - src[1]
+    dxs, dys = jnp.where(on_axis, 1.0, dx), jnp.where(on_axis, 0.0, dy)
+    rho = jnp.where(on_axis, 0.0, jnp.sqrt(dxs * dxs + dys * dys))
+    I = jnp.zeros((pts.shape[0], len(sel)), cdt)
+    orders = som.orders_of(sel)
+    for m, idx, path in plan:
+        z = pts[idx, 2]
+        zu = z - interfaces[m] if m < n_media - 1 else jnp.zeros_like(z)
+        zd = z - interfaces[m - 1] if m > 0 else jnp.zeros_like(z)
+        args = (
+            rho[idx].astype(rdt),
+            jnp.asarray(on_axis[idx]),
+            zu.astype(rdt),
+            zd.astype(rdt),
+        )
+        (ke, we, _), (kt, wt, _) = path.nodes()
+        total = 0
+        for kr, wk, real in ((ke, we, False), (kt, wt, True)):
+            coef, kzm = integrand_coefficients(
+                jnp.asarray(kr, jnp.complex128), k0, eps, interfaces, src[2], s, m, xp=jnp
+            )
+            coef = coef[:, list(sel), :].astype(cdt)
+            kr_j = jnp.asarray(kr.real if real else kr, rdt if real else cdt)
+            total = total + _integrals(
+                kr_j,
+                jnp.asarray(wk, cdt),
+                coef,
+                kzm.astype(cdt),
+                *args,
+                orders,
+                real,
+                m < n_media - 1,
+                m > 0,
+            )
+        I = I.at[idx].set(total)
+    return I, dx, dy
