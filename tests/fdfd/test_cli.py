@@ -97,6 +97,7 @@ def test_out_files_and_monostatic_te(tmp_path, capsys):
     H_z cell centres sit dx/2 off the origin, so the discrete cylinder is not mirror
     symmetric: measured 1.5% at 10 cells per wavelength inside)."""
     xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")  # --out writes NetCDF (an optional dependency)
     out = tmp_path / "run" / "deeper"
     cfg = _config(tmp_path, "[monostatic]\nangles = 4\n", pol="TE")
     code, stdout, err = _run(capsys, cfg, "--out", out, "--json")
@@ -274,6 +275,7 @@ def test_not_converged_exit_2(tmp_path, capsys):
     residual reported on stderr (and converged false in the JSON)."""
     pytest.importorskip("emjax.fdfd.maxwell3d")
     pytest.importorskip("emjax.fdfd.farfield3d")
+    pytest.importorskip("h5netcdf")  # --out writes NetCDF (an optional dependency)
     cfg = tmp_path / "c3.toml"
     cfg.write_text(
         "dims = 3\nwavelength = 1.0\nresolution = 5\npolarization = [0.0, 1.0, 0.0]\n"
