@@ -42,10 +42,13 @@ def test_far_field_matches_adda(name):
     """Amplitude matrix (ADDA's ``ampl``: s1..s4 with its signs), Mueller matrix (BH 3.16,
     x Re(m) below) and hemisphere Csca against ADDA.
 
-    Measured on the cubes: S 2.6e-7 of max |S|, Mueller 1.7e-6 of S11 (metal, above),
-    4.8e-7 (glass); Csca_up 3e-7..1.5e-6 relative; Csca_down 3e-5..8e-5 relative, which is
-    ADDA's Romberg error (its estimate 6e-5..3e-4; emjax's split, kink-mapped Gauss rule is
-    converged to 1e-15 at 24 nodes). Bounds: S and Mueller 1e-5, Csca_up 1e-5, Csca_down 3e-4.
+    Measured on the cubes: S 2.6e-7 of max |S|, Mueller 1.7e-6 of the row's S11 (metal,
+    above), 4.8e-7 (glass); Csca_up 3e-7..1.5e-6 relative; Csca_down 3e-5..8e-5 relative,
+    which is ADDA's Romberg error (its estimate 6e-5..3e-4; emjax's split, kink-mapped Gauss
+    rule is converged to 1e-15 at 24 nodes). On the g16 spheres (70-120 iterations, the
+    1e-6..1.5e-5 spread of the cross sections): S 7.8e-6, Mueller 8.1e-5 of S11 (rows near
+    the deep minima), Csca_up 6.2e-6, Csca_down 1.05e-4. Bounds: cubes S and Mueller 1e-5,
+    Csca_up 1e-5; spheres S 3e-5, Mueller 3e-4, Csca_up 3e-5; Csca_down 3e-4 for both.
     """
     case = CASES[name]
     res = _solve(name)
@@ -55,12 +58,13 @@ def test_far_field_matches_adda(name):
     A = np.array(case["ampl"]["rows"])
     S_ref = A[:, 1::2] + 1j * A[:, 2::2]
     S = res.S[0]
-    assert np.abs(S - S_ref)[rows].max() / np.abs(S_ref[rows]).max() < 1e-5
+    tol_s, tol_m, tol_up = (1e-5, 1e-5, 1e-5) if name.startswith("cube") else (3e-5, 3e-4, 3e-5)
+    assert np.abs(S - S_ref)[rows].max() / np.abs(S_ref[rows]).max() < tol_s
     M_ref = np.array(case["mueller"]["rows"])[:, 1:]
     M = res.mueller[0].reshape(len(THETA), 16)
-    assert (np.abs(M - M_ref)[rows] / M_ref[rows, :1]).max() < 1e-5
+    assert (np.abs(M - M_ref)[rows] / M_ref[rows, :1]).max() < tol_m
     for i, pol in enumerate("XY"):
-        assert res.Csca_up_xy[i] == pytest.approx(case["Csca"]["up"][pol]["Csca"], rel=1e-5)
+        assert res.Csca_up_xy[i] == pytest.approx(case["Csca"]["up"][pol]["Csca"], rel=tol_up)
         if not metal:
             assert res.Csca_down_xy[i] == pytest.approx(case["Csca"]["down"][pol]["Csca"], rel=3e-4)
     if metal:
@@ -181,3 +185,38 @@ def test_free_prop_far_field_matches_adda():
     assert np.abs(r.S[0] - S_ref).max() / np.abs(S_ref).max() < 1e-8
     for i, pol in enumerate("XY"):
         assert r.Csca_int_xy[i] == pytest.approx(case["Csca"]["all"][pol]["Csca"], rel=1e-7)
+
+
+@pytest.mark.parametrize("substrate", [1.5, 0.2 + 3j])
+def test_reciprocity_above_the_substrate(substrate):
+    """Reciprocity of the whole chain (exciting field with the stack's reflection, symmetric
+    G_R, far field with the reflected image wave): for incidence along a with polarization
+    e and observation along b with polarization f, ``f . F(b; a, e) = e . F(-a; -b, f)``.
+    Cube m = 2+1i 0.55 above glass and gold-like metal, a 30 deg from above, b an oblique
+    upward direction, all four (e, f) pairs; CM polarizability (LDR's depends on the
+    incidence, which breaks reciprocity at 1e-2 by construction). Measured 9e-15 (glass) and 1.3e-14 (metal)
+    relative to max |F| (free space: 1.1e-14); bound 1e-10 (QMR stops at 1e-12)."""
+    from emjax.dda.surface_far import far_amplitudes
+
+    a = np.array([0.5, 0.0, -math.sqrt(0.75)])
+    b = np.array([-0.3, 0.4, math.sqrt(0.75)])
+
+    def run(prop, n_out):
+        prob = dda.DDAProblem(
+            geometry.Box(), (2 + 1j,), size_x=1.0, grid=6, prop=tuple(prop), substrate=substrate,
+            height=0.55, integrate=False, theta=(0.0,), polarizability=dda.CM(),
+        )
+        r = dda.solve(prob, krylov.QMR(rtol=1e-12), keep_polarization=True)
+        eps = [1.0, complex(substrate) ** 2]
+        F = [far_amplitudes(P, r.lattice.d, prob.k, eps, [], 0.55, n_out[None])[0] for P in r.polarization]
+        _, eX, eY = sub.beam_vectors(prop)
+        return F, (eX, eY)
+
+    F1, pols1 = run(a, b)
+    F2, pols2 = run(-b, -a)
+    scale = max(np.abs(F1).max(), np.abs(F2).max())
+    worst = 0.0
+    for i, e in enumerate(pols1):
+        for j, f in enumerate(pols2):
+            worst = max(worst, abs(f @ F1[i] - e @ F2[j]) / scale)
+    assert worst < 1e-10, worst

@@ -33,6 +33,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from ..backend import precision_scope
 from . import observables
 from .substrate import _kz, beam_vectors, stack_amplitudes
 
@@ -51,6 +52,11 @@ def _coefficients(eps, thickness_k, kpar2, below: bool):
 
 def far_amplitudes(P, d, k, eps, thickness, height, directions) -> np.ndarray:
     """``F`` (Nd, 3) complex for unit ``directions`` (Nd, 3) (lab frame), P (3, nx, ny, nz)."""
+    with precision_scope():
+        return _far_amplitudes(P, d, k, eps, thickness, height, directions)
+
+
+def _far_amplitudes(P, d, k, eps, thickness, height, directions) -> np.ndarray:
     n = np.asarray(directions, dtype=float)
     eps = np.asarray(eps, dtype=complex)
     th_k = k * np.asarray(thickness, dtype=float)
