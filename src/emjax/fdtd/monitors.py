@@ -191,11 +191,14 @@ def accumulate(mon: DFTPlane, acc, E, H, n, dt):
 
 def flux(E_dft, H_dft, dA: float, axis: int) -> np.ndarray:
     """Flux spectrum through a plane normal to ``axis`` from its DFT arrays
-    (nf, 2, n1 + 1, n2 + 1) -> (nf,)."""
-    E_dft, H_dft = np.asarray(E_dft), np.asarray(H_dft)
+    (nf, 2, n1 + 1, n2 + 1) -> (nf,). JAX arrays in (a traced run's sums), a JAX array out
+    (differentiable); NumPy otherwise."""
+    xp = jnp if isinstance(E_dft, jax.Array) or isinstance(H_dft, jax.Array) else np
+    if xp is np:
+        E_dft, H_dft = np.asarray(E_dft), np.asarray(H_dft)
     w1, w2 = weights(E_dft.shape[2:], axis)
-    s = w1 * E_dft[:, 0] * np.conj(H_dft[:, 1]) - w2 * E_dft[:, 1] * np.conj(H_dft[:, 0])
-    return 0.5 * np.real(s.sum(axis=(1, 2))) * dA
+    s = w1 * E_dft[:, 0] * xp.conj(H_dft[:, 1]) - w2 * E_dft[:, 1] * xp.conj(H_dft[:, 0])
+    return 0.5 * xp.real(s.sum(axis=(1, 2))) * dA
 
 
 def flux_box(lo, hi, frequencies) -> tuple:

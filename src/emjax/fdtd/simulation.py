@@ -25,7 +25,7 @@ from . import tfsf as tfsf_mod
 from .grid import CPML, PEC
 from .results import FDTDResult
 from .sources import PlaneSource, PointDipole
-from .spec import GridSimulation
+from .spec import GridSimulation, is_traced
 from .tfsf import TFSF
 from .update import d_backward, d_forward
 
@@ -69,8 +69,10 @@ class _Plan:
 def _coefficients(sim: GridSimulation, dtype):
     g = sim.grid
     dt = g.dt
-    eps = np.asarray(sim.eps, dtype=float)
-    sig = np.asarray(sim.sigma, dtype=float)
+    traced = is_traced((sim.eps, sim.sigma))
+    xp = jnp if traced else np  # traced eps/sigma (jax.grad over them): coefficients in JAX
+    eps = xp.asarray(sim.eps, dtype=float)
+    sig = xp.asarray(sim.sigma, dtype=float)
     beta_sum = 0.0
     arrays = {}
     if sim.dispersive is not None:
@@ -81,7 +83,10 @@ def _coefficients(sim: GridSimulation, dtype):
     den = 2 * eps + sig * dt + beta_sum * dt
     ca = (2 * eps - sig * dt - beta_sum * dt) / den
     cb = 2 * dt / den
-    if np.ndim(ca) and np.all(ca == 1):  # lossless: E' = E + cb curl H, one array less to read
+    if traced:  # lossless (sigma = 0, no poles) is ca = 1 whatever eps: decided on concrete inputs
+        if sim.dispersive is None and not is_traced(sim.sigma) and np.all(np.asarray(sim.sigma) == 0):
+            ca = np.float64(1.0)
+    elif np.ndim(ca) and np.all(ca == 1):  # lossless: E' = E + cb curl H, one array less to read
         ca = np.float64(1.0)
     arrays.update({"ca": jnp.asarray(ca, dtype), "cb": jnp.asarray(cb, dtype)})
     if sim.subpixel is not None:
@@ -102,7 +107,7 @@ def _coefficients(sim: GridSimulation, dtype):
         else:
             pml.append(0)
     # the current source's coefficient is the E update's dt/eps at that node
-    cb_full = np.broadcast_to(cb, (3,) + g.shape) if np.ndim(cb) == 4 else np.broadcast_to(cb, g.shape)
+    cb_full = xp.broadcast_to(cb, (3,) + g.shape) if np.ndim(cb) == 4 else xp.broadcast_to(cb, g.shape)
 
     def src_coefficient(s):
         c = dispersive.component(cb_full, s.component)[s.index if isinstance(s, PointDipole) else s.slices]
@@ -305,6 +310,42 @@ def _advance(plan, arrays, state, steps: int):
     return state, rec, finite
 
 
+def remat_segment(steps: int) -> int:
+    """Default steps per rematerialized segment of a traced run: ``round(sqrt(steps))``.
+
+    Reverse mode keeps the state at each segment's start (``steps / K`` copies of the whole
+    state: 6 field arrays, CPML psi, monitor sums) and, while it differentiates one segment,
+    that segment's ``K`` steps' residuals (a few field arrays per step), recomputing the
+    segment's forward pass once: memory ``O(steps / K + K)`` state-sized arrays, smallest
+    at ``K ~ sqrt(steps)``, for one extra forward pass (the gradient costs ~ 2 forward passes
+    + the backward one instead of 1 + 1)."""
+    return max(1, int(round(math.sqrt(steps))))
+
+
+def _scan_steps(plan, arrays, state, steps: int, remat: bool):
+    step = partial(_step, plan, arrays)
+    body = lambda s: jax.lax.scan(step, s, None, length=steps)
+    return jax.checkpoint(body, prevent_cse=False)(state) if remat else body(state)
+
+
+@partial(jax.jit, static_argnames=("plan", "steps", "segment"))
+def _advance_traced(plan, arrays, state, steps: int, segment: int):
+    """``steps`` steps as one traced computation: an outer ``lax.scan`` over segments of
+    ``segment`` steps, each segment a ``jax.checkpoint``-ed inner ``lax.scan`` (remat), then
+    the remaining ``steps % segment`` steps as one more checkpointed segment. ``segment =
+    0``: one plain scan (reverse mode stores every step's residuals: memory O(steps))."""
+    if segment <= 0 or segment >= steps:
+        return _scan_steps(plan, arrays, state, steps, remat=segment > 0)
+    n_seg, rest = divmod(steps, segment)
+    outer = lambda s, _: _scan_steps(plan, arrays, s, segment, remat=True)
+    state, rec = jax.lax.scan(outer, state, None, length=n_seg)
+    rec = rec.reshape((n_seg * segment,) + rec.shape[2:])
+    if rest:
+        state, tail = _scan_steps(plan, arrays, state, rest, remat=True)
+        rec = jnp.concatenate([rec, tail])
+    return state, rec
+
+
 def run(
     sim: GridSimulation,
     steps: int | None = None,
@@ -314,6 +355,7 @@ def run(
     initial=None,
     progress: Callable[[int, int], None] | None = None,
     checkpoint: str | Path | None = None,
+    remat: int | None = None,
 ) -> FDTDResult:
     """Advance ``steps`` time steps (or ``until`` a time, length / c) on the default device.
 
@@ -329,6 +371,15 @@ def run(
     ``checkpoint``: a file (.npz) written atomically at every chunk boundary with the whole
     state and the probe records so far. If it exists when ``run`` starts, the run resumes
     from it (bit for bit the same as an uninterrupted run); delete it to start afresh.
+
+    Differentiation: a :class:`GridSimulation` whose ``eps`` or ``sigma`` (or ``initial``)
+    holds JAX tracers (``jax.grad``, ``jax.jvp``, ``jax.jit`` of a function of them) runs
+    as one traced computation: no host checks between chunks, no ``progress`` calls, no
+    ``checkpoint`` file; the result's ``probes``, ``dft`` sums, ``flux()`` and fields are JAX
+    arrays to build an objective from. Reverse mode goes through ``lax.scan`` with
+    checkpointing: segments of ``remat`` steps (default :func:`remat_segment`,
+    ``round(sqrt(steps))``) are ``jax.checkpoint``-ed, so a gradient keeps ``O(steps/remat +
+    remat)`` state copies instead of ``O(steps)``; ``remat=0`` turns that off.
     """
     from . import physical
 
@@ -344,6 +395,13 @@ def run(
     steps = require_int("steps", steps, 1)
     check_memory(sim.memory_bytes(), f"FDTD on a {'x'.join(map(str, sim.grid.shape))} grid")
     chunk = chunk or max(1, min(steps, max(steps // 20, 50)))
+    if sim.grid.precision == "double" and not jax.config.jax_enable_x64 and is_traced((sim.eps, sim.sigma, initial)):
+        # the backward pass runs after run() returns, outside its 64-bit scope
+        raise ConfigError(
+            "differentiating a double-precision FDTD run needs 64-bit JAX around the whole "
+            "jax.grad/jit call: jax.config.update('jax_enable_x64', True) or "
+            "`with emjax.backend.precision_scope():` (or use Grid(precision='single'))"
+        )
     with precision_scope():
         g = sim.grid
         dtype = precision(g.precision).real
@@ -382,6 +440,8 @@ def run(
             inline,
         )
         state = _initial_state(sim, plan, dtype, initial)
+        if is_traced((arrays, state)):
+            return _run_traced(sim, plan, arrays, state, steps, checkpoint, remat)
         recs = []
         if checkpoint is not None and Path(checkpoint).exists():
             state, recs = checkpoint_mod.load(Path(checkpoint), state, plan)
@@ -427,3 +487,23 @@ def run(
             tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
             int(state["n"]),
         )
+
+
+def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResult:
+    """The run of traced inputs: one jitted computation (see :func:`run`)."""
+    if checkpoint is not None:
+        raise ConfigError("checkpoint files need concrete inputs (not under jax.grad / jax.jit)")
+    segment = remat_segment(steps) if remat is None else require_int("remat", remat, 0)
+    state, rec = _advance_traced(plan, arrays, state, steps, segment)
+    return FDTDResult(
+        sim,
+        rec,
+        (np.arange(steps) + 1) * sim.grid.dt,
+        jnp.stack(state["E"]),
+        jnp.stack(state["H"]),
+        steps,
+        0.0,
+        0.0,
+        tuple(dict(d) for d in state["dft"]),
+        steps,
+    )

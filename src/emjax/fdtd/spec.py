@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jax
 import numpy as np
 
 from ..backend import precision
@@ -14,6 +15,12 @@ from .monitors import DFTPlane
 from .sources import PlaneSource, PointDipole
 from .subpixel import SubpixelBox
 from .tfsf import TFSF
+
+
+def is_traced(value) -> bool:
+    """True if ``value`` (any pytree) holds a JAX tracer: it is an input being differentiated
+    or jitted, whose values cannot be inspected (validate its shape only)."""
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(value))
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,12 @@ class GridSimulation:
     permittivity, conductivity in units of 1/length with eps0 = c = 1); ``eps`` and ``pec``
     may also be per E node, ``(3, nx, ny, nz)`` (row c: at E_c's nodes). Per cell they apply to all
     three E components of a cell.
+
+    Differentiable inputs: ``eps`` and ``sigma`` may be JAX tracers (``jax.grad``,
+    ``jax.jvp`` or ``jax.jit`` over them): then only their shapes are validated, and
+    :func:`run` steps the whole loop as one traced computation with rematerialized segments
+    (see :func:`emjax.fdtd.run`). The masks (``dispersive``, ``pec``) and a ``subpixel`` box
+    are NumPy-rasterized and must stay concrete.
     """
 
     grid: Grid
@@ -58,20 +71,31 @@ class GridSimulation:
     def __post_init__(self):
         if not isinstance(self.grid, Grid):
             raise ConfigError("grid must be an emjax.fdtd.Grid")
+        # eps and sigma may be traced (jax.grad / jax.jit over them): their shapes are checked
+        # always, their values only when concrete
         for name in ("eps", "sigma"):
             v = getattr(self, name)
             per_node = name == "eps" and np.shape(v) == (3,) + self.grid.shape
-            if np.ndim(v) == 0:
-                if not np.isfinite(v):
-                    raise ConfigError(f"{name} must be finite, got {v!r}")
-            elif np.shape(v) != self.grid.shape and not per_node:
+            if np.ndim(v) != 0 and np.shape(v) != self.grid.shape and not per_node:
                 raise ConfigError(f"{name} must be a scalar or of shape {self.grid.shape}, got {np.shape(v)}")
+            if is_traced(v):
+                continue
+            if np.ndim(v) == 0 and not np.isfinite(v):
+                raise ConfigError(f"{name} must be finite, got {v!r}")
             if np.ndim(v) and not np.all(np.isfinite(v)):
                 raise ConfigError(f"{name} must be finite everywhere (NaN or Inf found)")
-        if np.any(np.asarray(self.eps) < 1):
+        if not is_traced(self.eps) and np.any(np.asarray(self.eps) < 1):
             raise ConfigError("eps must be >= 1 (dispersive or metallic media: use poles/PEC)")
-        if np.any(np.asarray(self.sigma) < 0):
+        if not is_traced(self.sigma) and np.any(np.asarray(self.sigma) < 0):
             raise ConfigError("sigma must be >= 0")
+        for name in ("dispersive", "pec"):
+            if is_traced(getattr(self, name)):
+                raise ConfigError(f"{name} must be concrete (only eps and sigma may be traced inputs)")
+        if self.subpixel is not None and is_traced((self.eps, self.sigma)):
+            raise ConfigError(
+                "subpixel boxes are rasterized with NumPy: eps and sigma must be concrete with a "
+                "SubpixelBox (differentiate a GridSimulation without one)"
+            )
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "probes", tuple(self.probes))
         object.__setattr__(self, "monitors", tuple(self.monitors))
