@@ -13,7 +13,20 @@ import pytest
 
 from emjax.cli import main
 
-CUBE = ["dda", "--shape", "box", "--size", "1", "--grid", "6", "--m", "2+1j", "--no-integrate", "--ntheta", "3"]
+CUBE = [
+    "dda",
+    "--shape",
+    "box",
+    "--size",
+    "1",
+    "--grid",
+    "6",
+    "--m",
+    "2+1j",
+    "--no-integrate",
+    "--ntheta",
+    "3",
+]
 PROP30 = "0.5,0,-0.8660254037844386"
 
 
@@ -30,7 +43,9 @@ def test_surf_json_matches_adda_cube(capsys):
 
     ref = json.loads((Path(__file__).parent / "data/adda_surface/adda_surface.json").read_text())
     case = ref["cases"]["cube_metal_oblique30"]
-    rc, out, _ = run(capsys, [*CUBE, "--surf", "0.55", "0.2+3j", "--prop", PROP30, "--rtol", "1e-10", "--json"])
+    rc, out, _ = run(
+        capsys, [*CUBE, "--surf", "0.55", "0.2+3j", "--prop", PROP30, "--rtol", "1e-10", "--json"]
+    )
     assert rc == 0
     r = json.loads(out)
     G = r["Cext"] / r["Qext"]
@@ -44,11 +59,15 @@ def test_surf_json_matches_adda_cube(capsys):
 def test_substrate_table_in_toml(capsys, tmp_path):
     """A [substrate] table whose film has the substrate's index equals --surf (1e-7 of Q)."""
     cfg = tmp_path / "c.toml"
-    cfg.write_text('prop = [0, 0, -1]\n[substrate]\nheight = 0.55\nn = ["1", "1.5", "1.5"]\nthickness = [0.2]\n')
+    cfg.write_text(
+        'prop = [0, 0, -1]\n[substrate]\nheight = 0.55\nn = ["1", "1.5", "1.5"]\nthickness = [0.2]\n'
+    )
     rc, out, _ = run(capsys, [*CUBE, "--config", cfg, "--rtol", "1e-10", "--json"])
     assert rc == 0
     a = json.loads(out)
-    rc, out, _ = run(capsys, [*CUBE, "--surf", "0.55", "1.5", "--prop", "0,0,-1", "--rtol", "1e-10", "--json"])
+    rc, out, _ = run(
+        capsys, [*CUBE, "--surf", "0.55", "1.5", "--prop", "0,0,-1", "--rtol", "1e-10", "--json"]
+    )
     b = json.loads(out)
     assert abs(a["Qext"] - b["Qext"]) < 1e-7 and abs(a["Qabs"] - b["Qabs"]) < 1e-7
 

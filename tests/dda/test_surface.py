@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from emjax import dda, geometry, krylov, layered
-from emjax.dda import substrate as sub
 from emjax.backend import precision_scope
+from emjax.dda import substrate as sub
 from emjax.dda.interaction import interaction_fft
 from emjax.errors import ConfigError
 
@@ -38,16 +38,14 @@ def _free_dense(r, k):
     return G
 
 
-@pytest.mark.parametrize(
-    "stack_kind", [pytest.param("glass", marks=pytest.mark.slow), "film_on_metal"]
-)
+@pytest.mark.parametrize("stack_kind", [pytest.param("glass", marks=pytest.mark.slow), "film_on_metal"])
 def test_surface_matvec_matches_dense_layered_sum(stack_kind):
     """A (3, 4, 3) lattice with 12 random occupied cells, 0.3 above the stack; the FFT
     matvec against ``sum_j [G(r_i - r_j) + 4 pi k^2 G_layered,scattered(r_i; r_j)] p_j``
-    with one ``green_tensor`` call per source height (sources moved to the axis) (no cylindrical symmetry, no table, no
-    Hankel trick). Measured 8e-16 (glass) and 7e-16 (film) relative to max |y| (the
-    Sommerfeld integrals of the table at rtol 1e-8 and of the reference at 1e-10 both land
-    at round-off here); bound 1e-12."""
+    with one ``green_tensor`` call per source height (sources moved to the axis; no
+    cylindrical symmetry, no table, no Hankel trick). Measured 8e-16 (glass) and 7e-16
+    (film) relative to max |y| (the Sommerfeld integrals of the table at rtol 1e-8 and of
+    the reference at 1e-10 both land at round-off here); bound 1e-12."""
     if stack_kind == "glass":
         stack = layered.Stack(eps=[1.0, 2.25])
     else:

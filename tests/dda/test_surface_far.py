@@ -19,7 +19,12 @@ from emjax.dda import substrate as sub
 DATA = json.loads((Path(__file__).parent / "data" / "adda_surface" / "adda_surface.json").read_text())
 CASES = DATA["cases"]
 THETA = tuple(np.arange(0, 360, 10.0))
-FAST = ("cube_glass_normal", "cube_glass_oblique30_az30", "cube_metal_oblique30", "cube_glass_below_oblique30")
+FAST = (
+    "cube_glass_normal",
+    "cube_glass_oblique30_az30",
+    "cube_metal_oblique30",
+    "cube_glass_below_oblique30",
+)
 SLOW = ("sphere_g16_glass_oblique30", "sphere_g16_metal_normal", "sphere_g16_glass_below_oblique30")
 
 
@@ -27,7 +32,11 @@ def _solve(name, **extra):
     spec = dict(CASES[name]["emjax"])
     shape = geometry.SHAPES[spec.pop("shape")]()
     m = tuple(complex(v) for v in spec.pop("m"))
-    kw = {"prop": tuple(spec.pop("prop")), "substrate": complex(spec.pop("substrate_m")), "height": spec.pop("height")}
+    kw = {
+        "prop": tuple(spec.pop("prop")),
+        "substrate": complex(spec.pop("substrate_m")),
+        "height": spec.pop("height"),
+    }
     prob = dda.DDAProblem(shape, m, **spec, **kw, theta=THETA, **extra)
     return dda.solve(prob, krylov.QMR(rtol=1e-10))
 
@@ -97,11 +106,24 @@ def test_single_dipole_is_layered_green_tensor():
     stack = layered.Stack(eps=[1.0, m_film**2, m_sub**2], thickness=[t_film])
     prop = np.array([0.5, 0.0, -math.sqrt(0.75)])
     prob = dda.DDAProblem(
-        geometry.Box(), (1.5 + 0.1j,), size_x=d, grid=1, volume_correction=False, prop=tuple(prop),
-        substrate=stack, height=h, integrate=False, theta=(0.0,),
+        geometry.Box(),
+        (1.5 + 0.1j,),
+        size_x=d,
+        grid=1,
+        volume_correction=False,
+        prop=tuple(prop),
+        substrate=stack,
+        height=h,
+        integrate=False,
+        theta=(0.0,),
     )
     r = dda.solve(prob, krylov.QMR(rtol=1e-13))
-    G = 4 * math.pi * k**2 * layered.green_tensor(stack, 2 * math.pi, (0, 0, h), [(0, 0, h)], part="scattered")[0]
+    G = (
+        4
+        * math.pi
+        * k**2
+        * layered.green_tensor(stack, 2 * math.pi, (0, 0, h), [(0, 0, h)], part="scattered")[0]
+    )
     c = -prop[2]
     kz = [np.sqrt(complex(e) - 0.25) for e in (1.0, m_film**2, m_sub**2)]
     kz = [z if z.imag >= 0 else -z for z in kz]
@@ -127,8 +149,8 @@ def test_single_dipole_is_layered_green_tensor():
 def test_reflected_table_tends_to_the_pec_image():
     """A nearly perfect conductor (m = 1000i, skin depth 1.6e-4 wavelengths): G_R tends to
     the image dipole, ``G_free(R_image) diag(-1, -1, 1)`` (tangential moment reversed),
-    observer minus image (x_i - x_j, y_i - y_j, H_i + H_j), H the heights. Measured 3.7e-4 of max |G_R| on a (3, 3,
-    2) lattice 0.3 above (the finite conductivity: ~ 1/|m|); bound 2e-3."""
+    observer minus image (x_i - x_j, y_i - y_j, H_i + H_j), H the heights. Measured 3.7e-4
+    of max |G_R| on a (3, 3, 2) lattice 0.3 above (the finite conductivity: ~ 1/|m|); bound 2e-3."""
     grid, d, h, wl = (3, 3, 2), 0.25, 0.3, 2 * math.pi
     stack, _ = sub.resolve_stack(1000j, wl)
     table, _ = sub.reflected_table(stack, wl, grid, d, h, np.arange(grid[2]))
@@ -203,8 +225,16 @@ def test_reciprocity_above_the_substrate(substrate):
 
     def run(prop, n_out):
         prob = dda.DDAProblem(
-            geometry.Box(), (2 + 1j,), size_x=1.0, grid=6, prop=tuple(prop), substrate=substrate,
-            height=0.55, integrate=False, theta=(0.0,), polarizability=dda.CM(),
+            geometry.Box(),
+            (2 + 1j,),
+            size_x=1.0,
+            grid=6,
+            prop=tuple(prop),
+            substrate=substrate,
+            height=0.55,
+            integrate=False,
+            theta=(0.0,),
+            polarizability=dda.CM(),
         )
         r = dda.solve(prob, krylov.QMR(rtol=1e-12), keep_polarization=True)
         eps = [1.0, complex(substrate) ** 2]
@@ -237,14 +267,20 @@ def test_particle_raised_far_above_is_free_particle_in_two_waves():
     aR = a * np.array([1.0, 1.0, -1.0])
     common = dict(size_x=1.0, grid=6, integrate=False, theta=(0.0,), polarizability=dda.CM())
     sol = krylov.QMR(rtol=1e-12)
-    fa = dda.solve(dda.DDAProblem(geometry.Box(), (2 + 1j,), prop=tuple(a), **common), sol, keep_polarization=True)
-    fb = dda.solve(dda.DDAProblem(geometry.Box(), (2 + 1j,), prop=tuple(aR), **common), sol, keep_polarization=True)
+    fa = dda.solve(
+        dda.DDAProblem(geometry.Box(), (2 + 1j,), prop=tuple(a), **common), sol, keep_polarization=True
+    )
+    fb = dda.solve(
+        dda.DDAProblem(geometry.Box(), (2 + 1j,), prop=tuple(aR), **common), sol, keep_polarization=True
+    )
     grid, d = fa.lattice.shape, fa.lattice.d
     _, eX, eY = sub.beam_vectors(a)
     _, rX, rY = sub.beam_vectors(aR)  # = the reflected p and s vectors
     errs = {}
     for h in (5.0, 40.0):
-        s = dda.solve(dda.DDAProblem(geometry.Box(), (2 + 1j,), prop=tuple(a), substrate=1.5, height=h, **common), sol)
+        s = dda.solve(
+            dda.DDAProblem(geometry.Box(), (2 + 1j,), prop=tuple(a), substrate=1.5, height=h, **common), sol
+        )
         worst = 0.0
         for i, tm in enumerate((True, False)):
             r, _ = sub.stack_amplitudes([1.0, 2.25], [], 0.25, tm, True, 1.0)

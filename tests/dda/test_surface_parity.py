@@ -38,7 +38,6 @@ factor anywhere in G_R (its effect on Qext is 0.1..0.9) fails loudly.
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from emjax import dda, geometry, krylov
@@ -46,7 +45,12 @@ from emjax import dda, geometry, krylov
 DATA = json.loads((Path(__file__).parent / "data" / "adda_surface" / "adda_surface.json").read_text())
 CASES = DATA["cases"]
 TOL = 5e-5
-FAST = {"cube_glass_normal", "cube_glass_oblique30_az30", "cube_metal_oblique30", "cube_glass_below_oblique30"}
+FAST = {
+    "cube_glass_normal",
+    "cube_glass_oblique30_az30",
+    "cube_metal_oblique30",
+    "cube_glass_below_oblique30",
+}
 
 
 def problem_from(spec: dict, **extra) -> dda.DDAProblem:

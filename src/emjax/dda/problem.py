@@ -148,7 +148,9 @@ class DDAProblem:
             raise ConfigError("height: a substrate needs the height of the lattice centre above it (> 0)")
         h = require_finite("height", self.height)
         if h <= 0:
-            raise ConfigError(f"height must be > 0 (the particle sits above the surface), got {self.height!r}")
+            raise ConfigError(
+                f"height must be > 0 (the particle sits above the surface), got {self.height!r}"
+            )
         if any(a != 0 for a in self.orientation):
             raise ConfigError(
                 "orientation: with a substrate the particle is fixed in the laboratory frame "
@@ -331,10 +333,26 @@ def _solve(problem, solver, progress, keep_polarization, variant):
             Ps.append(P)
     timings["solve_s"] = time.perf_counter() - t0
     if surface is not None:
-        return _surface_result(problem, lat, surface, amps, Cext, Cabs, scale, dict(
-            iterations=tuple(iters), converged=tuple(conv), residual_history=tuple(hists),
-            solver_messages=tuple(msgs), alpha=np.array(alphas), timings=timings,
-            polarization=tuple(Ps) if keep_polarization else None, solver=solver), t_start)
+        return _surface_result(
+            problem,
+            lat,
+            surface,
+            amps,
+            Cext,
+            Cabs,
+            scale,
+            dict(
+                iterations=tuple(iters),
+                converged=tuple(conv),
+                residual_history=tuple(hists),
+                solver_messages=tuple(msgs),
+                alpha=np.array(alphas),
+                timings=timings,
+                polarization=tuple(Ps) if keep_polarization else None,
+                solver=solver,
+            ),
+            t_start,
+        )
 
     # far-field amplitudes F = -i k^3 A, back in the lab frame
     F = [(-1j * k**3) * (a @ to_particle) for a in amps]  # rows: lab-frame vectors
@@ -392,7 +410,9 @@ def _surface_setup(problem, lat, cdt, timings, Dhat=None):
     Rhat.block_until_ready()
     timings["reflected_fft_s"] = time.perf_counter() - t0
     if Dhat is None:  # the surface matvec uses the "yzx" layout
-        Dhat = interaction.interaction_fft(lat.shape, lat.d, problem.k, cdt, kind=problem.polarizability.interaction)
+        Dhat = interaction.interaction_fft(
+            lat.shape, lat.d, problem.k, cdt, kind=problem.polarizability.interaction
+        )
     return dict(eps=eps, thickness=np.asarray(stack.thickness), height=height, Rhat=Rhat, Dhat=Dhat)
 
 

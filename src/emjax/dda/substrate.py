@@ -30,8 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ConfigError, require_finite
-from ..materials import _as_complex
 from ..layered import Stack, green_tensor
+from ..materials import _as_complex
 from .interaction import fft_shape
 
 #: relative accuracy asked of the Sommerfeld integrals (layered's Gauss-Kronrod estimate);

@@ -155,6 +155,7 @@ def hemisphere_quadrature(k_rmax: float, lower: bool, m: float | None = None, mi
     phi = np.arange(nphi) * 2 * np.pi / nphi
     st = np.sqrt(1 - mu**2)
     n = np.stack(
-        [st[:, None] * np.cos(phi)[None], st[:, None] * np.sin(phi)[None], np.repeat(mu[:, None], nphi, 1)], -1
+        [st[:, None] * np.cos(phi)[None], st[:, None] * np.sin(phi)[None], np.repeat(mu[:, None], nphi, 1)],
+        -1,
     ).reshape(-1, 3)
     return n, np.repeat(wt * 2 * np.pi / nphi, nphi)
