@@ -91,3 +91,10 @@ def test_bad_surface_input_names_the_field(capsys, extra, message):
     rc, _, err = run(capsys, [*CUBE, *extra])
     assert rc == 1
     assert re.search(message, err), err
+
+
+def test_orientation_average_refuses_a_substrate(capsys):
+    rc, _, err = run(capsys, [*CUBE, "--surf", "0.6", "1.5", "--orient", "avg"])
+    assert rc == 1 and "substrate" in err
+    rc, _, err = run(capsys, [*CUBE, "--prop", "0,0,-1", "--orient", "avg"])
+    assert rc == 1 and "prop" in err

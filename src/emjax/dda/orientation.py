@@ -114,6 +114,13 @@ def average(
         raise ConfigError(f"quadrature must be an OrientationAverage, got {q!r}")
     if tuple(problem.orientation) != (0.0, 0.0, 0.0):
         raise ConfigError("orientation: an averaged run needs the default (0, 0, 0); it averages over all")
+    if getattr(problem, "substrate", None) is not None:
+        raise ConfigError(
+            "substrate: a particle on a substrate has a fixed orientation (ADDA's surface mode); "
+            "orientation averaging needs substrate=None"
+        )
+    if getattr(problem, "prop", None) is not None:
+        raise ConfigError("prop: an orientation average covers all incidence directions; leave prop unset")
     solver = solver or krylov.QMR()
     if not isinstance(solver, krylov._Method):
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
