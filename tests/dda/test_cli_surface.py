@@ -98,3 +98,18 @@ def test_orientation_average_refuses_a_substrate(capsys):
     assert rc == 1 and "substrate" in err
     rc, _, err = run(capsys, [*CUBE, "--prop", "0,0,-1", "--orient", "avg"])
     assert rc == 1 and "prop" in err
+
+
+def test_out_files_of_a_surface_run(capsys, tmp_path):
+    """--out on a substrate: result.nc carries prop, substrate, height and Csca per
+    hemisphere; ADDA's files and the figure are written."""
+    import xarray as xr
+
+    args = [a for a in CUBE if a != "--no-integrate"]
+    rc, _, _ = run(capsys, [*args, "--surf", "0.55", "1.5", "--prop", PROP30, "--out", tmp_path])
+    assert rc == 0
+    for name in ("result.nc", "CrossSec-X", "CrossSec-Y", "mueller", "log", "mueller.png"):
+        assert (tmp_path / name).exists(), name
+    with xr.open_dataset(tmp_path / "result.nc") as ds:
+        assert ds.attrs["height"] == 0.55 and "1.5" in ds.attrs["substrate"]
+        assert ds["Csca_up"].shape == (2,) and ds["Csca_down"].shape == (2,)

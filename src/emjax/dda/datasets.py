@@ -66,6 +66,18 @@ def _with_timings(attrs: dict, result) -> dict:
     return {k: v for k, v in attrs.items() if v is not None}
 
 
+def _incidence_attrs(prob) -> dict:
+    """prop, and the substrate and height of a particle on a substrate (as NetCDF attrs)."""
+    out = {}
+    if getattr(prob, "prop", None) is not None:
+        out["prop"] = np.asarray(prob.prop, dtype=float)
+    if getattr(prob, "substrate", None) is not None:
+        out["substrate"] = repr(prob.substrate)
+        out["height"] = float(prob.height)
+        out["angles"] = "surface mode: theta from +z in the plane of prop and z (ADDA's -surf)"
+    return out
+
+
 def dda_to_xarray(result):
     """A :class:`~emjax.dda.DDAResult` as an ``xarray.Dataset``.
 
@@ -111,6 +123,14 @@ def dda_to_xarray(result):
             np.asarray(result.g_xy, float),
             {**one, "long_name": "asymmetry parameter <cos theta>"},
         )
+    for half, where in (("up", "upper"), ("down", "lower")):  # on a substrate: per hemisphere
+        v = getattr(result, f"Csca_{half}_xy", None)
+        if v is not None:
+            data[f"Csca_{half}"] = (
+                pol,
+                np.asarray(v, float),
+                {**length2, "long_name": f"scattering cross section, {where} hemisphere"},
+            )
     S = np.asarray(result.S)
     amp = ("phi", "theta", "element")
     data["S_real"] = (amp, S.real, {**one, "long_name": "amplitude matrix, real part"})
@@ -179,6 +199,7 @@ def dda_to_xarray(result):
         "dipoles_per_wavelength": prob.wavelength / lat.d,
         "orientation": np.asarray(prob.orientation, dtype=float),
         "volume_correction": int(bool(prob.volume_correction)),
+        **_incidence_attrs(prob),
         "iterations": np.asarray(result.iterations, dtype=np.int64),
         "converged": np.asarray(result.converged, dtype=np.int8),
         "all_converged": int(result.all_converged),
