@@ -395,7 +395,11 @@ def run(
     steps = require_int("steps", steps, 1)
     check_memory(sim.memory_bytes(), f"FDTD on a {'x'.join(map(str, sim.grid.shape))} grid")
     chunk = chunk or max(1, min(steps, max(steps // 20, 50)))
-    if sim.grid.precision == "double" and not jax.config.jax_enable_x64 and is_traced((sim.eps, sim.sigma, initial)):
+    if (
+        sim.grid.precision == "double"
+        and not jax.config.jax_enable_x64
+        and is_traced((sim.eps, sim.sigma, initial))
+    ):
         # the backward pass runs after run() returns, outside its 64-bit scope
         raise ConfigError(
             "differentiating a double-precision FDTD run needs 64-bit JAX around the whole "
