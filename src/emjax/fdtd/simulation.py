@@ -379,7 +379,13 @@ def run(
     arrays to build an objective from. Reverse mode goes through ``lax.scan`` with
     checkpointing: segments of ``remat`` steps (default :func:`remat_segment`,
     ``round(sqrt(steps))``) are ``jax.checkpoint``-ed, so a gradient keeps ``O(steps/remat +
-    remat)`` state copies instead of ``O(steps)``; ``remat=0`` turns that off.
+    remat)`` state copies instead of ``O(steps)``; ``remat=0`` turns that off. Jit the
+    gradient (``jax.jit(jax.grad(loss))``): unjitted, every call traces and compiles the loop
+    anew. A float64 grid needs 64-bit JAX around the whole ``jax.grad`` call (the backward
+    pass runs after ``run`` returns): ``jax.config.update("jax_enable_x64", True)`` or
+    ``with emjax.backend.precision_scope():``; float32 needs nothing. Measured on a 2-core
+    CPU (32^3, CPML, 1000 steps, float32): the gradient takes ~11x the forward run (7x
+    with ``remat=0``).
     """
     from . import physical
 
