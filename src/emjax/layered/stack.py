@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
+from ..backend import precision_scope
 from ..errors import ConfigError, require_finite, require_positive
 from ..materials import Material, _as_complex
 from .traced import is_traced, primal
@@ -133,11 +134,12 @@ class Stack:
 
     def interfaces_traced(self):
         """z of the interfaces as a (possibly traced) float64 ``jax.Array`` (n_media - 1,)."""
-        th = [jnp.asarray(d, jnp.float64) for d in self.thickness]
-        z = [jnp.asarray(self.z_top, jnp.float64)]
-        for d in th:
-            z.append(z[-1] - d)
-        return jnp.stack(z)
+        with precision_scope():
+            th = [jnp.asarray(d, jnp.float64) for d in self.thickness]
+            z = [jnp.asarray(self.z_top, jnp.float64)]
+            for d in th:
+                z.append(z[-1] - d)
+            return jnp.stack(z)
 
     @property
     def n_media(self) -> int:
@@ -176,7 +178,8 @@ class Stack:
             else:
                 out.append(e)
         if is_traced(out):
-            return jnp.stack([jnp.asarray(v, jnp.complex128) for v in out])
+            with precision_scope():
+                return jnp.stack([jnp.asarray(v, jnp.complex128) for v in out])
         return np.asarray(out, dtype=complex)
 
     def layer_of(self, z) -> np.ndarray:

@@ -19,6 +19,8 @@ nodes cannot be chosen: that raises a ConfigError (differentiate outside jit).
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -84,13 +86,8 @@ def _scaled_bessel(kr, rho, axis, bessel_real: bool):
 
 def _integrals(kr, w, coef, kzm, rho, axis, zu, zd, orders, real, has_up, has_dn):
     """sum_nodes w f (P, nsel) with J_n replaced by J_n / rho^n; a checkpointed scan over
-    blocks of nodes, so reverse mode keeps only the (P, nsel) carry per block."""
-    n = kr.shape[0]
-    pad = (-n) % BLOCK
-    kr = jnp.concatenate([kr, jnp.repeat(kr[-1:], pad)])
-    w = jnp.concatenate([w, jnp.zeros((pad,), w.dtype)])
-    coef = jnp.concatenate([coef, jnp.repeat(coef[-1:], pad, 0)])
-    kzm = jnp.concatenate([kzm, jnp.repeat(kzm[-1:], pad)])
+    blocks of nodes (a multiple of BLOCK), so reverse mode keeps only the (P, nsel) carry per
+    block."""
     nb = kr.shape[0] // BLOCK
 
     @jax.checkpoint
@@ -118,44 +115,47 @@ def _integrals(kr, w, coef, kzm, rho, axis, zu, zd, orders, real, has_up, has_dn
 
 def integrals(plan, ctx, sel, eps, interfaces, src, pts):
     """Traced integrals (N, nsel) (J_n scaled by 1 / rho^n) and the lateral offsets dx, dy
-    (N,) of every point, for the groups of ``plan`` (m, idx, path) from the host pipeline."""
-    cdt, rdt = ctx["cdtype"], ctx["rdtype"]
+    (N,) of every point, for the groups of ``plan`` (m, idx, path) from the host pipeline.
+    One jitted function per group (shapes padded): few compilations, none per operation."""
     n_media = ctx["stack"].n_media
-    k0, s = ctx["k0"], ctx["s"]
     on_axis = np.all(ctx["pts"][:, :2] == ctx["src"][:2], axis=1)  # rho = 0 (primal)
+    dx, dy = pts[:, 0] - src[0], pts[:, 1] - src[1]
+    I = jnp.zeros((pts.shape[0], len(sel)), ctx["cdtype"])
+    for m, idx, path in plan:
+        (ke, we, _), (kt, wt, _) = path.nodes()
+        nodes = []
+        for kr, wk in ((ke, we), (kt, wt)):
+            pad = BLOCK * (1 << max(0, -(-len(kr) // BLOCK) - 1).bit_length()) - len(kr)
+            nodes.append(np.concatenate([kr, np.full(pad, kr[-1])]))
+            nodes.append(np.concatenate([wk, np.zeros(pad, wk.dtype)]))
+        total = _group(
+            *nodes, jnp.asarray(ctx["k0"], jnp.float64), eps, interfaces, src, pts[idx],
+            jnp.asarray(on_axis[idx]), s=ctx["s"], m=m, n_media=n_media, sel=tuple(sel),
+            cdtype=np.dtype(ctx["cdtype"]).name, rdtype=np.dtype(ctx["rdtype"]).name,
+        )
+        I = I.at[idx].set(total)
+    return I, dx, dy
+
+
+@partial(jax.jit, static_argnames=("s", "m", "n_media", "sel", "cdtype", "rdtype"))
+def _group(ke, we, kt, wt, k0, eps, interfaces, src, pts, on_axis, *, s, m, n_media, sel, cdtype, rdtype):
+    cdt, rdt = jnp.dtype(cdtype), jnp.dtype(rdtype)
     dx, dy = pts[:, 0] - src[0], pts[:, 1] - src[1]
     dxs, dys = jnp.where(on_axis, 1.0, dx), jnp.where(on_axis, 0.0, dy)
     rho = jnp.where(on_axis, 0.0, jnp.sqrt(dxs * dxs + dys * dys))
-    I = jnp.zeros((pts.shape[0], len(sel)), cdt)
+    z = pts[:, 2]
+    zu = z - interfaces[m] if m < n_media - 1 else jnp.zeros_like(z)
+    zd = z - interfaces[m - 1] if m > 0 else jnp.zeros_like(z)
+    args = (rho.astype(rdt), on_axis, zu.astype(rdt), zd.astype(rdt))
     orders = som.orders_of(sel)
-    for m, idx, path in plan:
-        z = pts[idx, 2]
-        zu = z - interfaces[m] if m < n_media - 1 else jnp.zeros_like(z)
-        zd = z - interfaces[m - 1] if m > 0 else jnp.zeros_like(z)
-        args = (
-            rho[idx].astype(rdt),
-            jnp.asarray(on_axis[idx]),
-            zu.astype(rdt),
-            zd.astype(rdt),
+    total = 0
+    for kr, wk, real in ((ke, we, False), (kt, wt, True)):
+        coef, kzm = integrand_coefficients(
+            kr.astype(jnp.complex128), k0, eps, interfaces, src[2], s, m, xp=jnp
         )
-        (ke, we, _), (kt, wt, _) = path.nodes()
-        total = 0
-        for kr, wk, real in ((ke, we, False), (kt, wt, True)):
-            coef, kzm = integrand_coefficients(
-                jnp.asarray(kr, jnp.complex128), k0, eps, interfaces, src[2], s, m, xp=jnp
-            )
-            coef = coef[:, list(sel), :].astype(cdt)
-            kr_j = jnp.asarray(kr.real if real else kr, rdt if real else cdt)
-            total = total + _integrals(
-                kr_j,
-                jnp.asarray(wk, cdt),
-                coef,
-                kzm.astype(cdt),
-                *args,
-                orders,
-                real,
-                m < n_media - 1,
-                m > 0,
-            )
-        I = I.at[idx].set(total)
-    return I, dx, dy
+        coef = coef[:, list(sel), :].astype(cdt)
+        kr_j = jnp.real(kr).astype(rdt) if real else kr.astype(cdt)
+        total = total + _integrals(
+            kr_j, wk.astype(cdt), coef, kzm.astype(cdt), *args, orders, real, m < n_media - 1, m > 0
+        )
+    return total
