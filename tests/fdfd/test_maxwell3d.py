@@ -346,3 +346,32 @@ def test_reciprocity_of_plane_waves():
     fa = fdfd.far_field_3d(a, rhat[None])[0] @ eb
     fb = fdfd.far_field_3d(b, -da[None])[0] @ ea
     assert abs(fa - fb) < 0.025 * abs(fa), (fa, fb)
+
+
+def test_percomponent_operator_equals_stacked():
+    """Operator3D.full (per component) equals its stacked reference form to rounding with a
+    conformal PEC (edge fractions l, inverse face areas W), with UPML (complex mu^-1 in W)
+    and plain; measured <= 1e-15 of the result's peak, bound 1e-12."""
+    import jax.numpy as jnp
+
+    from emjax.backend import precision_scope
+    from emjax.fdfd.maxwell3d import _grid3, permittivity_3d
+    from emjax.fdfd.operator3d import build_operator
+    from emjax.fdfd.pec3d import pec_fractions
+
+    sc = scene.Scene(
+        [
+            scene.Object(geometry.Sphere(), 3.0, size=0.5, center=(0.1, 0, 0)),
+            scene.Object(geometry.Sphere(), scene.PEC, size=0.3, center=(-0.2, 0.1, 0)),
+        ]
+    )
+    rng = np.random.default_rng(2)
+    with precision_scope():
+        for pml in (fdfd.SCPML(4), fdfd.UPML(4)):
+            g = _grid3((1.0, 1.0, 1.0), 10, 1.0, pml, (0.0, 0.0, 0.0))
+            eps = permittivity_3d(sc, g, "subpixel")
+            for pec in (None, pec_fractions(sc, g.axes, g.dx, "subpixel")):
+                op = build_operator(eps, pml, g.dx, g.omega, np.complex128, pec=pec)
+                E = jnp.asarray(rng.normal(size=eps.shape) + 1j * rng.normal(size=eps.shape))
+                a, b = np.asarray(op.full(E)), np.asarray(op.full_stacked(E))
+                assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()

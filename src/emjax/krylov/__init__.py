@@ -6,12 +6,13 @@ and residual history. Stopping rule and argument names as SciPy's (see ``single.
 """
 
 from .batched import solve_batched
-from .core import QMR, SOLVERS, BiCG, BiCGStab, KrylovResult, _Method
+from .core import QMR, SOLVERS, BiCG, BiCGStab, KrylovResult, QMRLean, _Method
 from .single import jacobi, solve
 
 __all__ = [
     "SOLVERS",
     "QMR",
+    "QMRLean",
     "BiCG",
     "BiCGStab",
     "KrylovResult",
