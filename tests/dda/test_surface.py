@@ -38,7 +38,7 @@ def _free_dense(r, k):
     return G
 
 
-@pytest.mark.parametrize("stack_kind", [pytest.param("glass", marks=pytest.mark.slow), "film_on_metal"])
+@pytest.mark.parametrize("stack_kind", ["glass", pytest.param("film_on_metal", marks=pytest.mark.slow)])
 def test_surface_matvec_matches_dense_layered_sum(stack_kind):
     """A (3, 4, 3) lattice with 12 random occupied cells, 0.3 above the stack; the FFT
     matvec against ``sum_j [G(r_i - r_j) + 4 pi k^2 G_layered,scattered(r_i; r_j)] p_j``
@@ -79,6 +79,7 @@ def test_surface_matvec_matches_dense_layered_sum(stack_kind):
     assert err < 1e-12, err
 
 
+@pytest.mark.slow
 def test_reflected_tensor_is_antisymmetric_in_xz():
     """The matvec stores six components, assuming ``G_R,zx = -G_R,xz`` (reciprocity with
     source and observer in the top medium). Checked on layered's output for a lossy

@@ -175,6 +175,7 @@ def test_reflected_table_tends_to_the_pec_image():
     assert worst / scale < 2e-3, worst / scale
 
 
+@pytest.mark.slow
 def test_surface_far_field_index_one_is_free_space():
     """Substrate index 1: the far-field formula's reflected/transmitted parts vanish and the
     upper + lower hemispheres give the free-space Csca of the same solution (its full-sphere
@@ -209,7 +210,7 @@ def test_free_prop_far_field_matches_adda():
         assert r.Csca_int_xy[i] == pytest.approx(case["Csca"]["all"][pol]["Csca"], rel=1e-7)
 
 
-@pytest.mark.parametrize("substrate", [1.5, 0.2 + 3j])
+@pytest.mark.parametrize("substrate", [pytest.param(1.5, marks=pytest.mark.slow), 0.2 + 3j])
 def test_reciprocity_above_the_substrate(substrate):
     """Reciprocity of the whole chain (exciting field with the stack's reflection, symmetric
     G_R, far field with the reflected image wave): for incidence along a with polarization
