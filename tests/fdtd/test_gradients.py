@@ -125,9 +125,9 @@ def test_gradient_matches_central_differences_double():
 def test_gradient_single_precision():
     """float32 run (no 64-bit JAX needed), its reverse-mode gradient against the float64
     gradient of the same objectives (the float32 gradient's own error). Measured
-    (2026-11-24, XLA:CPU), per cell (probe, flux, DFT): (8,5,5) 1.0e-7, 2.1e-6, 6.0e-7;
-    (5,5,4) 7.0e-8, 5.3e-7, 2.7e-7; (6,4,4) 8.0e-8, 4.6e-7, 6.4e-7; directional 1.3e-7,
-    2.5e-7, 2.0e-7. Tolerance 1e-4."""
+    (2026-11-24, XLA:CPU, both jitted), per cell (probe, flux, DFT): (8,5,5) 3.1e-8, 1.7e-6,
+    1.1e-6; (5,5,4) 1.7e-7, 3.6e-7, 1.2e-6; (6,4,4) 1.4e-8, 2.2e-7, 1.1e-6; directional
+    6.4e-8, 1.1e-6, 1.3e-6 (unjitted: up to 2.1e-6). Tolerance 1e-4."""
     eps0 = _eps0()
     jac32 = np.asarray(
         jax.jit(jax.jacrev(lambda e: _objectives(e, "single")))(jnp.asarray(eps0, jnp.float32))
