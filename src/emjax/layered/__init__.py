@@ -1,7 +1,9 @@
 """Dipole fields in planar multilayers: the Sommerfeld-integral dyadic Green's tensor.
 
 ``Stack`` describes the layers; ``green_tensor`` returns G (N, 3, 3) and ``dipole_fields``
-(alias ``fields``) E and H of a dipole. See green.py for the conventions.
+(alias ``fields``) E and H of a dipole. See green.py for the conventions. Both are
+differentiable (``jax.grad``/``jacrev``/``jacfwd``/``jvp``, outside ``jit``) in the source,
+the points, the moment and the Stack's eps, thickness and z_top (see traced.py).
 
 The slice: stack -> coefficients -> bessel -> sommerfeld -> groups -> green; results, plot,
 bench, config and cli around them. Public names load on first use (see ``emjax._lazy``).

@@ -125,8 +125,17 @@ def _run(
 ) -> GreenResult:
     if stack.traced or is_traced(source) or is_traced(points) or is_traced(moment):
         return _run_traced(
-            stack, wavelength, source, points, part=part, rtol=rtol, prec=prec, sel_fn=sel_fn,
-            batch=batch, seed=seed, moment=moment,
+            stack,
+            wavelength,
+            source,
+            points,
+            part=part,
+            rtol=rtol,
+            prec=prec,
+            sel_fn=sel_fn,
+            batch=batch,
+            seed=seed,
+            moment=moment,
         )
     wavelength, src, pts, rtol, p = _check(stack, wavelength, source, points, part, rtol, prec)
     batch = (
@@ -227,8 +236,17 @@ def _run_traced(
     src0, pts0 = _host("source", source), _host("points", points)
     plan = []
     r0 = _run(
-        stack0, wavelength, src0, pts0, part=part, rtol=rtol, prec=prec, sel_fn=sel_fn,
-        batch=batch, seed=seed, plan=plan,
+        stack0,
+        wavelength,
+        src0,
+        pts0,
+        part=part,
+        rtol=rtol,
+        prec=prec,
+        sel_fn=sel_fn,
+        batch=batch,
+        seed=seed,
+        plan=plan,
     )
     wavelength, src0, pts0, rtol, p = _check(stack0, wavelength, src0, pts0, part, rtol, prec)
     sel = sel_fn

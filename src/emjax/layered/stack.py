@@ -162,7 +162,9 @@ class Stack:
                 v = e.permittivity(2 * np.pi / wavelength)
                 if is_traced(v):  # a material with traced parameters
                     v0 = primal(v)
-                    if v0 is not None and (not np.isfinite(complex(v0)) or complex(v0).imag < -1e-12 * abs(complex(v0))):
+                    if v0 is not None and (
+                        not np.isfinite(complex(v0)) or complex(v0).imag < -1e-12 * abs(complex(v0))
+                    ):
                         raise ConfigError(
                             f"Stack.eps[{i}] gives eps = {complex(v0)} at wavelength {wavelength} "
                             "(need Im eps >= 0)"

@@ -129,9 +129,19 @@ def integrals(plan, ctx, sel, eps, interfaces, src, pts):
             nodes.append(np.concatenate([kr, np.full(pad, kr[-1])]))
             nodes.append(np.concatenate([wk, np.zeros(pad, wk.dtype)]))
         total = _group(
-            *nodes, jnp.asarray(ctx["k0"], jnp.float64), eps, interfaces, src, pts[idx],
-            jnp.asarray(on_axis[idx]), s=ctx["s"], m=m, n_media=n_media, sel=tuple(sel),
-            cdtype=np.dtype(ctx["cdtype"]).name, rdtype=np.dtype(ctx["rdtype"]).name,
+            *nodes,
+            jnp.asarray(ctx["k0"], jnp.float64),
+            eps,
+            interfaces,
+            src,
+            pts[idx],
+            jnp.asarray(on_axis[idx]),
+            s=ctx["s"],
+            m=m,
+            n_media=n_media,
+            sel=tuple(sel),
+            cdtype=np.dtype(ctx["cdtype"]).name,
+            rdtype=np.dtype(ctx["rdtype"]).name,
         )
         I = I.at[idx].set(total)
     return I, dx, dy
