@@ -349,7 +349,7 @@ def test_reciprocity_of_plane_waves():
 
 
 def test_percomponent_operator_equals_stacked():
-    """Operator3D.full (per component) equals its stacked reference form to rounding with a
+    """Operator3D.full_percomponent equals the stacked full to rounding with a
     conformal PEC (edge fractions l, inverse face areas W), with UPML (complex mu^-1 in W)
     and plain; measured <= 1e-15 of the result's peak, bound 1e-12."""
     import jax.numpy as jnp
@@ -373,5 +373,5 @@ def test_percomponent_operator_equals_stacked():
             for pec in (None, pec_fractions(sc, g.axes, g.dx, "subpixel")):
                 op = build_operator(eps, pml, g.dx, g.omega, np.complex128, pec=pec)
                 E = jnp.asarray(rng.normal(size=eps.shape) + 1j * rng.normal(size=eps.shape))
-                a, b = np.asarray(op.full(E)), np.asarray(op.full_stacked(E))
+                a, b = np.asarray(op.full_percomponent(E)), np.asarray(op.full(E))
                 assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()

@@ -303,12 +303,12 @@ def _solver(cfg, dims: int):
             raise ConfigError(f"[solver]: rtol and maxiter apply to qmr and bicgstab, not {kind!r}")
         if kind == "auto":
             return None, kind
-    from ..krylov import BiCGStab, QMRLean
+    from ..krylov import QMR, BiCGStab
     from .solvers import Direct, Iterative
 
     if kind == "direct":
         return Direct(), kind
-    method = (QMRLean if kind == "qmr" else BiCGStab)(rtol=rtol, maxiter=maxiter)
+    method = (QMR if kind == "qmr" else BiCGStab)(rtol=rtol, maxiter=maxiter)
     return Iterative(method=method), kind
 
 

@@ -143,11 +143,16 @@ class Operator3D:
         return self.curl_h(self.W * self.curl_e(self.l * E)) * self.scale - self.omega2 * self.eps * E
 
     def full(self, E):
-        """``M E`` without the PEC mask: ``l S maxwell(E) + eps graddiv(eps E) scale``, written
-        per component (H and the divergence formed once from E's three components, each
-        output component in one expression): XLA fuses this into fewer passes than the
-        stacked form of :meth:`maxwell` and :meth:`graddiv` (H100, 256^3 complex128: 5.0 ms
-        against 8.5 ms per matvec; equal to the last bit there)."""
+        """``M E`` without the PEC mask: ``l S maxwell(E) + eps graddiv(eps E) scale``."""
+        return self.l * self.S * self.maxwell(E) + self.eps * self.graddiv(self.eps * E) * self.scale
+
+    def full_percomponent(self, E):
+        """:meth:`full` written per component (H and the divergence formed once from E's three
+        components, each output component in one expression). Alone, XLA fuses it into fewer
+        passes (H100, 256^3 complex128: 5.0 ms against 8.5 ms per matvec, equal to the last
+        bit); inside the Jacobi-scaled QMR loop it was no faster at 128^3 (8.0 vs 8.1 s) and
+        the 256^3 solve with it and QMRLean took 109 s against 83 s: not the default until
+        that is understood (benchmarks/fdfd_qmr_ab.py)."""
 
         def part(a, c):  # a scalar or a (3, ...) array's component c
             return a[c] if jnp.ndim(a) == 4 else a
@@ -178,10 +183,6 @@ class Operator3D:
             maxwell = curl[c] * self.scale - self.omega2 * e[c] * Ec[c]
             out.append(part(self.l, c) * S * maxwell - e[c] * w[c] * _fwd(q, c) * self.scale)
         return jnp.stack(out)
-
-    def full_stacked(self, E):
-        """:meth:`full` in the stacked form (the reference the tests compare against)."""
-        return self.l * self.S * self.maxwell(E) + self.eps * self.graddiv(self.eps * E) * self.scale
 
     def rhs(self, b):
         """The symmetric system's right side for ``A E = b`` (the grad-div term's known part)."""
