@@ -53,7 +53,7 @@ def _fd(f, p, h=1e-5):
         e = np.zeros_like(p)
         e[i] = h
         cols.append((np.asarray(f(p + e)) - np.asarray(f(p - e))) / (2 * h))
-    return np.stack(cols, 1)
+    return np.stack(cols, -1)
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +68,13 @@ def _column_errors(J, fd):
     return np.linalg.norm(J - fd, axis=0) / np.linalg.norm(fd, axis=0)
 
 
-@pytest.mark.slow  # ~90 s on the 2-core box (compilation, then 24 host evaluations for the FD)
+@pytest.mark.slow  # ~2-4 min on the 2-core box (26 host evaluations for the FD, compilation)
 def test_jacrev_matches_central_differences(reference):
     """Reverse mode (jax.jacrev, the path of jax.grad). Measured per column (x1 y1 z1 x2 y2
-    z2 xs ys zs Re-eps Im-eps d): see MEASURED_DOUBLE; tolerance 1e-6."""
+    z2 xs ys zs Re-eps Im-eps d z_top): 1.1e-9 1.3e-9 1.4e-9 4.9e-10 4.9e-10 1.2e-9 1.0e-9
+    1.3e-9 1.4e-9 3.6e-11 3.4e-11 2.6e-9 1.3e-9 (the finite differences' own truncation and
+    the re-chosen nodes); tolerance 1e-7. The traced primal equals the host value to 1e-13,
+    and d/dz_top = -(d/dz + d/dzs) per point (translation) to 1e-10."""
     value, fd = reference
     with jax.enable_x64(True):
         p = jnp.asarray(P0)
@@ -81,7 +84,7 @@ def test_jacrev_matches_central_differences(reference):
     assert np.linalg.norm(primal - value) <= 1e-13 * np.linalg.norm(value)
     err = _column_errors(J, fd)
     print({k: f"{v:.1e}" for k, v in zip(NAMES, err)})
-    assert np.all(err < 1e-6), dict(zip(NAMES, err))
+    assert np.all(err < 1e-7), dict(zip(NAMES, err))
     # translation invariance, exact for the quadrature rule: raising the stack = lowering
     # the observer and the source (observer 1: rows of point 0, observer 2: point 1)
     rows = np.arange(len(value)).reshape(2, 2, 9)  # (Re/Im, point, component)
@@ -91,7 +94,7 @@ def test_jacrev_matches_central_differences(reference):
         assert np.linalg.norm(lhs - rhs) <= 1e-10 * np.linalg.norm(lhs)
 
 
-@pytest.mark.slow  # ~150 s on the 2-core box (compilation in single precision)
+@pytest.mark.slow  # ~1-2 min on the 2-core box (compilation in single precision)
 def test_single_precision_gradient(reference):
     """precision="single" (rtol 1e-6, float32/complex64 integrand): the jacrev Jacobian
     against the double-precision central differences. Measured per column (x1 y1 z1 x2 y2
@@ -142,25 +145,25 @@ def test_inside_jit_is_refused_with_a_clear_message():
         )(0.2)
 
 
-@pytest.mark.slow  # ~60 s on the 2-core box (compilation of the E-field integrands, FD)
+@pytest.mark.slow  # ~40 s on the 2-core box (compilation of the E-field integrands, FD)
 def test_dipole_field_gradient_on_the_axis():
     """A user's quantity from ``dipole_fields``: |E|^2 at an observer in the glass straight
-    below a tilted dipole p = (px + 0.3i, 0, 1) (p traced too) at height zs over the film,
+    below a tilted dipole p = (px + 0.3i, 0.4 - 0.2i, 1) (p traced too) at height zs over the film,
     differentiated with jax.grad w.r.t. zs, Re eps, Im eps, d, Re px and the observer's x, y
     (on the axis rho = 0, where the traced assembly uses J_n / rho^n), against central
-    differences (step 1e-5, across the axis). Measured relative errors: see MEASURED_FIELD;
-    tolerance 1e-6."""
+    differences (step 1e-5, across the axis). Measured relative errors (zs, Re eps, Im eps, d,
+    Re px, x, y): 8.8e-10 4.7e-11 2.3e-11 2.0e-10 3.6e-12 4.5e-10 4.5e-10; tolerance 1e-7."""
 
     def intensity(q):
         stack = Stack(eps=[1.0, q[1] + 1j * q[2], 2.25], thickness=[q[3]])
         if isinstance(q, jax.Array):
             p, src, obs = (
-                jnp.stack([q[4] + 0.3j, 0j, 1 + 0j]),
+                jnp.stack([q[4] + 0.3j, 0.4 - 0.2j, 1 + 0j]),
                 jnp.stack([0.0, 0.1, q[0]]),
                 jnp.stack([q[5], q[6], -0.4])[None],
             )
         else:
-            p, src, obs = np.array([q[4] + 0.3j, 0, 1]), (0.0, 0.1, q[0]), [(q[5], q[6], -0.4)]
+            p, src, obs = np.array([q[4] + 0.3j, 0.4 - 0.2j, 1]), (0.0, 0.1, q[0]), [(q[5], q[6], -0.4)]
         E = dipole_fields(stack, WL, src, obs, p, fields="E").E
         return jnp.sum(jnp.abs(jnp.asarray(E)) ** 2)
 
@@ -170,4 +173,4 @@ def test_dipole_field_gradient_on_the_axis():
         fd = _fd(intensity, q0)
     err = np.abs(g - fd) / np.abs(fd)
     print({k: f"{v:.1e}" for k, v in zip(["zs", "Re eps", "Im eps", "d", "Re px", "x", "y"], err)})
-    assert np.all(err < 1e-6), err
+    assert np.all(err < 1e-7), err
