@@ -38,7 +38,8 @@ def _free_dense(r, k):
     return G
 
 
-@pytest.mark.parametrize("stack_kind", ["glass", pytest.param("film_on_metal", marks=pytest.mark.slow)])
+@pytest.mark.slow  # 20-40 s on 2 cores (the dense per-pair layered sum)
+@pytest.mark.parametrize("stack_kind", ["glass", "film_on_metal"])
 def test_surface_matvec_matches_dense_layered_sum(stack_kind):
     """A (3, 4, 3) lattice with 12 random occupied cells, 0.3 above the stack; the FFT
     matvec against ``sum_j [G(r_i - r_j) + 4 pi k^2 G_layered,scattered(r_i; r_j)] p_j``
@@ -127,6 +128,7 @@ def _cube(**kw):
     return dda.DDAProblem(geometry.Box(), (2 + 1j,), **base)
 
 
+@pytest.mark.slow  # 12-25 s on 2 cores
 def test_substrate_of_index_one_is_free_space():
     """A substrate of index 1 reflects nothing: the surface solver (reflected table all zero
     from layered, Hankel matvec, stack plane waves) must give the free-space DDA with the
@@ -140,6 +142,7 @@ def test_substrate_of_index_one_is_free_space():
     np.testing.assert_allclose(surf.Cabs_xy, free.Cabs_xy, rtol=1e-10)
 
 
+@pytest.mark.slow  # 7-15 s on 2 cores
 def test_film_of_substrate_index_is_the_single_substrate():
     """``Stack(eps=[1, m^2, m^2], thickness=[0.3])`` is the half-space of index m: the
     multilayer path (Abeles matrices, layered's multilayer Sommerfeld integrals) against
