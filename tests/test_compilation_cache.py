@@ -9,7 +9,22 @@ import os
 import subprocess
 import sys
 
-CMD = [sys.executable, "-m", "emjax.cli", "dda", "--shape", "sphere", "--grid", "8", "--m", "1.5", "--size", "2"]
+import pytest
+
+CMD = [
+    sys.executable,
+    "-m",
+    "emjax.cli",
+    "dda",
+    "--shape",
+    "sphere",
+    "--grid",
+    "8",
+    "--m",
+    "1.5",
+    "--size",
+    "2",
+]
 
 
 def _run(env):
@@ -43,6 +58,7 @@ def test_turned_off(tmp_path, monkeypatch):
     assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow  # one more subprocess run (~8 s)
 def test_unwritable_folder_warns_and_runs(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -60,6 +60,7 @@ def test_te_quarter_turn():
     assert np.abs(np.rot90(h1) - run(2.0, 90.0)).max() > 0.5 * peak
 
 
+@pytest.mark.slow  # four 3-D QMR solves: ~20 s on 2 cores
 def test_cyclic_permutation_3d():
     """3-D, a sphere of diag(2, 3, 4) lit along +z with E along x, vs diag(4, 2, 3) lit along
     +x with E along y (the axes turned x -> y -> z -> x): E'_y(R r) = E_x(r) and so on.
