@@ -128,6 +128,7 @@ def test_square_line_fill_and_checks():
             fdfd.tm_field(eps, RES, 1.0, jnp.zeros((3, 3)))
 
 
+@pytest.mark.slow  # 4-8 s on 2 cores (fast-suite budget)
 def test_inverse_design_example_improves():
     """examples/fdfd_inverse_design.py, coarse (10 cells per wavelength, 8 Adam steps): the
     focal intensity rises (measured at 20 per wavelength and 40 steps: 3.72 -> 6.04) and

@@ -145,6 +145,7 @@ def test_graddiv_term_and_batched_waves_leave_the_solution_unchanged():
     assert both[0].stats["iterations"] < plain.stats["iterations"]
 
 
+@pytest.mark.slow  # 6-7 s on 2 cores (fast-suite budget)
 def test_direct_equals_iterative():
     """SuperLU on the probe-assembled matrix and QMR on the matrix-free operator give the
     same scattered field (a PEC and a dielectric sphere side by side), to the QMR tolerance."""
@@ -286,6 +287,7 @@ def test_point_dipole_convergence():
     assert e16 / e24 > 1.5**1.7, (e16, e24)
 
 
+@pytest.mark.slow  # 6-7 s on 2 cores (fast-suite budget)
 def test_several_frequencies_in_one_call():
     """A list of frequencies (a Drude sphere: eps evaluated at each) gives the results of
     separate solves; the geometry is rasterized once."""
