@@ -1,0 +1,182 @@
+"""Device layouts: which devices a solver runs on and how its arrays are split over them.
+
+A :class:`Layout` is a one-dimensional :class:`jax.sharding.Mesh` over some of
+``jax.devices()`` (one host or several, after :func:`initialize_distributed`), with one mesh
+axis named :data:`AXIS`. Every solver accepts ``layout=``; ``None`` (the default) is one
+device, the default device, and costs nothing: no mesh, no sharding annotations, the code
+paths of a single-device run.
+
+How a solver uses the axis is the solver's choice (FDTD/FDFD: slabs of the grid along x;
+DDA: orientations, or slabs of the lattice; layered maps: points). The helpers here are the
+generic parts: shardings for "split axis k" and "replicated", placing arrays, and the padding
+that makes a length divisible by the number of devices.
+
+Several hosts: call :func:`initialize_distributed` once at start in every process (it reads
+the usual environment variables, see its docstring), then ``Layout.all()`` spans every
+device of every process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from .errors import ConfigError
+
+#: the name of the layout's one mesh axis
+AXIS = "d"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A 1-D device mesh. Build with :meth:`of` (or :meth:`all`); hashable, so it can be a
+    static argument of a jitted function."""
+
+    devices: tuple
+
+    def __post_init__(self):
+        if not self.devices:
+            raise ConfigError("layout: devices must name at least one device")
+        ids = [d.id for d in self.devices]
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"layout: devices must be distinct, got ids {ids}")
+
+    # construction ---------------------------------------------------------------------
+    @classmethod
+    def of(cls, devices: int | Sequence | Layout | None = None) -> Layout:
+        """``None``: the default device; an int ``n``: the first ``n`` of ``jax.devices()``
+        (1 <= n <= their number); a sequence of devices; a Layout (returned as is)."""
+        if isinstance(devices, Layout):
+            return devices
+        available = jax.devices()
+        if devices is None:
+            return cls((available[0],))
+        if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+            n = int(devices)
+            if not 1 <= n <= len(available):
+                raise ConfigError(
+                    f"devices must be in [1, {len(available)}] (the devices JAX sees: "
+                    f"{available[0].platform} x {len(available)}), got {n}"
+                )
+            return cls(tuple(available[:n]))
+        try:
+            devs = tuple(devices)
+        except TypeError:
+            raise ConfigError(f"devices must be None, a count or a list of jax devices, got {devices!r}") from None
+        if not all(isinstance(d, jax.Device) for d in devs):
+            raise ConfigError("devices: a list must hold jax.Device objects (from jax.devices())")
+        return cls(devs)
+
+    @classmethod
+    def all(cls) -> Layout:
+        """Every device of every process (after :func:`initialize_distributed`)."""
+        return cls(tuple(jax.devices()))
+
+    # properties -----------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of devices."""
+        return len(self.devices)
+
+    @property
+    def single(self) -> bool:
+        return self.n == 1
+
+    @property
+    def mesh(self) -> Mesh:
+        return Mesh(np.array(self.devices, dtype=object), (AXIS,))
+
+    def spec(self, ndim: int, axis: int | None) -> PartitionSpec:
+        """PartitionSpec of an ``ndim`` array split along ``axis`` (None: replicated)."""
+        if axis is None:
+            return PartitionSpec()
+        axis = axis % ndim
+        return PartitionSpec(*[AXIS if k == axis else None for k in range(ndim)])
+
+    def sharding(self, ndim: int, axis: int | None) -> NamedSharding:
+        """NamedSharding of an ``ndim`` array split along ``axis`` (None: replicated)."""
+        return NamedSharding(self.mesh, self.spec(ndim, axis))
+
+    def put(self, x, axis: int | None):
+        """Place ``x`` split along ``axis`` (its length must divide by :attr:`n`; see
+        :meth:`padded`), or replicated (``axis=None``). One device: ``jax.device_put`` to it."""
+        if self.single:
+            return jax.device_put(x, self.devices[0])
+        if axis is not None and np.shape(x)[axis] % self.n:
+            raise ConfigError(
+                f"layout: axis {axis} of length {np.shape(x)[axis]} does not divide over "
+                f"{self.n} devices (pad it to {self.padded(np.shape(x)[axis])})"
+            )
+        return jax.device_put(x, self.sharding(np.ndim(x), axis))
+
+    def padded(self, length: int) -> int:
+        """The smallest multiple of :attr:`n` that is >= ``length``."""
+        return -(-int(length) // self.n) * self.n
+
+    def describe(self) -> str:
+        d = self.devices[0]
+        hosts = len({dev.process_index for dev in self.devices})
+        return f"{self.n} x {d.platform}" + (f" on {hosts} processes" if hosts > 1 else "")
+
+
+def as_layout(layout) -> Layout | None:
+    """Normalize a solver's ``layout=`` argument: None or a one-device layout -> None (the
+    plain single-device path); an int or a device list -> :class:`Layout`."""
+    if layout is None:
+        return None
+    lay = Layout.of(layout)
+    return None if lay.single else lay
+
+
+#: environment variables read by :func:`initialize_distributed`, in order of precedence
+COORDINATOR_ENV = ("EMJAX_COORDINATOR", "JAX_COORDINATOR_ADDRESS", "MASTER_ADDR")
+
+
+def initialize_distributed(
+    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None
+) -> bool:
+    """Start JAX's multi-process runtime (``jax.distributed.initialize``) from arguments or
+    the usual environment. Returns True if it started, False for a single process.
+
+    Read, when the arguments are not given:
+
+    * ``EMJAX_COORDINATOR`` / ``JAX_COORDINATOR_ADDRESS`` (``host:port``), or ``MASTER_ADDR``
+      with ``MASTER_PORT`` (torchrun-style launch);
+    * ``EMJAX_NUM_PROCESSES`` / ``WORLD_SIZE``; ``EMJAX_PROCESS_ID`` / ``RANK``;
+    * under Slurm (``SLURM_JOB_ID`` set) with none of these, JAX's own Slurm detection.
+
+    On the CPU, collectives between processes use gloo (set here before initializing).
+    """
+    env = os.environ
+    if coordinator is None:
+        coordinator = env.get("EMJAX_COORDINATOR") or env.get("JAX_COORDINATOR_ADDRESS")
+        if coordinator is None and env.get("MASTER_ADDR"):
+            coordinator = f"{env['MASTER_ADDR']}:{env.get('MASTER_PORT', '29500')}"
+    if num_processes is None:
+        v = env.get("EMJAX_NUM_PROCESSES") or env.get("WORLD_SIZE")
+        num_processes = int(v) if v else None
+    if process_id is None:
+        v = env.get("EMJAX_PROCESS_ID") or env.get("RANK")
+        process_id = int(v) if v else None
+    if coordinator is None and "SLURM_JOB_ID" not in env:
+        return False
+    if num_processes is not None and num_processes < 1:
+        raise ConfigError(f"num_processes must be >= 1, got {num_processes}")
+    if num_processes is not None and process_id is not None and not 0 <= process_id < num_processes:
+        raise ConfigError(f"process_id must be in [0, {num_processes - 1}], got {process_id}")
+    if num_processes == 1:
+        return False
+    try:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    except Exception:  # noqa: BLE001  (option absent in this JAX: CPU collectives unavailable)
+        pass
+    kwargs = {}
+    if coordinator is not None:
+        kwargs = dict(coordinator_address=coordinator, num_processes=num_processes, process_id=process_id)
+    jax.distributed.initialize(**kwargs)
+    return True
