@@ -4,11 +4,10 @@ Virtual devices need XLA_FLAGS before JAX starts, so the multi-device checks run
 subprocess (tests/multidevice.py's helper)."""
 
 import pytest
+from multidevice import run_with_devices
 
 from emjax.errors import ConfigError
 from emjax.layout import Layout, as_layout, initialize_distributed
-
-from multidevice import run_with_devices
 
 
 def test_single_device_default_costs_nothing():

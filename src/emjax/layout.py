@@ -67,7 +67,9 @@ class Layout:
         try:
             devs = tuple(devices)
         except TypeError:
-            raise ConfigError(f"devices must be None, a count or a list of jax devices, got {devices!r}") from None
+            raise ConfigError(
+                f"devices must be None, a count or a list of jax devices, got {devices!r}"
+            ) from None
         if not all(isinstance(d, jax.Device) for d in devs):
             raise ConfigError("devices: a list must hold jax.Device objects (from jax.devices())")
         return cls(devs)
