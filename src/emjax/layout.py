@@ -116,6 +116,15 @@ class Layout:
             )
         return jax.device_put(x, self.sharding(np.ndim(x), axis))
 
+    def gather(self, x) -> np.ndarray:
+        """``x`` as one host NumPy array, on every process (an array spread over several
+        processes is all-gathered; on one process this is ``np.asarray``)."""
+        if getattr(x, "is_fully_addressable", True):
+            return np.asarray(x)
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
     def padded(self, length: int) -> int:
         """The smallest multiple of :attr:`n` that is >= ``length``."""
         return -(-int(length) // self.n) * self.n
