@@ -172,14 +172,28 @@ def tm_field(
         return u + einc if einc is not None else u
 
 
+def _to_bytes(a: np.ndarray) -> np.ndarray:
+    """complex128 (shape) -> uint8 (shape + (16,)): the callbacks' results travel as bytes.
+    Under ``jax.jit`` a callback runs on a runtime thread that does not see the caller's
+    ``enable_x64`` scope, and JAX would canonicalize a complex128 result to complex64 there
+    (an error); uint8 is never canonicalized."""
+    return np.ascontiguousarray(a, np.complex128).view(np.uint8).reshape(*a.shape, 16)
+
+
+def _from_bytes(u):
+    """Inverse of :func:`_to_bytes`, in JAX: uint8 (shape + (16,)) -> complex128 (shape)."""
+    parts = jax.lax.bitcast_convert_type(u.reshape(*u.shape[:-1], 2, 8), jnp.float64)
+    return jax.lax.complex(parts[..., 0], parts[..., 1])
+
+
 def _make_solve(shape, dx, omega, pml, stencil):
     """``(eps, b) -> A(eps)^-1 b`` with a custom VJP (the adjoint, transposed solve)."""
-    out_type = jax.ShapeDtypeStruct(shape, jnp.complex128)
+    out_type = jax.ShapeDtypeStruct((*shape, 16), jnp.uint8)
 
     def host_solve(e, b, transposed):
         e, b = np.asarray(e), np.asarray(b)
         lu = _factor(e, shape, dx, omega, pml, stencil)
-        return lu.solve(b.ravel(), trans="T" if transposed else "N").reshape(shape).astype(np.complex128)
+        return _to_bytes(lu.solve(b.ravel(), trans="T" if transposed else "N").reshape(shape))
 
     def fwd_host(e, b):
         return host_solve(e, b, False)
@@ -189,7 +203,7 @@ def _make_solve(shape, dx, omega, pml, stencil):
 
     @jax.custom_vjp
     def solve(e, b):
-        return jax.pure_callback(fwd_host, out_type, e, b)
+        return _from_bytes(jax.pure_callback(fwd_host, out_type, e, b))
 
     def solve_fwd(e, b):
         u = solve(e, b)
@@ -197,7 +211,7 @@ def _make_solve(shape, dx, omega, pml, stencil):
 
     def solve_bwd(res_, ubar):
         e, u = res_
-        lam = jax.pure_callback(adj_host, out_type, e, ubar)  # A^-T ubar
+        lam = _from_bytes(jax.pure_callback(adj_host, out_type, e, ubar))  # A^-T ubar
         # r(e, u) = A(e) u - b: only the mass term depends on e here (b's own dependence is
         # differentiated by JAX outside, through rhs(e))
         _, vjp = jax.vjp(lambda e_: _mass_apply(e_, u, omega, stencil), e)

@@ -1,0 +1,165 @@
+"""Gradient time / forward time of the differentiable FDTD and 2-D FDFD (issue 16), on the
+default JAX device.
+
+    PYTHONPATH=src python3 benchmarks/gradients.py                 # both, default sizes
+    PYTHONPATH=src python3 benchmarks/gradients.py --fdtd 128 --steps 500 --fdfd 400
+
+FDTD: an n^3 grid with CPML(10), a Ricker dipole, eps = 1 + 0.5 U(0, 1) per cell (the
+permittivity array is the parameter), ``--steps`` steps; objective: a probe's energy
+``sum E_z(t)^2``. Forward = ``jax.jit`` of the objective (the traced path: one ``lax.scan``);
+gradient = ``jax.jit(jax.value_and_grad)`` with checkpointed segments of ``remat`` steps
+(default sqrt(steps)); both in float32 and float64 (``--precision``). The concrete
+``fdtd.run`` (the chunked loop a user runs without gradients) is timed too: the honest
+denominator for "what does a gradient cost over a plain run".
+
+FDFD 2-D TM: ``fdfd.tm_field`` on an n x n grid (PML 20) with an eps = 1 + U(0, 1) design
+region, a plane wave; objective: |E_z|^2 summed over a line of nodes. Forward = SuperLU
+factor + solve on the host; gradient = the same plus one transposed solve with the kept
+factorization (the second call of a given eps reuses the factorization, so the forward is
+timed on fresh permittivities).
+
+One JSON line per case: compile (first call minus warm), warm forward, warm gradient and
+their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def _timed(fn, *args, repeats=3):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    first = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - t0)
+    return first, best
+
+
+def bench_fdtd(n: int, steps: int, precision: str, remat: int | None):
+    from emjax import fdtd
+    from emjax.backend import precision_scope
+
+    shape = (n, n, n)
+    c = n // 2
+
+    def sim(eps):
+        g = fdtd.Grid(shape, dx=0.05, boundary=fdtd.CPML(10), precision=precision)
+        src = fdtd.PointDipole((c - n // 4, c, c), 2, fdtd.Ricker(frequency=0.8))
+        return fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=(fdtd.Probe((c + n // 4, c, c), 2),))
+
+    def loss(eps):
+        r = fdtd.run(sim(eps), steps, remat=remat)
+        return jnp.sum(jnp.asarray(r.probes) ** 2)
+
+    eps = 1.0 + 0.5 * np.random.default_rng(0).random(shape)
+    dt = np.float32 if precision == "single" else np.float64
+    with precision_scope():
+        e = jnp.asarray(eps, dt)
+        fwd = jax.jit(loss)
+        grad = jax.jit(jax.value_and_grad(loss))
+        f_first, f_warm = _timed(fwd, e)
+        g_first, g_warm = _timed(grad, e)
+        t0 = time.perf_counter()
+        fdtd.run(sim(eps), steps)  # concrete: compiles its chunk kernel
+        c_first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        fdtd.run(sim(eps), steps)
+        c_warm = time.perf_counter() - t0
+    cells = n**3 * steps
+    return dict(
+        solver="fdtd",
+        n=n,
+        steps=steps,
+        precision=precision,
+        remat=remat,
+        forward_compile_s=f_first - f_warm,
+        forward_s=f_warm,
+        grad_compile_s=g_first - g_warm,
+        grad_s=g_warm,
+        grad_over_forward=g_warm / f_warm,
+        concrete_run_s=c_warm,
+        concrete_first_s=c_first,
+        grad_over_concrete_run=g_warm / c_warm,
+        forward_cells_per_s=cells / f_warm,
+    )
+
+
+def bench_fdfd(n: int, repeats: int = 3):
+    from emjax import fdfd
+    from emjax.backend import precision_scope
+
+    pml = fdfd.SCPML(20)
+    rng = np.random.default_rng(1)
+    line = (slice(n - 40, n - 39), slice(30, n - 30))
+
+    def loss(eps):
+        E = fdfd.tm_field(eps, 40.0, 1.0, fdfd.PlaneWave2D(0.0), pml)
+        return jnp.sum(jnp.abs(E[line]) ** 2)
+
+    def design():
+        e = np.ones((n, n))
+        lo, hi = n // 3, 2 * n // 3
+        e[lo:hi, lo:hi] += rng.random((hi - lo, hi - lo))
+        return e
+
+    with precision_scope():
+        fwd = jax.jit(loss)
+        grad = jax.jit(jax.value_and_grad(loss))
+        t0 = time.perf_counter()
+        jax.block_until_ready(fwd(jnp.asarray(design())))
+        f_first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        jax.block_until_ready(grad(jnp.asarray(design())))
+        g_first = time.perf_counter() - t0
+        fw, gw = [], []
+        for _ in range(repeats):  # fresh eps each time: no kept factorization
+            e = jnp.asarray(design())
+            t0 = time.perf_counter()
+            jax.block_until_ready(fwd(e))
+            fw.append(time.perf_counter() - t0)
+            e = jnp.asarray(design())
+            t0 = time.perf_counter()
+            jax.block_until_ready(grad(e))
+            gw.append(time.perf_counter() - t0)
+    return dict(
+        solver="fdfd-2d-tm",
+        n=n,
+        forward_first_s=f_first,
+        grad_first_s=g_first,
+        forward_s=min(fw),
+        grad_s=min(gw),
+        grad_over_forward=min(gw) / min(fw),
+    )
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--fdtd", type=int, action="append", help="FDTD grid edge n (repeatable)")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--remat", type=int, default=None)
+    p.add_argument("--precision", action="append", choices=("single", "double"))
+    p.add_argument("--fdfd", type=int, action="append", help="FDFD grid edge n (repeatable)")
+    a = p.parse_args(argv)
+    if a.fdtd is None and a.fdfd is None:
+        a.fdtd, a.fdfd = [32], [200]
+    dev = jax.devices()[0]
+    for n in [k for k in a.fdtd or [] if k > 0]:
+        for prec in a.precision or ["single", "double"]:
+            r = bench_fdtd(n, a.steps, prec, a.remat)
+            print(json.dumps({"device": dev.device_kind, **r}), flush=True)
+    for n in [k for k in a.fdfd or [] if k > 0]:
+        print(json.dumps({"device": dev.device_kind, **bench_fdfd(n)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
