@@ -24,6 +24,9 @@ def add_command(sub) -> None:
     p.add_argument("config", type=Path, help="TOML file (see examples/layered_dipole.toml)")
     p.add_argument("--out", type=Path, help="write fields.nc and fields.png here")
     p.add_argument("--json", action="store_true", help="one-line JSON summary on stdout")
+    p.add_argument(
+        "--devices", type=int, default=None, metavar="N", help="spread the points over the first N devices"
+    )
 
 
 def add_bench(bench) -> None:
@@ -42,6 +45,8 @@ def run(args, argv) -> int:
 
     kwargs, shape, axes = build_layered(load_toml(args.config))
     t0 = time.perf_counter()
+    if args.devices is not None:
+        kwargs["layout"] = args.devices
     res = dipole_fields(**kwargs)
     summary = {
         "points": int(len(res.points)),

@@ -149,7 +149,13 @@ class _Group:
         c = self.ctx
         block = 15 * block_panels
         n = len(self.idx)
-        size = batch if n > batch else max(16, 1 << (n - 1).bit_length())
+        lay = c.get("layout")  # None: one device (see distributed.py for several)
+        if lay is None:
+            size = batch if n > batch else max(16, 1 << (n - 1).bit_length())
+        else:
+            from . import distributed
+
+            size = distributed.chunk_size(n, batch, lay)
         S = len(self.sel)
         chunks = []
         for t, (kr, wk, wg, coef, kzm, real) in enumerate(self._tables()):
@@ -171,6 +177,8 @@ class _Group:
                     host_weights=True,
                 )
                 chunks.append((k_, jnp.asarray(som.weight_matrix(w_, block)), coef_, kzm_, real))
+        if lay is not None:
+            chunks = distributed.replicate(chunks, lay)
         res_k = np.zeros((n, S), complex)
         res_e = np.zeros((n, S))
         w_last = self.path.tail[1][-1] - self.path.tail[0][-1]
@@ -178,15 +186,19 @@ class _Group:
         for a in range(0, n, size):
             sl = slice(a, a + size)
             P = len(self.rho[sl])
-            pts = [
-                jnp.asarray(np.pad(v[sl], (0, size - P), mode="edge"), rdt)
-                for v in (self.rho, self.zu, self.zd)
-            ]
-            acc = (
-                jnp.zeros((size, S), c["cdtype"]),
-                jnp.zeros((size, S), rdt),
-                jnp.zeros((size, S), c["cdtype"]),
-            )
+            if lay is None:
+                pts = [
+                    jnp.asarray(np.pad(v[sl], (0, size - P), mode="edge"), rdt)
+                    for v in (self.rho, self.zu, self.zd)
+                ]
+                acc = (
+                    jnp.zeros((size, S), c["cdtype"]),
+                    jnp.zeros((size, S), rdt),
+                    jnp.zeros((size, S), c["cdtype"]),
+                )
+            else:  # points split over the devices, node tables replicated
+                pts = [distributed.put_points(v[sl], size, rdt, lay) for v in (self.rho, self.zu, self.zd)]
+                acc = tuple(distributed.zeros((size, S), t, lay) for t in (c["cdtype"], rdt, c["cdtype"]))
             for k_, w_, coef_, kzm_, real in chunks:
                 acc = som.integrate(
                     acc, k_, w_, coef_, kzm_, *pts, self.orders, real, self.has_up, self.has_dn
