@@ -40,6 +40,7 @@ import numpy as np
 from .. import krylov
 from ..backend import check_memory, device_memory_bytes, precision, precision_scope
 from ..errors import ConfigError, require_int
+from ..layout import as_layout
 from ..scattering import OrientationAverage, euler_matrix, mueller_from_amplitude, scattering_basis
 from . import average_checkpoint, interaction, observables
 from .matvec import DDAOperator
@@ -94,6 +95,7 @@ def average(
     progress: Callable[[str, int, float], None] | None = None,
     variant: str = "pruned",
     checkpoint: str | Path | None = None,
+    layout=None,
 ) -> AveragedResult:
     """Average the DDA over random orientation of ``problem``'s particle.
 
@@ -108,6 +110,9 @@ def average(
     scattering plane). ``checkpoint``: an ``.npz`` file updated after every batch; a run
     given an existing one resumes from it (same problem, any quadrature; see
     :mod:`emjax.dda.average_checkpoint`).
+    ``layout``: devices to split each batch of right-hand sides over (a Layout, a count or a
+    device list; None: one device); the default batch is then the one-device default times
+    the device count (see :mod:`emjax.dda.distributed`).
     """
     q = quadrature or OrientationAverage()
     if not isinstance(q, OrientationAverage):
@@ -132,7 +137,7 @@ def average(
     if variant not in interaction.LAYOUTS:
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
     with precision_scope():
-        return _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint)
+        return _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint, layout)
 
 
 class _Directions:
@@ -158,7 +163,7 @@ class _Directions:
         self.lab = np.concatenate(dirs)
 
 
-def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint):
+def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint, layout=None):
     t_start = time.perf_counter()
     timings = {"solve_s": 0.0, "far_field_s": 0.0}
     cdt = precision(problem.precision).complex
@@ -171,6 +176,11 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
     Dhat = interaction.interaction_fft(
         grid, d, k, cdt, kind=pol.interaction, layout=interaction.LAYOUTS[variant]
     )
+    lay = as_layout(layout)  # None: one device
+    if lay is not None:
+        from . import distributed
+
+        Dhat = distributed.replicate(Dhat, lay)
     Dhat.block_until_ready()
     timings["interaction_s"] = time.perf_counter() - t0
 
@@ -193,7 +203,7 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
         check_memory(fixed + 2 * batch * per_rhs, f"an orientation batch of {batch} on {grid}")
     else:  # as many as fit in half the free memory
         fit = int(max(0.5 * device_memory_bytes() - fixed, 0) // (2 * per_rhs))
-        nodes_per_batch = max(1, min(max_batch, fit))
+        nodes_per_batch = max(1, min(max_batch, fit)) * (1 if lay is None else lay.n)
 
     results: dict = {}  # key -> per-node record
     fp = average_checkpoint.fingerprint(problem, q.n_alpha, solver)
@@ -224,9 +234,12 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
         cb = None if progress is None else (lambda it, r: progress(label, it, r))
         if cb is not None:
             cb(0, 1.0)
-        res = krylov.solve_batched(
-            op, s[:, None] * E, solver, in_axes=DDAOperator(None, 0, variant), progress=cb
-        )
+        if lay is None:
+            res = krylov.solve_batched(
+                op, s[:, None] * E, solver, in_axes=DDAOperator(None, 0, variant), progress=cb
+            )
+        else:  # the right-hand sides split over the devices
+            res = distributed.solve_batched(Dhat, s, s[:, None] * E, solver, variant, lay, progress=cb)
         timings["solve_s"] += time.perf_counter() - t_solve
         t_ff = time.perf_counter()
         X = jnp.stack([r.x for r in res])

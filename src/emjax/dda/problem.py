@@ -221,10 +221,13 @@ def solve(
     progress: Callable[[str, int, float], None] | None = None,
     keep_polarization: bool = False,
     variant: str = "pruned",
+    layout=None,
 ) -> DDAResult:
     """Solve the DDA for both incident polarizations and compute the observables.
 
     ``progress(label, iterations, relative_residual)`` is called between solver chunks.
+    ``layout``: devices to split the lattice over in slabs along x (a Layout, a count or a
+    device list; None: one device), see :mod:`emjax.dda.distributed`.
     Non-convergence does not raise: the result has ``converged`` False for that
     polarization and a RuntimeWarning is issued (the CLI reports it loudly).
 
@@ -240,10 +243,10 @@ def solve(
     if variant not in interaction.LAYOUTS:
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
     with precision_scope():
-        return _solve(problem, solver, progress, keep_polarization, variant)
+        return _solve(problem, solver, progress, keep_polarization, variant, layout)
 
 
-def _solve(problem, solver, progress, keep_polarization, variant):
+def _solve(problem, solver, progress, keep_polarization, variant, layout=None):
     t_start = time.perf_counter()
     timings = {}
     prec = precision(problem.precision)
@@ -257,9 +260,13 @@ def _solve(problem, solver, progress, keep_polarization, variant):
     timings["lattice_s"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    Dhat = interaction.interaction_fft(
-        grid, d, k, cdt, kind=pol.interaction, layout=interaction.LAYOUTS[variant]
-    )
+    slabs = None if layout is None else _slabs(problem, grid, layout, variant)  # None: one device
+    if slabs is None:
+        Dhat = interaction.interaction_fft(
+            grid, d, k, cdt, kind=pol.interaction, layout=interaction.LAYOUTS[variant]
+        )
+    else:
+        Dhat = slabs.interaction_fft(d, k, cdt, pol.interaction)
     Dhat.block_until_ready()
     timings["interaction_s"] = time.perf_counter() - t0
     surface = None
@@ -301,7 +308,7 @@ def _solve(problem, solver, progress, keep_polarization, variant):
         inv_alpha = jnp.where(mask, 1 / jnp.asarray(alpha, vdt)[jnp.clip(domains, 0)], 0)
         if surface is None:
             E = observables.incident_field(grid, d, k, prop, e, vdt)
-            op = DDAOperator(Dhat, s, variant)
+            op = DDAOperator(Dhat, s, variant) if slabs is None else slabs.operator(Dhat, s)
             scale = 1.0
         else:
             from .substrate import SurfaceOperator, exciting_field
@@ -314,10 +321,10 @@ def _solve(problem, solver, progress, keep_polarization, variant):
         cb = None if progress is None else (lambda it, r, _l=label: progress(_l, it, r))
         if cb is not None:
             cb(0, 1.0)
-        res = krylov.solve(op, s * E, solver, progress=cb)
+        res = krylov.solve(op, s * E if slabs is None else slabs.put(s * E), solver, progress=cb)
         if not res.converged:
             warnings.warn(f"DDA polarization {label}: {res.message}", RuntimeWarning, stacklevel=3)
-        P = s * res.x
+        P = s * (res.x if slabs is None else slabs.crop(res.x))
         ce, ca = observables.cross_sections(P, E, inv_alpha, mask, k)
         Cext.append(scale * float(ce))
         Cabs.append(scale * float(ca))
@@ -393,6 +400,20 @@ def _solve(problem, solver, progress, keep_polarization, variant):
         polarization=tuple(Ps) if keep_polarization else None,
         solver=solver,
     )
+
+
+def _slabs(problem, grid, layout, variant):
+    """The slab decomposition over ``layout`` (None for one device)."""
+    from ..layout import as_layout
+
+    lay = as_layout(layout)
+    if lay is None:
+        return None
+    if problem.substrate is not None or variant != "pruned":
+        raise ConfigError("layout: several devices need substrate=None and variant='pruned'")
+    from .distributed import Slabs
+
+    return Slabs(grid, lay)
 
 
 def _surface_setup(problem, lat, cdt, timings, Dhat=None):

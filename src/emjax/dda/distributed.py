@@ -1,0 +1,285 @@
+"""The DDA on several devices (issue 17): orientations over devices, or one lattice in slabs.
+
+Two ways to split, both behind ``layout=`` (an :class:`emjax.layout.Layout`, a device count
+or a device list; None or one device never reaches this module):
+
+* **Orientations** (:func:`solve_batched`, used by :func:`emjax.dda.average`): the
+  right-hand sides of one particle's system are split along the batch axis; the interaction
+  tensor is replicated. Each device runs the vmapped Krylov loop on its systems; the only
+  communication is the loop's "has every system stopped" reduction. The batch is padded
+  to a multiple of the device count with copies of its last system (dropped afterwards).
+
+* **Slabs of one lattice** (:class:`Slabs`, used by :func:`emjax.dda.solve`): the dipole
+  vectors (3, nx, ny, nz) are split along x (nx padded to a multiple of the device count with
+  empty cells, s = 0), the FFT of the interaction tensor along its first frequency axis
+  (y, "yzx" layout, My padded). The matvec is a slab-decomposed 3-D FFT under
+  :func:`jax.shard_map`: 2-D FFTs of the local x planes over (y, z), one ``all_to_all``
+  (split y, gather x), the FFT along x, the product with the local part of the tensor, and
+  the same backwards. The Krylov recurrences run on the sharded vectors as they are (their
+  dot products become all-reduces of one number); no device ever holds a whole field.
+
+The interaction tensor of a slab layout is computed slab by slab: the circulantly embedded
+G at signed index differences (``G(-r)`` is the embedding's mirrored copy, odd components
+changing sign by themselves) for each device's x-slab of the embedding, then the same
+distributed FFT.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+from .. import krylov
+from ..errors import ConfigError
+from ..layout import AXIS, Layout
+from . import interaction
+from .matvec import DDAOperator
+
+# ----------------------------------------------------------------------------------------
+# orientations (batched right-hand sides) over devices
+
+
+def pad_batch(a, n: int):
+    """``a`` padded along axis 0 to length ``n`` with copies of its last entry."""
+    a = jnp.asarray(a)
+    if a.shape[0] == n:
+        return a
+    return jnp.concatenate([a, jnp.repeat(a[-1:], n - a.shape[0], axis=0)])
+
+
+def solve_batched(Dhat, s, rhs, solver, variant: str, layout: Layout, progress=None):
+    """:func:`emjax.krylov.solve_batched` of the DDA systems ``(I - s_i G s_i) x_i = rhs_i``
+    with the batch split over ``layout``'s devices; returns the results of the B given
+    systems (the padding copies dropped)."""
+    B = rhs.shape[0]
+    Bp = layout.padded(B)
+    s = layout.put(pad_batch(s, Bp), 0)
+    rhs = layout.put(pad_batch(rhs, Bp), 0)
+    if not _replicated(Dhat, layout):
+        Dhat = layout.put(Dhat, None)
+    op = DDAOperator(Dhat, s, variant)
+    res = krylov.solve_batched(op, rhs, solver, in_axes=DDAOperator(None, 0, variant), progress=progress)
+    return res[:B]
+
+
+def _replicated(x, layout: Layout) -> bool:
+    sh = getattr(x, "sharding", None)
+    return (
+        sh is not None
+        and len(sh.device_set) == layout.n
+        and getattr(sh, "spec", None) is not None
+        and all(a is None for a in sh.spec)
+    )
+
+
+def replicate(x, layout: Layout):
+    """``x`` on every device of the layout (the shared interaction tensor)."""
+    return layout.put(x, None)
+
+
+# ----------------------------------------------------------------------------------------
+# one lattice in slabs over devices
+
+
+class Slabs:
+    """The slab decomposition of one lattice ``grid`` (nx, ny, nz) over ``layout``: x split
+    for the dipole vectors, the FFT's y-frequency axis split for the interaction tensor."""
+
+    def __init__(self, grid, layout: Layout):
+        self.grid = tuple(int(n) for n in grid)
+        self.layout = layout
+        n = layout.n
+        self.M = interaction.fft_shape(self.grid)
+        self.nx_pad = layout.padded(self.grid[0])
+        self.My_pad = layout.padded(self.M[1])
+        self.Mx_pad = layout.padded(self.M[0])
+        if self.nx_pad > self.M[0]:
+            raise ConfigError(
+                f"layout: a lattice of {self.grid[0]} cells along x cannot be split over {n} devices "
+                f"(fewer than one x plane each); use at most {self.grid[0]} devices"
+            )
+
+    def __eq__(self, other):  # static pytree data: equal slabs, one compilation
+        return isinstance(other, Slabs) and (self.grid, self.layout) == (other.grid, other.layout)
+
+    def __hash__(self):
+        return hash((self.grid, self.layout))
+
+    # placement ------------------------------------------------------------------------
+    def pad(self, v):
+        """A lattice array (..., nx, ny, nz) padded along x with empty cells."""
+        v = jnp.asarray(v)
+        ax = v.ndim - 3
+        widths = [(0, 0)] * v.ndim
+        widths[ax] = (0, self.nx_pad - self.grid[0])
+        return jnp.pad(v, widths)
+
+    def put(self, v):
+        """Pad along x and place split along x (axis ndim - 3)."""
+        v = self.pad(v)
+        return self.layout.put(v, v.ndim - 3)
+
+    def crop(self, v):
+        """Back to the lattice's nx (a sharded array stays where it is)."""
+        return v[..., : self.grid[0], :, :]
+
+    @property
+    def field_spec(self):
+        return P(None, AXIS, None, None)
+
+    # the interaction tensor -----------------------------------------------------------
+    def interaction_fft(self, d: float, k: float, dtype, kind: str = "point"):
+        """The FFT of the embedded interaction tensor in the "yzx" layout (6, My_pad, Mz, Mx),
+        split along its y-frequency axis (rows My..My_pad-1 zero). Computed slab by slab."""
+        lay = self.layout
+        Mx, My, Mz = self.M
+        nloc = self.Mx_pad // lay.n
+        shape = (6, self.Mx_pad, My, Mz)
+
+        def slab(index):
+            xs = index[1]
+            a = xs.start or 0
+            b = xs.stop if xs.stop is not None else self.Mx_pad
+            return embedded_green(self.grid, self.M, d, k, kind, a, b).astype(dtype)
+
+        sharding = lay.sharding(4, 1)
+        g = jax.make_array_from_callback(shape, sharding, slab)
+        assert nloc * lay.n == self.Mx_pad
+        return _green_fft(g, self.M, self.My_pad, lay)
+
+    # the operator ---------------------------------------------------------------------
+    def operator(self, Dhat, s):
+        """The DDA operator on x-split vectors (3, nx_pad, ny, nz); ``s`` (nx, ny, nz)."""
+        return SlabOperator(Dhat, self.put(s), self)
+
+
+def embedded_green(grid, M, d: float, k: float, kind: str, x0: int, x1: int) -> np.ndarray:
+    """The circulantly embedded interaction tensor (6, x1 - x0, My, Mz) for the embedding's
+    x indices [x0, x1) (indices >= Mx: zero), computed at signed index differences."""
+    Mx, My, Mz = M
+
+    def signed(n, m, idx):
+        idx = np.asarray(idx)
+        out = np.where(idx < n, idx, idx - m).astype(float)
+        valid = (idx < n) | ((idx > m - n) & (idx < m))
+        return out, valid
+
+    ix, vx = signed(grid[0], Mx, np.arange(x0, x1))
+    iy, vy = signed(grid[1], My, np.arange(My))
+    iz, vz = signed(grid[2], Mz, np.arange(Mz))
+    x = ix[:, None, None] * d
+    y = iy[None, :, None] * d
+    z = iz[None, None, :] * d
+    valid = vx[:, None, None] & vy[None, :, None] & vz[None, None, :]
+    r2 = x * x + y * y + z * z
+    rs = np.sqrt(np.where(r2 == 0, 1.0, r2))
+    kr = k * rs
+    e = np.exp(1j * kr) / rs**3
+    t1 = e * (kr**2 - 1 + 1j * kr)
+    t2 = e * (3 - kr**2 - 3j * kr)
+    q = (x / rs, y / rs, z / rs)
+    out = np.zeros((6,) + r2.shape, complex)
+    corr = None
+    if kind == "fcd":
+        corr = _fcd_signed(x, y, z, rs, kr, d)
+    elif kind != "point":
+        raise ValueError(f"unknown interaction {kind!r}")
+    for c, (a, b) in enumerate(interaction.COMPONENTS):
+        g = t2 * q[a] * q[b] + (t1 if a == b else 0)
+        if corr is not None:
+            g = g + corr[c]
+        out[c] = np.where((r2 == 0) | ~valid, 0, g)
+    return out
+
+
+def _fcd_signed(x, y, z, rs, kr, d):
+    from scipy import special
+
+    kfr = np.pi * rs / d
+    ci1, si1 = special.sici(kfr + kr)[::-1]
+    ci2, si2 = special.sici(kfr - kr)[::-1]
+    ci = ci1 - ci2
+    si = np.pi - si1 - si2
+    inv_r3 = 1 / rs**3
+    cos_e, sin_e = np.cos(kr) * inv_r3, np.sin(kr) * inv_r3
+    g0 = (sin_e * ci + cos_e * si) / np.pi
+    g2 = (kr * (cos_e * ci - sin_e * si) + 2 / 3 * inv_r3 * (kfr * np.cos(kfr) - 4 * np.sin(kfr))) / np.pi
+    g2 = g2 - g0
+    t = g0 * kr**2
+    q = (x / rs, y / rs, z / rs)
+    out = []
+    for a, b in interaction.COMPONENTS:
+        c = q[a] * q[b] * (t + 3 * g2)
+        if a == b:
+            c = c - (t + g2)
+        out.append(c)
+    return out
+
+
+def _green_fft(g, M, My_pad: int, layout: Layout):
+    Mx, My, Mz = M
+    pad_y = My_pad - My
+
+    def body(gl):  # (6, Mx_pad / n, My, Mz)
+        q = jnp.fft.fft2(gl, axes=(2, 3))
+        q = jnp.pad(q, ((0, 0), (0, 0), (0, pad_y), (0, 0)))
+        q = lax.all_to_all(q, AXIS, 2, 1, tiled=True)  # (6, Mx_pad, My_pad / n, Mz)
+        q = jnp.fft.fft(q[:, :Mx], axis=1)
+        return jnp.moveaxis(q, 1, 3)  # (6, My_pad / n, Mz, Mx)
+
+    f = jax.shard_map(
+        body, mesh=layout.mesh, in_specs=P(None, AXIS, None, None), out_specs=P(None, AXIS, None, None)
+    )
+    return jax.jit(f)(g)
+
+
+def slab_convolve(Dhat, p, grid, M, nx_pad: int, My_pad: int):
+    """The local part of ``G * p`` inside :func:`jax.shard_map`: ``Dhat`` (6, My_pad / n, Mz,
+    Mx) and ``p`` (3, nx_pad / n, ny, nz) the device's slabs."""
+    _, nx, ny, nz = (None,) + tuple(grid)
+    Mx, My, Mz = M
+    q = jnp.fft.fft2(p, s=(My, Mz), axes=(2, 3))  # (3, nxl, My, Mz)
+    q = jnp.pad(q, ((0, 0), (0, 0), (0, My_pad - My), (0, 0)))
+    q = lax.all_to_all(q, AXIS, 2, 1, tiled=True)  # (3, nx_pad, Myl, Mz)
+    q = jnp.fft.fft(jnp.moveaxis(q, 1, 3), n=Mx, axis=3)  # (3, Myl, Mz, Mx)
+    y = interaction._tensor_product(Dhat, q)
+    y = jnp.moveaxis(jnp.fft.ifft(y, axis=3)[..., :nx_pad], 3, 1)  # (3, nx_pad, Myl, Mz)
+    y = lax.all_to_all(y, AXIS, 1, 2, tiled=True)  # (3, nxl, My_pad, Mz)
+    return jnp.fft.ifft2(y[:, :, :My], axes=(2, 3))[:, :, :ny, :nz]
+
+
+class SlabOperator:
+    """``x -> x - s * (G * (s * x))`` on x-split vectors; a JAX pytree (Dhat, s leaves)."""
+
+    def __init__(self, Dhat, s, slabs: Slabs):
+        self.Dhat, self.s, self.slabs = Dhat, s, slabs
+
+    def interact(self, p):
+        sl = self.slabs
+        q = p.astype(self.Dhat.dtype)
+        f = jax.shard_map(
+            lambda D, v: slab_convolve(D, v, sl.grid, sl.M, sl.nx_pad, sl.My_pad),
+            mesh=sl.layout.mesh,
+            in_specs=(P(None, AXIS, None, None), sl.field_spec),
+            out_specs=sl.field_spec,
+        )
+        return f(self.Dhat, q).astype(p.dtype)
+
+    def __call__(self, x):
+        return x - self.s * self.interact(self.s * x)
+
+
+jax.tree_util.register_pytree_node(
+    SlabOperator,
+    lambda op: ((op.Dhat, op.s), op.slabs),
+    lambda slabs, children: SlabOperator(*children, slabs=slabs),
+)
+
+
+def slab_memory_bytes(grid, layout: Layout, complex_dtype) -> int:
+    """Per-device bytes of the interaction tensor of a slab layout (the largest array)."""
+    sl = Slabs(grid, layout)
+    return 6 * sl.My_pad // layout.n * sl.M[2] * sl.M[0] * np.dtype(complex_dtype).itemsize
