@@ -41,11 +41,13 @@ _EXPORTS = {
     "solve_rcs": ".rcs",
     "tm_field": ".adjoint",
     "disk_permittivity": ".adjoint",
+    "te_field": ".adjoint_te",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .adjoint import disk_permittivity, tm_field
+    from .adjoint_te import te_field
     from .config import FDFDProblem, build_fdfd
     from .farfield import scattering_width
     from .farfield3d import cross_sections_3d, far_field_3d, rcs_3d
