@@ -62,6 +62,11 @@ def _solve(A, b, solver, x0, M, progress) -> KrylovResult:
     solver = solver or QMR()
     if not isinstance(solver, _Method):
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
+    if isinstance(b, jax.core.Tracer):
+        raise ConfigError(
+            "krylov.solve runs a host-driven loop and cannot be traced (jit/grad/vmap); use "
+            "krylov.linear_solve, the traceable solve with adjoint gradients"
+        )
     b = jnp.asarray(b)
     if not jnp.issubdtype(b.dtype, jnp.complexfloating):
         b = b.astype(jnp.result_type(b.dtype, jnp.complex64))
