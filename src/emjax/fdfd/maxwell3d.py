@@ -30,6 +30,7 @@ import numpy as np
 
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_positive
+from ..layout import as_layout
 from .operator3d import Scaled, build_operator, probe_diagonal, probe_matrix
 from .operators import SCPML
 from .pec3d import pec_fractions
@@ -317,6 +318,7 @@ def solve_3d(
     solver=None,
     precision: str = "double",
     progress=None,
+    layout=None,
 ):
     """Scattering of a :class:`PlaneWave3D` (or a list: one operator, batched right sides)
     by ``scene`` in vacuum, or the field of a :class:`PointDipole3D` (total field), on the
@@ -328,8 +330,10 @@ def solve_3d(
     ``solver``: :class:`Iterative` (Krylov on JAX's device, the default) or :class:`Direct`
     (SuperLU on the host: 3-D fill-in makes it slow beyond ~2e4 unknowns). ``precision``
     "single" or "double" (complex64 / complex128; iterative only). ``progress(iterations,
-    worst relative residual)`` is called between iteration chunks. Returns a
-    :class:`Result3D`, or a list for a list of waves."""
+    worst relative residual)`` is called between iteration chunks. ``layout``: devices to
+    split the grid over in slabs along x for the iterative solve (an ``emjax.layout.Layout``,
+    a count or a device list; None: one device; see :mod:`emjax.fdfd.distributed`). Returns
+    a :class:`Result3D`, or a list for a list of waves."""
     with precision_scope():
         if np.ndim(frequency) == 0:
             return _solve_3d(
@@ -344,6 +348,7 @@ def solve_3d(
                 solver,
                 precision,
                 progress,
+                layout=layout,
             )
         freqs = list(np.asarray(frequency, float).ravel())
         if not freqs:
@@ -353,14 +358,38 @@ def solve_3d(
         cache = {}  # the scene's rasterization and conductor fractions: geometry, shared
         return [
             _solve_3d(
-                size, resolution, f, source, scene, pml, center, averaging, solver, precision, progress, cache
+                size,
+                resolution,
+                f,
+                source,
+                scene,
+                pml,
+                center,
+                averaging,
+                solver,
+                precision,
+                progress,
+                cache,
+                layout=layout,
             )
             for f in freqs
         ]
 
 
 def _solve_3d(
-    size, resolution, frequency, source, scene, pml, center, averaging, solver, prec, progress, cache=None
+    size,
+    resolution,
+    frequency,
+    source,
+    scene,
+    pml,
+    center,
+    averaging,
+    solver,
+    prec,
+    progress,
+    cache=None,
+    layout=None,
 ):
     cache = {} if cache is None else cache
     t0 = time.perf_counter()
@@ -371,6 +400,9 @@ def _solve_3d(
     dtype = precision(prec).complex
     n_unknowns = 3 * int(np.prod(g.shape))
     solver = check_solver(solver if solver is not None else Iterative())
+    layout = as_layout(layout)  # None: one device
+    if layout is not None and isinstance(solver, Direct):
+        raise ConfigError("layout: several devices need the iterative solver (Direct runs on the host)")
     from ..backend import device_memory_bytes, host_available_bytes
 
     need = estimate_bytes(g.shape, solver, dtype)
@@ -409,7 +441,7 @@ def _solve_3d(
     if isinstance(solver, Direct):
         xs, stats = _direct(op, rhs, dtype)
     else:
-        xs, stats = _iterative(op, rhs, solver, dtype, progress)
+        xs, stats = _iterative(op, rhs, solver, dtype, progress, layout)
     stats.update(
         unknowns=n_unknowns,
         grid=list(g.shape),
@@ -455,10 +487,17 @@ def _direct(op, rhs, dtype):
     return [X[:, i].reshape(rhs[0].shape) for i in range(len(rhs))], stats
 
 
-def _iterative(op, rhs, solver: Iterative, dtype, progress):
+def _iterative(op, rhs, solver: Iterative, dtype, progress, layout=None):
     from ..krylov import solve, solve_batched
 
     t0 = time.perf_counter()
+    slabs = None
+    if layout is not None:  # the grid in slabs along x (padded planes: fixed zeros)
+        from .distributed import XSlabs
+
+        slabs = XSlabs(op.eps.shape[1:], layout)
+        op = slabs.operator(op)
+        rhs = [slabs.put(jnp.asarray(r, dtype)) for r in rhs]
     if solver.jacobi:
         diag = probe_diagonal(op)
         d = 1.0 / jnp.sqrt(jnp.where(diag == 0, 1, diag))
@@ -472,6 +511,8 @@ def _iterative(op, rhs, solver: Iterative, dtype, progress):
     else:
         results = list(solve_batched(A, jnp.stack(B), solver.method, progress=progress))
     xs = [d * r.x for r in results]
+    if slabs is not None:
+        xs = [slabs.crop(x) for x in xs]
     per = [
         dict(
             converged=bool(r.converged),
