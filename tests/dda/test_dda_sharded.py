@@ -100,3 +100,14 @@ def test_dda_on_four_devices():
 @pytest.mark.slow
 def test_dda_on_eight_devices():
     _check(run_with_devices(8, CODE))
+
+
+def test_scaling_steps_and_bench_options():
+    from emjax.cli import build_parser
+    from emjax.dda.bench import device_counts
+
+    assert device_counts(1) == [1] and device_counts(6) == [1, 2, 4, 6] and device_counts(8) == [1, 2, 4, 8]
+    a = build_parser().parse_args(["bench", "dda", "--grid", "8", "--devices", "4"])
+    assert a.devices == 4 and a.scaling_mode == "slabs"
+    a = build_parser().parse_args(["bench", "layered", "--size", "8", "--devices", "2"])
+    assert a.devices == 2

@@ -141,3 +141,110 @@ def dda_benchmark(
                 solve_residual=r.residual,
             )
     return out
+
+
+def device_counts(n: int) -> list[int]:
+    """1, 2, 4, ... up to ``n``, and ``n`` itself: the strong-scaling steps."""
+    out, c = [], 1
+    while c < n:
+        out.append(c)
+        c *= 2
+    return out + [n]
+
+
+def scaling_benchmark(
+    grid: int,
+    devices: int,
+    mode: str = "slabs",
+    precision: str = "double",
+    repeats: int = 5,
+    iterations: int = 20,
+    batch: int = 8,
+) -> list[dict]:
+    """Strong scaling over 1 .. ``devices`` devices (emjax.layout): one dict per device count.
+
+    ``mode="slabs"``: one N^3 sphere lattice (as :func:`dda_benchmark`'s sphere) split in
+    slabs along x (distributed FFT); matvec time and QMR time per iteration. ``"orientations"``:
+    ``batch`` right-hand sides (incidence directions) of the same lattice split over the
+    devices; time per batched iteration. One device runs the plain single-device code.
+    """
+    from ..geometry import Sphere
+    from ..layout import Layout
+    from . import DDAProblem, distributed, observables
+    from . import interaction as inter
+    from .matvec import DDAOperator, apply, sqrt_alpha_grid
+
+    if mode not in ("slabs", "orientations"):
+        raise ValueError(f"mode must be 'slabs' or 'orientations', got {mode!r}")
+    prec = backend.precision(precision)
+    m = 1.5 + 0.01j
+    prob = DDAProblem(
+        Sphere(), (m,), wavelength=1.0, size_x=grid / (10 * abs(m)), grid=grid, precision=prec.name
+    )
+    rows = []
+    with precision_scope():
+        lat = prob.lattice()
+        g, d, k = lat.shape, lat.d, 2 * math.pi
+        alpha = np.array([prob.polarizability(m, d, k, (0, 0, 1), (1, 0, 0))])
+        s = sqrt_alpha_grid(lat.domains, alpha, np.complex128)
+        E = observables.incident_field(g, d, k, (0, 0, 1), (1, 0, 0), np.complex128)
+        D1 = inter.interaction_fft(g, d, k, prec.complex, kind=prob.polarizability.interaction)
+        t_one = None
+        for n in device_counts(devices):
+            lay = Layout.of(n)
+            row = {"case": f"dda_scaling_{mode}", "grid": grid, "devices": n, "layout": lay.describe()}
+            row["precision"] = prec.name
+            if mode == "slabs":
+                if n == 1:
+                    op, b = DDAOperator(D1, s), s * E
+                else:
+                    sl = distributed.Slabs(g, lay)
+                    op = sl.operator(
+                        sl.interaction_fft(d, k, prec.complex, prob.polarizability.interaction), s
+                    )
+                    b = sl.put(s * E)
+                first, best, _ = time_call(apply if n == 1 else _apply_any, op, b, repeats=repeats)
+                row.update(matvec_compile_s=first, matvec_s=best)
+                solver = krylov.QMR(rtol=1e-30, maxiter=iterations, chunk=iterations)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    krylov.solve(op, b, solver)
+                    r = krylov.solve(op, b, solver)
+                row["iteration_s"] = r.seconds / max(r.iterations, 1)
+            else:
+                dirs = np.array([[np.sin(a), 0.0, np.cos(a)] for a in np.linspace(0, np.pi, batch)])
+                pols = np.array([[np.cos(a), 0.0, -np.sin(a)] for a in np.linspace(0, np.pi, batch)])
+                from .orientation import _incident_many
+
+                Eb = _incident_many(g, d, k, dirs, pols.astype(complex))
+                sb = np.broadcast_to(np.asarray(s), (batch,) + s.shape)
+                solver = krylov.QMR(rtol=1e-30, maxiter=iterations, chunk=iterations)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    for _ in range(2):
+                        t0 = time.perf_counter()
+                        if n == 1:
+                            res = krylov.solve_batched(
+                                DDAOperator(D1, sb), sb[:, None] * Eb, solver, in_axes=DDAOperator(None, 0)
+                            )
+                        else:
+                            res = distributed.solve_batched(D1, sb, sb[:, None] * Eb, solver, "pruned", lay)
+                        res[-1].x.block_until_ready()
+                        dt = time.perf_counter() - t0
+                row.update(batch=batch, iteration_s=dt / max(res[0].iterations, 1))
+            t_one = t_one or row["iteration_s"]
+            row.update(
+                speedup=t_one / row["iteration_s"],
+                efficiency=t_one / row["iteration_s"] / n,
+                device=device_description(),
+                jax=jax.__version__,
+                commit=git_commit(),
+                date=datetime.date.today().isoformat(),
+            )
+            rows.append(row)
+    return rows
+
+
+@jax.jit
+def _apply_any(op, x):
+    return op(x)

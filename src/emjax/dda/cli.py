@@ -54,7 +54,21 @@ def add_command(sub) -> None:
 
 def add_bench(bench) -> None:
     """Register ``emjax bench dda`` in the benchmark subparsers ``bench``."""
-    add_bench_arguments(bench.add_parser("dda", help="DDA matvec, iteration and solve times of a sphere"))
+    b = bench.add_parser("dda", help="DDA matvec, iteration and solve times of a sphere")
+    add_bench_arguments(b)
+    b.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        metavar="N",
+        help="strong scaling over 1, 2, 4 .. N devices (one lattice in slabs; JSON lines)",
+    )
+    b.add_argument(
+        "--scaling-mode",
+        default="slabs",
+        choices=["slabs", "orientations"],
+        help="with --devices: split one lattice in slabs, or a batch of 8 right-hand sides",
+    )
 
 
 #: shape-specific options: key -> (shape name, function of the value -> constructor kwargs)
@@ -492,6 +506,18 @@ def run_bench(args, argv) -> int:
             raise ConfigError(f"precision must be one of {PRECISIONS}, got {p!r}")
     grids = [require_int("grid", g, 1) for g in args.grid]
     repeats = require_int("repeats", args.repeats, 1)
+    if getattr(args, "devices", None) is not None:  # strong scaling over devices
+        from ..layout import Layout
+        from .bench import scaling_benchmark
+
+        n = Layout.of(args.devices).n
+        for grid in grids:
+            for p in precisions:
+                for r in scaling_benchmark(grid, n, args.scaling_mode, p, repeats=repeats):
+                    print(json.dumps(r, default=str), flush=True)
+                    if args.out is not None:
+                        append_json(args.out, r)
+        return 0
     for grid in grids:
         for p in precisions:
             r = dda_benchmark(

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..backend import device_description
 from ..bench import git_commit
+from ..layout import as_layout
 
 
 def paper_case_points(n: int, spacing: float = 1.0) -> np.ndarray:
@@ -35,6 +36,7 @@ def layered_benchmark(
     reference_rtol: float = 1e-12,
     repeats: int = 2,
     reference=None,
+    layout=None,
 ) -> dict:
     """Quinto et al.'s case: a vertical dipole in glass 10 nm above air, wavelength 600 nm,
     Ez of the reflected (glass) and transmitted (air) field on an n x n XZ map spaced 1 nm.
@@ -42,7 +44,8 @@ def layered_benchmark(
     Times the whole call (quadrature set-up, refinement and the integration; the first
     call, with compilation, is reported apart) and the error against a run at
     ``reference_rtol`` in double precision: max |Ez - Ez_ref| / max |Ez_ref| (normwise)
-    and the median of the pointwise relative error.
+    and the median of the pointwise relative error. ``layout``: the points spread over
+    these devices (see :func:`scaling`).
     """
     from .green import dipole_fields
 
@@ -50,13 +53,14 @@ def layered_benchmark(
     pts = paper_case_points(n)
     src = (0.0, 0.0, 10.0)
     kw = dict(part="scattered", fields="E", p=(0, 0, 1))
+    run_kw = dict(kw, layout=layout)
     t0 = time.perf_counter()
-    r = dipole_fields(stack, 600.0, src, pts, rtol=rtol, precision=precision, **kw)
+    r = dipole_fields(stack, 600.0, src, pts, rtol=rtol, precision=precision, **run_kw)
     first = time.perf_counter() - t0
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        r = dipole_fields(stack, 600.0, src, pts, rtol=rtol, precision=precision, **kw)
+        r = dipole_fields(stack, 600.0, src, pts, rtol=rtol, precision=precision, **run_kw)
         times.append(time.perf_counter() - t0)
     if reference is None:
         reference = dipole_fields(stack, 600.0, src, pts, rtol=reference_rtol, precision="double", **kw).E[
@@ -78,7 +82,39 @@ def layered_benchmark(
         "max_error_estimate": float(np.max(r.error)),
         "groups": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in g.items()} for g in r.stats],
         "device": device_description(),
+        "devices": 1 if as_layout(layout) is None else as_layout(layout).n,
         "date": datetime.date.today().isoformat(),
         "commit": git_commit(),
         "jax": jax.__version__,
     }
+
+
+def scaling(n: int, devices: int, precision: str = "double", rtol: float = 1e-8, repeats: int = 2) -> list:
+    """Strong scaling of the n x n map over 1, 2, 4 .. ``devices`` devices (emjax.layout):
+    :func:`layered_benchmark` at each count (the reference computed once), with
+    ``speedup`` = time on one device / time on this many (the errors against the common
+    reference are the same at every count: the sharded map equals the one-device map)."""
+    from .green import dipole_fields
+
+    reference = dipole_fields(
+        paper_case_stack(),
+        600.0,
+        (0.0, 0.0, 10.0),
+        paper_case_points(n),
+        p=(0, 0, 1),
+        part="scattered",
+        fields="E",
+        rtol=1e-12,
+    ).E[:, 2]
+    counts, c = [], 1
+    while c < devices:
+        counts.append(c)
+        c *= 2
+    rows, t_one = [], None
+    for k in counts + [devices]:
+        r = layered_benchmark(n, precision, rtol, repeats=repeats, reference=reference, layout=k)
+        t_one = t_one or r["seconds"]
+        r.update(case="layered_quinto2011_scaling", speedup=t_one / r["seconds"])
+        r["efficiency"] = r["speedup"] / k
+        rows.append(r)
+    return rows

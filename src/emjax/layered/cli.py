@@ -36,6 +36,9 @@ def add_bench(bench) -> None:
     b.add_argument("--precision", default="double", choices=["single", "double"])
     b.add_argument("--rtol", type=float, default=1e-8)
     b.add_argument("--json", action="store_true")
+    b.add_argument(
+        "--devices", type=int, default=None, metavar="N", help="strong scaling over 1, 2, 4 .. N devices"
+    )
 
 
 def run(args, argv) -> int:
@@ -73,6 +76,16 @@ def run_bench(args, argv) -> int:
     """``emjax bench layered``."""
     from .bench import layered_benchmark
 
+    if args.devices is not None:  # strong scaling: JSON lines
+        from ..layout import Layout
+        from .bench import scaling
+
+        for n in args.size:
+            for r in scaling(
+                require_int("size", n, 1, 4096), Layout.of(args.devices).n, args.precision, args.rtol
+            ):
+                print(json.dumps(r))
+        return 0
     for n in args.size:
         n = require_int("size", n, 1, 4096)
         r = layered_benchmark(n, args.precision, args.rtol)
