@@ -29,8 +29,20 @@ def _as_complex(name: str, value) -> complex:
     return z
 
 
-def check_refractive_index(name: str, m) -> complex:
-    """Validate a complex refractive index ``n + i k`` with ``k >= 0`` (exp(-i omega t))."""
+def is_traced(value) -> bool:
+    """True for a JAX tracer (under jit/grad/vmap): its value is unknown, do not check it."""
+    import jax
+
+    return isinstance(value, jax.core.Tracer)
+
+
+def check_refractive_index(name: str, m):
+    """Validate a complex refractive index ``n + i k`` with ``k >= 0`` (exp(-i omega t)).
+
+    A JAX tracer (``m`` under ``jax.grad``/``jit``) is returned as it is, unchecked: its
+    value is not known when the function is traced (DESIGN.md 3b)."""
+    if is_traced(m):
+        return m
     z = _as_complex(name, m)
     if z.imag < 0:
         raise ConfigError(

@@ -5,6 +5,7 @@
 ...                       wavelength=0.6283185307, dipoles_per_wavelength=15)
 >>> res = dda.solve(prob)          # QMR to relative residual 1e-5, both polarizations
 >>> res.Qext, res.Qabs, res.mueller.shape
+>>> dda.efficiencies(prob).Qext   # traceable: jax.grad w.r.t. m or the size (issue 16)
 
 The slice: lattice -> polarizability -> interaction (FFT) -> matvec -> problem (solve) and
 orientation (average) -> observables; results, datasets, adda_files, plot, bench, options
@@ -29,7 +30,9 @@ _EXPORTS = {
     "POLARIZABILITIES": ".polarizability",
     "QMR": "..krylov",
     "RR": ".polarizability",
+    "TracedResult": ".differentiable",
     "average": ".orientation",
+    "efficiencies": ".differentiable",
     "solve": ".problem",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
@@ -37,6 +40,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from ..krylov import QMR, BiCG, BiCGStab
     from ..scattering import OrientationAverage
+    from .differentiable import TracedResult, efficiencies
     from .lattice import Lattice
     from .orientation import average
     from .polarizability import CM, FCD, LDR, POLARIZABILITIES, RR

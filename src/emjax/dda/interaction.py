@@ -68,8 +68,7 @@ def point_green_octant(grid, d: float, k: float) -> jax.Array:
     """G for non-negative index differences, shape (6, nx, ny, nz), complex128, G(0) = 0."""
     x, y, z = _octant_coordinates(grid, d, jnp)
     r2 = x * x + y * y + z * z
-    r = jnp.sqrt(r2)
-    rs = jnp.where(r2 == 0, 1.0, r)
+    rs = jnp.sqrt(jnp.where(r2 == 0, 1.0, r2))  # no sqrt(0): its derivative (d traced) is NaN
     kr = k * rs
     e = jnp.exp(1j * kr) / rs**3
     t1 = e * (kr**2 - 1 + 1j * kr)

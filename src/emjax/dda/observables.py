@@ -86,18 +86,20 @@ def sphere_quadrature(k_rmax: float, minimum: int = 24):
 def amplitude_elements(FX, FY, phi_deg, theta_hat, phi_hat):
     """Amplitude matrix (S1, S2, S3, S4), stacked on a last axis of 4, from the far-field
     vectors ``FX``, ``FY`` (lab frame, ``(..., 3)``) of the x- and y-polarized incident waves,
-    in the scattering planes ``phi_deg`` (broadcast against ``FX[..., 0]``)."""
+    in the scattering planes ``phi_deg`` (broadcast against ``FX[..., 0]``). JAX arrays
+    (tracers) in, a JAX array out; NumPy in, NumPy out."""
+    xp = jnp if isinstance(FX, jax.Array) or isinstance(FY, jax.Array) else np
     cp = np.cos(np.deg2rad(phi_deg))[..., None]
     sp = np.sin(np.deg2rad(phi_deg))[..., None]
     F_par = cp * FX + sp * FY
     F_perp = sp * FX - cp * FY
 
     def dot(a, b):
-        return np.sum(a * b, axis=-1)
+        return xp.sum(a * b, axis=-1)
 
     S2, S4 = dot(F_par, theta_hat), dot(F_par, -phi_hat)
     S3, S1 = dot(F_perp, theta_hat), dot(F_perp, -phi_hat)
-    return np.stack([S1, S2, S3, S4], axis=-1)
+    return xp.stack([S1, S2, S3, S4], axis=-1)
 
 
 def integrated_scattering(F, directions, weights, mu, k):

@@ -11,12 +11,18 @@ With ``alpha_CM = (3 d**3 / 4 pi) (m**2 - 1) / (m**2 + 2)`` every prescription h
   ``LDR(average_polarization=True)`` uses ``S = (1 - sum_mu a_mu**4) / 2``;
 * FCD (filtered coupled dipoles): ``M = (4/3)(kd)**2 + (2 / 3 pi) ln((pi - kd)/(pi + kd)) (kd)**3
   + (2/3) i (kd)**3``, used together with the filtered interaction term.
+
+``m`` and ``d`` may be JAX arrays or tracers (``jax.grad`` with respect to the refractive
+index or the size): the formulas then run in ``jax.numpy``; concrete Python/NumPy inputs
+keep the NumPy path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ConfigError
@@ -26,8 +32,20 @@ LDR_B2 = -0.16484691508771947306079362778185226
 LDR_B3 = 1.7700004019321371908592738404451742
 
 
+def _xp(*values):
+    """jax.numpy if any value is a JAX array (or tracer), else NumPy."""
+    return jnp if any(isinstance(v, jax.Array) for v in values) else np
+
+
+def _complex(m):
+    xp = _xp(m)
+    if xp is np:
+        return np.asarray(m, dtype=complex)
+    return jnp.asarray(m).astype(jnp.result_type(jnp.asarray(m).dtype, jnp.complex64))
+
+
 def alpha_cm(m, d):
-    eps = np.asarray(m, dtype=complex) ** 2
+    eps = _complex(m) ** 2
     return 3 * d**3 / (4 * np.pi) * (eps - 1) / (eps + 2)
 
 
@@ -76,7 +94,7 @@ class LDR:
 
     def __call__(self, m, d, k, direction=(0, 0, 1), polarization=(1, 0, 0)):
         kd = k * d
-        m2 = np.asarray(m, dtype=complex) ** 2
+        m2 = _complex(m) ** 2
         S = self.S(direction, polarization)
         M = (LDR_B1 + (LDR_B2 + LDR_B3 * S) * m2) * kd**2 + 2j / 3 * kd**3
         return _from_M(m, d, M)
@@ -91,9 +109,10 @@ class FCD:
 
     def __call__(self, m, d, k, direction=None, polarization=None):
         kd = k * d
-        if not kd < np.pi:
+        xp = _xp(kd)
+        if xp is np and not kd < np.pi:
             raise ConfigError(f"FCD needs more than 2 dipoles per wavelength (k d = {kd:.3g} >= pi)")
-        M = (4 / 3) * kd**2 + 2 / (3 * np.pi) * np.log((np.pi - kd) / (np.pi + kd)) * kd**3
+        M = (4 / 3) * kd**2 + 2 / (3 * np.pi) * xp.log((np.pi - kd) / (np.pi + kd)) * kd**3
         return _from_M(m, d, M + 2j / 3 * kd**3)
 
 

@@ -6,7 +6,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import jax.numpy as jnp
 import numpy as np
@@ -15,7 +15,7 @@ from .. import krylov
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_finite
 from ..geometry import Shape
-from ..materials import Material, check_refractive_index
+from ..materials import Material, check_refractive_index, is_traced
 from ..scattering import (
     euler_matrix,
     mueller_from_amplitude,
@@ -64,6 +64,13 @@ class DDAProblem:
         :mod:`emjax.dda.substrate` and ``surface_far`` for the conventions.
     height : with a substrate, the distance from the stack's top interface up to the
         lattice (box) centre (ADDA's ``h``); the voxels must stay above the interface.
+
+    Differentiable inputs (issue 16): ``m`` (each entry, e.g. ``n + 1j * k`` with traced
+    ``n``, ``k``) and the size (``size_x`` or ``eq_rad``) may be JAX tracers; they are not
+    checked then (their values are unknown while tracing). The lattice must not depend on
+    them: a traced ``m`` needs ``dipoles_per_wavelength`` or ``grid`` with a size (not the
+    default ``10 |m|`` rule), a traced size needs ``grid``. Such a problem is solved by
+    :func:`emjax.dda.efficiencies` (traceable, adjoint gradients), not by :func:`solve`.
     """
 
     shape: Shape
@@ -120,7 +127,8 @@ class DDAProblem:
         plan = self.plan()
         grid = self.shape.box_shape(plan.nx)
         self._check_resources(grid)
-        if isinstance(self.polarizability, FCD):  # FCD needs k d < pi (nominal d, before voxels)
+        if isinstance(self.polarizability, FCD) and self._traced_size() is None:
+            # FCD needs k d < pi (nominal d, before voxels)
             d = plan.d or (plan.size_x / plan.nx if plan.size_x else None)
             if d is not None and self.k * d >= math.pi:
                 raise ConfigError(
@@ -185,17 +193,54 @@ class DDAProblem:
     def k(self) -> float:
         return 2 * math.pi / self.wavelength
 
+    @property
+    def traced(self) -> bool:
+        """Whether m or the size is a JAX tracer (see the class docstring)."""
+        return self._traced_size() is not None or any(is_traced(m) for m in self.m)
+
+    def _traced_size(self):
+        """``(name, value)`` of a traced size_x or eq_rad, else None."""
+        for name in ("size_x", "eq_rad"):
+            v = getattr(self, name)
+            if v is not None and is_traced(v):
+                return name, v
+        return None
+
     def plan(self):
-        m_max = max(abs(m) for m in self.refractive_indices())
-        return plan_grid(
+        ms = self.refractive_indices()
+        concrete = [abs(m) for m in ms if not is_traced(m)]
+        if len(concrete) < len(ms) and self.dipoles_per_wavelength is None:
+            if self.grid is None or (self.size_x is None and self.eq_rad is None):
+                raise ConfigError(
+                    "m is traced (jax.grad/jit): the default lattice (10 |m| dipoles per wavelength) "
+                    "would depend on it; give grid= with a size, or dipoles_per_wavelength="
+                )
+        m_max = max(concrete) if concrete else 1.0
+        sizes = dict(size_x=self.size_x, eq_rad=self.eq_rad)
+        traced = self._traced_size()
+        if traced is not None:
+            if self.grid is None:
+                raise ConfigError(
+                    f"{traced[0]} is traced (jax.grad/jit): give grid= so that the lattice does not "
+                    "depend on it (the size then scales the dipole spacing)"
+                )
+            sizes[traced[0]] = 1.0  # a concrete stand-in: d is proportional to the size
+        plan = plan_grid(
             self.shape,
             self.wavelength,
             m_max,
-            size_x=self.size_x,
-            eq_rad=self.eq_rad,
             dipoles_per_wavelength=self.dipoles_per_wavelength,
             grid=self.grid,
+            **sizes,
         )
+        if traced is not None:
+            t = traced[1]
+            plan = replace(
+                plan,
+                size_x=None if plan.size_x is None else plan.size_x * t,
+                eq_rad=None if plan.eq_rad is None else plan.eq_rad * t,
+            )
+        return plan
 
     def memory_bytes(self, grid) -> int:
         c = np.dtype(precision(self.precision).complex).itemsize
@@ -211,7 +256,14 @@ class DDAProblem:
         check_memory(self.memory_bytes(grid), f"DDA on a {grid[0]}x{grid[1]}x{grid[2]} lattice")
 
     def lattice(self) -> Lattice:
-        return build_lattice(self.shape, self.plan(), volume_correction=self.volume_correction)
+        """The voxels and the dipole size (a traced size: ``d`` and ``size_x`` traced)."""
+        traced = self._traced_size()
+        if traced is None:
+            return build_lattice(self.shape, self.plan(), volume_correction=self.volume_correction)
+        # every rule of build_lattice gives a d proportional to the size: build at size 1
+        unit = replace(self, **{traced[0]: 1.0})
+        lat = build_lattice(unit.shape, unit.plan(), volume_correction=self.volume_correction)
+        return Lattice(lat.domains, lat.d * traced[1], lat.size_x * traced[1])
 
 
 def solve(
@@ -240,6 +292,11 @@ def solve(
     solver = solver or krylov.QMR()
     if not isinstance(solver, krylov._Method):
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
+    if problem.traced:
+        raise ConfigError(
+            "dda.solve needs concrete m and size (it reports progress from the host); under "
+            "jax.grad/jit use dda.efficiencies(problem), the traceable solve with adjoint gradients"
+        )
     if variant not in interaction.LAYOUTS:
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
     with precision_scope():
