@@ -1,0 +1,125 @@
+"""DDA gradient cost (issue 16): time of ``jax.grad`` through ``dda.efficiencies`` over the
+time of the forward solve, warm (compile times reported apart), for spheres on N^3 lattices.
+
+    PYTHONPATH=src python3 benchmarks/dda_gradient.py [--grid 32 64] [--precisions double single]
+
+The sphere: m = 1.5 + 0.01i, 15 dipoles per wavelength (size_x = N / 15 wavelengths), LDR,
+QMR to rtol 1e-5 (``dda.solve``'s default), one device loop per polarization.
+Objectives: ``qext`` (Qext; gradient with respect to Re m and Im m) and ``s11`` (a loss on
+the phase function at 19 angles, same parameters). The gradient is ``jax.value_and_grad``
+(the forward solve plus one adjoint solve per polarization, the same QMR on the same
+complex-symmetric operator), so the ideal ratio is about 2 plus the cost of the operator's
+parameter derivatives. One JSON line per case on stdout; needs only jax, numpy, scipy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from emjax import dda, geometry, krylov
+from emjax.backend import precision_scope
+
+THETA = tuple(np.arange(0.0, 181.0, 10.0))
+
+
+def _problem(n, k, grid, precision):
+    return dda.DDAProblem(
+        geometry.Sphere(),
+        m=n + 1j * k,
+        size_x=grid / 15.0,
+        wavelength=1.0,
+        grid=grid,
+        theta=THETA,
+        phi=(0.0, 90.0),
+        precision=precision,
+    )
+
+
+def _objective(name, grid, precision, solver):
+    def f(p):
+        r = dda.efficiencies(_problem(p[0], p[1], grid, precision), solver)
+        if name == "qext":
+            return r.Qext, r.iterations
+        s11 = jnp.mean(r.mueller[:, :, 0, 0], axis=0)
+        return jnp.mean(jnp.log(s11) ** 2), r.iterations
+
+    return f
+
+
+def _timed(fn, p, repeats):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(p))
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn(p))
+        times.append(time.perf_counter() - t0)
+    warm = statistics.median(times)
+    return out, warm, max(first - warm, 0.0), times
+
+
+def _peak_bytes():
+    stats = getattr(jax.devices()[0], "memory_stats", lambda: None)()
+    return None if not stats else stats.get("peak_bytes_in_use")
+
+
+def run_case(grid, precision, objective, repeats, rtol):
+    solver = krylov.QMR(rtol=rtol)
+    f = _objective(objective, grid, precision, solver)
+    p = jnp.asarray([1.5, 0.01], dtype=jnp.float64)
+    fwd = jax.jit(f)
+    (value, its), t_fwd, c_fwd, _ = _timed(fwd, p, repeats)
+    peak_fwd = _peak_bytes()
+    grad = jax.jit(jax.value_and_grad(f, has_aux=True))
+    ((_, _), g), t_grad, c_grad, _ = _timed(grad, p, repeats)
+    peak_grad = _peak_bytes()
+    return {
+        "case": "dda_gradient",
+        "device": jax.devices()[0].device_kind,
+        "backend": jax.default_backend(),
+        "grid": grid,
+        "dipoles": int(
+            dda.DDAProblem(geometry.Sphere(), m=1.5, size_x=grid / 15.0, grid=grid).lattice().n_dipoles
+        ),
+        "precision": precision,
+        "objective": objective,
+        "rtol": rtol,
+        "iterations": [int(i) for i in np.asarray(its)],
+        "value": float(value),
+        "grad": [float(v) for v in np.asarray(g)],
+        "forward_s": t_fwd,
+        "gradient_s": t_grad,
+        "ratio": t_grad / t_fwd,
+        "forward_compile_s": c_fwd,
+        "gradient_compile_s": c_grad,
+        "peak_bytes_after_forward": peak_fwd,
+        "peak_bytes_after_gradient": peak_grad,
+        "repeats": repeats,
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grid", type=int, nargs="+", default=[32, 64])
+    ap.add_argument("--precisions", nargs="+", default=["double", "single"])
+    ap.add_argument("--objectives", nargs="+", default=["qext", "s11"], choices=["qext", "s11"])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--rtol", type=float, default=1e-5)
+    args = ap.parse_args(argv)
+    with precision_scope():
+        for n in args.grid:
+            for prec in args.precisions:
+                for obj in args.objectives:
+                    print(json.dumps(run_case(n, prec, obj, args.repeats, args.rtol)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
