@@ -19,6 +19,7 @@ __all__ = [
     "ArgumentParser",
     "UsageError",
     "append_json",
+    "Table",
     "check_keys",
     "dispersive_material",
     "finite_or_none",
@@ -186,3 +187,110 @@ def append_json(path: Path, record: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(records, indent=1, default=str) + "\n")
     tmp.replace(path)
+
+
+_MISSING = object()
+
+
+class Table:
+    """A TOML table read field by field with types, ranges and required keys checked, every
+    failure a one-line :class:`ConfigError` naming ``where.key`` and what is allowed.
+
+    ``Table(cfg["grid"], "[grid]", allowed={...})`` refuses unknown keys at once (listing the
+    allowed ones); then ``t.int("steps", lo=1)``, ``t.real("dx", lo=0, lo_open=True)``,
+    ``t.ints("index", 3)``, ``t.choice("component", ("x", "y", "z"), default="z")``,
+    ``t.number("eps")`` (real, or complex as ``[re, im]``) read one key each; a key without
+    ``default`` is required."""
+
+    def __init__(self, table, where: str, allowed=None):
+        if table is None:
+            table = {}
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where} must be a table (key = value lines), got {table!r}")
+        self.table, self.where = table, where
+        if allowed is not None:
+            check_keys(table, allowed, where)
+
+    def has(self, key: str) -> bool:
+        return key in self.table
+
+    def _get(self, key, default, what):
+        if key in self.table:
+            return self.table[key]
+        if default is _MISSING:
+            raise ConfigError(f"{self.where}.{key} is required ({what})")
+        return default
+
+    def _range(self, key, v, lo, hi, lo_open, kind):
+        bad = (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi)
+        if bad:
+            left = "(" if lo_open else "["
+            rng = f"{left}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+            raise ConfigError(f"{self.where}.{key} must be {kind} in {rng}, got {v!r}")
+        return v
+
+    def int(self, key, *, default=_MISSING, lo=None, hi=None):
+        v = self._get(key, default, "an integer")
+        if v is default and default is not _MISSING:
+            return v
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(f"{self.where}.{key} must be an integer, got {v!r}")
+        return self._range(key, v, lo, hi, False, "an integer")
+
+    def real(self, key, *, default=_MISSING, lo=None, hi=None, lo_open=False):
+        v = self._get(key, default, "a number")
+        if v is default and default is not _MISSING:
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ConfigError(f"{self.where}.{key} must be a finite number, got {v!r}")
+        return self._range(key, float(v), lo, hi, lo_open, "a number")
+
+    def number(self, key, *, default=_MISSING):
+        """A real number, or a complex one written ``[re, im]``."""
+        v = self._get(key, default, "a number or [re, im]")
+        if v is default and default is not _MISSING:
+            return v
+        if isinstance(v, list) and len(v) == 2 and all(_is_real(x) for x in v):
+            return complex(v[0], v[1])
+        if _is_real(v):
+            return float(v)
+        raise ConfigError(f"{self.where}.{key} must be a finite number or [re, im], got {v!r}")
+
+    def ints(self, key, length: int, *, default=_MISSING, lo=None, hi=None):
+        """A list of ``length`` integers, each in [lo, hi] (``lo``/``hi`` a number or a list)."""
+        v = self._get(key, default, f"{length} integers")
+        if v is default and default is not _MISSING:
+            return v
+        if (
+            not isinstance(v, list)
+            or len(v) != length
+            or any(isinstance(x, bool) or not isinstance(x, int) for x in v)
+        ):
+            raise ConfigError(f"{self.where}.{key} must be a list of {length} integers, got {v!r}")
+        for k, x in enumerate(v):
+            lk = lo[k] if isinstance(lo, (list, tuple)) else lo
+            hk = hi[k] if isinstance(hi, (list, tuple)) else hi
+            self._range(f"{key}[{k}]", x, lk, hk, False, "an integer")
+        return tuple(v)
+
+    def reals(self, key, *, length=None, default=_MISSING, lo=None, lo_open=False):
+        v = self._get(key, default, "a list of numbers")
+        if v is default and default is not _MISSING:
+            return v
+        if not isinstance(v, list) or not v or any(not _is_real(x) for x in v):
+            raise ConfigError(f"{self.where}.{key} must be a non-empty list of finite numbers, got {v!r}")
+        if length is not None and len(v) != length:
+            raise ConfigError(f"{self.where}.{key} must have {length} numbers, got {len(v)}")
+        for k, x in enumerate(v):
+            self._range(f"{key}[{k}]", float(x), lo, None, lo_open, "a number")
+        return tuple(float(x) for x in v)
+
+    def choice(self, key, options, *, default=_MISSING):
+        v = self._get(key, default, f"one of {', '.join(map(str, options))}")
+        if v not in options:
+            raise ConfigError(f"{self.where}.{key} must be one of {', '.join(map(str, options))}, got {v!r}")
+        return v
+
+
+def _is_real(x) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
