@@ -16,9 +16,10 @@ import numpy as np
 
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_int, require_positive
+from ..layout import Layout, as_layout
 from ..materials import DrudePole
 from . import checkpoint as checkpoint_mod
-from . import dispersive, subpixel, terms
+from . import dispersive, sharded, subpixel, terms
 from . import monitors as mon_mod
 from . import pml as pml_mod
 from . import tfsf as tfsf_mod
@@ -64,6 +65,7 @@ class _Plan:
     bloch: tuple = (None, None, None)  # per axis: exp(i k L) of a Bloch boundary, or None
     subpixel_poles: tuple | None = None  # dispersive interface nodes per component, if any
     subpixel_inline: bool = False  # the correction as one expression (subpixel.correction_inline)
+    layout: Layout | None = None  # several devices: slabs along x (sharded.py); None: one device
 
 
 def _coefficients(sim: GridSimulation, dtype):
@@ -174,11 +176,23 @@ def _curl(plan, arrays, F, kind, psi):
         return v + pml_mod.pad_to(term, axis, start, n - start - term.shape[axis])
 
     def d(f, axis, comp, out, sign):
-        v = diff(f, axis, inv_dx, plan.order, plan.bloch[axis])
-        if plan.order == 4 and plan.walls[axis]:
-            for start, term in pml_mod.wall_terms_4(f, axis, kind == "H", inv_dx):
-                v = add(v, out, sign, axis, start, term)
         L = plan.pml[axis]
+        win = None  # several devices: the x faces' planes, replicated (sharded.edge_windows)
+        if axis == 0 and plan.layout is not None and sharded.halo_ok(plan):  # halo exchange
+            v = sharded.diff_x(f, kind == "H", inv_dx, plan.order, plan.bloch[0], plan.layout)
+            if L or (plan.order == 4 and plan.walls[0]):
+                win = sharded.edge_windows(f, min(L + 4, plan.shape[0]), plan.layout)
+        else:
+            v = diff(f, axis, inv_dx, plan.order, plan.bloch[axis])
+        if plan.order == 4 and plan.walls[axis]:
+            if win is None:
+                wall = pml_mod.wall_terms_4(f, axis, kind == "H", inv_dx)
+            else:
+                wall = sharded.wall_terms_4(*win, kind == "H", inv_dx)
+            for start, term in wall:
+                if win is not None:
+                    term = sharded.replicated(term, plan.layout)
+                v = add(v, out, sign, axis, start % plan.shape[axis], term)
         if L:
             n = plan.shape[axis]
             for side, start in (("lo", 0), ("hi", n - L)):
@@ -186,12 +200,21 @@ def _curl(plan, arrays, F, kind, psi):
                     continue
                 key = f"{kind}{axis}{comp}{side}"
                 b, c, km1 = arrays[f"pml{kind}{axis}{side}"]
-                vs = pml_mod.slab_derivative(f, axis, start, L, kind == "H", inv_dx, plan.order)
+                if win is None:
+                    vs = pml_mod.slab_derivative(f, axis, start, L, kind == "H", inv_dx, plan.order)
+                else:  # the same function on the replicated window of this face
+                    # the high window's plane 0 stands for the wall plane n = 0 (imaged)
+                    w = win[0] if side == "lo" else jnp.concatenate([win[0][:1], win[1][1:]])
+                    s0 = 0 if side == "lo" else w.shape[0] - L
+                    vs = pml_mod.slab_derivative(w, 0, s0, L, kind == "H", inv_dx, plan.order)
                 p = b * psi[key] + c * vs
-                new[key] = p
                 # with kappa = 1 (the default) the correction is psi alone: the bulk pass
                 # then reads the new psi and need not recompute the slab derivative
-                v = add(v, out, sign, axis, start, km1 * vs + p if plan.pml_kappa[axis] else p)
+                term = km1 * vs + p if plan.pml_kappa[axis] else p
+                if win is not None:  # computed replicated, not split along x by XLA
+                    p, term = sharded.replicated((p, term), plan.layout)
+                new[key] = p
+                v = add(v, out, sign, axis, start, term)
         return v
 
     Fx, Fy, Fz = F
@@ -356,8 +379,10 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     checkpoint: str | Path | None = None,
     remat: int | None = None,
+    layout=None,
 ) -> FDTDResult:
-    """Advance ``steps`` time steps (or ``until`` a time, length / c) on the default device.
+    """Advance ``steps`` time steps (or ``until`` a time, length / c) on the default device,
+    or on several (``layout``).
 
     ``sim``: a physical-unit :class:`emjax.fdtd.Simulation` (returns its
     :class:`~emjax.fdtd.physical.Result`, monitors by name and normalized spectra) or the
@@ -386,11 +411,19 @@ def run(
     ``with emjax.backend.precision_scope():``; float32 needs nothing. Measured on a 2-core
     CPU (32^3, CPML, 1000 steps, float32): the gradient takes ~11x the forward run (7x
     with ``remat=0``).
+
+    ``layout``: None or 1 (one device, the default), a device count, a list of devices or an
+    :class:`emjax.layout.Layout`: the grid split into slabs along x over the devices (see
+    :mod:`emjax.fdtd.sharded`); the results equal the one-device run's to rounding. The
+    result's ``E`` and ``H`` are then x-split arrays (NumPy arrays when ``nx`` does not
+    divide by the device count), its probes and DFT sums NumPy arrays as on one device; a
+    ``checkpoint`` is written per shard (readable by any layout). Concrete inputs only (a
+    traced run stays on one device).
     """
     from . import physical
 
     if isinstance(sim, physical.Simulation):
-        kw = dict(chunk=chunk, initial=initial, progress=progress, checkpoint=checkpoint)
+        kw = dict(chunk=chunk, initial=initial, progress=progress, checkpoint=checkpoint, layout=layout)
         return physical.run(sim, steps, until=until, **kw)
     if not isinstance(sim, GridSimulation):
         raise ConfigError(f"run needs an emjax.fdtd.Simulation or GridSimulation, got {type(sim).__name__}")
@@ -425,6 +458,8 @@ def run(
         tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)
         aux_len = tfsf_mod.aux_length(tf, g.shape, steps, g.courant) if tf is not None else 0
         inplace = tuple(INPLACE) if INPLACE is not None else terms.inplace_default(g, dtype)
+        if as_layout(layout) is not None:  # sharded: padded terms (an in-place slab update is a scatter)
+            inplace = (False, False, False)
         plan = _Plan(
             g.shape,
             float(g.dx),
@@ -448,10 +483,15 @@ def run(
             if sim.subpixel is not None and sim.subpixel.poles is not None
             else None,
             inline,
+            as_layout(layout),
         )
         state = _initial_state(sim, plan, dtype, initial)
         if is_traced((arrays, state)):
+            if plan.layout is not None:
+                raise ConfigError("a traced (differentiated) FDTD run runs on one device: layout=None")
             return _run_traced(sim, plan, arrays, state, steps, checkpoint, remat)
+        if plan.layout is not None:
+            return _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress)
         recs = []
         if checkpoint is not None and Path(checkpoint).exists():
             state, recs = checkpoint_mod.load(Path(checkpoint), state, plan)
@@ -517,3 +557,68 @@ def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResul
         tuple(dict(d) for d in state["dft"]),
         steps,
     )
+
+
+def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -> FDTDResult:
+    """The loop of :func:`run` on several devices (``plan.layout``; see sharded.py)."""
+    g = sim.grid
+    lay, nx = plan.layout, g.shape[0]
+    axes = (sharded.axes_of(arrays, g.shape), sharded.axes_of(state, g.shape))
+    arrays = sharded.place(arrays, axes[0], lay, nx)
+    recs = []
+    if checkpoint is not None and Path(checkpoint).exists():
+        host, recs = checkpoint_mod.load_host(Path(checkpoint), state, plan)
+        state = host
+    state = sharded.place(state, axes[1], lay, nx)
+    done = int(state["n"])
+    if done > steps:
+        raise ConfigError(f"checkpoint {checkpoint} is at step {done}, beyond steps = {steps}")
+    compile_s = t_run = 0.0
+    timed_steps = 0
+    seen = set()
+    while done < steps:
+        n = min(chunk, steps - done)
+        t0 = time.perf_counter()
+        state, rec, finite = sharded.advance(plan, arrays, state, n, axes)
+        finite = bool(finite)
+        elapsed = time.perf_counter() - t0
+        if n in seen:
+            t_run += elapsed
+            timed_steps += n
+        else:
+            compile_s += elapsed
+            seen.add(n)
+        recs.append(np.asarray(rec))
+        done += n
+        if not finite:
+            raise FloatingPointError(
+                f"FDTD fields became NaN/Inf by step {done} (unstable: check courant, materials, "
+                "sources); the last checkpoint, if any, holds the state before this chunk"
+            )
+        if checkpoint is not None:
+            checkpoint_mod.save_sharded(Path(checkpoint), state, recs, plan, axes[1])
+        if progress is not None:
+            progress(done, steps)
+    probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))
+    if nx % lay.n == 0:
+        E, H = _stack(state["E"]), _stack(state["H"])
+    else:  # uneven: the logical fields on the host (a device array must split evenly)
+        E = np.stack([np.asarray(e)[:nx] for e in state["E"]])
+        H = np.stack([np.asarray(h)[:nx] for h in state["H"]])
+    return FDTDResult(
+        sim,
+        probes,
+        (np.arange(len(probes)) + 1) * g.dt,
+        E,
+        H,
+        timed_steps if timed_steps else steps,
+        t_run if timed_steps else compile_s,
+        compile_s,
+        tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
+        int(state["n"]),
+    )
+
+
+@jax.jit
+def _stack(F):
+    return jnp.stack(F)

@@ -1,0 +1,231 @@
+"""FDTD on several devices: the grid split into slabs along x (issue 17).
+
+Design
+------
+With ``fdtd.run(..., layout=L)`` (``L`` a :class:`emjax.layout.Layout` of ``n > 1`` devices,
+or a device count) every array of the state and of the coefficients that spans the grid's x
+axis (E, H, the Drude/Lorentz currents, the y- and z-CPML's psi, per-cell ``ca``/``cb``/pole
+coefficients, a per-node ``(3, nx, ny, nz)`` array along its axis 1) is placed with a
+``NamedSharding`` splitting x over the devices: device ``k`` holds the planes
+``[k m, (k + 1) m)``, ``m = ceil(nx / n)``. Everything else (the x-CPML's psi slabs, the
+TF/SF source's 1-D grid, DFT monitor sums, scalars) is replicated. The jitted chunk of
+steps (``lax.scan`` of the same :func:`emjax.fdtd.simulation._step` as one device) is then
+partitioned by XLA (GSPMD): the element-wise bulk updates run on each device's slab; the
+CPML slabs, PEC walls, TF/SF corrections, point and plane sources, probes, DFT/flux monitors
+and Drude/Lorentz poles are the one-device code, and XLA moves only what they touch (a
+probe's value: an all-reduce of one number; a DFT plane normal to x: one plane from its
+owner; the x-CPML psi update: its ``L``-plane slab derivative, gathered from the first/last
+device).
+
+The x-differences of the Yee update (the only non-local operation along the split axis) are
+done explicitly (:func:`diff_x`) with ``jax.shard_map`` + ``jax.lax.ppermute``: each half
+step, each device sends one plane per face per differentiated component (two with the 4th
+order stencil) to its neighbour on the ring (the ring closes the periodic wrap; walls
+ignore the wrapped plane as on one device; a Bloch phase multiplies the wrapped plane on the
+device that receives it). XLA's own partitioning of ``jnp.roll`` gives the same
+collective-permute of one plane, so the explicit version is used where it can be (``nx``
+divisible by the device count) and the roll otherwise.
+
+Sizes that do not divide: the arrays are stored padded past the high-x boundary to
+``n m`` planes (``jax.device_put`` needs a divisible length); inside the jitted chunk they
+are sliced back to ``nx`` (a slice that does not cross devices), stepped as unevenly split
+arrays that XLA partitions itself (the last device holds fewer planes), and padded again
+at the end of the chunk. The pad planes are never read: the physics is the one-device run's.
+
+Overlap: XLA schedules the collective-permutes asynchronously (``-start``/``-done`` pairs on
+a GPU); the halo planes are sent as soon as the field they come from is updated and the
+interior cells' differences do not wait on them, so the exchange overlaps with the bulk of
+the update where XLA's scheduler allows (measured nowhere yet on real GPUs: see the bench).
+
+One device (``layout=None``, or a layout of one device) is the unchanged one-device path:
+no mesh, no sharding annotations, the same jitted function.
+
+Checkpoints with a layout are written per shard (:mod:`emjax.fdtd.checkpoint`): one file per
+device of its planes of the split arrays plus an index with the replicated state, so any
+layout (one device included) reads them.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec
+
+from ..layout import AXIS, Layout
+from .update import C1, C3
+
+
+def split_axis(x, shape) -> int | None:
+    """The axis of leaf ``x`` that is the grid's x axis (split over the devices), or None
+    (replicated): 3-D arrays of ``nx`` planes, and ``(3, nx, ny, nz)`` per-node arrays."""
+    s = np.shape(x)
+    if len(s) == 3 and s[0] == shape[0] and s != (shape[0], 1, 1):
+        return 0
+    if len(s) == 4 and s[0] == 3 and s[1:] == tuple(shape):
+        return 1
+    return None
+
+
+def axes_of(tree, shape) -> tuple:
+    """Per leaf (flattening order): :func:`split_axis`."""
+    return tuple(split_axis(x, shape) for x in jax.tree_util.tree_leaves(tree))
+
+
+def _resize(x, axis, length):
+    if axis is None or x.shape[axis] == length:
+        return x
+    if x.shape[axis] > length:
+        return jax.lax.slice_in_dim(x, 0, length, axis=axis)
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, length - x.shape[axis])
+    return jnp.pad(x, widths)
+
+
+def place(tree, axes, layout: Layout, nx: int):
+    """Host/one-device leaves -> padded, sharded leaves (split ones along their x axis)."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    npad = layout.padded(nx)
+    out = []
+    for x, ax in zip(leaves, axes):
+        if ax is not None and np.shape(x)[ax] != npad:
+            x = np.asarray(x)
+            widths = [(0, 0)] * x.ndim
+            widths[ax] = (0, npad - x.shape[ax])
+            x = np.pad(x, widths)
+        out.append(jax.device_put(x, layout.sharding(np.ndim(x), ax)))
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def to_host(tree, axes, nx: int):
+    """Sharded (padded) leaves -> NumPy arrays of the logical shapes."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    out = []
+    for x, ax in zip(leaves, axes):
+        x = np.asarray(x)
+        if ax is not None:
+            x = x[(slice(None),) * ax + (slice(0, nx),)]
+        out.append(x)
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def _constrain(tree, axes, layout, length):
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    out = []
+    for x, ax in zip(leaves, axes):
+        x = _resize(x, ax, length)
+        out.append(jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, ax)))
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+@partial(jax.jit, static_argnames=("plan", "steps", "axes"), donate_argnames=("state",))
+def advance(plan, arrays, state, steps: int, axes: tuple):
+    """``steps`` steps of a sharded run (``plan.layout`` set): as
+    :func:`emjax.fdtd.simulation._advance`, on padded, x-split arrays."""
+    from .simulation import _step
+
+    layout, nx = plan.layout, plan.shape[0]
+    a_axes, s_axes = axes
+    arrays = _constrain(arrays, a_axes, layout, nx)
+    state = _constrain(state, s_axes, layout, nx)
+    state, rec = jax.lax.scan(partial(_step, plan, arrays), state, None, length=steps)
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in state["E"] + state["H"]]))
+    state = _constrain(state, s_axes, layout, layout.padded(nx))
+    return state, rec, finite
+
+
+def halo_ok(plan) -> bool:
+    """Whether the explicit halo exchange applies: ``nx`` divides over the devices, each
+    holding at least the stencil's reach."""
+    n = plan.layout.n
+    return plan.shape[0] % n == 0 and plan.shape[0] // n >= 2
+
+
+def diff_x(f, forward: bool, inv_dx, order: int, phase, layout: Layout):
+    """The x-derivative of :func:`emjax.fdtd.update.d_forward` (``forward``) or
+    ``d_backward`` on an x-split array, with one (2nd order) or two (4th order) planes per
+    face from the neighbours by ``ppermute`` on the ring of devices; the same arithmetic as
+    the one-device roll, so the same numbers."""
+    n = layout.n
+    to_left = [(i, (i - 1) % n) for i in range(n)]  # my first planes follow my left neighbour's
+    to_right = [(i, (i + 1) % n) for i in range(n)]
+
+    def local(b):
+        k = jax.lax.axis_index(AXIS)
+        m = b.shape[0]
+        if order == 2:
+            if forward:  # f[i + 1]: the right neighbour's first plane after my last
+                after = jax.lax.ppermute(b[:1], AXIS, to_left)
+                if phase is not None:
+                    after = jnp.where(k == n - 1, after * jnp.asarray(phase, b.dtype), after)
+                nxt = jnp.concatenate([b[1:], after])
+                return (nxt - b) * inv_dx
+            before = jax.lax.ppermute(b[m - 1 :], AXIS, to_right)
+            if phase is not None:
+                before = jnp.where(k == 0, before * jnp.asarray(1 / phase, b.dtype), before)
+            prev = jnp.concatenate([before, b[:-1]])
+            return (b - prev) * inv_dx
+        # 4th order (no Bloch phase on one device either): f[i-2 .. i+2] as needed
+        if forward:
+            before = jax.lax.ppermute(b[m - 1 :], AXIS, to_right)
+            after = jax.lax.ppermute(b[:2], AXIS, to_left)
+            e = jnp.concatenate([before, b, after])  # e[j] = f[j - 1]
+            return (C1 * (e[2 : m + 2] - e[1 : m + 1]) + C3 * (e[3 : m + 3] - e[0:m])) * inv_dx
+        before = jax.lax.ppermute(b[m - 2 :], AXIS, to_right)
+        after = jax.lax.ppermute(b[:1], AXIS, to_left)
+        e = jnp.concatenate([before, b, after])  # e[j] = f[j - 2]
+        return (C1 * (e[2 : m + 2] - e[1 : m + 1]) + C3 * (e[3 : m + 3] - e[0:m])) * inv_dx
+
+    spec = PartitionSpec(AXIS, None, None)
+    return jax.shard_map(local, mesh=layout.mesh, in_specs=spec, out_specs=spec)(f)
+
+
+def edge_windows(f, width: int, layout: Layout):
+    """The planes ``[0, width)`` and ``[nx - width, nx)`` of an x-split array, replicated on
+    every device (one all-reduce of ``2 width`` planes: each device adds the planes it owns
+    into zeros). The x-CPML's psi slabs and the 4th order's wall terms are computed from them,
+    replicated, with the one-device functions (no slicing of the split array, which XLA turns
+    into many small collective-permutes)."""
+    n = layout.n
+    nx = f.shape[0]
+    m = nx // n
+
+    def local(b):
+        k = jax.lax.axis_index(AXIS)
+        out = jnp.zeros((2 * width,) + b.shape[1:], b.dtype)
+        for dev in range(n):
+            s = dev * m
+            for w0 in (0, nx - width):  # the window's global start
+                a, e = max(s, w0), min(s + m, w0 + width)
+                if a >= e:
+                    continue
+                off = (0 if w0 == 0 else width) + a - w0
+                part = jnp.pad(b[a - s : e - s], [(off, 2 * width - off - (e - a))] + [(0, 0)] * (b.ndim - 1))
+                out = out + jnp.where(k == dev, part, jnp.zeros_like(part))
+        return jax.lax.psum(out, AXIS)
+
+    spec = PartitionSpec(AXIS, None, None)
+    both = jax.shard_map(local, mesh=layout.mesh, in_specs=spec, out_specs=PartitionSpec())(f)
+    return both[:width], both[width:]
+
+
+def wall_terms_4(lo, hi, forward: bool, inv_dx):
+    """:func:`emjax.fdtd.pml.wall_terms_4` along x from the edge windows ``lo``, ``hi``
+    (planes ``[0, w)`` and ``[nx - w, nx)``), the same arithmetic; planes as offsets from the
+    high face (``-1``: plane ``nx - 1``) or the low one."""
+    w = hi.shape[0]
+    if forward:
+        t = C3 * inv_dx * (lo[1:2] + hi[w - 1 : w])
+        return [(0, t), (-1, -t)]
+    t = C3 * inv_dx * (hi[w - 1 : w] - lo[0:1])
+    return [(1, t), (-1, t)]
+
+
+def replicated(tree, layout: Layout):
+    """Constrain ``tree``'s arrays to be replicated (XLA would otherwise split the small
+    slab computations along x and gather them back)."""
+    return jax.tree_util.tree_map(
+        lambda x: jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, None)), tree
+    )
