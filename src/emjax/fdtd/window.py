@@ -1,0 +1,562 @@
+"""FDTD beyond the device's memory: a calculation window with temporal blocking (issue 19).
+
+Design
+------
+The whole state (E, H, CPML psi, Drude/Lorentz currents, DFT sums) and the per-cell
+coefficients live in host memory as NumPy arrays. The grid is cut into slabs of ``slab``
+planes along x; in each *pass* every slab is brought to the device with ``G`` ghost planes
+per side, advanced ``th`` time steps by the unchanged jitted step
+(:func:`emjax.fdtd.simulation._advance` of a sub-problem :class:`~emjax.fdtd.simulation._Plan`
+of the slab's shape: its slice of the coefficients, the x-CPML faces only where the slab
+reaches them, sources/probes/monitors/TF/SF box re-indexed into it), and its own planes are
+written back. The physics is not forked: the slab runs the same ``_step``.
+
+Traversal: ghost zones. The Yee stencil reaches ``r`` planes per time step along x (``r = 1``
+for the 2nd order, 3 for the 4th: two half steps of reach 1 + 2), so after ``k`` steps only
+the planes ``r k`` or more away from the slab's cut ("seam", where the sub-grid's periodic
+wrap joins unrelated planes) are still exact; with ``G = th r + 1`` ghost planes (the 1:
+the x-normal DFT planes read H one plane below) the slab's own planes are exact after ``th``
+steps, bit for bit the in-memory run's numbers. Chosen over the skewed (wavefront) traversal
+because each slab is independent within a pass (no device-resident boundary history, any
+slab order, the next slab's upload overlaps the current compute) and is exact by
+construction; it costs ``2 G / slab`` redundant cell updates, small for the slabs an
+out-of-core run uses (slab >> th r). The skew removes that redundancy and is the natural next
+step (the same sub-plans, slab k reading slab k-1's stored boundary planes per step).
+
+Slabs whose ghost region meets the x boundary are "edge" rings: the sub-grid holds planes
+``[0, e)`` then ``[s, nx)``, so that its own wrap is the grid's (the PEC wall i = 0 = nx, the
+CPML faces, the 4th order's wall terms land where the one-grid code puts them) and its seam
+sits between ``e - 1`` and ``s``. Other slabs are "interior": contiguous planes, no x
+boundary code. Where ``e >= s`` the ring is the whole grid.
+
+Within a pass the slab results are written back only once no later slab of the pass reads
+those planes (the ghost regions overlap the neighbours; the last slab's edge ring reads the
+first slab's planes), so the host keeps one copy of the state plus a few slabs' results.
+Async dispatch overlaps: slab k + 1 is gathered and ``device_put`` while slab k runs, slab
+k's owned planes are copied back (``copy_to_host_async``) while slab k + 1 runs.
+
+Rate model (the paper's section 3.3 analogue). Per pass and slab, with ``A = ny nz`` cells
+per plane, ``S = slab``, ``G = th r + 1``:
+    compute  T_c = (S + 2G) A th / R_dev       (R_dev: in-memory cell updates/s)
+    transfer T_t = A ((S + 2G) b_in + S b_out) / B_link
+(``b_in``: bytes per cell sent, state + coefficients; ``b_out``: state bytes returned). With
+transfers overlapped, rate = S A th / max(T_c, T_t), i.e.
+    rate = min(R_dev S / (S + 2G), B_link th S / ((S + 2G) b_in + S b_out)),
+transfer bound (linear in th) at small th, compute bound (R_dev less the ghost overhead) at
+large th; without overlap (the CPU, where "transfer" is host memcpy on the same cores) the
+times add: rate = S A th / (T_c + T_t). :func:`model_rate` evaluates both.
+
+Not supported (ConfigError): subpixel boxes, Bloch boundaries along x, oblique TF/SF
+incidence, a TF/SF box along x whose faces an edge ring cannot map (the error says so),
+traced (differentiated) inputs, several devices. Checkpoints: not here (see issue 19).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+
+from ..backend import precision, precision_scope
+from ..errors import ConfigError, require_int
+from ..materials import DrudePole
+from . import simulation as sim_mod
+from . import terms
+from . import tfsf as tfsf_mod
+from .grid import CPML, PEC
+from .monitors import DFTField, _extent
+from .results import FDTDResult
+from .sources import PointDipole
+from .spec import GridSimulation, Probe, is_traced
+from .tfsf import TFSF
+
+
+def reach(order: int) -> int:
+    """Planes along x one time step reads on each side (2nd order 1, 4th order 3)."""
+    return 1 if order == 2 else 3
+
+
+def ghost(order: int, th: int) -> int:
+    """Ghost planes per side for ``th`` steps per pass (+1: the DFT planes read H at i - 1)."""
+    return th * reach(order) + 1
+
+
+@dataclass(frozen=True)
+class _Ring:
+    """One slab's sub-grid: global planes ``[lo, hi)`` owned, the sub-grid's planes as
+    global ranges ``pieces`` (local plane q = the q-th of them), ``edge``: the grid's x
+    boundary code applies (its wrap is the grid's)."""
+
+    lo: int
+    hi: int
+    pieces: tuple
+    edge: bool
+
+    @property
+    def planes(self) -> np.ndarray:
+        return np.concatenate([np.arange(a, b) for a, b in self.pieces])
+
+    @property
+    def m(self) -> int:
+        return sum(b - a for a, b in self.pieces)
+
+    @property
+    def own(self) -> tuple:
+        """Local (q0, q1) of the owned planes (contiguous in one piece)."""
+        q = 0
+        for a, b in self.pieces:
+            if a <= self.lo < b:
+                return q + self.lo - a, q + self.hi - a
+            q += b - a
+        raise AssertionError("owned planes outside the ring")
+
+
+def rings(nx: int, slab: int, g: int, walled: bool, w_lo: int, w_hi: int) -> list:
+    """The sub-grids of the slabs ``[k slab, (k + 1) slab)`` (the last one shorter) with ``g``
+    ghost planes: ``w_lo``/``w_hi`` planes next to the x faces hold boundary code (walls,
+    CPML) and must sit in an edge ring."""
+    out = []
+    for a in range(0, nx, slab):
+        b = min(a + slab, nx)
+        lo, hi = a - g, b + g
+        if (lo >= w_lo and hi <= nx - w_hi) or (not walled and lo >= 0 and hi <= nx):
+            out.append(_Ring(a, b, ((lo, hi),), False))
+            continue
+        e, s = w_lo, nx - w_hi
+        if lo < 0:
+            e, s = max(e, min(hi, nx)), min(s, nx + lo)
+        elif hi > nx:
+            e, s = max(e, hi - nx), min(s, lo)
+        elif lo < w_lo:
+            e = max(e, hi)
+        else:
+            s = min(s, lo)
+        pieces = ((0, nx),) if e >= s else ((0, e), (s, nx))
+        out.append(_Ring(a, b, pieces, True))
+    return out
+
+
+def _global_setup(sim: GridSimulation, steps: int, dtype, initial):
+    """The plan, coefficients and initial state of :func:`emjax.fdtd.run` (host copies)."""
+    g = sim.grid
+    cpu = jax.devices("cpu")[0]
+    with jax.default_device(cpu):
+        arrays, pml = sim_mod._coefficients(sim, dtype)
+        walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
+        poles = sim.dispersive[0].poles if sim.dispersive is not None else ()
+        n_poles = sum(isinstance(p, DrudePole) for p in poles)
+        tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)
+        aux_len = tfsf_mod.aux_length(tf, g.shape, steps, g.courant) if tf is not None else 0
+        inplace = tuple(sim_mod.INPLACE) if sim_mod.INPLACE is not None else terms.inplace_default(g, dtype)
+        plan = sim_mod._Plan(
+            g.shape,
+            float(g.dx),
+            float(g.dt),
+            g.order,
+            walls,
+            pml,
+            sim.sources,
+            sim.probes,
+            sim.monitors,
+            n_poles,
+            aux_len,
+            len(poles) - n_poles,
+            sim.pec is not None,
+            tuple(isinstance(b, CPML) and b.kappa_max != 1 for b in g.boundary),
+            inplace,
+            tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
+        )
+        state = sim_mod._initial_state(sim, plan, dtype, initial)
+    host = lambda t: jax.tree_util.tree_map(lambda x: np.array(x), t)
+    return plan, host(arrays), host(state)
+
+
+def _check(sim: GridSimulation, th: int):
+    g = sim.grid
+    if not isinstance(sim, GridSimulation):
+        raise ConfigError("run_window needs a GridSimulation (physical Simulation: compile it first)")
+    if is_traced((sim.eps, sim.sigma)):
+        raise ConfigError("run_window: traced (differentiated) inputs are not supported; use fdtd.run")
+    if sim.subpixel is not None:
+        raise ConfigError("run_window: subpixel boxes are not supported by the window (use fdtd.run)")
+    if g.bloch_phases[0] is not None:
+        raise ConfigError("run_window: a Bloch boundary along x (the slab axis) is not supported")
+    for s in sim.sources:
+        if isinstance(s, TFSF) and s.oblique:
+            raise ConfigError(
+                "run_window: oblique TF/SF incidence is not supported by the window (its incident "
+                "field is evaluated at absolute positions); use incidence along an axis"
+            )
+
+
+def _take(x, pieces, axis=0):
+    """Planes ``pieces`` of ``x`` along ``axis`` (a view for one piece)."""
+    sl = lambda a, b: x[(slice(None),) * axis + (slice(a, b),)]
+    if len(pieces) == 1:
+        return sl(*pieces[0])
+    return np.concatenate([sl(a, b) for a, b in pieces], axis=axis)
+
+
+def _x_split(x, nx) -> bool:
+    return np.ndim(x) >= 3 and np.shape(x)[-3] == nx
+
+
+def _local_tfsf(tf: TFSF, planes, nx):
+    """The TF/SF box in the ring's local x indices (masks and 1-D grid indices verified equal
+    to the global ones on every ring plane), canonical where the box misses or covers it."""
+    m = len(planes)
+    lo, hi = tf.lo[0], tf.hi[0]
+    near = (planes >= lo - 2) & (planes <= hi + 1)  # the corrections read lo - 1 .. hi - 1
+    e_in = (planes >= lo) & (planes <= hi - 1)
+    h_in = (planes + 0.5 >= lo) & (planes + 0.5 <= hi - 1)
+    if not near.any():
+        lo2, hi2 = m + 4, m + 6
+    elif tf.axis != 0 and e_in.all() and h_in.all():
+        lo2, hi2 = -3, m + 3
+    else:
+        q = np.nonzero(e_in)[0]
+        lo2, hi2 = (int(q[0]), int(q[-1]) + 1) if len(q) else (m + 4, m + 6)
+    local = TFSF((lo2,) + tuple(tf.lo[1:]), (hi2,) + tuple(tf.hi[1:]), tf.wave, tf.waveform)
+    ql = np.arange(m)
+    ok = np.array_equal((ql >= lo2) & (ql <= hi2 - 1), e_in)
+    ok &= np.array_equal((ql + 0.5 >= lo2) & (ql + 0.5 <= hi2 - 1), h_in)
+    if tf.axis == 0 and near.any():
+        for kind in "EH":
+            want = tfsf_mod._aux_index(tf, nx, kind)[planes]
+            ok &= np.array_equal(tfsf_mod._aux_index(local, m, kind)[near], want[near])
+    if not ok:
+        raise ConfigError(
+            "run_window: this TF/SF box along x cannot be mapped into a slab whose ghost region "
+            "wraps around the x boundary (both box faces in one sub-grid); use a smaller th, "
+            "incidence along y or z, or a box farther from the x faces"
+        )
+    return local
+
+
+@dataclass
+class _Sub:
+    """A slab's static sub-problem: plan, x-split arrays, and the maps back to the grid."""
+
+    ring: _Ring
+    plan: object
+    arrays: dict
+    probes: tuple  # global probe index per local probe
+    monitors: tuple  # (global monitor index, kind) per local monitor
+
+
+def _sub_problem(sim, plan, arrays, ring: _Ring) -> _Sub:
+    nx = plan.shape[0]
+    planes = ring.planes
+    pos = {int(p): q for q, p in enumerate(planes)}
+    m = ring.m
+    shape = (m,) + tuple(plan.shape[1:])
+    sources, src_cb = [], []
+    cb_iter = iter(arrays["src_cb"])
+    for s in plan.sources:
+        if isinstance(s, TFSF):
+            sources.append(_local_tfsf(s, planes, nx))
+            continue
+        cb = next(cb_iter)
+        if isinstance(s, PointDipole):
+            if s.index[0] in pos:
+                sources.append(dataclasses.replace(s, index=(pos[s.index[0]],) + tuple(s.index[1:])))
+                src_cb.append(cb)
+        elif s.axis == 0:
+            if s.index in pos:
+                sources.append(dataclasses.replace(s, index=pos[s.index]))
+                src_cb.append(cb)
+        else:
+            sources.append(s)
+            src_cb.append(_take(np.asarray(cb), ring.pieces, 0))
+    own = range(ring.lo, ring.hi)
+    probes = [(i, p) for i, p in enumerate(plan.probes) if p.index[0] in own]
+    local_probes = tuple(
+        Probe((pos[p.index[0]],) + tuple(p.index[1:]), p.component, p.field) for _, p in probes
+    )
+    mons, local_mons = [], []
+    for i, mon in enumerate(plan.monitors):
+        if mon.axis == 0:
+            if mon.index in own:
+                mons.append((i, "plane"))
+                local_mons.append(dataclasses.replace(mon, index=pos[mon.index]))
+            continue
+        ext = [_extent(mon, plan.shape, ax) for ax in range(3)]
+        first = 1 if isinstance(mon, DFTField) else 0
+        lo = tuple(first if ax == 0 else ext[ax][0] for ax in range(3))
+        hi = tuple(m - 1 - first if ax == 0 else ext[ax][1] for ax in range(3))
+        mons.append((i, "span"))
+        local_mons.append(dataclasses.replace(mon, lo=lo, hi=hi))
+    sub_arrays = {}
+    for k, v in arrays.items():
+        if k == "src_cb":
+            sub_arrays[k] = tuple(src_cb)
+        elif k.startswith("pml") and k[4] == "0":
+            if ring.edge:
+                sub_arrays[k] = v
+        else:
+            sub_arrays[k] = jax.tree_util.tree_map(
+                lambda x: _take(x, ring.pieces, np.ndim(x) - 3) if _x_split(x, nx) else x, v
+            )
+    x_code = {}
+    if not ring.edge:  # no x boundary code: walls, CPML faces
+        x_code = dict(
+            walls=(False,) + plan.walls[1:],
+            pml=(0,) + plan.pml[1:],
+            pml_faces=((),) + plan.pml_faces[1:],
+            pml_kappa=(False,) + plan.pml_kappa[1:],
+        )
+    sub_plan = dataclasses.replace(
+        plan, shape=shape, sources=tuple(sources), probes=local_probes, monitors=tuple(local_mons), **x_code
+    )
+    return _Sub(ring, sub_plan, sub_arrays, tuple(i for i, _ in probes), tuple(mons))
+
+
+def _span_samples(mon, shape):
+    """Global x samples of a monitor spanning x: (axis of the sums, plane of each sample)."""
+    lo, hi = _extent(mon, shape, 0)
+    if isinstance(mon, DFTField):
+        return 3, np.arange(lo - 1, hi + 2) % shape[0]
+    return 2, np.arange(lo, hi + 1) % shape[0]
+
+
+def _sub_state(sub: _Sub, host, plan):
+    ring = sub.ring
+    take = lambda x: _take(x, ring.pieces, 0)
+    psi = {k: (take(v) if k[1] != "0" else v) for k, v in host["psi"].items() if k[1] != "0" or ring.edge}
+    dft = []
+    planes = ring.planes
+    for i, kind in sub.monitors:
+        d = host["dft"][i]
+        if kind == "plane":
+            dft.append(d)
+            continue
+        axis, samples = _span_samples(plan.monitors[i], plan.shape)
+        first = {}
+        for j, p in enumerate(samples):
+            first.setdefault(int(p), j)
+        idx = np.array([first.get(int(p), -1) for p in planes])
+        out = {}
+        for f in ("E", "H"):
+            v = np.take(d[f], np.maximum(idx, 0), axis=axis)
+            miss = idx < 0
+            if miss.any():
+                v[(slice(None),) * axis + (miss,)] = 0
+            out[f] = v
+        dft.append(out)
+    return {
+        "E": tuple(take(e) for e in host["E"]),
+        "H": tuple(take(h) for h in host["H"]),
+        "psi": psi,
+        "dft": tuple(dft),
+        "J": jax.tree_util.tree_map(take, host["J"]),
+        "aux": host["aux"],
+        "n": host["n"],
+        "sub": (),
+        "sub_block": (),
+    }
+
+
+def _owned(state, q0: int, q1: int):
+    """The owned planes of the x-split leaves (one dispatch), psi of the x faces whole."""
+    take = lambda x: jax.lax.slice_in_dim(x, q0, q1, axis=0)
+    psi = {k: (take(v) if k[1] != "0" else v) for k, v in state["psi"].items()}
+    return {
+        "E": tuple(take(e) for e in state["E"]),
+        "H": tuple(take(h) for h in state["H"]),
+        "psi": psi,
+        "dft": state["dft"],
+        "J": jax.tree_util.tree_map(take, state["J"]),
+        "aux": state["aux"],
+        "n": state["n"],
+    }
+
+
+_owned_jit = jax.jit(_owned, static_argnames=("q0", "q1"))
+
+
+def _write_back(sub: _Sub, out, host, plan, rec, probes_out, done):
+    ring, nx = sub.ring, plan.shape[0]
+    a, b = ring.lo, ring.hi
+    for f in ("E", "H"):
+        for c in range(3):
+            host[f][c][a:b] = out[f][c]
+    for k, v in out["psi"].items():
+        if k[1] != "0":
+            host["psi"][k][a:b] = v
+            continue
+        L = v.shape[0]
+        start = 0 if k.endswith("lo") else nx - L
+        p0, p1 = max(a, start), min(b, start + L)
+        if p0 < p1:
+            host["psi"][k][p0 - start : p1 - start] = v[p0 - start : p1 - start]
+    for hj, oj in zip(jax.tree_util.tree_leaves(host["J"]), jax.tree_util.tree_leaves(out["J"])):
+        hj[a:b] = oj
+    q0 = ring.own[0]
+    for (i, kind), d in zip(sub.monitors, out["dft"]):
+        if kind == "plane":
+            host["dft"][i] = {f: np.array(d[f]) for f in ("E", "H")}
+            continue
+        axis, samples = _span_samples(plan.monitors[i], plan.shape)
+        js = np.nonzero((samples >= a) & (samples < b))[0]
+        qs = samples[js] - a + q0
+        for f in ("E", "H"):
+            host["dft"][i][f][(slice(None),) * axis + (js,)] = np.take(d[f], qs, axis=axis)
+    if sub.probes:
+        probes_out[done : done + len(rec), list(sub.probes)] = rec
+
+
+def model_rate(
+    r_dev: float,
+    b_link: float,
+    th: int,
+    slab: int,
+    order: int,
+    *,
+    nx: int,
+    bytes_in: float,
+    bytes_out: float,
+    overlap: bool = True,
+) -> float:
+    """Expected cell updates/s of the window (see the module docstring): ``r_dev`` the
+    in-memory rate (cells/s), ``b_link`` the host link bandwidth (bytes/s), ``bytes_in``/
+    ``bytes_out`` per cell sent/returned per pass; a slab's sub-grid is at most the grid
+    (``nx`` planes). ``overlap=False``: transfers and compute add up (the CPU)."""
+    S = min(slab, nx)
+    m = min(S + 2 * ghost(order, th), nx)
+    t_c = m * th / r_dev
+    t_t = (m * bytes_in + S * bytes_out) / b_link
+    return S * th / (max(t_c, t_t) if overlap else t_c + t_t)
+
+
+def bytes_per_cell(sim: GridSimulation, steps: int = 1) -> tuple:
+    """(sent, returned) bytes per cell per pass: the x-split state and coefficient arrays."""
+    with precision_scope():
+        dtype = precision(sim.grid.precision).real
+        _, arrays, state = _global_setup(sim, steps, dtype, None)
+    nx, n = sim.grid.shape[0], sim.grid.n_cells
+    size = lambda t: sum(x.nbytes for x in jax.tree_util.tree_leaves(t) if _x_split(x, nx))
+    st = size({k: state[k] for k in ("E", "H", "J")}) + sum(
+        v.nbytes for k, v in state["psi"].items() if k[1] != "0"
+    )
+    co = size({k: v for k, v in arrays.items() if not k.startswith("pml")})
+    return (st + co) / n, st / n
+
+
+def slab_for_budget(sim: GridSimulation, th: int, device_bytes: float) -> int:
+    """The largest slab (planes) whose sub-grid (with ghosts; state, coefficients and the
+    step's temporaries, ~3x the state) fits ``device_bytes``."""
+    b_in, b_out = bytes_per_cell(sim)
+    plane = sim.grid.n_cells // sim.grid.shape[0]
+    per_plane = plane * (b_in + 2 * b_out)
+    s = int(device_bytes // per_plane) - 2 * ghost(sim.grid.order, th)
+    if s < 1:
+        raise ConfigError(
+            f"run_window: a device budget of {device_bytes / 1e9:.3g} GB holds no slab with "
+            f"th = {th} (ghosts 2 x {ghost(sim.grid.order, th)} planes of {per_plane / 1e6:.3g} MB)"
+        )
+    return min(s, sim.grid.shape[0])
+
+
+def run_window(
+    sim: GridSimulation,
+    steps: int,
+    *,
+    th: int,
+    slab: int | None = None,
+    device_bytes: float | None = None,
+    initial=None,
+    progress: Callable[[int, int], None] | None = None,
+) -> FDTDResult:
+    """Advance ``steps`` steps with the state in host memory, slab by slab (see the module
+    docstring): the same :class:`FDTDResult` as :func:`emjax.fdtd.run` (bit for bit on the
+    CPU). ``th``: steps per pass (temporal blocking); ``slab``: planes along x per slab,
+    or chosen from ``device_bytes`` (:func:`slab_for_budget`) when None (a budget smaller
+    than the grid forces the window; neither given: the whole grid is one slab).
+    ``progress(done, steps)`` after each pass. Returns E, H as NumPy arrays."""
+    _check(sim, th)
+    steps = require_int("steps", steps, 1)
+    th = require_int("th", th, 1)
+    nx = sim.grid.shape[0]
+    if slab is None:
+        slab = slab_for_budget(sim, th, device_bytes) if device_bytes is not None else nx
+    slab = require_int("slab", slab, 1, nx)
+    with precision_scope():
+        g = sim.grid
+        dtype = precision(g.precision).real
+        plan, arrays, host = _global_setup(sim, steps, dtype, initial)
+        host["dft"] = list(host["dft"])
+        walled = g.bloch_phases[0] is not None or plan.walls[0]
+        L = plan.pml[0]
+        w_lo = max(L if "lo" in plan.pml_faces[0] else 0, 2) if walled else 0
+        w_hi = max(L if "hi" in plan.pml_faces[0] else 0, 2) if walled else 0
+        subs = [
+            _sub_problem(sim, plan, arrays, r)
+            for r in rings(nx, slab, ghost(g.order, th), walled, w_lo, w_hi)
+        ]
+        # the last slab (of this pass) that reads each slab's owned planes
+        last_reader = []
+        for k, s in enumerate(subs):
+            own = set(range(s.ring.lo, s.ring.hi))
+            readers = [j for j, t in enumerate(subs) if j != k and own & set(t.ring.planes.tolist())]
+            last_reader.append(max(readers, default=-1))
+        probes = np.zeros((steps, len(sim.probes)), host["E"][0].dtype)
+        done, compile_s, t_run, timed, seen = 0, 0.0, 0.0, 0, set()
+        device = jax.devices()[0]
+        dev_arrays = None if len(subs) > 1 else [jax.device_put(subs[0].arrays, device)]
+        while done < steps:
+            n = min(th, steps - done)
+            t0 = time.perf_counter()
+            pending, finite = [], True
+            prev = None
+            for k, s in enumerate(subs):
+                st = jax.device_put(_sub_state(s, host, plan), device)
+                arr = dev_arrays[k] if dev_arrays else jax.device_put(s.arrays, device)
+                res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
+                q0, q1 = s.ring.own
+                out = _owned_jit(res, q0=q0, q1=q1)
+                for x in jax.tree_util.tree_leaves((out, rec, fin)):
+                    x.copy_to_host_async()
+                if prev is not None:
+                    pending.append(prev)
+                prev = (k, out, rec, fin)
+                ready = [p for p in pending if last_reader[p[0]] <= k]
+                pending = [p for p in pending if last_reader[p[0]] > k]
+                for j, o, rc, fn in ready:
+                    finite &= bool(fn)
+                    hostify = jax.tree_util.tree_map(np.asarray, o)
+                    _write_back(subs[j], hostify, host, plan, np.asarray(rc), probes, done)
+            for j, o, rc, fn in pending + [prev]:
+                finite &= bool(fn)
+                _write_back(
+                    subs[j], jax.tree_util.tree_map(np.asarray, o), host, plan, np.asarray(rc), probes, done
+                )
+            host["aux"] = tuple(np.asarray(x) for x in prev[1]["aux"])
+            host["n"] = np.asarray(prev[1]["n"])
+            done += n
+            elapsed = time.perf_counter() - t0
+            if n in seen:
+                t_run += elapsed
+                timed += n
+            else:
+                compile_s += elapsed
+                seen.add(n)
+            if not finite:
+                raise FloatingPointError(f"FDTD fields became NaN/Inf by step {done} (window run)")
+            if progress is not None:
+                progress(done, steps)
+        return FDTDResult(
+            sim,
+            probes,
+            (np.arange(steps) + 1) * g.dt,
+            np.stack(host["E"]),
+            np.stack(host["H"]),
+            timed if timed else steps,
+            t_run if timed else compile_s,
+            compile_s,
+            tuple({k: np.asarray(v) for k, v in d.items()} for d in host["dft"]),
+            int(host["n"]),
+        )
