@@ -130,3 +130,13 @@ def test_qmr_lean_matches_qmr():
         assert float(jnp.linalg.norm(A @ r2.x - b) / jnp.linalg.norm(b)) <= 1e-10
         rb = solve_batched(lambda x: A @ x, jnp.stack([b, 2 * b + 1j]), QMRLean(rtol=1e-10, maxiter=2000))
         assert all(r.converged and r.residual <= 1e-10 for r in rb)
+
+
+@pytest.mark.parametrize("rtol", [1.0, 2.0, -1e-5, float("nan"), "1e-5", True])
+def test_rtol_outside_0_1_is_refused(rtol):
+    """rtol >= 1 is met by the zero initial guess ("converged" with nothing solved): refused,
+    as are negative, NaN and non-numeric values, naming the field and the range (issue 12)."""
+    from emjax.krylov import QMR
+
+    with pytest.raises(ConfigError, match=r"rtol must be (in \[0, 1\)|a number in \[0, 1\))"):
+        QMR(rtol=rtol)

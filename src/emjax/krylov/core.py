@@ -22,8 +22,13 @@ class _Method:
     chunk: int = 25
 
     def __post_init__(self):
-        if not (np.isfinite(self.rtol) and self.rtol >= 0):
-            raise ConfigError(f"rtol must be finite and >= 0, got {self.rtol!r}")
+        if isinstance(self.rtol, bool) or not isinstance(self.rtol, (int, float, np.floating, np.integer)):
+            raise ConfigError(f"rtol must be a number in [0, 1), got {self.rtol!r}")
+        if not (np.isfinite(self.rtol) and 0 <= self.rtol < 1):
+            # rtol >= 1 is met by the zero initial guess: "converged" after no real work
+            raise ConfigError(
+                f"rtol must be in [0, 1) (a relative residual; 1e-5 is usual), got {self.rtol!r}"
+            )
         if not (np.isfinite(self.atol) and self.atol >= 0):
             raise ConfigError(f"atol must be finite and >= 0, got {self.atol!r}")
         if self.rtol == 0 and self.atol == 0:
