@@ -21,6 +21,7 @@ def _p(**kw):
         (dict(eq_rad=None, size_x=0.0), "size_x"),
         (dict(eq_rad=1.0, size_x=2.0), "either"),
         (dict(m=(1.5 - 0.01j,)), "negative imaginary"),
+        (dict(m=(0.0,)), r"m\[0\] = 0 is not a refractive index|= 0 is not a refractive index"),
         (dict(m=(complex("nan"),)), "m"),
         (dict(m=(1.5, 1.3)), "domain"),
         (dict(wavelength=-1.0), "wavelength"),

@@ -51,6 +51,8 @@ def check_refractive_index(name: str, m):
         )
     if z == 1:
         raise ConfigError(f"{name} = 1 is the vacuum: nothing scatters")
+    if z == 0:
+        raise ConfigError(f"{name} = 0 is not a refractive index (n + i k with n > 0 or k > 0)")
     return z
 
 
