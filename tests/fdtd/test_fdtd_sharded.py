@@ -170,3 +170,21 @@ def test_sharded_equals_one_device_on_eight_devices():
 @pytest.mark.slow
 def test_sharded_periodic_bloch_and_fourth_order():
     _report(run_with_devices(4, MORE))
+
+
+@pytest.mark.slow
+def test_bench_scaling_cli_on_two_devices():
+    out = run_with_devices(
+        2,
+        """
+import sys
+from emjax.cli import main
+args = "bench fdtd --size 16 --devices 2 --steps 5 --boundary pec --json".split()
+sys.exit(main(args))
+""",
+    )
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    runs = [(r["mode"], r["devices"]) for r in rows]
+    assert runs == [("strong", 1), ("strong", 2), ("weak", 1), ("weak", 2)]
+    assert rows[3]["shape"] == [32, 16, 16] and rows[0]["efficiency"] == 1.0
+    assert all(r["cells_per_s"] > 0 for r in rows)

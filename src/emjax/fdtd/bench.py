@@ -25,6 +25,8 @@ def fdtd_benchmark(
     pml_thickness: int = 10,
     bandwidth: float | None = None,
     copy: float | None = None,
+    devices: int | None = None,
+    shape: tuple | None = None,
 ) -> dict:
     """Cell updates per second of the FDTD step on an N^3 grid with a z-dipole at the centre.
 
@@ -34,6 +36,8 @@ def fdtd_benchmark(
     "sphere-subpixel" (Kottke tensors at the interface nodes; both in the sparse box), or
     "sphere-drude" (a Drude sphere, subpixel: its interface nodes are two-pole media in the
     box).
+    ``devices``: run on that many devices (``fdtd.run(layout=devices)``, slabs along x);
+    ``shape``: a grid other than N^3 (the scaling runs' (k N, N, N)).
     Bytes per cell update: the model of two passes (H then E), each reading six field
     components and writing three (18 accesses), plus the per-cell coefficient arrays read
     (lossless: cb, 1; lossy/Drude: ca too) and for Drude the currents read and written and
@@ -46,7 +50,13 @@ def fdtd_benchmark(
 
     prec = backend.precision(precision)
     bd = {"cpml": fdtd.CPML(pml_thickness), "pec": fdtd.PEC(), "periodic": fdtd.Periodic()}[boundary]
-    grid = fdtd.Grid((size,) * 3, dx=1.0, order=order, boundary=bd, precision=prec.name)
+    grid = fdtd.Grid(
+        tuple(shape) if shape is not None else (size,) * 3,
+        dx=1.0,
+        order=order,
+        boundary=bd,
+        precision=prec.name,
+    )
     materials = ("vacuum", "dielectric", "drude", "sphere", "sphere-subpixel", "sphere-drude")
     if material not in materials:
         raise ConfigError(f"material must be one of {', '.join(materials)}, got {material!r}")
@@ -83,11 +93,11 @@ def fdtd_benchmark(
         grid, eps=eps, dispersive=disp, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),), subpixel=sub
     )
     t0 = time.perf_counter()
-    fdtd.run(sim, 2, chunk=2)  # set-up and a compile of the 2-step scan (not reused)
+    fdtd.run(sim, 2, chunk=2, layout=devices)  # set-up and a compile of the 2-step scan (not reused)
     setup = time.perf_counter() - t0
     # a warm-up chunk (compiles) and one timed chunk of ``steps``: the stepping rate of a
     # long run; each chunk boundary (NaN check, probe records, progress) costs ~0.5 ms
-    r = fdtd.run(sim, 2 * steps, chunk=steps)
+    r = fdtd.run(sim, 2 * steps, chunk=steps, layout=devices)
     item = np.dtype(prec.real).itemsize
     coef = {"vacuum": 0, "dielectric": 1, "drude": 10, "sphere": 1, "sphere-subpixel": 1, "sphere-drude": 10}[
         material
@@ -97,6 +107,8 @@ def fdtd_benchmark(
     return {
         "case": "fdtd_dipole",
         "size": size,
+        "shape": list(grid.shape),
+        "devices": devices or 1,
         "cells": grid.n_cells,
         "steps": r.steps,
         "precision": prec.name,
@@ -120,3 +132,46 @@ def fdtd_benchmark(
         "commit": git_commit(),
         "jax": jax.__version__,
     }
+
+
+def device_counts(n: int) -> list:
+    """1, 2, 4, ... below ``n``, then ``n``."""
+    out, k = [], 1
+    while k < n:
+        out.append(k)
+        k *= 2
+    return out + [n]
+
+
+def fdtd_scaling(size: int, devices: int, steps: int = 200, modes=("strong", "weak"), **kw):
+    """Strong and weak scaling of the sharded FDTD step (``fdtd.run(layout=k)``, slabs along
+    x) over ``k`` = 1, 2, 4, ..., ``devices`` devices; yields one dict per run.
+
+    Strong: the fixed grid N^3 on k devices; weak: (k N, N, N), N^3 cells per device. Each
+    dict is :func:`fdtd_benchmark`'s with ``mode``, ``devices`` and ``efficiency``: the
+    cell-update rate over ``k`` times the one-device rate of the same mode (the one-device
+    runs are the plain single-device path). Sizes whose x length does not divide by k take
+    the slower padded path (see :mod:`emjax.fdtd.sharded`); choose N divisible by
+    ``devices``. Keyword arguments go to :func:`fdtd_benchmark` (boundary, order, ...).
+    On virtual CPU devices (``XLA_FLAGS=--xla_force_host_platform_device_count``) the
+    numbers check the machinery only: the devices share the same cores and memory.
+    """
+    import jax
+
+    if devices > len(jax.devices()):
+        raise ConfigError(
+            f"--devices {devices}: JAX sees {len(jax.devices())} device(s) "
+            "(CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N)"
+        )
+    kw.setdefault("bandwidth", stream_bandwidth())
+    kw.setdefault("copy", copy_bandwidth())
+    for mode in modes:
+        if mode not in ("strong", "weak"):
+            raise ConfigError(f"scaling mode must be strong or weak, got {mode!r}")
+        base = None
+        for k in device_counts(devices):
+            shape = (size, size, size) if mode == "strong" else (k * size, size, size)
+            r = fdtd_benchmark(size, steps, devices=k if k > 1 else None, shape=shape, **kw)
+            base = base if base is not None else r["cells_per_s"]
+            r.update(mode=mode, devices=k, efficiency=r["cells_per_s"] / (k * base))
+            yield r

@@ -28,6 +28,9 @@ def add_command(sub) -> None:
     p.add_argument("--steps", type=int, help="override [run].steps")
     p.add_argument("--out", type=Path, help="write result.nc and fdtd.png here")
     p.add_argument("--json", action="store_true", help="one-line JSON summary on stdout")
+    p.add_argument(
+        "--devices", type=int, metavar="N", help="run on N devices, the grid split in slabs along x"
+    )
 
 
 def add_bench(bench) -> None:
@@ -43,6 +46,14 @@ def add_bench(bench) -> None:
         default="vacuum",
         choices=["vacuum", "dielectric", "drude", "sphere", "sphere-subpixel", "sphere-drude"],
     )
+    b.add_argument(
+        "--devices",
+        type=int,
+        metavar="N",
+        help="scaling over 1, 2, 4, ..., N devices (slabs along x): strong (the N^3 grid) and "
+        "weak (N^3 cells per device); one JSON line per run with --json",
+    )
+    b.add_argument("--scaling", default="strong,weak", help="with --devices: strong, weak or both")
     b.add_argument("--json", action="store_true")
 
 
@@ -62,7 +73,7 @@ def run(args, argv) -> int:
     def progress(done, total):
         print(f"step {done}/{total}", file=sys.stderr, flush=True)
 
-    res = fdtd.run(sim, steps, chunk=chunk, checkpoint=checkpoint, progress=progress)
+    res = fdtd.run(sim, steps, chunk=chunk, checkpoint=checkpoint, progress=progress, layout=args.devices)
     boxes = box_results(res, len(cfg.get("flux_boxes", [])))
     summary = {
         "steps": steps,
@@ -102,7 +113,9 @@ def _run_physical(args, cfg) -> int:
     def progress(done, total):
         print(f"step {done}/{total}", file=sys.stderr, flush=True)
 
-    res = run_physical(sim, steps, until=until, chunk=chunk, checkpoint=checkpoint, progress=progress)
+    res = run_physical(
+        sim, steps, until=until, chunk=chunk, checkpoint=checkpoint, progress=progress, layout=args.devices
+    )
     raw = res.raw
     summary = {
         "steps": raw.total_steps,
@@ -142,8 +155,23 @@ def _run_physical(args, cfg) -> int:
 
 def run_bench(args, argv) -> int:
     """``emjax bench fdtd``."""
-    from .bench import fdtd_benchmark
+    from .bench import fdtd_benchmark, fdtd_scaling
 
+    if args.devices:
+        modes = tuple(m.strip() for m in args.scaling.split(",") if m.strip())
+        kw = dict(precision=args.precision, boundary=args.boundary, order=args.order, material=args.material)
+        for n in args.size:
+            for r in fdtd_scaling(n, args.devices, args.steps, modes, **kw):
+                if args.json:
+                    print(json.dumps(r), flush=True)
+                else:
+                    print(
+                        f"FDTD {r['mode']:6s} {'x'.join(map(str, r['shape']))} on {r['devices']} "
+                        f"device(s): {r['cells_per_s'] / 1e9:.3f} G cell/s, efficiency "
+                        f"{r['efficiency']:.0%} ({r['device']})",
+                        flush=True,
+                    )
+        return 0
     for n in args.size:
         r = fdtd_benchmark(n, args.steps, args.precision, args.boundary, args.order, args.material)
         if args.json:
