@@ -127,3 +127,5 @@ def test_scaling_steps_and_bench_options():
     assert a.devices == 4 and a.scaling_mode == "slabs"
     a = build_parser().parse_args(["bench", "layered", "--size", "8", "--devices", "2"])
     assert a.devices == 2
+    a = build_parser().parse_args(["dda", "--grid", "6", "--devices", "4"])
+    assert a.devices == 4

@@ -40,15 +40,22 @@ COMMAND = "dda"
 
 def add_command(sub) -> None:
     """Register ``emjax dda`` in the subparsers ``sub``."""
-    add_arguments(
-        sub.add_parser(
-            "dda",
-            help="discrete dipole approximation (ADDA-like options)",
-            description="Scattering by one particle with the DDA, for incident light polarized "
-            "along x and y, incidence along +z. Lengths in any unit shared by the "
-            "wavelength and the sizes. Exit status 0 converged, 2 not converged, "
-            "1 invalid input.",
-        )
+    p = sub.add_parser(
+        "dda",
+        help="discrete dipole approximation (ADDA-like options)",
+        description="Scattering by one particle with the DDA, for incident light polarized "
+        "along x and y, incidence along +z. Lengths in any unit shared by the "
+        "wavelength and the sizes. Exit status 0 converged, 2 not converged, "
+        "1 invalid input.",
+    )
+    add_arguments(p)
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run on the first N devices: one orientation's lattice in slabs along x, or an "
+        "orientation average's right-hand sides split over them",
     )
 
 
@@ -359,7 +366,7 @@ def run(args, argv) -> int:
         with warnings.catch_warnings():
             # reported below, louder, with the exit status
             warnings.filterwarnings("ignore", message="DDA polarization", category=RuntimeWarning)
-            result = solve(problem, solver, progress=progress)
+            result = solve(problem, solver, progress=progress, layout=getattr(args, "devices", None))
     finally:
         progress.close()
     command = shlex.join(["emjax", *argv])
@@ -446,7 +453,13 @@ def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature) -> int:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="DDA orientation", category=RuntimeWarning)
             result = average(
-                problem, quadrature, solver, batch=batch, progress=progress, checkpoint=cfg["checkpoint"]
+                problem,
+                quadrature,
+                solver,
+                batch=batch,
+                progress=progress,
+                checkpoint=cfg["checkpoint"],
+                layout=getattr(args, "devices", None),
             )
     finally:
         progress.close()
