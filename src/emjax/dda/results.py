@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._repr import concise_repr
 from ..scattering import OrientationAverage, degree_of_polarization
 from .lattice import Lattice
 
@@ -73,6 +74,8 @@ class DDAResult(Efficiencies):
     ``S`` has shape (n_phi, n_theta, 4) holding (S1, S2, S3, S4); ``mueller`` (n_phi,
     n_theta, 4, 4).
     """
+
+    __repr__ = concise_repr
 
     problem: DDAProblem
     lattice: Lattice
@@ -161,6 +164,8 @@ class AveragedResult(Efficiencies):
     ``mueller_orientations`` (n, n_theta, 4, 4) is each node's Mueller matrix in the yz plane.
     ``error`` holds the refinement's estimates (relative to Cext) per dimension.
     """
+
+    __repr__ = concise_repr
 
     problem: DDAProblem
     quadrature: OrientationAverage

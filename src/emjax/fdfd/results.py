@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._repr import concise_repr
 from ..io import complex_str, version
 
 __all__ = ["RCSResult", "decibels"]
@@ -33,6 +34,8 @@ class RCSResult:
     backscatter per ``problem.monostatic_angles`` (or None); ``field`` the solver's result
     for the bistatic incidence (``TMResult`` or ``Result3D``); ``stats`` the solve's
     statistics (unknowns, iterations, converged, residual, solver, seconds, ...)."""
+
+    __repr__ = concise_repr
 
     problem: object
     angles_deg: np.ndarray

@@ -51,6 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .._repr import concise_repr
 from ..errors import ConfigError, ConvergenceError, require_positive
 from .operators import SCPML, UPML, derivatives
 from .pec2d import pec_index, te_open_fractions, tm_rows
@@ -79,6 +80,8 @@ class PlaneWave2D:
 class TMResult:
     """E_z on the nodes (``x`` by ``y``): ``Ez`` the total field, ``Es`` the scattered one
     (plane waves; None for line sources), ``eps`` at the nodes, solve statistics."""
+
+    __repr__ = concise_repr
 
     x: np.ndarray
     y: np.ndarray

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import jax
 import numpy as np
 
+from .._repr import concise_repr
 from ..errors import ConfigError
 from ..io import version
 from . import monitors as mon_mod
@@ -24,6 +25,8 @@ __all__ = ["FDTDResult", "box_results", "fdtd_to_xarray"]
 @dataclass(frozen=True, eq=False)
 class FDTDResult:
     """Probe time series ``(steps, n_probes)`` at times ``(n + 1) dt`` (E) and the fields."""
+
+    __repr__ = concise_repr
 
     simulation: GridSimulation
     probes: np.ndarray

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._repr import concise_repr
 from ..io import version
 from .stack import Stack
 
@@ -21,6 +22,8 @@ class GreenResult:
     ``error``: per point, the Gauss-Kronrod estimate of the absolute error of the integrated
     (scattered/transmitted) part, as a fraction of the norm of that part's tensor.
     """
+
+    __repr__ = concise_repr
 
     points: np.ndarray
     G: np.ndarray | None
@@ -36,6 +39,8 @@ class GreenResult:
 @dataclass(frozen=True, eq=False)
 class DipoleFields:
     """E and H (N, 3) of a dipole ``p`` at ``source`` (units: see the module docstring)."""
+
+    __repr__ = concise_repr
 
     stack: Stack
     wavelength: float
