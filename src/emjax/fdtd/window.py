@@ -46,9 +46,20 @@ transfer bound (linear in th) at small th, compute bound (R_dev less the ghost o
 large th; without overlap (the CPU, where "transfer" is host memcpy on the same cores) the
 times add: rate = S A th / (T_c + T_t). :func:`model_rate` evaluates both.
 
+Re-indexing: sources and the TF/SF box act in every ring that holds their planes (ghost
+planes must be exact too); probes and x-normal DFT planes belong to the slab that owns their
+plane; DFT planes normal to y or z (and DFTField windows) span x, so every ring accumulates
+its planes' samples into the running sums, which start from the host's sums and go back
+to them (one copy per sample: a periodic edge's repeated sample is written from its plane).
+The TF/SF box maps by its 1-D x masks (checked against the grid's on every ring plane but
+those next to a seam, which are wrong from the first step anyway); with incidence along
+y or z any ring works; along x the 1-D grid's index also has to match, which an edge ring
+whose second piece ``[s, nx)`` cuts the box cannot do: refused with a ConfigError naming
+it (keep the box clear of the last slab's ghosts, or use a smaller th).
+
 Not supported (ConfigError): subpixel boxes, Bloch boundaries along x, oblique TF/SF
-incidence, a TF/SF box along x whose faces an edge ring cannot map (the error says so),
-traced (differentiated) inputs, several devices. Checkpoints: not here (see issue 19).
+incidence, the TF/SF case above, traced (differentiated) inputs, several devices.
+Checkpoints: not here (see issue 19).
 """
 
 from __future__ import annotations
@@ -170,9 +181,12 @@ def _global_setup(sim: GridSimulation, steps: int, dtype, initial):
             inplace,
             tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
         )
-        state = sim_mod._initial_state(sim, plan, dtype, initial)
-    host = lambda t: jax.tree_util.tree_map(lambda x: np.array(x), t)
-    return plan, host(arrays), host(state)
+        if initial is None:  # zeros straight in host memory (lazily paged in), no device copy
+            shapes = jax.eval_shape(lambda: sim_mod._initial_state(sim, plan, dtype, None))
+            state = jax.tree_util.tree_map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+        else:
+            state = jax.tree_util.tree_map(np.array, sim_mod._initial_state(sim, plan, dtype, initial))
+    return plan, jax.tree_util.tree_map(np.asarray, arrays), state
 
 
 def _check(sim: GridSimulation, th: int):
@@ -205,34 +219,60 @@ def _x_split(x, nx) -> bool:
     return np.ndim(x) >= 3 and np.shape(x)[-3] == nx
 
 
-def _local_tfsf(tf: TFSF, planes, nx):
-    """The TF/SF box in the ring's local x indices (masks and 1-D grid indices verified equal
-    to the global ones on every ring plane), canonical where the box misses or covers it."""
-    m = len(planes)
+def _seam_adjacent(ring: _Ring) -> np.ndarray:
+    """Local planes next to a seam (where the sub-grid joins unrelated planes): wrong from
+    the first step on, so the TF/SF masks need not match the grid's there."""
+    m = ring.m
+    adj = np.zeros(m, bool)
+    ends = np.cumsum([b - a for a, b in ring.pieces])[:-1]
+    for e in ends:
+        adj[e - 1 : e + 1] = True
+    if not ring.edge:  # the sub-grid's own wrap is a seam too
+        adj[[0, m - 1]] = True
+    return adj
+
+
+def _local_tfsf(tf: TFSF, ring: _Ring, nx: int):
+    """The TF/SF box in the ring's local x indices, its masks (and, along x, its 1-D grid
+    indices) verified equal to the grid's on the ring's planes (but next to a seam);
+    canonical where the box misses or covers the ring, so that such slabs share a plan."""
+    planes = ring.planes
+    m, keep = len(planes), ~_seam_adjacent(ring)
     lo, hi = tf.lo[0], tf.hi[0]
-    near = (planes >= lo - 2) & (planes <= hi + 1)  # the corrections read lo - 1 .. hi - 1
+    near = (planes >= lo - 2) & (planes <= hi + 1) & keep  # the corrections read lo - 1 .. hi - 1
     e_in = (planes >= lo) & (planes <= hi - 1)
     h_in = (planes + 0.5 >= lo) & (planes + 0.5 <= hi - 1)
+    offsets = np.unique((planes - np.arange(m))[near])
     if not near.any():
         lo2, hi2 = m + 4, m + 6
-    elif tf.axis != 0 and e_in.all() and h_in.all():
+    elif tf.axis == 0:  # the 1-D grid's index follows the planes: a translation
+        off = int(offsets[0])
+        lo2, hi2 = lo - off, hi - off
+        qa = int(np.nonzero(planes - np.arange(m) == off)[0][0])
+        qb = qa + int(np.sum(planes - np.arange(m) == off))  # that piece: local [qa, qb)
+        if tf.backward:  # the index reads hi: cut the box's other end at the seam
+            lo2 = max(lo2, qa - 1)
+        else:
+            hi2 = min(hi2, qb + 1)
+    elif e_in[keep].all() and h_in[keep].all():
         lo2, hi2 = -3, m + 3
     else:
         q = np.nonzero(e_in)[0]
         lo2, hi2 = (int(q[0]), int(q[-1]) + 1) if len(q) else (m + 4, m + 6)
     local = TFSF((lo2,) + tuple(tf.lo[1:]), (hi2,) + tuple(tf.hi[1:]), tf.wave, tf.waveform)
     ql = np.arange(m)
-    ok = np.array_equal((ql >= lo2) & (ql <= hi2 - 1), e_in)
-    ok &= np.array_equal((ql + 0.5 >= lo2) & (ql + 0.5 <= hi2 - 1), h_in)
+    ok = np.array_equal(((ql >= lo2) & (ql <= hi2 - 1))[keep], e_in[keep])
+    ok &= np.array_equal(((ql + 0.5 >= lo2) & (ql + 0.5 <= hi2 - 1))[keep], h_in[keep])
     if tf.axis == 0 and near.any():
         for kind in "EH":
             want = tfsf_mod._aux_index(tf, nx, kind)[planes]
             ok &= np.array_equal(tfsf_mod._aux_index(local, m, kind)[near], want[near])
     if not ok:
         raise ConfigError(
-            "run_window: this TF/SF box along x cannot be mapped into a slab whose ghost region "
-            "wraps around the x boundary (both box faces in one sub-grid); use a smaller th, "
-            "incidence along y or z, or a box farther from the x faces"
+            f"run_window: the TF/SF box along {'xyz'[tf.axis]} cannot be mapped into a slab whose "
+            "ghost planes wrap around the x boundary (parts of the box on both sides of its "
+            "sub-grid's cut); use a smaller th, incidence along y or z, or a box farther from "
+            "the x faces"
         )
     return local
 
@@ -258,7 +298,7 @@ def _sub_problem(sim, plan, arrays, ring: _Ring) -> _Sub:
     cb_iter = iter(arrays["src_cb"])
     for s in plan.sources:
         if isinstance(s, TFSF):
-            sources.append(_local_tfsf(s, planes, nx))
+            sources.append(_local_tfsf(s, ring, nx))
             continue
         cb = next(cb_iter)
         if isinstance(s, PointDipole):

@@ -1,0 +1,126 @@
+"""FDTD calculation window (issue 19): cell updates/s vs steps per pass (th), against the
+in-memory run of the same grid and the rate model of emjax.fdtd.window (the paper's Fig. 6).
+
+PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 64 --slab 16
+PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 512 --slab 64 --th 1 4 16 64 --out w.jsonl
+PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 1800 --device-gb 20 --no-in-memory --r-dev 3.2e10
+
+One JSON line per th (stdout, and appended to --out): the measured rate (passes after the
+first of each length, compiles excluded), the model's prediction with and without
+transfer/compute overlap, the in-memory rate (``r_dev``) and the measured host link
+bandwidth (``b_link``: device_put + copy back of 256 MB, the harmonic mean of both ways).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from emjax import fdtd
+from emjax.bench import git_commit
+from emjax.fdtd import window
+
+
+def link_bandwidth(nbytes: int = 256 << 20, repeats: int = 3) -> tuple:
+    """(host -> device, device -> host) bytes/s of a NumPy array to the default device."""
+    x = np.ones(nbytes // 4, np.float32)
+    dev = jax.devices()[0]
+    jax.device_put(x, dev).block_until_ready()
+    up = down = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        y = jax.device_put(x, dev)
+        y.block_until_ready()
+        up = min(up, time.perf_counter() - t0)
+        z = y + 1  # a fresh device buffer (the CPU may alias x)
+        z.block_until_ready()
+        t0 = time.perf_counter()
+        np.asarray(z)
+        down = min(down, time.perf_counter() - t0)
+    return nbytes / up, nbytes / down
+
+
+def simulation(n: int, precision: str, order: int, cpml: int):
+    g = fdtd.Grid((n, n, n), dx=0.05, order=order, boundary=fdtd.CPML(cpml), precision=precision)
+    c = n // 2
+    src = fdtd.PointDipole((c, c, c), 2, fdtd.Ricker(frequency=1.0))
+    return fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((c, c, c + 2), 2),))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=64, help="grid n^3")
+    ap.add_argument("--slab", type=int, default=None, help="planes per slab (default: from --device-gb)")
+    ap.add_argument("--device-gb", type=float, default=None, help="device budget that sets the slab")
+    ap.add_argument("--th", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
+    ap.add_argument("--passes", type=int, default=3, help="passes per th (the first one compiles)")
+    ap.add_argument("--precision", default="single")
+    ap.add_argument("--order", type=int, default=2)
+    ap.add_argument("--cpml", type=int, default=10)
+    ap.add_argument("--no-in-memory", action="store_true", help="skip the in-memory run (grid too big)")
+    ap.add_argument("--r-dev", type=float, default=None, help="in-memory cells/s for the model")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    sim = simulation(args.n, args.precision, args.order, args.cpml)
+    dev = jax.devices()[0]
+    base = {
+        "device": dev.device_kind,
+        "platform": dev.platform,
+        "n": args.n,
+        "precision": args.precision,
+        "order": args.order,
+        "cpml": args.cpml,
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    r_dev = args.r_dev
+    if not args.no_in_memory:
+        steps = 4 * max(10, min(50, 2_000_000_000 // sim.grid.n_cells // 4))
+        res = fdtd.run(sim, steps, chunk=steps // 4)
+        r_dev = res.cells_per_second
+        emit(args.out, {**base, "mode": "in_memory", "steps": steps, "rate": r_dev})
+    up, down = link_bandwidth()
+    b_link = 2 / (1 / up + 1 / down)
+    b_in, b_out = window.bytes_per_cell(sim)
+    for th in args.th:
+        slab = args.slab
+        if slab is None:
+            slab = window.slab_for_budget(sim, th, args.device_gb * 1e9) if args.device_gb else args.n
+        steps = th * args.passes
+        t0 = time.perf_counter()
+        res = window.run_window(sim, steps, th=th, slab=slab)
+        wall = time.perf_counter() - t0
+        row = {
+            **base,
+            "mode": "window",
+            "th": th,
+            "slab": slab,
+            "ghost": window.ghost(args.order, th),
+            "steps": steps,
+            "rate": res.cells_per_second,
+            "wall_s": round(wall, 2),
+            "compile_s": round(res.compile_seconds, 2),
+        }
+        if r_dev:
+            kw = dict(nx=args.n, bytes_in=b_in, bytes_out=b_out)
+            row["model"] = window.model_rate(r_dev, b_link, th, slab, args.order, overlap=True, **kw)
+            row["model_serial"] = window.model_rate(r_dev, b_link, th, slab, args.order, overlap=False, **kw)
+        row.update(r_dev=r_dev, b_link=b_link, b_up=up, b_down=down, bytes_in=b_in, bytes_out=b_out)
+        emit(args.out, row)
+
+
+def emit(out, row):
+    line = json.dumps(row)
+    print(line, flush=True)
+    if out is not None:
+        with open(out, "a") as f:
+            f.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main()

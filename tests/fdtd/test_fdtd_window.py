@@ -1,0 +1,165 @@
+"""The calculation window (emjax.fdtd.window, issue 19) equals the in-memory run bit for bit
+on the CPU: the state in host memory, slabs along x with ghost planes, th steps per pass.
+
+Every comparison is np.array_equal (no tolerance): the slab runs the same jitted step on a
+sub-grid whose planes hold the same numbers, so any difference is a bug. The fields are
+launched at step 0 (Ricker with no delay) so that they cross the slab cuts, the CPML and the
+walls within the few steps the fast suite affords. Compiles dominate (one per distinct
+sub-plan and pass length): each run uses few slabs."""
+
+import numpy as np
+import pytest
+
+from emjax import fdtd
+from emjax.backend import precision, precision_scope
+from emjax.errors import ConfigError
+from emjax.fdtd import simulation, window
+from emjax.materials import Dispersive, DrudePole, LorentzPole
+from emjax.scattering import PlaneWave
+
+WAVE = fdtd.Ricker(frequency=1.5, delay=0.0)
+
+
+def dip(i, c=2):
+    return fdtd.PointDipole(i, c, WAVE)
+
+
+def same(sim, steps, th, slab):
+    """Run both ways; assert E, H, probes and DFT sums equal bit for bit (and the window's
+    plan of the whole grid equal to the one fdtd.run steps)."""
+    seen = []
+    orig = simulation._advance
+    simulation._advance = lambda plan, *a: seen.append(plan) or orig(plan, *a)
+    try:
+        a = fdtd.run(sim, steps)
+    finally:
+        simulation._advance = orig
+    with precision_scope():
+        dtype = precision(sim.grid.precision).real
+        assert window._global_setup(sim, steps, dtype, None)[0] == seen[0]
+    b = window.run_window(sim, steps, th=th, slab=slab)
+    assert b.total_steps == a.total_steps == steps
+    assert np.array_equal(np.asarray(a.E), b.E), np.max(np.abs(np.asarray(a.E) - b.E))
+    assert np.array_equal(np.asarray(a.H), b.H), np.max(np.abs(np.asarray(a.H) - b.H))
+    assert np.array_equal(np.asarray(a.probes), b.probes)
+    for x, y in zip(a.dft, b.dft):
+        for f in "EH":
+            assert np.array_equal(np.asarray(x[f]), y[f])
+    assert np.abs(b.E).max() > 1e-3  # the test has fields to compare
+    return a, b
+
+
+def test_cpml_dipole_probes_monitors_2nd_order():
+    """CPML on all faces, a dipole, probes in several slabs (one in the CPML), DFT planes
+    normal to x (one on a slab cut: it reads H one plane below) and to z (spans every slab);
+    nx = 21 with slab 5 (the last slab shorter), th = 3, 11 steps (a short last pass)."""
+    g = fdtd.Grid((21, 12, 12), dx=0.05, boundary=fdtd.CPML(4))
+    probes = (fdtd.Probe((2, 6, 6), 2), fdtd.Probe((10, 6, 6), 2), fdtd.Probe((16, 6, 6), 1, "H"))
+    mons = (fdtd.DFTPlane(0, 15, (0.8, 1.5)), fdtd.DFTPlane(2, 8, (1.5,)))
+    sim = fdtd.GridSimulation(g, sources=(dip((9, 6, 6)),), probes=probes, monitors=mons)
+    a, b = same(sim, 11, 3, 5)
+    assert np.array_equal(a.flux(0), b.flux(0))
+
+
+def test_th1_and_one_slab():
+    """th = 1 (no temporal blocking) and a single slab (the whole grid: the plain run)."""
+    g = fdtd.Grid((13, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
+    sim = fdtd.GridSimulation(g, sources=(dip((6, 5, 5)),), probes=(fdtd.Probe((11, 5, 5), 2),))
+    same(sim, 5, 1, 4)
+    same(sim, 4, 2, 13)
+
+
+def test_4th_order_pec_walls():
+    """4th order next to bare PEC walls (the wall terms read across the wrap at i = 0 = nx)
+    and a probe on the wall plane."""
+    g = fdtd.Grid((19, 10, 10), dx=0.05, order=4, boundary=fdtd.PEC())
+    probes = (fdtd.Probe((0, 5, 5), 1), fdtd.Probe((18, 5, 5), 2))
+    sim = fdtd.GridSimulation(g, sources=(dip((2, 5, 5)),), probes=probes)
+    same(sim, 8, 2, 7)
+
+
+def test_periodic_x_plane_source_dft_field():
+    """Periodic x (the slabs' ghosts wrap around), a PlaneSource normal to y (spans the
+    slabs), a DFTField normal to y (its window spans x and wraps)."""
+    g = fdtd.Grid((19, 10, 10), dx=0.05, boundary=(fdtd.Periodic(), fdtd.CPML(3), fdtd.PEC()))
+    src = (dip((1, 5, 5)), fdtd.PlaneSource(1, 4, 2, WAVE))
+    mons = (fdtd.DFTPlane(2, 5, (1.0,)), fdtd.DFTField(1, 6, (1.0,)))
+    sim = fdtd.GridSimulation(g, sources=src, probes=(fdtd.Probe((18, 5, 5), 2),), monitors=mons)
+    same(sim, 8, 4, 6)
+
+
+def test_tfsf_z_drude_lorentz_flux_box():
+    """A TF/SF plane wave along z through all slabs, a Drude + Lorentz block across a slab
+    cut, a flux box of six DFT planes."""
+    g = fdtd.Grid((21, 14, 16), dx=0.05, boundary=fdtd.CPML(3))
+    tf = fdtd.TFSF(
+        (5, 4, 4), (16, 10, 11), PlaneWave((0, 0, 1), (1, 0, 0)), fdtd.GaussianPulse(1.5, 1.0, 1.0)
+    )
+    mask = np.zeros(g.shape, bool)
+    mask[8:13, 5:9, 6:10] = True
+    mat = Dispersive(eps_inf=2.0, poles=(DrudePole(omega_p=3.0, gamma=0.5), LorentzPole(1.0, 2.0, 0.1)))
+    sim = fdtd.GridSimulation(
+        g,
+        sources=(tf,),
+        dispersive=(mat, mask),
+        probes=(fdtd.Probe((10, 7, 8), 0),),
+        monitors=fdtd.flux_box((4, 3, 3), (17, 11, 12), (1.5,)),
+    )
+    same(sim, 12, 3, 7)
+
+
+def test_tfsf_along_x_and_refusals():
+    """A TF/SF wave along x (the slab axis): its 1-D grid indices follow the slabs; an edge
+    slab whose ghosts would hold both box faces is refused, as are unsupported features."""
+    g = fdtd.Grid((36, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
+    tf = fdtd.TFSF((7, 3, 3), (21, 7, 7), PlaneWave((1, 0, 0), (0, 0, 1)), fdtd.GaussianPulse(1.5, 1.0, 1.0))
+    sim = fdtd.GridSimulation(g, sources=(tf,), probes=(fdtd.Probe((12, 5, 5), 2),))
+    same(sim, 8, 2, 9)  # slab 0's ring: [0, 12) + [33, 36); the box is clear of [24, 36)
+    wide = fdtd.Grid((41, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
+    box = fdtd.TFSF((7, 3, 3), (38, 7, 7), tf.wave, tf.waveform)
+    # slab 0's sub-grid: planes [0, 14) + [36, 41), the box's faces on both sides of its cut
+    with pytest.raises(ConfigError, match="TF/SF box along x cannot"):
+        window.run_window(fdtd.GridSimulation(wide, sources=(box,)), 8, th=4, slab=9)
+    oblique = fdtd.TFSF((7, 3, 3), (21, 7, 7), PlaneWave((0.6, 0, 0.8), (0.8, 0, -0.6)), WAVE)
+    with pytest.raises(ConfigError, match="oblique"):
+        window.run_window(fdtd.GridSimulation(g, sources=(oblique,)), 4, th=2, slab=9)
+    bloch = fdtd.Grid((12, 8, 8), dx=0.05, boundary=(fdtd.Bloch(1.0), fdtd.PEC(), fdtd.PEC()))
+    with pytest.raises(ConfigError, match="Bloch"):
+        window.run_window(fdtd.GridSimulation(bloch), 4, th=2, slab=4)
+
+
+def test_rings_cover_and_model():
+    """Every slab's ring holds its ghosts (cyclically) and the boundary planes of an edge
+    ring; the model is transfer bound at th = 1 and compute bound at large th."""
+    for walled, (w_lo, w_hi) in ((False, (0, 0)), (True, (4, 4)), (True, (2, 5))):
+        for nx, slab, g in ((21, 5, 4), (40, 8, 3), (19, 7, 9), (30, 30, 2)):
+            rs = window.rings(nx, slab, g, walled, w_lo, w_hi)
+            assert [(r.lo, r.hi) for r in rs] == [(a, min(a + slab, nx)) for a in range(0, nx, slab)]
+            for r in rs:
+                planes = r.planes
+                assert len(set(planes.tolist())) == len(planes) and planes.min() >= 0 and planes.max() < nx
+                need = {p % nx for p in range(r.lo - g, r.hi + g)}
+                assert need <= set(planes.tolist()) or len(planes) == nx
+                if r.edge and walled:
+                    assert planes[0] == 0 and planes[-1] == nx - 1
+                    assert set(range(w_lo)) | set(range(nx - w_hi, nx)) <= set(planes.tolist())
+                q0, q1 = r.own
+                assert np.array_equal(planes[q0:q1], np.arange(r.lo, r.hi))
+    kw = dict(nx=1000, bytes_in=32.0, bytes_out=24.0)
+    low = window.model_rate(3e10, 2.5e10, 1, 100, 2, **kw)
+    high = window.model_rate(3e10, 2.5e10, 1000, 100, 2, **kw)
+    assert low == pytest.approx(2.5e10 * 100 / (104 * 32 + 100 * 24), rel=1e-12)  # G = 2
+    assert high == pytest.approx(3e10 * 100 / 1000, rel=1e-12)  # the ring is the whole grid
+
+
+def test_device_budget_forces_the_window():
+    """A device budget smaller than the grid picks a slab (the window), which equals the run."""
+    g = fdtd.Grid((16, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
+    sim = fdtd.GridSimulation(g, sources=(dip((8, 5, 5)),), probes=(fdtd.Probe((3, 5, 5), 2),))
+    slab = window.slab_for_budget(sim, 2, 100_000)
+    assert 1 <= slab < 16
+    a = fdtd.run(sim, 5)
+    b = window.run_window(sim, 5, th=2, device_bytes=100_000)
+    assert np.array_equal(np.asarray(a.E), b.E) and np.array_equal(np.asarray(a.probes), b.probes)
+    with pytest.raises(ConfigError, match="device budget"):
+        window.slab_for_budget(sim, 2, 1000)
