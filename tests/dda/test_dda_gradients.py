@@ -201,9 +201,11 @@ def test_adjoint_memory_does_not_grow_with_iterations():
 
 
 def test_traced_problem_rules():
-    """A traced m needs a lattice that does not depend on it; dda.solve refuses tracers."""
+    """A traced m needs a lattice that does not depend on it; dda.solve refuses tracers;
+    traced inputs need 64-bit types where the transformation runs (a clear error, not the
+    float32/float64 mix-up of JAX's transposes)."""
 
-    with pytest.raises(ConfigError, match="traced"):
+    with pytest.raises(ConfigError, match="traced"), precision_scope():
         jax.grad(lambda n: dda.efficiencies(dda.DDAProblem(geometry.Sphere(), m=n, eq_rad=0.5)).Qext)(1.5)
 
     def via_solve(n):
@@ -217,8 +219,11 @@ def test_traced_problem_rules():
             dda.DDAProblem(geometry.Sphere(), m=1.5, eq_rad=r, dipoles_per_wavelength=10)
         ).Qext
 
-    with pytest.raises(ConfigError, match="grid"):
+    with pytest.raises(ConfigError, match="grid"), precision_scope():
         jax.grad(traced_size_without_grid)(0.5)
+
+    with pytest.raises(ConfigError, match="64-bit"):  # outside a 64-bit scope
+        jax.grad(lambda n: dda.efficiencies(_problem(n, 0.1)).Qext)(1.5)
 
 
 @pytest.mark.slow  # ~35 s of CPU on the 2-core box (compile included)
