@@ -34,8 +34,8 @@ with precision_scope():
     rep = lambda a: lay.put(a, None)
     nodes = (rep(np.linspace(0.1, 3, 120) + 0j), rep(np.ones((4, 30, 5))), rep(np.ones((120, 2, 2), complex)),
              rep(np.ones(120, complex)))
-    pts = [distributed.put_points(np.linspace(0.1, 1, 4 * n), 4 * n, np.float64, lay) for _ in range(3)]
-    hlo = som.integrate.lower(acc, *nodes, *pts, (0, 1), False, True, True).compile().as_text()
+    at = [distributed.put_points(np.linspace(0.1, 1, 4 * n), 4 * n, np.float64, lay) for _ in range(3)]
+    hlo = som.integrate.lower(acc, *nodes, *at, (0, 1), False, True, True).compile().as_text()
 names = ("all-to-all", "all-gather", "all-reduce", "collective-permute")
 print("hlo", sum(len(re.findall(r"\\b" + c + r"(-start)?\\(", hlo)) for c in names))
 if not FULL:
