@@ -42,11 +42,13 @@ _EXPORTS = {
     "tm_field": ".adjoint",
     "disk_permittivity": ".adjoint",
     "te_field": ".adjoint_te",
+    "field_3d": ".adjoint3d",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .adjoint import disk_permittivity, tm_field
+    from .adjoint3d import field_3d
     from .adjoint_te import te_field
     from .config import FDFDProblem, build_fdfd
     from .farfield import scattering_width

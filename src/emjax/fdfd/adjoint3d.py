@@ -1,0 +1,150 @@
+"""Differentiable 3-D FDFD (issue 16): E as a JAX function of the permittivity array.
+
+:func:`field_3d` solves the problem of :func:`emjax.fdfd.solve_3d` (the same matrix-free
+operator, Jacobi + Shin-Fan grad-div term, QMR on the device) for a permittivity *array*
+``eps`` (3, nx, ny, nz) at the E nodes, with ``jax.grad`` / ``jax.vjp`` through it.
+
+Adjoint. ``A(eps) E = b`` with ``A = curl curl - omega^2 eps`` (stretched differences) is
+not symmetric, ``S A`` is (``S = s_x s_y s_z`` at each E node, see
+:mod:`emjax.fdfd.operator3d`), so ``A^-T = S (S A)^-1`` and the adjoint field
+``mu = A^-T Ebar = S x`` where ``x`` solves ``A x = Ebar / S``: the *forward* solver, its
+Jacobi scaling and its grad-div term, on the right side ``Ebar / S`` (the grad-div term's
+known part is formed from that right side, exactly as for a physical source, so it stays
+exact for the adjoint system). Then ``eps_bar = omega^2 E * mu`` (componentwise; JAX's
+transposes, no conjugates) and ``b_bar = mu``. One extra solve per gradient, memory
+independent of the iterations; a plane wave's right side ``b = omega^2 (eps - 1) E_inc`` is
+differentiated by JAX outside the solve.
+
+The Krylov loop is driven from the host (progress, convergence status), so ``field_3d`` runs
+eagerly: ``jax.grad`` of it works, ``jax.jit`` around it is refused with that message.
+Dielectrics only (no PEC: give its cells a large imaginary eps, or use ``solve_3d``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..backend import precision, precision_scope
+from ..errors import ConfigError, ConvergenceError, require_positive
+from ..krylov import QMR
+from .maxwell3d import PlaneWave3D, _Grid3, incident_3d
+from .operator3d import build_operator
+from .operators import SCPML, UPML
+from .solvers import Iterative
+
+__all__ = ["field_3d"]
+
+
+def field_3d(
+    eps,
+    resolution: float,
+    frequency: float,
+    source,
+    pml: SCPML | None = None,
+    *,
+    solver: Iterative | None = None,
+    origin=None,
+    precision_name: str = "double",
+):
+    """E (complex (3, nx, ny, nz), at the E nodes) of the 3-D problem for ``eps``.
+
+    ``eps``: (3, nx, ny, nz) relative permittivity at the E_x, E_y, E_z nodes, PML cells
+    included (1 there for a plane wave), real or complex, a JAX array or a tracer (not under
+    ``jax.jit``: module docstring). ``source``: a :class:`PlaneWave3D` (scattered-field
+    formulation; the result is the total field) or a right-side array ``b`` (3, nx, ny, nz)
+    of ``A E = b`` (e.g. ``i omega J`` of a current density; differentiable too).
+    ``origin``: the position of node (0, 0, 0) (default: the grid centred on 0).
+    ``solver``: :class:`emjax.fdfd.Iterative` (default QMR to rtol 1e-8). Raises
+    ConvergenceError if a solve (forward or adjoint) does not converge."""
+    pml = SCPML() if pml is None else pml
+    if not isinstance(pml, SCPML) or isinstance(pml, UPML):
+        raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
+    res = require_positive("resolution", resolution)
+    f = require_positive("frequency", frequency)
+    solver = Iterative(QMR(rtol=1e-8, maxiter=20_000, chunk=100)) if solver is None else solver
+    if not isinstance(solver, Iterative):
+        raise ConfigError(f"solver must be emjax.fdfd.Iterative(...), got {solver!r}")
+    shape = tuple(int(n) for n in np.shape(eps))
+    if len(shape) != 4 or shape[0] != 3 or min(shape[1:]) <= 2 * pml.thickness + 1:
+        raise ConfigError(f"eps must be (3, nx, ny, nz) and larger than the PML on each side, got {shape}")
+    grid = shape[1:]
+    dx, omega = 1.0 / res, 2 * math.pi * f
+    if origin is None:
+        origin = tuple(-(n - 1) / 2 * dx for n in grid)
+    dtype = precision(precision_name).complex
+    with precision_scope():
+        eps = jnp.asarray(eps, jnp.complex128)
+        if isinstance(eps, jax.core.Tracer) and not _differentiating_only(eps):
+            raise ConfigError(_JIT_MESSAGE)
+        if isinstance(source, PlaneWave3D):
+            axes = tuple(o + np.arange(n) * dx for o, n in zip(origin, grid))
+            g = _Grid3(pml, f, omega, dx, grid, tuple(origin), axes)
+            einc = jnp.asarray(incident_3d(source, g))
+            b = omega**2 * (eps - 1.0) * einc
+        else:
+            b = jnp.asarray(source, jnp.complex128)
+            if b.shape != shape:
+                raise ConfigError(
+                    f"source must be a PlaneWave3D or a right-side array of shape {shape}, got {b.shape}"
+                )
+            einc = None
+        solve = _make_solve(pml, dx, omega, solver, dtype)
+        e = solve(eps, b)
+        return e + einc if einc is not None else e
+
+
+_JIT_MESSAGE = (
+    "fdfd.field_3d drives its Krylov loop from the host and cannot run inside jax.jit or "
+    "jax.vmap; call jax.grad / jax.value_and_grad of it without jit"
+)
+
+
+def _differentiating_only(x) -> bool:
+    """True if ``x`` is traced only by autodiff (JVP/linearize), not by jit or vmap."""
+    t = x
+    while isinstance(t, jax.core.Tracer):
+        name = type(t).__name__
+        if name not in ("JVPTracer", "LinearizeTracer"):
+            return False
+        t = getattr(t, "primal", None)
+    return True
+
+
+def _solve_concrete(eps, b, pml, dx, omega, solver, dtype, what):
+    from .maxwell3d import _iterative
+
+    if isinstance(eps, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
+        raise ConfigError(_JIT_MESSAGE)
+    e = np.asarray(eps)
+    if not np.all(np.isfinite(e)) or np.any(e.imag < 0):
+        raise ConfigError("eps must be finite with Im eps >= 0 (exp(-i omega t): absorption)")
+    op = build_operator(e, pml, dx, omega, dtype, None, solver.graddiv)
+    xs, stats = _iterative(op, [op.rhs(jnp.asarray(b, dtype))], solver, dtype, None)
+    st = stats["per_wave"][0]
+    if not st["converged"]:
+        raise ConvergenceError(f"fdfd.field_3d: the {what} solve did not converge: {st['message']}")
+    return jnp.asarray(xs[0], jnp.complex128), op
+
+
+def _make_solve(pml, dx, omega, solver, dtype):
+    @jax.custom_vjp
+    def solve(eps, b):
+        return _solve_concrete(eps, b, pml, dx, omega, solver, dtype, "forward")[0]
+
+    def fwd(eps, b):
+        x, op = _solve_concrete(eps, b, pml, dx, omega, solver, dtype, "forward")
+        return x, (eps, x, op.S)
+
+    def bwd(res_, ebar):
+        eps, x, S = res_
+        S = jnp.asarray(S, jnp.complex128)
+        y, _ = _solve_concrete(eps, ebar / S, pml, dx, omega, solver, dtype, "adjoint")
+        mu = S * y  # A^-T ebar
+        return (omega**2 * x * mu, mu)
+
+    solve.defvjp(fwd, bwd)
+    return solve
