@@ -3,7 +3,8 @@
 A vertical dipole in glass (n = 1.5), 10 nm above the interface with air (z = 0), at 600 nm.
 Computes the reflected (in glass) and transmitted (in air) field on an n x n map in the XZ
 plane spaced 1 nm and centred at the origin, prints the time and the accuracy against a
-tighter run, and writes examples/figures/layered_map.png and a NetCDF file.
+tighter run, and writes layered_map.png and a NetCDF file to --out (default out/layered_map;
+`--out examples/figures` regenerates the README's figure).
 
     python examples/layered_map.py [n]      (default n = 128)
 """
@@ -23,7 +24,7 @@ from emjax.layered.bench import paper_case_points, paper_case_stack
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main(n: int = 128) -> int:
+def main(n: int = 128, out: Path | None = None) -> int:
     stack = paper_case_stack()
     pts = paper_case_points(n)
     kw = dict(p=(0, 0, 1), part="scattered", fields="E")
@@ -42,13 +43,19 @@ def main(n: int = 128) -> int:
     from emjax.layered.plot import plot_layered_map
     from emjax.layered.results import layered_to_xarray
 
-    out = ROOT / "demo-out"
-    out.mkdir(exist_ok=True)
+    out = ROOT / "out" / "layered_map" if out is None else Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     save_dataset(layered_to_xarray(res, (n, n), ("x", "z")), out / "layered_map.nc")
-    fig = plot_layered_map(res, (n, n), ("x", "z"), ROOT / "examples" / "figures" / "layered_map.png")
+    fig = plot_layered_map(res, (n, n), ("x", "z"), out / "layered_map.png")
     print(f"wrote {out / 'layered_map.nc'} and {fig}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 128))
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("n", type=int, nargs="?", default=128, help="points per side (default 128)")
+    ap.add_argument("--out", type=Path, help="output folder (default out/layered_map)")
+    a = ap.parse_args()
+    sys.exit(main(a.n, a.out))

@@ -22,7 +22,8 @@ def new_figure(figsize: tuple[float, float], layout: str = "constrained"):
 
 
 def save_figure(fig, path, dpi: int = 100) -> Path:
-    """Write ``fig`` as PNG to ``path``; returns the path."""
+    """Write ``fig`` as PNG to ``path`` (its folder created if missing); returns the path."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", dpi=dpi)
     return path
