@@ -34,13 +34,13 @@ def link_bandwidth(nbytes: int = 256 << 20, repeats: int = 3) -> tuple:
     up = down = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        y = jax.device_put(x, dev)
+        y = jax.device_put(x, dev, may_alias=False)  # a copy, as run_window's
         y.block_until_ready()
         up = min(up, time.perf_counter() - t0)
         z = y + 1  # a fresh device buffer (the CPU may alias x)
         z.block_until_ready()
         t0 = time.perf_counter()
-        np.asarray(z)
+        np.array(z) if dev.platform == "cpu" else np.asarray(z)  # the CPU's asarray is a view
         down = min(down, time.perf_counter() - t0)
     return nbytes / up, nbytes / down
 
@@ -106,8 +106,14 @@ def main(argv=None):
             "wall_s": round(wall, 2),
             "compile_s": round(res.compile_seconds, 2),
         }
+        plane = sim.grid.n_cells // args.n
+        slabs_per_pass = -(-args.n // slab)
+        # measured seconds per slab and pass (the timed passes), against the model's parts
+        row["t_slab_s"] = res.seconds / (res.steps / th) / slabs_per_pass
         if r_dev:
             kw = dict(nx=args.n, bytes_in=b_in, bytes_out=b_out)
+            t_c, t_t = window.model_times(r_dev, b_link, th, slab, args.order, **kw)
+            row["t_compute_s"], row["t_transfer_s"] = t_c * plane, t_t * plane
             row["model"] = window.model_rate(r_dev, b_link, th, slab, args.order, overlap=True, **kw)
             row["model_serial"] = window.model_rate(r_dev, b_link, th, slab, args.order, overlap=False, **kw)
         row.update(r_dev=r_dev, b_link=b_link, b_up=up, b_down=down, bytes_in=b_in, bytes_out=b_out)

@@ -52,12 +52,12 @@ def same(sim, steps, th, slab):
 def test_cpml_dipole_probes_monitors_2nd_order():
     """CPML on all faces, a dipole, probes in several slabs (one in the CPML), DFT planes
     normal to x (one on a slab cut: it reads H one plane below) and to z (spans every slab);
-    nx = 21 with slab 5 (the last slab shorter), th = 3, 11 steps (a short last pass)."""
+    nx = 21 with slab 8 (the last slab shorter), th = 3, 11 steps (a short last pass)."""
     g = fdtd.Grid((21, 12, 12), dx=0.05, boundary=fdtd.CPML(4))
     probes = (fdtd.Probe((2, 6, 6), 2), fdtd.Probe((10, 6, 6), 2), fdtd.Probe((16, 6, 6), 1, "H"))
-    mons = (fdtd.DFTPlane(0, 15, (0.8, 1.5)), fdtd.DFTPlane(2, 8, (1.5,)))
+    mons = (fdtd.DFTPlane(0, 16, (0.8, 1.5)), fdtd.DFTPlane(2, 8, (1.5,)))
     sim = fdtd.GridSimulation(g, sources=(dip((9, 6, 6)),), probes=probes, monitors=mons)
-    a, b = same(sim, 11, 3, 5)
+    a, b = same(sim, 11, 3, 8)
     assert np.array_equal(a.flux(0), b.flux(0))
 
 
@@ -156,10 +156,37 @@ def test_device_budget_forces_the_window():
     """A device budget smaller than the grid picks a slab (the window), which equals the run."""
     g = fdtd.Grid((16, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
     sim = fdtd.GridSimulation(g, sources=(dip((8, 5, 5)),), probes=(fdtd.Probe((3, 5, 5), 2),))
-    slab = window.slab_for_budget(sim, 2, 100_000)
+    slab = window.slab_for_budget(sim, 2, 200_000)
     assert 1 <= slab < 16
     a = fdtd.run(sim, 5)
-    b = window.run_window(sim, 5, th=2, device_bytes=100_000)
+    b = window.run_window(sim, 5, th=2, device_bytes=200_000)
     assert np.array_equal(np.asarray(a.E), b.E) and np.array_equal(np.asarray(a.probes), b.probes)
     with pytest.raises(ConfigError, match="device budget"):
         window.slab_for_budget(sim, 2, 1000)
+
+
+@pytest.mark.slow
+def test_4th_order_cpml_long():
+    """4th order with a CPML (kappa_max > 1: the km1 term) on x, PEC on z, a dipole, DFT planes
+    normal to x and y, Drude medium, initial fields: 40 steps, th = 6, slab 6."""
+    g = fdtd.Grid(
+        (23, 12, 12), dx=0.05, order=4, boundary=(fdtd.CPML(4, kappa_max=3.0), fdtd.CPML(3), fdtd.PEC())
+    )
+    mask = np.zeros(g.shape, bool)
+    mask[5:9, 3:8, 3:8] = True
+    mat = Dispersive(eps_inf=1.5, poles=(DrudePole(omega_p=2.0, gamma=0.3),))
+    rng = np.random.default_rng(0)
+    initial = (rng.standard_normal((3,) + g.shape) * 1e-2, np.zeros((3,) + g.shape))
+    sim = fdtd.GridSimulation(
+        g,
+        sources=(dip((11, 6, 6)),),
+        probes=(fdtd.Probe((1, 6, 6), 2), fdtd.Probe((21, 6, 6), 1, "H")),
+        monitors=(fdtd.DFTPlane(0, 12, (0.8, 1.5)), fdtd.DFTPlane(1, 6, (1.5,))),
+        dispersive=(mat, mask),
+    )
+    a = fdtd.run(sim, 40, initial=initial)
+    b = window.run_window(sim, 40, th=6, slab=6, initial=initial)
+    assert np.array_equal(np.asarray(a.E), b.E) and np.array_equal(np.asarray(a.H), b.H)
+    assert np.array_equal(np.asarray(a.probes), b.probes)
+    for x, y in zip(a.dft, b.dft):
+        assert all(np.array_equal(np.asarray(x[f]), y[f]) for f in "EH")

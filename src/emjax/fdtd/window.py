@@ -65,8 +65,10 @@ Checkpoints: not here (see issue 19).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import jax
@@ -449,6 +451,13 @@ def _write_back(sub: _Sub, out, host, plan, rec, probes_out, done):
         probes_out[done : done + len(rec), list(sub.probes)] = rec
 
 
+def model_times(r_dev, b_link, th, slab, order, *, nx, bytes_in, bytes_out) -> tuple:
+    """(compute, transfer) seconds per plane of cells (``A = 1``) of one slab and pass."""
+    S = min(slab, nx)
+    m = min(S + 2 * ghost(order, th), nx)  # a sub-grid is at most the grid
+    return m * th / r_dev, (m * bytes_in + S * bytes_out) / b_link
+
+
 def model_rate(
     r_dev: float,
     b_link: float,
@@ -465,11 +474,8 @@ def model_rate(
     in-memory rate (cells/s), ``b_link`` the host link bandwidth (bytes/s), ``bytes_in``/
     ``bytes_out`` per cell sent/returned per pass; a slab's sub-grid is at most the grid
     (``nx`` planes). ``overlap=False``: transfers and compute add up (the CPU)."""
-    S = min(slab, nx)
-    m = min(S + 2 * ghost(order, th), nx)
-    t_c = m * th / r_dev
-    t_t = (m * bytes_in + S * bytes_out) / b_link
-    return S * th / (max(t_c, t_t) if overlap else t_c + t_t)
+    t_c, t_t = model_times(r_dev, b_link, th, slab, order, nx=nx, bytes_in=bytes_in, bytes_out=bytes_out)
+    return min(slab, nx) * th / (max(t_c, t_t) if overlap else t_c + t_t)
 
 
 def bytes_per_cell(sim: GridSimulation, steps: int = 1) -> tuple:
@@ -487,11 +493,12 @@ def bytes_per_cell(sim: GridSimulation, steps: int = 1) -> tuple:
 
 
 def slab_for_budget(sim: GridSimulation, th: int, device_bytes: float) -> int:
-    """The largest slab (planes) whose sub-grid (with ghosts; state, coefficients and the
-    step's temporaries, ~3x the state) fits ``device_bytes``."""
+    """The largest slab (planes) whose sub-grids fit ``device_bytes`` with ghosts: the device
+    holds about four states (the next slab's input, the running slab's carry and XLA's copy
+    of it, the previous slab's owned planes on their way back) and two coefficient sets."""
     b_in, b_out = bytes_per_cell(sim)
     plane = sim.grid.n_cells // sim.grid.shape[0]
-    per_plane = plane * (b_in + 2 * b_out)
+    per_plane = plane * (4 * b_out + 2 * (b_in - b_out))
     s = int(device_bytes // per_plane) - 2 * ghost(sim.grid.order, th)
     if s < 1:
         raise ConfigError(
@@ -547,14 +554,23 @@ def run_window(
         done, compile_s, t_run, timed, seen = 0, 0.0, 0.0, 0, set()
         device = jax.devices()[0]
         dev_arrays = None if len(subs) > 1 else [jax.device_put(subs[0].arrays, device)]
+        pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
+
+        def finish(j, out, rec, fin, done):  # in a worker: device -> host, then the copies
+            out = jax.tree_util.tree_map(np.asarray, out)
+            _write_back(subs[j], out, host, plan, np.asarray(rec), probes, done)
+            return bool(fin)
+
         while done < steps:
             n = min(th, steps - done)
             t0 = time.perf_counter()
-            pending, finite = [], True
-            prev = None
+            pending, futures, prev = [], [], None
             for k, s in enumerate(subs):
-                st = jax.device_put(_sub_state(s, host, plan), device)
+                # a copy (no aliasing of the host arrays, which the write-backs change), done
+                # before any write-back of the planes it reads starts
+                st = jax.device_put(_sub_state(s, host, plan), device, may_alias=False)
                 arr = dev_arrays[k] if dev_arrays else jax.device_put(s.arrays, device)
+                jax.block_until_ready(st)
                 res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
                 q0, q1 = s.ring.own
                 out = _owned_jit(res, q0=q0, q1=q1)
@@ -563,17 +579,12 @@ def run_window(
                 if prev is not None:
                     pending.append(prev)
                 prev = (k, out, rec, fin)
-                ready = [p for p in pending if last_reader[p[0]] <= k]
+                for p in pending:
+                    if last_reader[p[0]] <= k:  # no later slab of this pass reads its planes
+                        futures.append(pool.submit(finish, *p, done))
                 pending = [p for p in pending if last_reader[p[0]] > k]
-                for j, o, rc, fn in ready:
-                    finite &= bool(fn)
-                    hostify = jax.tree_util.tree_map(np.asarray, o)
-                    _write_back(subs[j], hostify, host, plan, np.asarray(rc), probes, done)
-            for j, o, rc, fn in pending + [prev]:
-                finite &= bool(fn)
-                _write_back(
-                    subs[j], jax.tree_util.tree_map(np.asarray, o), host, plan, np.asarray(rc), probes, done
-                )
+            futures += [pool.submit(finish, *p, done) for p in pending + [prev]]
+            finite = all([f.result() for f in futures])
             host["aux"] = tuple(np.asarray(x) for x in prev[1]["aux"])
             host["n"] = np.asarray(prev[1]["n"])
             done += n
@@ -585,9 +596,11 @@ def run_window(
                 compile_s += elapsed
                 seen.add(n)
             if not finite:
+                pool.shutdown()
                 raise FloatingPointError(f"FDTD fields became NaN/Inf by step {done} (window run)")
             if progress is not None:
                 progress(done, steps)
+        pool.shutdown()
         return FDTDResult(
             sim,
             probes,
