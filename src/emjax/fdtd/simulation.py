@@ -188,11 +188,11 @@ def _curl(plan, arrays, F, kind, psi):
             if win is None:
                 wall = pml_mod.wall_terms_4(f, axis, kind == "H", inv_dx)
             else:
-                wall = sharded.wall_terms_4(*win, kind == "H", inv_dx)
+                wall = sharded.wall_terms_4(*win, kind == "H", inv_dx, plan.shape[0])
             for start, term in wall:
                 if win is not None:
                     term = sharded.replicated(term, plan.layout)
-                v = add(v, out, sign, axis, start % plan.shape[axis], term)
+                v = add(v, out, sign, axis, start, term)
         if L:
             n = plan.shape[axis]
             for side, start in (("lo", 0), ("hi", n - L)):
