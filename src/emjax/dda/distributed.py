@@ -185,8 +185,8 @@ class Slabs:
         self.Mx_pad = layout.padded(self.M[0])
         if self.nx_pad > self.M[0]:
             raise ConfigError(
-                f"layout: a lattice of {self.grid[0]} cells along x cannot be split over {n} devices "
-                f"(fewer than one x plane each); use at most {self.grid[0]} devices"
+                f"layout: a lattice of {self.grid[0]} cells along x is too thin for {n} devices (padded "
+                f"to {self.nx_pad} planes, more than its FFT length {self.M[0]}); use fewer devices"
             )
 
     def __eq__(self, other):  # static pytree data: equal slabs, one compilation
