@@ -44,7 +44,11 @@ transfers overlapped, rate = S A th / max(T_c, T_t), i.e.
     rate = min(R_dev S / (S + 2G), B_link th S / ((S + 2G) b_in + S b_out)),
 transfer bound (linear in th) at small th, compute bound (R_dev less the ghost overhead) at
 large th; without overlap (the CPU, where "transfer" is host memcpy on the same cores) the
-times add: rate = S A th / (T_c + T_t). :func:`model_rate` evaluates both.
+times add: rate = S A th / (T_c + T_t). A fixed host cost per slab and pass ``T_0``
+(dispatch, one device_put per array: ~5 ms on the loaded 2-core CPU) adds to T_t; it
+matters only for small planes. :func:`model_rate` evaluates all three. ``S + 2G`` is at
+most ``nx`` (a sub-grid is at most the grid), so at ``th r ~ nx`` every slab computes the
+whole grid: the rate then falls as ``S / nx``; choose ``slab >> 2 th r``.
 
 Re-indexing: sources and the TF/SF box act in every ring that holds their planes (ghost
 planes must be exact too); probes and x-normal DFT planes belong to the slab that owns their
@@ -451,11 +455,11 @@ def _write_back(sub: _Sub, out, host, plan, rec, probes_out, done):
         probes_out[done : done + len(rec), list(sub.probes)] = rec
 
 
-def model_times(r_dev, b_link, th, slab, order, *, nx, bytes_in, bytes_out) -> tuple:
-    """(compute, transfer) seconds per plane of cells (``A = 1``) of one slab and pass."""
+def model_times(r_dev, b_link, th, slab, order, *, nx, bytes_in, bytes_out, plane=1) -> tuple:
+    """(compute, transfer) seconds of one slab and pass, ``plane`` cells per x plane."""
     S = min(slab, nx)
     m = min(S + 2 * ghost(order, th), nx)  # a sub-grid is at most the grid
-    return m * th / r_dev, (m * bytes_in + S * bytes_out) / b_link
+    return m * th * plane / r_dev, (m * bytes_in + S * bytes_out) * plane / b_link
 
 
 def model_rate(
@@ -469,13 +473,19 @@ def model_rate(
     bytes_in: float,
     bytes_out: float,
     overlap: bool = True,
+    plane: int = 1,
+    overhead: float = 0.0,
 ) -> float:
     """Expected cell updates/s of the window (see the module docstring): ``r_dev`` the
     in-memory rate (cells/s), ``b_link`` the host link bandwidth (bytes/s), ``bytes_in``/
     ``bytes_out`` per cell sent/returned per pass; a slab's sub-grid is at most the grid
-    (``nx`` planes). ``overlap=False``: transfers and compute add up (the CPU)."""
-    t_c, t_t = model_times(r_dev, b_link, th, slab, order, nx=nx, bytes_in=bytes_in, bytes_out=bytes_out)
-    return min(slab, nx) * th / (max(t_c, t_t) if overlap else t_c + t_t)
+    (``nx`` planes). ``overlap=False``: transfers and compute add up (the CPU).
+    ``overhead``: fixed host seconds per slab and pass (dispatch, one transfer per array),
+    on the host's side of the overlap; it matters for small planes only (``plane`` cells)."""
+    kw = dict(nx=nx, bytes_in=bytes_in, bytes_out=bytes_out, plane=plane)
+    t_c, t_t = model_times(r_dev, b_link, th, slab, order, **kw)
+    total = max(t_c, t_t + overhead) if overlap else t_c + t_t + overhead
+    return min(slab, nx) * plane * th / total
 
 
 def bytes_per_cell(sim: GridSimulation, steps: int = 1) -> tuple:
