@@ -79,6 +79,8 @@ sim = fdtd.GridSimulation(
     g, sources=(tf, dip((4, 9, 8))), probes=probes, monitors=mons, dispersive=(mat, mask)
 )
 one, _ = compare("odd_nx_cpml_tfsf_dipole_monitors_poles", sim, 40, n, chunk=20)
+out["collectives_odd_nx"] = col = collectives(sim, 5, n)
+assert col.get("all-gather", 0) == 0 and col.get("all-to-all", 0) == 0, col
 
 # checkpoints: written on 4 devices, resumed on 1; written on 1, resumed on 4 (same chunk
 # programs as above: no new compiles)

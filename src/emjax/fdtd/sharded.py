@@ -44,13 +44,13 @@ count, :func:`halo_ok`):
 *Sizes that do not divide.* The split arrays are stored padded past the high-x boundary to
 ``n m`` planes (``jax.device_put`` needs a divisible length). Inside the jitted chunk they
 are sliced back to ``nx`` (a slice that crosses no device boundary), stepped as unevenly
-split arrays that XLA partitions itself (``jnp.roll`` and the slab slices included), and
-padded again at the end of the chunk: the pad planes are never read, the physics is the
-one-device run's. This path is correct but not tuned: XLA partitions the x-CPML slab slices
-with tens of one-plane collective-permutes and slab all-gathers per step (measured: 53
-permutes + 16 all-gathers of L planes for a 23-plane CPML grid on 4 devices, against 5
-permutes + 2 all-reduces when divisible). Choose ``nx`` divisible by the device count for
-speed.
+split arrays that XLA partitions itself, and padded again at the end of the chunk: the pad
+planes are never read, the physics is the one-device run's. The x-differences are then
+XLA's partitioned ``jnp.roll`` (about twice the collective-permutes of the explicit
+exchange); the x-CPML windows are still explicit (the array padded back to its storage
+inside the step, a local operation). Measured for a 23-plane CPML grid on 4 devices: 5 + 4
+collective-permutes of 1 and 2 planes and the 2 window all-reduces per step (XLA alone: 53
+permutes and 16 slab all-gathers). Choose ``nx`` divisible by the device count for speed.
 
 Collectives per step, compiled for 4 CPU devices (``advance.lower(...).compile()``; no all-
 gather and no all-to-all when ``nx`` divides): periodic or PEC, 2nd order: 4 + 1 collective-
@@ -223,7 +223,9 @@ def edge_windows(f, width: int, layout: Layout):
     into many small collective-permutes)."""
     n = layout.n
     nx = f.shape[0]
-    m = nx // n
+    m = layout.padded(nx) // n
+    if nx % n:  # an unevenly split (logical) array: padded back to its storage, locally
+        f = jax.lax.with_sharding_constraint(_resize(f, 0, n * m), layout.sharding(3, 0))
 
     def local(b):
         k = jax.lax.axis_index(AXIS)

@@ -180,10 +180,10 @@ def _curl(plan, arrays, F, kind, psi):
         win = None  # several devices: the x faces' planes, replicated (sharded.edge_windows)
         if axis == 0 and plan.layout is not None and sharded.halo_ok(plan):  # halo exchange
             v = sharded.diff_x(f, kind == "H", inv_dx, plan.order, plan.bloch[0], plan.layout)
-            if L or (plan.order == 4 and plan.walls[0]):
-                win = sharded.edge_windows(f, min(L + 4, plan.shape[0]), plan.layout)
-        else:
+        else:  # one device, or x split unevenly (XLA partitions the roll)
             v = diff(f, axis, inv_dx, plan.order, plan.bloch[axis])
+        if axis == 0 and plan.layout is not None and (L or (plan.order == 4 and plan.walls[0])):
+            win = sharded.edge_windows(f, min(L + 4, plan.shape[0]), plan.layout)
         if plan.order == 4 and plan.walls[axis]:
             if win is None:
                 wall = pml_mod.wall_terms_4(f, axis, kind == "H", inv_dx)
