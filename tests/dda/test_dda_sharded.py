@@ -164,3 +164,31 @@ def test_scaling_steps_and_bench_options():
     assert a.devices == 2
     a = build_parser().parse_args(["dda", "--grid", "6", "--devices", "4"])
     assert a.devices == 4
+
+
+def test_memory_check_counts_the_layout():
+    """A lattice whose estimate exceeds one device but fits split over 4 is built (the
+    constructor checks against all visible devices) and refused by solve() on one device
+    with the estimate named, accepted by solve(layout=4)."""
+    out = run_with_devices(
+        4,
+        """
+import emjax.backend as be
+from emjax import dda, geometry
+from emjax.errors import ResourceError
+p0 = dda.DDAProblem(shape=geometry.Sphere(), m=(1.5 + 0.01j,), eq_rad=0.5, grid=8)
+need = p0.memory_bytes(p0.shape.box_shape(8))
+be.device_memory_bytes = lambda device=None: int(need / 2)   # one device: too small; 4: enough
+p = dda.DDAProblem(shape=geometry.Sphere(), m=(1.5 + 0.01j,), eq_rad=0.5, grid=8)
+try:
+    dda.solve(p)
+except ResourceError as e:
+    assert "GB" in str(e), e
+else:
+    raise AssertionError("one device accepted a lattice over its memory")
+r = dda.solve(p, layout=4)
+assert r.converged[0] and r.converged[1]
+print("ok")
+""",
+    )
+    assert out.strip().endswith("ok")

@@ -252,8 +252,17 @@ class DDAProblem:
             tensors += 6 * fft * c + 6 * fft * 16
         return tensors + 3 * fft * c * 2 + _KRYLOV_VECTORS * 3 * n * 16 + octant
 
-    def _check_resources(self, grid):
-        check_memory(self.memory_bytes(grid), f"DDA on a {grid[0]}x{grid[1]}x{grid[2]} lattice")
+    def _check_resources(self, grid, devices: int | None = None):
+        """Refuse a lattice whose memory estimate exceeds one device's free memory after a
+        split over ``devices`` (default: every device JAX sees, so that a lattice meant for
+        ``solve(layout=...)`` can be built; ``solve`` checks again for its own layout)."""
+        import jax
+
+        n = len(jax.devices()) if devices is None else devices
+        what = f"DDA on a {grid[0]}x{grid[1]}x{grid[2]} lattice" + (
+            f" split over {n} devices" if n > 1 else ""
+        )
+        check_memory(self.memory_bytes(grid) // n, what)
 
     def lattice(self) -> Lattice:
         """The voxels and the dipole size (a traced size: ``d`` and ``size_x`` traced)."""
@@ -299,6 +308,10 @@ def solve(
         )
     if variant not in interaction.LAYOUTS:
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
+    from ..layout import as_layout
+
+    lay = as_layout(layout)
+    problem._check_resources(problem.shape.box_shape(problem.plan().nx), 1 if lay is None else lay.n)
     with precision_scope():
         return _solve(problem, solver, progress, keep_polarization, variant, layout)
 
