@@ -38,7 +38,7 @@ def link_bandwidth(nbytes: int = 256 << 20, repeats: int = 3) -> tuple:
     up = down = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        y = jax.device_put(x, dev, may_alias=False)  # a copy, as run_window's
+        y = jax.device_put(np.array(x) if dev.platform == "cpu" else x, dev)  # a copy, as run_window's
         y.block_until_ready()
         up = min(up, time.perf_counter() - t0)
         z = y + 1  # a fresh device buffer (the CPU may alias x)
@@ -56,6 +56,80 @@ def simulation(n: int, precision: str, order: int, cpml: int):
     return fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((c, c, c + 2), 2),))
 
 
+def sweep(
+    n: int,
+    ths=(1, 2, 4, 8, 16, 32, 64),
+    *,
+    slab: int | None = None,
+    device_gb: float | None = None,
+    passes: int = 3,
+    precision: str = "single",
+    order: int = 2,
+    cpml: int = 10,
+    in_memory: bool = True,
+    r_dev: float | None = None,
+):
+    """Rows (dicts): the in-memory run (unless ``in_memory=False``), then one per th."""
+    sim = simulation(n, precision, order, cpml)
+    dev = jax.devices()[0]
+    base = {
+        "device": dev.device_kind,
+        "platform": dev.platform,
+        "n": n,
+        "precision": precision,
+        "order": order,
+        "cpml": cpml,
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    if in_memory:
+        steps = 4 * max(10, min(50, 2_000_000_000 // sim.grid.n_cells // 4))
+        res = fdtd.run(sim, steps, chunk=steps // 4)
+        r_dev = res.cells_per_second
+        yield {**base, "mode": "in_memory", "steps": steps, "rate": r_dev}
+    up, down = link_bandwidth()
+    b_link = 2 / (1 / up + 1 / down)
+    b_in, b_out = window.bytes_per_cell(sim)
+    plane = sim.grid.n_cells // n
+    overhead = None
+    for th in ths:
+        s = slab
+        if s is None:
+            s = window.slab_for_budget(sim, th, device_gb * 1e9) if device_gb else n
+        steps = th * passes
+        t0 = time.perf_counter()
+        res = window.run_window(sim, steps, th=th, slab=s)
+        wall = time.perf_counter() - t0
+        row = {
+            **base,
+            "mode": "window",
+            "th": th,
+            "slab": s,
+            "ghost": window.ghost(order, th),
+            "steps": steps,
+            "rate": res.cells_per_second,
+            "wall_s": round(wall, 2),
+            "compile_s": round(res.compile_seconds, 2),
+        }
+        # measured seconds per slab and pass (the timed passes), against the model's parts
+        row["t_slab_s"] = res.seconds / (res.steps / th) / -(-n // s)
+        if r_dev:
+            kw = dict(nx=n, bytes_in=b_in, bytes_out=b_out, plane=plane)
+            t_c, t_t = window.model_times(r_dev, b_link, th, s, order, **kw)
+            row["t_compute_s"], row["t_transfer_s"] = t_c, t_t
+            row["model"] = window.model_rate(r_dev, b_link, th, s, order, overlap=True, **kw)
+            row["model_serial"] = window.model_rate(r_dev, b_link, th, s, order, overlap=False, **kw)
+            serial = dev.platform == "cpu"
+            if overhead is None:  # T_0 from the first th (one fitted number, labelled as such)
+                overhead = max(0.0, row["t_slab_s"] - ((t_c + t_t) if serial else max(t_c, t_t)))
+            row["overhead_s_fit"] = overhead
+            row["model_fit"] = window.model_rate(
+                r_dev, b_link, th, s, order, overlap=not serial, overhead=overhead, **kw
+            )
+        row.update(r_dev=r_dev, b_link=b_link, b_up=up, b_down=down, bytes_in=b_in, bytes_out=b_out)
+        yield row
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=64, help="grid n^3")
@@ -70,65 +144,19 @@ def main(argv=None):
     ap.add_argument("--r-dev", type=float, default=None, help="in-memory cells/s for the model")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    sim = simulation(args.n, args.precision, args.order, args.cpml)
-    dev = jax.devices()[0]
-    base = {
-        "device": dev.device_kind,
-        "platform": dev.platform,
-        "n": args.n,
-        "precision": args.precision,
-        "order": args.order,
-        "cpml": args.cpml,
-        "commit": git_commit(),
-        "date": time.strftime("%Y-%m-%d"),
-    }
-    r_dev = args.r_dev
-    if not args.no_in_memory:
-        steps = 4 * max(10, min(50, 2_000_000_000 // sim.grid.n_cells // 4))
-        res = fdtd.run(sim, steps, chunk=steps // 4)
-        r_dev = res.cells_per_second
-        emit(args.out, {**base, "mode": "in_memory", "steps": steps, "rate": r_dev})
-    up, down = link_bandwidth()
-    b_link = 2 / (1 / up + 1 / down)
-    b_in, b_out = window.bytes_per_cell(sim)
-    overhead = None
-    for th in args.th:
-        slab = args.slab
-        if slab is None:
-            slab = window.slab_for_budget(sim, th, args.device_gb * 1e9) if args.device_gb else args.n
-        steps = th * args.passes
-        t0 = time.perf_counter()
-        res = window.run_window(sim, steps, th=th, slab=slab)
-        wall = time.perf_counter() - t0
-        row = {
-            **base,
-            "mode": "window",
-            "th": th,
-            "slab": slab,
-            "ghost": window.ghost(args.order, th),
-            "steps": steps,
-            "rate": res.cells_per_second,
-            "wall_s": round(wall, 2),
-            "compile_s": round(res.compile_seconds, 2),
-        }
-        plane = sim.grid.n_cells // args.n
-        slabs_per_pass = -(-args.n // slab)
-        # measured seconds per slab and pass (the timed passes), against the model's parts
-        row["t_slab_s"] = res.seconds / (res.steps / th) / slabs_per_pass
-        if r_dev:
-            kw = dict(nx=args.n, bytes_in=b_in, bytes_out=b_out, plane=plane)
-            t_c, t_t = window.model_times(r_dev, b_link, th, slab, args.order, **kw)
-            row["t_compute_s"], row["t_transfer_s"] = t_c, t_t
-            row["model"] = window.model_rate(r_dev, b_link, th, slab, args.order, overlap=True, **kw)
-            row["model_serial"] = window.model_rate(r_dev, b_link, th, slab, args.order, overlap=False, **kw)
-            if overhead is None:  # T_0 from the first th (one fitted number, labelled as such)
-                serial = dev.platform == "cpu"
-                overhead = max(0.0, row["t_slab_s"] - ((t_c + t_t) if serial else max(t_c, t_t)))
-            row["overhead_s_fit"] = overhead
-            row["model_fit"] = window.model_rate(
-                r_dev, b_link, th, slab, args.order, overlap=dev.platform != "cpu", overhead=overhead, **kw
-            )
-        row.update(r_dev=r_dev, b_link=b_link, b_up=up, b_down=down, bytes_in=b_in, bytes_out=b_out)
+    rows = sweep(
+        args.n,
+        args.th,
+        slab=args.slab,
+        device_gb=args.device_gb,
+        passes=args.passes,
+        precision=args.precision,
+        order=args.order,
+        cpml=args.cpml,
+        in_memory=not args.no_in_memory,
+        r_dev=args.r_dev,
+    )
+    for row in rows:
         emit(args.out, row)
 
 

@@ -406,6 +406,14 @@ def _sub_state(sub: _Sub, host, plan):
     }
 
 
+def _to_device(tree, device):
+    """A copy on ``device``: the CPU's device_put aliases NumPy arrays, whose planes the
+    write-backs change while the slab may still be running."""
+    if device.platform == "cpu":
+        tree = jax.tree_util.tree_map(np.array, tree)
+    return jax.device_put(tree, device)
+
+
 def _owned(state, q0: int, q1: int):
     """The owned planes of the x-split leaves (one dispatch), psi of the x faces whole."""
     take = lambda x: jax.lax.slice_in_dim(x, q0, q1, axis=0)
@@ -576,9 +584,8 @@ def run_window(
             t0 = time.perf_counter()
             pending, futures, prev = [], [], None
             for k, s in enumerate(subs):
-                # a copy (no aliasing of the host arrays, which the write-backs change), done
-                # before any write-back of the planes it reads starts
-                st = jax.device_put(_sub_state(s, host, plan), device, may_alias=False)
+                # on the device (a copy) before any write-back of the planes it reads starts
+                st = _to_device(_sub_state(s, host, plan), device)
                 arr = dev_arrays[k] if dev_arrays else jax.device_put(s.arrays, device)
                 jax.block_until_ready(st)
                 res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
