@@ -196,9 +196,9 @@ def _global_setup(sim: GridSimulation, steps: int, dtype, initial):
 
 
 def _check(sim: GridSimulation, th: int):
-    g = sim.grid
     if not isinstance(sim, GridSimulation):
-        raise ConfigError("run_window needs a GridSimulation (physical Simulation: compile it first)")
+        raise ConfigError("run_window needs a GridSimulation (a physical Simulation: its .to_grid()[0])")
+    g = sim.grid
     if is_traced((sim.eps, sim.sigma)):
         raise ConfigError("run_window: traced (differentiated) inputs are not supported; use fdtd.run")
     if sim.subpixel is not None:
