@@ -192,6 +192,12 @@ def _global_setup(sim: GridSimulation, steps: int, dtype, initial):
             state = jax.tree_util.tree_map(lambda x: np.zeros(x.shape, x.dtype), shapes)
         else:
             state = jax.tree_util.tree_map(np.array, sim_mod._initial_state(sim, plan, dtype, initial))
+    for f in ("E", "H"):  # one (3, nx, ny, nz) array each, the result's (no stacking copy at the end)
+        whole = np.zeros((3,) + state[f][0].shape, state[f][0].dtype)
+        if initial is not None:
+            for c in range(3):
+                whole[c] = state[f][c]
+        state[f] = tuple(whole)  # views
     return plan, jax.tree_util.tree_map(np.asarray, arrays), state
 
 
@@ -622,8 +628,8 @@ def run_window(
             sim,
             probes,
             (np.arange(steps) + 1) * g.dt,
-            np.stack(host["E"]),
-            np.stack(host["H"]),
+            host["E"][0].base if host["E"][0].base is not None else np.stack(host["E"]),
+            host["H"][0].base if host["H"][0].base is not None else np.stack(host["H"]),
             timed if timed else steps,
             t_run if timed else compile_s,
             compile_s,
