@@ -355,7 +355,7 @@ def test_bench_bad_input(fake_bench, capsys):
 
 
 AVG = [*BASE, "--grid", "6", "--m", "1.5+0.01j", "--orient", "avg", "--avg-beta-levels", "2", "2"]
-AVG += ["--avg-gamma-levels", "2", "2", "--avg-alpha", "4"]
+AVG += ["--avg-gamma-levels", "2", "2", "--avg-alpha", "4", "--avg-eps", "0"]  # a fixed rule
 
 
 def test_orient_avg_json_and_adda_files(capsys, tmp_path):
@@ -384,6 +384,17 @@ def test_orient_avg_json_and_adda_files(capsys, tmp_path):
         assert ds["mueller"].shape == (19, 4, 4)
         assert float(ds["weight"].sum()) == pytest.approx(1.0)
     assert (tmp_path / "mueller.png").stat().st_size > 0
+
+
+def test_orient_avg_missing_its_accuracy_is_not_converged(capsys):
+    """A requested --avg-eps that the maximum levels cannot reach: the results are written
+    but the run is not "converged" (exit 2, the estimate and the goal named; issue 12)."""
+    argv = AVG[: AVG.index("--avg-eps")] + ["--avg-eps", "1e-9", "--json"]
+    rc, out, err = run(capsys, argv)
+    assert rc == 2
+    s = one_json_line(out)
+    assert s["converged"] is False and s["Cext"] > 0
+    assert "orientation average (error estimate" in err and "> --avg-eps 1e-09" in err
 
 
 @pytest.mark.parametrize(

@@ -489,6 +489,12 @@ def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature) -> int:
             print(f"  outputs written to {cfg['out']}")
     n_bad = int(np.sum(~np.asarray(result.converged)))
     bad = [f"{n_bad} of {result.converged.size} orientation/polarization solves"] if n_bad else []
+    if not result.accuracy_met:
+        err = max(float(result.error.get("beta") or 0.0), float(result.error.get("gamma") or 0.0))
+        bad.append(
+            f"the orientation average (error estimate {err:.2e} > --avg-eps "
+            f"{result.quadrature.eps:g} at the maximum levels {result.levels}; raise the levels)"
+        )
     return _report_convergence(bad)
 
 

@@ -217,7 +217,16 @@ class AveragedResult(Efficiencies):
 
     @property
     def all_converged(self) -> bool:
+        """Every orientation's and polarization's Krylov solve converged."""
         return bool(np.all(self.converged))
+
+    @property
+    def accuracy_met(self) -> bool:
+        """The averaging's error estimate (beta and gamma refinement) is within the
+        quadrature's ``eps`` (False if refinement stopped at its maximum level short of it)."""
+        eps = self.quadrature.eps
+        err = max(float(self.error.get("beta") or 0.0), float(self.error.get("gamma") or 0.0))
+        return eps == 0 or err <= eps
 
     def summary(self) -> dict:
         return {
@@ -228,7 +237,10 @@ class AveragedResult(Efficiencies):
             "levels": {"beta": self.levels[0], "gamma": self.levels[1]},
             "error_estimate": self.error,
             "iterations_max": int(np.max(self.iterations)),
-            "converged": self.all_converged,
+            # every requested accuracy: the solves' rtol and the average's eps
+            "converged": self.all_converged and self.accuracy_met,
+            "solves_converged": self.all_converged,
+            "average_accuracy_met": self.accuracy_met,
             "batch_size": self.batch_size,
             "seconds": self.seconds,
         }
