@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ConfigError
+from . import sharded
 
 
 def fingerprint(plan) -> str:
@@ -108,7 +109,7 @@ def save_sharded(path: Path, state, recs, plan, axes) -> None:
     leaves = jax.tree_util.tree_leaves(state)
     n_dev = plan.layout.n
     m = plan.layout.padded(nx) // n_dev
-    step = int(np.asarray(state["n"]))
+    step = int(sharded.host_copy(state["n"]))
     names = [f"{path.name}.step{step}.shard{k}of{n_dev}.npz" for k in range(n_dev)]
     mine = {}  # shard k -> {leaf name: planes}, for this process's devices
     for i, (x, ax) in enumerate(zip(leaves, axes)):
@@ -131,7 +132,7 @@ def save_sharded(path: Path, state, recs, plan, axes) -> None:
     if jax.process_index() != 0:
         return
     old = _shard_names(path)
-    data = {f"leaf{i}": np.asarray(v) for i, (v, ax) in enumerate(zip(leaves, axes)) if ax is None}
+    data = {f"leaf{i}": sharded.host_copy(v) for i, (v, ax) in enumerate(zip(leaves, axes)) if ax is None}
     data["probes"] = np.concatenate(recs) if recs else np.zeros((0,))
     data["fingerprint"] = np.array(fingerprint(plan))
     data["shards"] = np.array(names)

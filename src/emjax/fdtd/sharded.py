@@ -132,16 +132,12 @@ def place(tree, axes, layout: Layout, nx: int):
     return jax.tree_util.tree_unflatten(treedef, out)
 
 
-def to_host(tree, axes, nx: int):
-    """Sharded (padded) leaves -> NumPy arrays of the logical shapes."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    out = []
-    for x, ax in zip(leaves, axes):
-        x = np.asarray(x)
-        if ax is not None:
-            x = x[(slice(None),) * ax + (slice(0, nx),)]
-        out.append(x)
-    return jax.tree_util.tree_unflatten(treedef, out)
+def host_copy(x) -> np.ndarray:
+    """A replicated array's value as a NumPy array, from this process's copy (``np.asarray``
+    of an array spanning several processes' devices fails)."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    return np.asarray(x.addressable_shards[0].data)
 
 
 def _constrain(tree, axes, layout, length):

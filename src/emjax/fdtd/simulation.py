@@ -570,7 +570,7 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -
         host, recs = checkpoint_mod.load_host(Path(checkpoint), state, plan)
         state = host
     state = sharded.place(state, axes[1], lay, nx)
-    done = int(state["n"])
+    done = int(sharded.host_copy(state["n"]))
     if done > steps:
         raise ConfigError(f"checkpoint {checkpoint} is at step {done}, beyond steps = {steps}")
     compile_s = t_run = 0.0
@@ -580,7 +580,7 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -
         n = min(chunk, steps - done)
         t0 = time.perf_counter()
         state, rec, finite = sharded.advance(plan, arrays, state, n, axes)
-        finite = bool(finite)
+        finite = bool(sharded.host_copy(finite))
         elapsed = time.perf_counter() - t0
         if n in seen:
             t_run += elapsed
@@ -588,7 +588,7 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -
         else:
             compile_s += elapsed
             seen.add(n)
-        recs.append(np.asarray(rec))
+        recs.append(sharded.host_copy(rec))
         done += n
         if not finite:
             raise FloatingPointError(
@@ -614,8 +614,8 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -
         timed_steps if timed_steps else steps,
         t_run if timed_steps else compile_s,
         compile_s,
-        tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
-        int(state["n"]),
+        tuple({k: sharded.host_copy(v) for k, v in d.items()} for d in state["dft"]),
+        int(sharded.host_copy(state["n"])),
     )
 
 
