@@ -58,7 +58,9 @@ permutes of one plane (the 4 halo planes, and one plane XLA moves from the dipol
 to device 0), all-reduces of one number (probe, source); CPML: the same plus 2 all-reduces
 of ``2 (L + 4)``-plane windows (the H and the E half step); 4th order: plus 4 permutes of 2
 planes; a TF/SF source: ~10 more one-plane permutes (its incident-field curl, ``jnp.roll``
-partitioned by XLA); an x-normal DFT plane: one all-reduce of its samples.
+and mask slices partitioned by XLA; the incident field is known on every device, so
+computing it on each slab extended by a plane would remove them: not done); an x-normal DFT
+plane: one all-reduce of its samples.
 
 *Overlap.* The collectives are asynchronous in XLA's GPU schedule (``-start``/``-done``
 pairs with its latency-hiding scheduler): a halo permute or window all-reduce starts when
