@@ -190,3 +190,23 @@ def test_4th_order_cpml_long():
     assert np.array_equal(np.asarray(a.probes), b.probes)
     for x, y in zip(a.dft, b.dft):
         assert all(np.array_equal(np.asarray(x[f]), y[f]) for f in "EH")
+
+
+def test_run_out_of_core_entry():
+    """``fdtd.run(..., out_of_core={...})`` goes through the window (bit for bit the
+    in-memory run); ``out_of_core=False`` and the default on the CPU stay in memory; a
+    checkpoint, a layout or an unknown option with it are refused, naming them."""
+    g = fdtd.Grid((17, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
+    sim = fdtd.GridSimulation(g, sources=(dip((8, 5, 5)),), probes=(fdtd.Probe((12, 5, 5), 2),))
+    a = fdtd.run(sim, 9)
+    b = fdtd.run(sim, 9, out_of_core={"th": 4, "slab": 6})
+    assert isinstance(b.E, np.ndarray) and np.array_equal(np.asarray(a.E), b.E)
+    assert np.array_equal(np.asarray(a.probes), b.probes)
+    c = fdtd.run(sim, 9, out_of_core=False)
+    assert np.array_equal(np.asarray(a.E), np.asarray(c.E))
+    with pytest.raises(ConfigError, match="checkpoint, layout or remat"):
+        fdtd.run(sim, 9, out_of_core=True, checkpoint="x.npz")
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['tile'\]"):
+        fdtd.run(sim, 9, out_of_core={"tile": 3})
+    with pytest.raises(ConfigError, match="out_of_core must be"):
+        fdtd.run(sim, 9, out_of_core="yes")

@@ -54,6 +54,14 @@ def add_bench(bench) -> None:
         "weak (N^3 cells per device); one JSON line per run with --json",
     )
     b.add_argument("--scaling", default="strong,weak", help="with --devices: strong, weak or both")
+    b.add_argument(
+        "--out-of-core",
+        action="store_true",
+        help="the calculation window (state in host memory): rate vs --th against the in-memory run",
+    )
+    b.add_argument("--th", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64], help="steps per pass")
+    b.add_argument("--slab", type=int, help="planes per slab (default: from --device-gb, else the grid)")
+    b.add_argument("--device-gb", type=float, help="device budget that sets the slab")
     b.add_argument("--json", action="store_true")
 
 
@@ -157,6 +165,34 @@ def run_bench(args, argv) -> int:
     """``emjax bench fdtd``."""
     from .bench import fdtd_benchmark, fdtd_scaling
 
+    if args.out_of_core:
+        from ..errors import ConfigError
+        from .window_bench import fdtd_window_sweep
+
+        for th in args.th:
+            if th < 1:
+                raise ConfigError(f"--th must be >= 1, got {th}")
+        for n in args.size:
+            rows = fdtd_window_sweep(
+                n,
+                args.th,
+                slab=args.slab,
+                device_gb=args.device_gb,
+                precision=args.precision,
+                order=args.order,
+            )
+            for r in rows:
+                if args.json:
+                    print(json.dumps(r), flush=True)
+                elif r["mode"] == "in_memory":
+                    print(f"FDTD {n}^3 in memory: {r['rate'] / 1e9:.3f} G cell/s", flush=True)
+                else:
+                    print(
+                        f"FDTD {n}^3 window th {r['th']} slab {r['slab']}: {r['rate'] / 1e9:.3f} G cell/s "
+                        f"(model {r.get('model', float('nan')) / 1e9:.3f})",
+                        flush=True,
+                    )
+        return 0
     if args.devices:
         modes = tuple(m.strip() for m in args.scaling.split(",") if m.strip())
         kw = dict(precision=args.precision, boundary=args.boundary, order=args.order, material=args.material)

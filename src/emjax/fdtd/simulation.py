@@ -380,6 +380,7 @@ def run(
     checkpoint: str | Path | None = None,
     remat: int | None = None,
     layout=None,
+    out_of_core=None,
 ) -> FDTDResult:
     """Advance ``steps`` time steps (or ``until`` a time, length / c) on the default device,
     or on several (``layout``).
@@ -419,11 +420,21 @@ def run(
     divide by the device count), its probes and DFT sums NumPy arrays as on one device; a
     ``checkpoint`` is written per shard (readable by any layout). Concrete inputs only (a
     traced run stays on one device).
+
+    ``out_of_core``: the calculation window of :mod:`emjax.fdtd.window` (issue 19): the
+    state in host memory, slabs along x advanced ``th`` steps per visit on the device.
+    ``None`` (default): used automatically, with ``th = 64``, when a concrete one-device run
+    on a GPU does not fit the device's memory; ``False``: never; ``True`` or a dict
+    ``{"th": ..., "slab": ..., "device_bytes": ...}``: always (``device_bytes`` sets the slab
+    from a device budget, default half the device's memory). No checkpoint or layout with it
+    (yet); bit for bit the in-memory result on the CPU.
     """
     from . import physical
 
     if isinstance(sim, physical.Simulation):
         kw = dict(chunk=chunk, initial=initial, progress=progress, checkpoint=checkpoint, layout=layout)
+        if out_of_core is not None:
+            kw["out_of_core"] = out_of_core
         return physical.run(sim, steps, until=until, **kw)
     if not isinstance(sim, GridSimulation):
         raise ConfigError(f"run needs an emjax.fdtd.Simulation or GridSimulation, got {type(sim).__name__}")
@@ -432,6 +443,13 @@ def run(
             raise ConfigError("give steps or until (a time in length / c), not both")
         steps = int(math.ceil(require_positive("until", until) / sim.grid.dt))
     steps = require_int("steps", steps, 1)
+    if out_of_core is None and as_layout(layout) is None and jax.default_backend() != "cpu":
+        if not is_traced((sim.eps, sim.sigma, initial)):
+            from ..backend import device_memory_bytes
+
+            out_of_core = sim.memory_bytes() > 0.9 * device_memory_bytes()
+    if out_of_core:
+        return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat)
     check_memory(sim.memory_bytes(), f"FDTD on a {'x'.join(map(str, sim.grid.shape))} grid")
     chunk = chunk or max(1, min(steps, max(steps // 20, 50)))
     if (
@@ -622,3 +640,27 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -
 @jax.jit
 def _stack(F):
     return jnp.stack(F)
+
+
+def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat):
+    """``run`` through the calculation window (emjax.fdtd.window)."""
+    from ..backend import device_memory_bytes
+    from . import window
+
+    if checkpoint is not None or as_layout(layout) is not None or remat is not None:
+        raise ConfigError("out_of_core: a window run takes no checkpoint, layout or remat (yet)")
+    if out_of_core is True:
+        opts = {}
+    elif isinstance(out_of_core, dict):
+        unknown = set(out_of_core) - {"th", "slab", "device_bytes"}
+        if unknown:
+            raise ConfigError(
+                f"out_of_core: unknown key(s) {sorted(unknown)}; allowed: th, slab, device_bytes"
+            )
+        opts = dict(out_of_core)
+    else:
+        raise ConfigError(f"out_of_core must be None, True, False or a dict, got {out_of_core!r}")
+    opts.setdefault("th", 64)
+    if opts.get("slab") is None and opts.get("device_bytes") is None:
+        opts["device_bytes"] = int(0.5 * device_memory_bytes())
+    return window.run_window(sim, steps, initial=initial, progress=progress, **opts)

@@ -1,0 +1,111 @@
+"""The calculation window's benchmark (issue 19): cell updates/s vs steps per pass (th)
+against the in-memory run and the rate model of :mod:`emjax.fdtd.window`; used by ``emjax
+bench fdtd --out-of-core`` and benchmarks/fdtd_window.py (whose docstring explains the
+columns)."""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+
+from .. import fdtd
+from ..bench import git_commit
+from . import window
+
+
+def link_bandwidth(nbytes: int = 256 << 20, repeats: int = 3) -> tuple:
+    """(host -> device, device -> host) bytes/s of a NumPy array to the default device."""
+    x = np.ones(nbytes // 4, np.float32)
+    dev = jax.devices()[0]
+    jax.device_put(x, dev).block_until_ready()
+    up = down = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        y = jax.device_put(np.array(x) if dev.platform == "cpu" else x, dev)  # a copy, as run_window's
+        y.block_until_ready()
+        up = min(up, time.perf_counter() - t0)
+        z = y + 1  # a fresh device buffer (the CPU may alias x)
+        z.block_until_ready()
+        t0 = time.perf_counter()
+        np.array(z) if dev.platform == "cpu" else np.asarray(z)  # the CPU's asarray is a view
+        down = min(down, time.perf_counter() - t0)
+    return nbytes / up, nbytes / down
+
+
+def simulation(n: int, precision: str, order: int, cpml: int):
+    g = fdtd.Grid((n, n, n), dx=0.05, order=order, boundary=fdtd.CPML(cpml), precision=precision)
+    c = n // 2
+    src = fdtd.PointDipole((c, c, c), 2, fdtd.Ricker(frequency=1.0))
+    return fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((c, c, c + 2), 2),))
+
+
+def fdtd_window_sweep(
+    n: int,
+    ths=(1, 2, 4, 8, 16, 32, 64),
+    *,
+    slab: int | None = None,
+    device_gb: float | None = None,
+    passes: int = 3,
+    precision: str = "single",
+    order: int = 2,
+    cpml: int = 10,
+    in_memory: bool = True,
+    r_dev: float | None = None,
+):
+    """Rows (dicts): the in-memory run (unless ``in_memory=False``), then one per th."""
+    sim = simulation(n, precision, order, cpml)
+    dev = jax.devices()[0]
+    base = {
+        "device": dev.device_kind,
+        "platform": dev.platform,
+        "n": n,
+        "precision": precision,
+        "order": order,
+        "cpml": cpml,
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    if in_memory:
+        steps = 4 * max(10, min(50, 2_000_000_000 // sim.grid.n_cells // 4))
+        res = fdtd.run(sim, steps, chunk=steps // 4)
+        r_dev = res.cells_per_second
+        yield {**base, "mode": "in_memory", "steps": steps, "rate": r_dev}
+    up, down = link_bandwidth()
+    b_link = 2 / (1 / up + 1 / down)
+    b_in, b_out = window.bytes_per_cell(sim)
+    plane = sim.grid.n_cells // n
+    for th in ths:
+        s = slab
+        if s is None:
+            s = window.slab_for_budget(sim, th, device_gb * 1e9) if device_gb else n
+        steps = th * passes
+        t0 = time.perf_counter()
+        res = window.run_window(sim, steps, th=th, slab=s)
+        wall = time.perf_counter() - t0
+        row = {
+            **base,
+            "mode": "window",
+            "th": th,
+            "slab": s,
+            "ghost": window.ghost(order, th),
+            "steps": steps,
+            "rate": res.cells_per_second,
+            "wall_s": round(wall, 2),
+            "compile_s": round(res.compile_seconds, 2),
+        }
+        # measured seconds per slab and pass (the timed passes), against the model's parts
+        row["t_slab_s"] = res.seconds / (res.steps / th) / -(-n // s)
+        if r_dev:
+            kw = dict(nx=n, bytes_in=b_in, bytes_out=b_out, plane=plane)
+            t_c, t_t = window.model_times(r_dev, b_link, th, s, order, **kw)
+            row["t_compute_s"], row["t_transfer_s"] = t_c, t_t
+            row["model"] = window.model_rate(r_dev, b_link, th, s, order, overlap=True, **kw)
+            row["model_serial"] = window.model_rate(r_dev, b_link, th, s, order, overlap=False, **kw)
+            # what the model leaves out, per slab and pass: the fixed host cost T_0 (dispatch,
+            # one transfer per array) and noise; window.model_rate(overhead=) takes it
+            serial = dev.platform == "cpu"
+            row["t_residual_s"] = row["t_slab_s"] - ((t_c + t_t) if serial else max(t_c, t_t))
+        row.update(r_dev=r_dev, b_link=b_link, b_up=up, b_down=down, bytes_in=b_in, bytes_out=b_out)
+        yield row
