@@ -450,7 +450,12 @@ def run(
             out_of_core = sim.memory_bytes() > 0.9 * device_memory_bytes()
     if out_of_core:
         return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat)
-    check_memory(sim.memory_bytes(), f"FDTD on a {'x'.join(map(str, sim.grid.shape))} grid")
+    lay = as_layout(layout)
+    shape_txt = "x".join(map(str, sim.grid.shape))
+    if lay is None:
+        check_memory(sim.memory_bytes(), f"FDTD on a {shape_txt} grid")
+    else:  # each device holds its slab (plus replicated x-CPML windows: small)
+        check_memory(sim.memory_bytes() // lay.n, f"FDTD on a {shape_txt} grid split over {lay.n} devices")
     chunk = chunk or max(1, min(steps, max(steps // 20, 50)))
     if (
         sim.grid.precision == "double"
