@@ -9,7 +9,6 @@ import pytest
 os.environ["EMJAX_COMPILATION_CACHE"] = "0"
 
 
-
 def pytest_collection_modifyitems(config, items):
     has_gpu = any(d.platform == "gpu" for d in jax.devices())
     skip = pytest.mark.skip(reason="needs a GPU")
