@@ -33,6 +33,7 @@ def _run(env):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_second_run_loads_every_kernel(tmp_path):
     cache = tmp_path / "cache"
     env = {**os.environ, "EMJAX_COMPILATION_CACHE": "1", "EMJAX_COMPILATION_CACHE_DIR": str(cache)}

@@ -64,6 +64,7 @@ def test_cylinder_average_vs_converged_adda():
         assert np.abs(M[:, i] / M[:, 0] - R[:, i] / R[:, 0]).max() < 3e-3
 
 
+@pytest.mark.slow
 def test_issue_command_vs_adda(capsys):
     """The issue's command line as a user types it (no symmetry given, default rule eps 1e-3;
     58 orientations, ~20 s here): averaged Qext and Qabs within 1e-3 of the converged ADDA

@@ -36,6 +36,7 @@ def run(capsys, args):
     return rc, out, err
 
 
+@pytest.mark.slow
 def test_surf_json_matches_adda_cube(capsys):
     """cube_metal_oblique30 of the ADDA data through the command line: Qext X/Y within 5e-5
     of ADDA (the API reaches 5.1e-6, test_surface_parity.py)."""

@@ -46,7 +46,9 @@ def _errors(m, x, dpl):
 
 
 @pytest.mark.parametrize("m", [1.5 + 0.01j, 1.33 + 0j], ids=["m1.5+0.01i", "m1.33"])
-@pytest.mark.parametrize("x", [1, 3, 5])
+@pytest.mark.parametrize(
+    "x", [1, pytest.param(3, marks=pytest.mark.slow), pytest.param(5, marks=pytest.mark.slow)]
+)
 def test_sphere_efficiencies_vs_mie(m, x):
     """Sphere of size parameter x at 10 and 20 dipoles per wavelength vs Mie.
 

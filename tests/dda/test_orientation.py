@@ -123,6 +123,7 @@ def test_averaged_csca_integral_equals_cext_minus_cabs(sphere_avg):
     assert 0 < avg.g < 1
 
 
+@pytest.mark.slow
 def test_symmetry_reduction_is_exact():
     """A cylinder on the cubic lattice is unchanged by 90-degree rotations about z and by a
     180-degree rotation about x. Averaging with n_fold=4, c2_x=True (gamma over [0, 90), beta

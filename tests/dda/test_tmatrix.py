@@ -74,6 +74,7 @@ def check(res, ref, *, q_tol, f11_fwd, f11_side, ratio_tol):
         assert np.abs(M[:, i, j] / M[:, 0, 0]).max() < 1e-6
 
 
+@pytest.mark.slow
 def test_prolate_spheroid_x2_vs_tmatrix():
     """Prolate, aspect 1.5, x = 2, 16 x 16 x 24 lattice (3280 dipoles): cross sections and g
     to 1%, F11 to 1% up to 75 deg and 6% beyond, the F_ij / F11 ratios to 0.07."""

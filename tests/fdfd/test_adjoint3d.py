@@ -20,6 +20,7 @@ def _sphere_eps():
     return r
 
 
+@pytest.mark.slow
 def test_field_equals_solve_3d():
     """A plane wave on a subpixel-averaged sphere: field_3d on solve_3d's eps array = its
     total field (both solves to rtol 1e-11); tolerance 1e-9."""

@@ -88,6 +88,7 @@ def test_far_field_of_a_point_source():
     assert e20 / e40 > 3.5, (e20, e40)
 
 
+@pytest.mark.slow
 def test_pec_sphere_vs_mie():
     """PEC sphere, radius 0.25 wavelength (ka = pi/2), 16 cells per wavelength, conformal
     (Dey-Mittra) edges and faces: bistatic RCS in both planes within 0.5 dB of Mie (measured
@@ -271,6 +272,7 @@ def _dipole_error(res, pml):
     return np.linalg.norm(r.E[2][m] - ref[m]) / np.linalg.norm(ref[m])
 
 
+@pytest.mark.slow
 def test_point_dipole_vs_analytic():
     """A z dipole (moment 1) in vacuum at 16 cells per wavelength, spread trilinearly over
     E_z's nodes: E_z between 0.3 and 0.55 wavelengths from it vs the closed-form dipole
@@ -317,6 +319,7 @@ def _asymmetric_scene():
     )
 
 
+@pytest.mark.slow
 def test_reciprocity_of_dipoles():
     """Lorentz reciprocity p_b . E_a(r_b) = p_a . E_b(r_a) for two dipoles around an
     asymmetric scene (a turned lossy box and an off-centre PEC sphere), both solved in one

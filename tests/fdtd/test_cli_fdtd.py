@@ -36,12 +36,14 @@ def test_fdtd_bad_config(tmp_path, capsys):
     assert "CPML" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bench_fdtd_json(capsys):
     assert main(["bench", "fdtd", "--size", "24", "--steps", "8", "--json"]) == 0
     r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert {"cells_per_s", "bytes_per_cell", "seconds", "device"} <= set(r)
 
 
+@pytest.mark.slow
 def test_fdtd_tfsf_flux_box_config(tmp_path, capsys):
     """A TF/SF source and a flux box from TOML; with no scatterer the box sees no flux (the
     TF/SF box does not leak) for forward and backward incidence, and a bad direction is

@@ -61,6 +61,7 @@ def test_cpml_dipole_probes_monitors_2nd_order():
     assert np.array_equal(a.flux(0), b.flux(0))
 
 
+@pytest.mark.slow
 def test_th1_and_one_slab():
     """th = 1 (no temporal blocking) and a single slab (the whole grid: the plain run)."""
     g = fdtd.Grid((13, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
@@ -69,6 +70,7 @@ def test_th1_and_one_slab():
     same(sim, 4, 2, 13)
 
 
+@pytest.mark.slow
 def test_4th_order_pec_walls():
     """4th order next to bare PEC walls (the wall terms read across the wrap at i = 0 = nx)
     and a probe on the wall plane."""
@@ -78,6 +80,7 @@ def test_4th_order_pec_walls():
     same(sim, 8, 2, 7)
 
 
+@pytest.mark.slow
 def test_periodic_x_plane_source_dft_field():
     """Periodic x (the slabs' ghosts wrap around), a PlaneSource normal to y (spans the
     slabs), a DFTField normal to y (its window spans x and wraps)."""
@@ -88,6 +91,7 @@ def test_periodic_x_plane_source_dft_field():
     same(sim, 8, 4, 6)
 
 
+@pytest.mark.slow
 def test_tfsf_z_drude_lorentz_flux_box():
     """A TF/SF plane wave along z through all slabs, a Drude + Lorentz block across a slab
     cut, a flux box of six DFT planes."""
@@ -108,6 +112,7 @@ def test_tfsf_z_drude_lorentz_flux_box():
     same(sim, 12, 3, 7)
 
 
+@pytest.mark.slow
 def test_tfsf_along_x_and_refusals():
     """A TF/SF wave along x (the slab axis): its 1-D grid indices follow the slabs; an edge
     slab whose ghosts would hold both box faces is refused, as are unsupported features."""
@@ -152,6 +157,7 @@ def test_rings_cover_and_model():
     assert high == pytest.approx(3e10 * 100 / 1000, rel=1e-12)  # the ring is the whole grid
 
 
+@pytest.mark.slow
 def test_device_budget_forces_the_window():
     """A device budget smaller than the grid picks a slab (the window), which equals the run."""
     g = fdtd.Grid((16, 10, 10), dx=0.05, boundary=fdtd.CPML(3))

@@ -299,6 +299,7 @@ def _drude_sphere_errors(cells_per_radius, averaging):
     return np.array([f_fdtd / f_mie - 1, ext / ext_mie - 1, sca / sca_mie - 1])
 
 
+@pytest.mark.slow
 def test_drude_sphere_plasmon_subpixel():
     """The issue's Drude sphere at 5 cells per radius with subpixel averaging (the metal's
     interface nodes as anisotropic two-pole media): plasmon peak frequency within 0.5%, Cext

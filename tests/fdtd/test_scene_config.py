@@ -37,6 +37,7 @@ def test_example_config_maps_onto_the_api():
     assert sim.sources[0].direction == (0.0, 0.0, 1.0) and sim.averaging == "subpixel"
 
 
+@pytest.mark.slow
 def test_cli_runs_a_scene(tmp_path, capsys):
     """A short, coarse run through the command line: JSON with the cross-section spectra,
     result.nc, fdtd.png, spectra.json and the field plane's fields.nc and fields.png written."""

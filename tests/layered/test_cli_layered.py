@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from emjax.cli import main
@@ -52,6 +53,7 @@ def test_layered_bad_config(tmp_path, capsys):
     assert "rtol" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bench_layered_json(capsys):
     assert main(["bench", "layered", "--size", "8", "--rtol", "1e-6", "--json"]) == 0
     r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -52,7 +52,14 @@ POINTS4 = {
 
 
 @pytest.mark.parametrize(
-    "a,b", [("top", "glass"), ("top", "bottom"), ("glass", "bottom"), ("metal", "top"), ("glass", "glass")]
+    "a,b",
+    [
+        pytest.param("top", "glass", marks=pytest.mark.slow),
+        pytest.param("top", "bottom", marks=pytest.mark.slow),
+        ("glass", "bottom"),
+        pytest.param("metal", "top", marks=pytest.mark.slow),
+        ("glass", "glass"),
+    ],
 )
 def test_reciprocity_across_layers(a, b):
     """G_ij(r, r') = G_ji(r', r) for source and observation in any two media of a lossy
@@ -165,6 +172,7 @@ def test_bad_stacks(kwargs, match):
         Stack(**kwargs)
 
 
+@pytest.mark.slow
 def test_stack_accepts_materials():
     """An emjax.materials object in the stack is evaluated at the wavelength: a Drude metal
     gives the same field as its permittivity typed in as a number."""
