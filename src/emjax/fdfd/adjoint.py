@@ -79,21 +79,31 @@ def _matrix(eps, shape, dx, omega, pml, stencil):
     return (A + E).tocsc()
 
 
-def _factor(eps, shape, dx, omega, pml, stencil):
-    key = (hashlib.sha1(np.ascontiguousarray(eps).tobytes()).hexdigest(), shape, dx, omega, pml, stencil)
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
-    lu = spla.splu(
-        _matrix(eps, shape, dx, omega, pml, stencil),
-        permc_spec="MMD_AT_PLUS_A",
-        diag_pivot_thresh=0.0,
-        options=dict(SymmetricMode=True),
-    )
-    _CACHE[key] = lu
+def _cached_factor(arrays, key, factor):
+    """``factor()`` (a SuperLU factorization), kept in a small LRU cache keyed by the bytes
+    of ``arrays`` and ``key`` (shared by the TM and TE adjoints)."""
+    digest = hashlib.sha1(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)).hexdigest()
+    k = (digest, *key)
+    if k in _CACHE:
+        _CACHE.move_to_end(k)
+        return _CACHE[k]
+    lu = _CACHE[k] = factor()
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return lu
+
+
+def _factor(eps, shape, dx, omega, pml, stencil):
+    return _cached_factor(
+        (eps,),
+        ("tm", shape, dx, omega, pml, stencil),
+        lambda: spla.splu(
+            _matrix(eps, shape, dx, omega, pml, stencil),
+            permc_spec="MMD_AT_PLUS_A",
+            diag_pivot_thresh=0.0,
+            options=dict(SymmetricMode=True),
+        ),
+    )
 
 
 def _incident(wave, shape, dx, omega, origin):

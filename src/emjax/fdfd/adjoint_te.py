@@ -19,9 +19,7 @@ off-diagonal term: a pixel design's permittivity, or a scene rasterized with
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections import OrderedDict
 
 import jax
 import jax.numpy as jnp
@@ -31,14 +29,11 @@ import scipy.sparse.linalg as spla
 
 from ..backend import precision_scope
 from ..errors import ConfigError, require_positive
-from .adjoint import _from_bytes, _to_bytes
+from .adjoint import _cached_factor, _from_bytes, _incident, _to_bytes
 from .operators import SCPML, derivatives
 from .tm import PlaneWave2D, _check_stencil, _compact_parts
 
 __all__ = ["te_field"]
-
-_CACHE: OrderedDict = OrderedDict()  # key -> SuperLU factorization; a few kept
-_CACHE_SIZE = 4
 
 
 class _Parts:
@@ -62,20 +57,9 @@ class _Parts:
 
 
 def _factor(parts, inv_x, inv_y, key):
-    k = (
-        hashlib.sha1(
-            np.ascontiguousarray(inv_x).tobytes() + np.ascontiguousarray(inv_y).tobytes()
-        ).hexdigest(),
-        *key,
+    return _cached_factor(
+        (inv_x, inv_y), ("te", *key), lambda: spla.splu(parts.matrix(inv_x, inv_y), permc_spec="COLAMD")
     )
-    if k in _CACHE:
-        _CACHE.move_to_end(k)
-        return _CACHE[k]
-    lu = spla.splu(parts.matrix(inv_x, inv_y), permc_spec="COLAMD")
-    _CACHE[k] = lu
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return lu
 
 
 def te_field(
@@ -129,11 +113,7 @@ def te_field(
                     raise ConfigError(f"{name} must be 1 in the PML for a plane wave (scattered field)")
         parts = _Parts(shape, dx, omega, pml, stencil)
         if isinstance(source, PlaneWave2D):
-            x = origin[0] + np.arange(shape[0]) * dx
-            y = origin[1] + np.arange(shape[1]) * dx
-            X, Y = np.meshgrid(x, y, indexing="ij")
-            phi = math.radians(source.angle)
-            hinc = np.exp(1j * omega * (X * math.cos(phi) + Y * math.sin(phi)))
+            hinc = _incident(source, shape, dx, omega, origin)
             M = jnp.zeros(shape, jnp.complex128)
         else:
             M = jnp.asarray(source, jnp.complex128)

@@ -369,6 +369,49 @@ def _advance_traced(plan, arrays, state, steps: int, segment: int):
     return state, rec
 
 
+def make_plan(sim: GridSimulation, steps: int, dtype, arrays: dict, pml: tuple, layout=None) -> _Plan:
+    """The static description of ``sim``'s step (what :func:`run` steps; the calculation
+    window builds its slabs' plans from it). Pops the subpixel entries ``sub_region`` and
+    ``sub_inline`` from ``arrays`` (coefficients of :func:`_coefficients`)."""
+    g = sim.grid
+    region = arrays.pop("sub_region", None)
+    inline = bool(arrays.pop("sub_inline", False)) and SUB_SCATTER == "region"
+    walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
+    poles = sim.dispersive[0].poles if sim.dispersive is not None else ()
+    n_poles = sum(isinstance(p, DrudePole) for p in poles)
+    n_lorentz = len(poles) - n_poles
+    tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)
+    aux_len = tfsf_mod.aux_length(tf, g.shape, steps, g.courant) if tf is not None else 0
+    inplace = tuple(INPLACE) if INPLACE is not None else terms.inplace_default(g, dtype)
+    if as_layout(layout) is not None:  # sharded: padded terms (an in-place slab update is a scatter)
+        inplace = (False, False, False)
+    return _Plan(
+        g.shape,
+        float(g.dx),
+        float(g.dt),
+        g.order,
+        walls,
+        pml,
+        sim.sources,
+        sim.probes,
+        sim.monitors,
+        n_poles,
+        aux_len,
+        n_lorentz,
+        sim.pec is not None,
+        tuple(isinstance(b, CPML) and b.kappa_max != 1 for b in g.boundary),
+        inplace,
+        tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
+        region,
+        g.bloch_phases,
+        subpixel.pole_counts(sim.subpixel)
+        if sim.subpixel is not None and sim.subpixel.poles is not None
+        else None,
+        inline,
+        as_layout(layout),
+    )
+
+
 def run(
     sim: GridSimulation,
     steps: int | None = None,
@@ -472,42 +515,7 @@ def run(
         g = sim.grid
         dtype = precision(g.precision).real
         arrays, pml = _coefficients(sim, dtype)
-        region = arrays.pop("sub_region", None)
-        inline = bool(arrays.pop("sub_inline", False)) and SUB_SCATTER == "region"
-        walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
-        poles = sim.dispersive[0].poles if sim.dispersive is not None else ()
-        n_poles = sum(isinstance(p, DrudePole) for p in poles)
-        n_lorentz = len(poles) - n_poles
-        tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)
-        aux_len = tfsf_mod.aux_length(tf, g.shape, steps, g.courant) if tf is not None else 0
-        inplace = tuple(INPLACE) if INPLACE is not None else terms.inplace_default(g, dtype)
-        if as_layout(layout) is not None:  # sharded: padded terms (an in-place slab update is a scatter)
-            inplace = (False, False, False)
-        plan = _Plan(
-            g.shape,
-            float(g.dx),
-            float(g.dt),
-            g.order,
-            walls,
-            pml,
-            sim.sources,
-            sim.probes,
-            sim.monitors,
-            n_poles,
-            aux_len,
-            n_lorentz,
-            sim.pec is not None,
-            tuple(isinstance(b, CPML) and b.kappa_max != 1 for b in g.boundary),
-            inplace,
-            tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
-            region,
-            g.bloch_phases,
-            subpixel.pole_counts(sim.subpixel)
-            if sim.subpixel is not None and sim.subpixel.poles is not None
-            else None,
-            inline,
-            as_layout(layout),
-        )
+        plan = make_plan(sim, steps, dtype, arrays, pml, layout)
         state = _initial_state(sim, plan, dtype, initial)
         if is_traced((arrays, state)):
             if plan.layout is not None:

@@ -80,11 +80,8 @@ import numpy as np
 
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, require_int
-from ..materials import DrudePole
 from . import simulation as sim_mod
-from . import terms
 from . import tfsf as tfsf_mod
-from .grid import CPML, PEC
 from .monitors import DFTField, _extent
 from .results import FDTDResult
 from .sources import PointDipole
@@ -159,34 +156,10 @@ def rings(nx: int, slab: int, g: int, walled: bool, w_lo: int, w_hi: int) -> lis
 
 def _global_setup(sim: GridSimulation, steps: int, dtype, initial):
     """The plan, coefficients and initial state of :func:`emjax.fdtd.run` (host copies)."""
-    g = sim.grid
     cpu = jax.devices("cpu")[0]
     with jax.default_device(cpu):
         arrays, pml = sim_mod._coefficients(sim, dtype)
-        walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
-        poles = sim.dispersive[0].poles if sim.dispersive is not None else ()
-        n_poles = sum(isinstance(p, DrudePole) for p in poles)
-        tf = next((s for s in sim.sources if isinstance(s, TFSF)), None)
-        aux_len = tfsf_mod.aux_length(tf, g.shape, steps, g.courant) if tf is not None else 0
-        inplace = tuple(sim_mod.INPLACE) if sim_mod.INPLACE is not None else terms.inplace_default(g, dtype)
-        plan = sim_mod._Plan(
-            g.shape,
-            float(g.dx),
-            float(g.dt),
-            g.order,
-            walls,
-            pml,
-            sim.sources,
-            sim.probes,
-            sim.monitors,
-            n_poles,
-            aux_len,
-            len(poles) - n_poles,
-            sim.pec is not None,
-            tuple(isinstance(b, CPML) and b.kappa_max != 1 for b in g.boundary),
-            inplace,
-            tuple(b.faces if isinstance(b, CPML) else () for b in g.boundary),
-        )
+        plan = sim_mod.make_plan(sim, steps, dtype, arrays, pml)
         if initial is None:  # zeros straight in host memory (lazily paged in), no device copy
             shapes = jax.eval_shape(lambda: sim_mod._initial_state(sim, plan, dtype, None))
             state = jax.tree_util.tree_map(lambda x: np.zeros(x.shape, x.dtype), shapes)
