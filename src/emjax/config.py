@@ -77,28 +77,26 @@ def check_keys(table: dict, allowed, where: str) -> None:
 
 def dispersive_material(kind: str, table, where: str):
     """An :mod:`emjax.materials` pole material from a config table: ``kind`` "drude"
-    (eps_inf, omega_p, gamma) or "lorentz" (eps_inf, delta_eps, omega_0, gamma); ``eps_inf``
-    defaults to 1, the others are required (``where`` names the table in errors)."""
+    (eps_inf, omega_p > 0, gamma >= 0) or "lorentz" (eps_inf, delta_eps, omega_0 > 0, gamma
+    >= 0); ``eps_inf`` defaults to 1, the others are required (``where`` names the table)."""
     from . import materials
 
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}.{kind} must be a table, got {table!r}")
-    table = dict(table)
-    if kind == "drude":
-        check_keys(table, {"eps_inf", "omega_p", "gamma"}, f"{where}.drude")
-        try:
-            return materials.Drude(table.get("eps_inf", 1.0), table["omega_p"], table["gamma"])
-        except KeyError as exc:
-            raise ConfigError(f"{where}.drude needs {exc.args[0]}") from None
-    if kind != "lorentz":
+    if kind not in ("drude", "lorentz"):
         raise ConfigError(f"{where}: unknown material kind {kind!r}; allowed: drude, lorentz")
-    check_keys(table, {"eps_inf", "delta_eps", "omega_0", "gamma"}, f"{where}.lorentz")
-    try:
-        return materials.Lorentz(
-            table.get("eps_inf", 1.0), table["delta_eps"], table["omega_0"], table["gamma"]
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}.{kind} must be a table {{...}}, got {table!r}")
+    if kind == "drude":
+        t = Table(table, f"{where}.drude", {"eps_inf", "omega_p", "gamma"})
+        return materials.Drude(
+            t.real("eps_inf", default=1.0), t.real("omega_p", lo=0, lo_open=True), t.real("gamma", lo=0)
         )
-    except KeyError as exc:
-        raise ConfigError(f"{where}.lorentz needs {exc.args[0]}") from None
+    t = Table(table, f"{where}.lorentz", {"eps_inf", "delta_eps", "omega_0", "gamma"})
+    return materials.Lorentz(
+        t.real("eps_inf", default=1.0),
+        t.real("delta_eps"),
+        t.real("omega_0", lo=0, lo_open=True),
+        t.real("gamma", lo=0),
+    )
 
 
 def number(value, error: Exception) -> float:
@@ -192,41 +190,60 @@ def append_json(path: Path, record: dict) -> None:
 _MISSING = object()
 
 
+def _interval(lo, hi, lo_open=False, hi_open=False) -> str:
+    left = "(" if lo_open or lo is None else "["
+    right = ")" if hi_open else "]"
+    return f"{left}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{right}"
+
+
 class Table:
     """A TOML table read field by field with types, ranges and required keys checked, every
     failure a one-line :class:`ConfigError` naming ``where.key`` and what is allowed.
 
     ``Table(cfg["grid"], "[grid]", allowed={...})`` refuses unknown keys at once (listing the
     allowed ones); then ``t.int("steps", lo=1)``, ``t.real("dx", lo=0, lo_open=True)``,
-    ``t.ints("index", 3)``, ``t.choice("component", ("x", "y", "z"), default="z")``,
-    ``t.number("eps")`` (real, or complex as ``[re, im]``) read one key each; a key without
-    ``default`` is required."""
+    ``t.positive("wavelength")``, ``t.ints("index", 3)``, ``t.reals("size", length=3)``,
+    ``t.choice("component", ("x", "y", "z"), default="z")``, ``t.number("eps")`` (real, or
+    complex as ``[re, im]``), ``t.complex("eps")`` (also ``"2.25+0.1j"``), ``t.string``,
+    ``t.boolean`` read one key each; a key without ``default`` is required. ``t.sub("map",
+    allowed)`` and ``t.tables("objects")`` read nested tables, named by their path
+    (``[map].size``, ``objects[2].radius``). ``where=""`` is the file's top level: its keys are
+    named bare (``wavelength``)."""
 
     def __init__(self, table, where: str, allowed=None):
         if table is None:
             table = {}
         if not isinstance(table, dict):
-            raise ConfigError(f"{where} must be a table (key = value lines), got {table!r}")
+            raise ConfigError(f"{where or 'config'} must be a table (key = value lines), got {table!r}")
         self.table, self.where = table, where
         if allowed is not None:
-            check_keys(table, allowed, where)
+            check_keys(table, allowed, where or "config")
+
+    def name(self, key) -> str:
+        """The field's path as the messages write it."""
+        return f"{self.where}.{key}" if self.where else str(key)
 
     def has(self, key: str) -> bool:
         return key in self.table
+
+    def get(self, key, default=None):
+        """The raw value (unchecked)."""
+        return self.table.get(key, default)
 
     def _get(self, key, default, what):
         if key in self.table:
             return self.table[key]
         if default is _MISSING:
-            raise ConfigError(f"{self.where}.{key} is required ({what})")
+            raise ConfigError(f"{self.name(key)} is required ({what})")
         return default
 
-    def _range(self, key, v, lo, hi, lo_open, kind):
-        bad = (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi)
+    def _range(self, key, v, lo, hi, lo_open, kind, hi_open=False):
+        bad = (lo is not None and (v <= lo if lo_open else v < lo)) or (
+            hi is not None and (v >= hi if hi_open else v > hi)
+        )
         if bad:
-            left = "(" if lo_open else "["
-            rng = f"{left}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
-            raise ConfigError(f"{self.where}.{key} must be {kind} in {rng}, got {v!r}")
+            rng = _interval(lo, hi, lo_open, hi_open)
+            raise ConfigError(f"{self.name(key)} must be {kind} in {rng}, got {v!r}")
         return v
 
     def int(self, key, *, default=_MISSING, lo=None, hi=None):
@@ -234,16 +251,29 @@ class Table:
         if v is default and default is not _MISSING:
             return v
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ConfigError(f"{self.where}.{key} must be an integer, got {v!r}")
+            rng = f" in {_interval(lo, hi)}" if lo is not None or hi is not None else ""
+            raise ConfigError(f"{self.name(key)} must be an integer{rng}, got {v!r}")
         return self._range(key, v, lo, hi, False, "an integer")
 
-    def real(self, key, *, default=_MISSING, lo=None, hi=None, lo_open=False):
+    def real(self, key, *, default=_MISSING, lo=None, hi=None, lo_open=False, hi_open=False):
         v = self._get(key, default, "a number")
         if v is default and default is not _MISSING:
             return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ConfigError(f"{self.where}.{key} must be a finite number, got {v!r}")
-        return self._range(key, float(v), lo, hi, lo_open, "a number")
+        if not _is_real(v):
+            rng = f" in {_interval(lo, hi, lo_open, hi_open)}" if lo is not None or hi is not None else ""
+            raise ConfigError(f"{self.name(key)} must be a finite number{rng}, got {v!r}")
+        return self._range(key, float(v), lo, hi, lo_open, "a number", hi_open)
+
+    def positive(self, key, *, default=_MISSING):
+        """A finite number > 0 ("X must be > 0")."""
+        v = self._get(key, default, "a number > 0")
+        if v is default and default is not _MISSING:
+            return v
+        if not _is_real(v):
+            raise ConfigError(f"{self.name(key)} must be a number > 0, got {v!r}")
+        if v <= 0:
+            raise ConfigError(f"{self.name(key)} must be > 0, got {v!r}")
+        return float(v)
 
     def number(self, key, *, default=_MISSING):
         """A real number, or a complex one written ``[re, im]``."""
@@ -254,7 +284,27 @@ class Table:
             return complex(v[0], v[1])
         if _is_real(v):
             return float(v)
-        raise ConfigError(f"{self.where}.{key} must be a finite number or [re, im], got {v!r}")
+        raise ConfigError(f"{self.name(key)} must be a finite number or [re, im], got {v!r}")
+
+    def complex(self, key, *, default=_MISSING, lossy=False):
+        """A finite complex number: a number, ``"2.25+0.1j"`` or ``[re, im]``; ``lossy``: Im
+        >= 0 (``exp(-i omega t)``: absorption)."""
+        v = self._get(key, default, "a number, '2.25+0.1j' or [re, im]")
+        if v is default and default is not _MISSING:
+            return v
+        return _complex(v, self.name(key), lossy)
+
+    def complexes(self, key, *, length=None, min_length=1, default=_MISSING, lossy=False):
+        """A list of complex numbers (each as :meth:`complex`)."""
+        v = self._get(key, default, "a list of numbers")
+        if v is default and default is not _MISSING:
+            return v
+        n = f"{length}" if length is not None else f">= {min_length}"
+        if not isinstance(v, list) or (len(v) != length if length is not None else len(v) < min_length):
+            raise ConfigError(
+                f"{self.name(key)} must be a list of {n} numbers ('2.25+0.1j' or [re, im] allowed), got {v!r}"
+            )
+        return tuple(_complex(x, self.name(f"{key}[{k}]"), lossy) for k, x in enumerate(v))
 
     def ints(self, key, length: int, *, default=_MISSING, lo=None, hi=None):
         """A list of ``length`` integers, each in [lo, hi] (``lo``/``hi`` a number or a list)."""
@@ -266,30 +316,76 @@ class Table:
             or len(v) != length
             or any(isinstance(x, bool) or not isinstance(x, int) for x in v)
         ):
-            raise ConfigError(f"{self.where}.{key} must be a list of {length} integers, got {v!r}")
+            raise ConfigError(f"{self.name(key)} must be a list of {length} integers, got {v!r}")
         for k, x in enumerate(v):
             lk = lo[k] if isinstance(lo, (list, tuple)) else lo
             hk = hi[k] if isinstance(hi, (list, tuple)) else hi
             self._range(f"{key}[{k}]", x, lk, hk, False, "an integer")
         return tuple(v)
 
-    def reals(self, key, *, length=None, default=_MISSING, lo=None, lo_open=False):
-        v = self._get(key, default, "a list of numbers")
+    def reals(self, key, *, length=None, default=_MISSING, lo=None, hi=None, lo_open=False):
+        """A non-empty list of finite numbers (``length`` of them if given), each in the range."""
+        v = self._get(key, default, "a list of numbers" if length is None else f"{length} numbers")
         if v is default and default is not _MISSING:
             return v
         if not isinstance(v, list) or not v or any(not _is_real(x) for x in v):
-            raise ConfigError(f"{self.where}.{key} must be a non-empty list of finite numbers, got {v!r}")
+            what = "a non-empty list of finite numbers" if length is None else f"a list of {length} numbers"
+            raise ConfigError(f"{self.name(key)} must be {what}, got {v!r}")
         if length is not None and len(v) != length:
-            raise ConfigError(f"{self.where}.{key} must have {length} numbers, got {len(v)}")
+            raise ConfigError(f"{self.name(key)} must be a list of {length} numbers, got {len(v)}: {v!r}")
         for k, x in enumerate(v):
-            self._range(f"{key}[{k}]", float(x), lo, None, lo_open, "a number")
+            self._range(f"{key}[{k}]", float(x), lo, hi, lo_open, "a number")
         return tuple(float(x) for x in v)
 
-    def choice(self, key, options, *, default=_MISSING):
+    def choice(self, key, options, *, default=_MISSING, fold=False):
+        """One of ``options`` (``fold``: strings compared case-insensitively, the option's
+        spelling returned)."""
         v = self._get(key, default, f"one of {', '.join(map(str, options))}")
-        if v not in options:
-            raise ConfigError(f"{self.where}.{key} must be one of {', '.join(map(str, options))}, got {v!r}")
+        if fold and isinstance(v, str):
+            v = next((o for o in options if isinstance(o, str) and o.lower() == v.lower()), v)
+        if isinstance(v, bool) or v not in options:
+            raise ConfigError(f"{self.name(key)} must be one of {', '.join(map(str, options))}, got {v!r}")
         return v
+
+    def string(self, key, *, default=_MISSING, what="a string"):
+        v = self._get(key, default, what)
+        if v is default and default is not _MISSING:
+            return v
+        if not isinstance(v, str) or not v:
+            raise ConfigError(f"{self.name(key)} must be {what}, got {v!r}")
+        return v
+
+    def boolean(self, key, *, default=_MISSING):
+        v = self._get(key, default, "true or false")
+        if not isinstance(v, bool):
+            raise ConfigError(f"{self.name(key)} must be true or false, got {v!r}")
+        return v
+
+    def sub(self, key, allowed=None, *, required=False) -> Table:
+        """The nested table ``key`` (``[key]`` at the top level, ``where.key`` below)."""
+        where = f"[{key}]" if not self.where else self.name(key)
+        if required and key not in self.table:
+            raise ConfigError(f"{where} is required (a table)")
+        return Table(self.table.get(key), where, allowed)
+
+    def tables(self, key, allowed=None) -> list:
+        """The array of tables ``[[key]]``: one :class:`Table` per entry, named ``key[i]``."""
+        v = self.table.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            raise ConfigError(f"{self.name(key)} must be an array of tables ([[{key}]] sections), got {v!r}")
+        prefix = self.name(key)
+        return [Table(x, f"{prefix}[{i}]", allowed) for i, x in enumerate(v)]
+
+
+def _complex(v, field: str, lossy: bool) -> complex:
+    z = parse_complex(v, field) if not isinstance(v, bool) else None
+    if z is None:
+        raise ConfigError(f"{field} must be a number, a string like '2.25+0.1j' or [re, im], got {v!r}")
+    if not (math.isfinite(z.real) and math.isfinite(z.imag)):
+        raise ConfigError(f"{field} must be finite, got {v!r}")
+    if lossy and z.imag < 0:
+        raise ConfigError(f"{field}: Im must be >= 0 (exp(-i omega t): absorption), got {v!r}")
+    return z
 
 
 def _is_real(x) -> bool:
