@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import warnings
 
 from .config import ArgumentParser, UsageError
 from .errors import EmjaxError
@@ -78,6 +79,18 @@ def _dispatch(args, argv) -> int:
     return _slice_cli(args.command).run(args, argv)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """emjax's own warnings (coarse grids, thin features) as one line ``emjax: warning: ...``;
+    other libraries' as Python prints them."""
+    if "emjax" in str(filename).replace("\\", "/").split("/site-packages/")[-1]:
+        print(f"emjax: warning: {message}", file=sys.stderr if file is None else file, flush=True)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+_default_showwarning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``emjax`` command line ``argv`` (default ``sys.argv[1:]``); return the status."""
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
@@ -94,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         print("emjax: error: say what to benchmark: emjax bench dda --grid N ...", file=sys.stderr)
         return 1
     try:
-        return _dispatch(args, argv)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _dispatch(args, argv)
     except (EmjaxError, ImportError, OSError) as exc:
         msg = (
             str(exc)

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import check_keys, dispersive_material, number, parse_complex, parse_refractive_index
+from ..config import Table, dispersive_material, number, parse_complex, parse_refractive_index
 from ..errors import ConfigError, require_int, require_positive
 from ..materials import DiagonalAnisotropic
 
@@ -215,16 +215,12 @@ def _object(o, i: int, dims: int):
     from .. import geometry, scene
 
     where = f"objects[{i}]"
-    if not isinstance(o, dict):
-        raise ConfigError(f"{where} must be a table, got {o!r}")
+    t = Table(o, where)
     shapes = SHAPE_KEYS[dims]
-    name = o.get("shape")
-    if not isinstance(name, str) or name.lower() not in shapes:
-        raise ConfigError(f"{where}.shape must be one of {', '.join(shapes)} (dims = {dims}); got {name!r}")
-    name = name.lower()
-    check_keys(o, {"shape", "center"} | MATERIAL_KEYS | shapes[name], where)
+    name = t.choice("shape", tuple(shapes), fold=True)
+    Table(o, where, {"shape", "center"} | MATERIAL_KEYS | shapes[name])
     mat = _material(o, where)
-    c = _numbers(o.get("center", [0.0] * dims), f"{where}.center", dims)
+    c = t.reals("center", length=dims, default=[0.0] * dims)
     center = (c[0], c[1], 0.0) if dims == 2 else tuple(c)
 
     def need(key):
@@ -233,17 +229,18 @@ def _object(o, i: int, dims: int):
         return o[key]
 
     def positive(key, value):
-        return require_positive(
-            f"{where}.{key}", number(value, ConfigError(f"{where}.{key} must be a number"))
-        )
+        return t.positive(key)
 
     rotation = None
     if "rotation" in o:
         if dims == 2:
-            angle = number(o["rotation"], ConfigError(f"{where}.rotation must be one angle (degrees) in 2-D"))
-            rotation = (angle, 0.0, 0.0)
+            if not isinstance(o["rotation"], (int, float)) or isinstance(o["rotation"], bool):
+                raise ConfigError(
+                    f"{where}.rotation must be one angle (degrees) in 2-D, got {o['rotation']!r}"
+                )
+            rotation = (t.real("rotation"), 0.0, 0.0)
         else:
-            rotation = tuple(_numbers(o["rotation"], f"{where}.rotation", 3))
+            rotation = t.reals("rotation", length=3)
     if name in ("cylinder", "sphere"):
         r = positive("radius", need("radius"))
         if name == "sphere":
@@ -283,21 +280,16 @@ def _object(o, i: int, dims: int):
 
 def _solver(cfg, dims: int):
     """(solver object or None, type name) from ``[solver]``."""
-    table = cfg.get("solver", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"[solver] must be a table, got {table!r}")
-    check_keys(table, {"type", "rtol", "maxiter"}, "[solver]")
-    kind = table.get("type", "auto" if dims == 3 else "direct")
-    if not isinstance(kind, str) or kind.lower() not in (*SOLVER_TYPES, "auto"):
-        raise ConfigError(f"[solver].type must be one of {', '.join(SOLVER_TYPES)}, got {kind!r}")
-    kind = kind.lower()
-    rtol = table.get("rtol", 1e-6)
-    rtol = require_positive(
-        "[solver].rtol", number(rtol, ConfigError(f"[solver].rtol must be a number, got {rtol!r}"))
-    )
-    if rtol >= 1:
-        raise ConfigError(f"[solver].rtol must be in (0, 1), got {rtol!r}")
-    maxiter = require_int("[solver].maxiter", table.get("maxiter", 20_000), 1, 10_000_000)
+    t = Table(cfg, "").sub("solver", {"type", "rtol", "maxiter"})
+    table = t.table
+    kind = t.choice("type", SOLVER_TYPES, default="auto" if dims == 3 else "direct", fold=True)
+    rtol = t.real("rtol", default=1e-6, lo=0, lo_open=True, hi=1, hi_open=True)
+    maxiter = t.int("maxiter", default=20_000, lo=1, hi=10_000_000)
+    if dims == 2 and kind != "direct":
+        raise ConfigError(
+            f"[solver].type = {kind!r}: the 2-D solvers are direct only (SuperLU on the host, the block "
+            'Thomas algorithm on a GPU); use type = "direct" (or dims = 3)'
+        )
     if kind in ("direct", "auto"):
         if set(table) & {"rtol", "maxiter"}:
             raise ConfigError(f"[solver]: rtol and maxiter apply to qmr and bicgstab, not {kind!r}")
@@ -339,22 +331,13 @@ def build_fdfd(cfg: dict) -> FDFDProblem:
     allocated)."""
     from .. import scene
 
-    check_keys(cfg, TOP_KEYS, "config")
-    for key in ("wavelength", "resolution", "size"):
-        if key not in cfg:
-            raise ConfigError(f"config: '{key}' is required")
+    top = Table(cfg, "", TOP_KEYS)
     dims = cfg.get("dims", 2)
     if isinstance(dims, bool) or dims not in (2, 3):
         raise ConfigError(f"dims must be 2 or 3, got {dims!r}")
     dims = int(dims)
-
-    def positive(key):
-        return require_positive(
-            key, number(cfg[key], ConfigError(f"{key} must be a number, got {cfg[key]!r}"))
-        )
-
-    wavelength = positive("wavelength")
-    resolution = positive("resolution")
+    wavelength = top.positive("wavelength")
+    resolution = top.positive("resolution")
     if resolution < MIN_RESOLUTION:
         raise ConfigError(
             f"resolution must be >= {MIN_RESOLUTION:g} cells per wavelength (10-20 for a few per cent), "
@@ -370,46 +353,35 @@ def build_fdfd(cfg: dict) -> FDFDProblem:
             f"direction must lie in the xy plane in 2-D (its z component 0), got {cfg['direction']!r}"
         )
     pol = _polarization(cfg, dims, d)
-    size = tuple(require_positive(f"size[{k}]", v) for k, v in enumerate(_numbers(cfg["size"], "size", dims)))
-    center = tuple(_numbers(cfg.get("center", [0.0] * dims), "center", dims))
-    pml = require_int("pml_cells", cfg.get("pml_cells", 12), 1, 200)
-    averaging = cfg.get("averaging", "subpixel")
-    if averaging not in ("subpixel", "staircase"):
-        raise ConfigError(f'averaging must be "subpixel" or "staircase", got {averaging!r}')
+    size = top.reals("size", length=dims, lo=0, lo_open=True)
+    center = top.reals("center", length=dims, default=[0.0] * dims)
+    pml = top.int("pml_cells", default=12, lo=1, hi=200)
+    averaging = top.choice("averaging", ("subpixel", "staircase"), default="subpixel")
     stencil = cfg.get("stencil", "compact" if dims == 2 else "yee")
     if stencil not in ("compact", "yee"):
         raise ConfigError(f'stencil must be "compact" or "yee", got {stencil!r}')
     if dims == 3 and stencil != "yee":
         raise ConfigError('stencil = "compact" is 2-D only; 3-D solves use the Yee stencil ("yee")')
-    precision = cfg.get("precision", "double")
-    if precision not in ("single", "double"):
-        raise ConfigError(f'precision must be "single" or "double", got {precision!r}')
+    precision = top.choice("precision", ("single", "double"), default="double")
     solver, solver_type = _solver(cfg, dims)
     if precision == "single" and (dims == 2 or solver_type == "direct"):
         raise ConfigError('precision = "single" applies to 3-D iterative solves only (qmr, bicgstab)')
 
-    raw = cfg.get("objects", [])
-    if not isinstance(raw, list):
-        raise ConfigError("objects must be an array of tables ([[objects]])")
+    raw = [t.table for t in top.tables("objects")]
     built = [_object(o, i, dims) for i, o in enumerate(raw)]
     dx = wavelength / resolution
     for i, (obj, _) in enumerate(built):
         _check_placement(obj, i, dims, size, center, dx)
     sc = scene.Scene([o for o, _ in built]) if built else None
 
-    rcs = cfg.get("rcs", {})
-    if not isinstance(rcs, dict):
-        raise ConfigError("[rcs] must be a table")
-    check_keys(rcs, {"angles"}, "[rcs]")
+    rcs = top.sub("rcs", {"angles"}).table
     rcs_angles = _angles(
         rcs.get("angles", 361 if dims == 2 else 181), "[rcs].angles", 360.0 if dims == 2 else 180.0, True
     )
     mono = cfg.get("monostatic")
     mono_angles = None
     if mono is not None:
-        if not isinstance(mono, dict):
-            raise ConfigError("[monostatic] must be a table")
-        check_keys(mono, {"angles"}, "[monostatic]")
+        mono = top.sub("monostatic", {"angles"}).table
         if "angles" not in mono:
             raise ConfigError("[monostatic].angles is required (a count over [0, 360) or a list, degrees)")
         mono_angles = _angles(mono["angles"], "[monostatic].angles", 360.0, False)

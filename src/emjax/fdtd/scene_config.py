@@ -48,10 +48,14 @@
 
 from __future__ import annotations
 
-from ..config import check_keys, dispersive_material
-from ..errors import ConfigError
-from .config import waveform
+import math
+import warnings
 
+from ..config import Table, dispersive_material
+from ..errors import ConfigError
+from .config import _highest_frequency, _resolution, waveform
+
+TOP_KEYS = {"simulation", "objects", "sources", "monitors", "probes", "run"}
 SIM_KEYS = {
     "size",
     "resolution",
@@ -65,65 +69,145 @@ SIM_KEYS = {
     "bloch_k",
 }
 SHAPE_OPTIONS = {"aspect", "core_ratio", "semi_axes", "box_ratios", "vertices"}
+OBJECT_KEYS = {"shape", "size", "center", "rotation", "eps", "pec", "drude", "lorentz"} | SHAPE_OPTIONS
+WAVEFORM_KEYS = {"waveform", "frequency", "bandwidth", "ramp"}
+SOURCE_KEYS = {
+    "plane_wave": {"type", "center", "size", "direction", "polarization"} | WAVEFORM_KEYS,
+    "dipole": {"type", "position", "component", "amplitude"} | WAVEFORM_KEYS,
+    "plane_current": {"type", "position", "axis", "polarization", "amplitude"} | WAVEFORM_KEYS,
+}
+MONITOR_KEYS = {
+    "cross_sections": {"type", "frequencies", "gap_out", "gap_in"},
+    "flux_box": {"type", "frequencies", "center", "size", "name"},
+    "flux_plane": {"type", "frequencies", "center", "size", "name"},
+    "field_plane": {"type", "frequencies", "center", "size", "name"},
+}
+PROBE_KEYS = {"position", "component", "field"}
+RUN_KEYS = {"steps", "until", "chunk", "checkpoint"}
+BOUNDARIES = ("cpml", "pec", "periodic", "bloch")
+#: fewer cells than this across an object's smallest extent: a warning (it is barely resolved)
+MIN_FEATURE_CELLS = 2
 
 
-def _material(o: dict, where: str):
-    from .. import scene
-
-    given = [k for k in ("eps", "pec", "drude", "lorentz") if k in o]
-    if len(given) != 1:
-        raise ConfigError(f"{where}: give exactly one of eps, pec, drude, lorentz (got {given or 'none'})")
-    k = given[0]
-    if k == "eps":
-        v = o["eps"]
-        return [float(x) for x in v] if isinstance(v, list) else float(v)
-    if k == "pec":
-        if o["pec"] is not True:
-            raise ConfigError(f"{where}.pec must be true")
-        return scene.PEC
-    return dispersive_material(k, o[k], where)
-
-
-def _object(o: dict, i: int):
-    from .. import scene
+def _shapes() -> dict:
     from ..geometry import SHAPES as SHAPES_3D
     from ..geometry import SHAPES_2D, PolygonPrism
 
-    SHAPES = {**SHAPES_3D, **SHAPES_2D, "polygon_prism": PolygonPrism}
-    where = f"objects[{i}]"
-    check_keys(
-        o, {"shape", "size", "center", "rotation", "eps", "pec", "drude", "lorentz"} | SHAPE_OPTIONS, where
-    )
-    name = o.get("shape")
-    if not isinstance(name, str) or name.lower() not in SHAPES:
-        raise ConfigError(f"{where}.shape must be one of {', '.join(sorted(SHAPES))}; got {name!r}")
+    return {**SHAPES_3D, **SHAPES_2D, "polygon_prism": PolygonPrism}
+
+
+def _material(o: Table):
+    """(material, largest real permittivity for the resolution check or None)."""
+    from .. import scene
+
+    given = [k for k in ("eps", "pec", "drude", "lorentz") if o.has(k)]
+    if len(given) != 1:
+        raise ConfigError(f"{o.where}: give exactly one of eps, pec, drude, lorentz (got {given or 'none'})")
+    k = given[0]
+    if k == "eps":
+        if isinstance(o.get("eps"), list):  # one per domain (a coated sphere: shell, core)
+            eps = o.reals("eps", lo=1.0)
+            return tuple(eps), max(eps)
+        e = o.real("eps", lo=1.0)
+        return e, e
+    if k == "pec":
+        if o.get("pec") is not True:
+            raise ConfigError(
+                f"{o.where}.pec must be true (leave it out for a dielectric), got {o.get('pec')!r}"
+            )
+        return scene.PEC, None
+    mat = dispersive_material(k, o.get(k), o.where)
+    return mat, max(1.0, float(mat.eps_inf))
+
+
+def _object(o: Table):
+    """(scene.Object, largest permittivity or None)."""
+    from .. import scene
+
+    shapes = _shapes()
+    name = o.choice("shape", tuple(sorted(shapes)), fold=True)
     kw = {}
-    if "aspect" in o:
-        kw["aspect"] = o["aspect"]
-    if "core_ratio" in o:
-        kw["core_ratio"] = o["core_ratio"]
-    if "vertices" in o:  # polygon (2-D) and polygon_prism: [[x, y], ...]
-        kw["vertices"] = o["vertices"]
+    if o.has("aspect"):
+        kw["aspect"] = o.real("aspect", lo=0, lo_open=True)
+    if o.has("core_ratio"):
+        kw["core_ratio"] = o.real("core_ratio", lo=0, lo_open=True, hi=1.0, hi_open=True)
+    if o.has("vertices"):  # polygon (2-D) and polygon_prism: [[x, y], ...]
+        v = o.get("vertices")
+        if not isinstance(v, list) or len(v) < 3:
+            raise ConfigError(f"{o.name('vertices')} must be a list of >= 3 [x, y] pairs, got {v!r}")
+        kw["vertices"] = [
+            Table({"v": p}, o.name(f"vertices[{k}]")).reals("v", length=2) for k, p in enumerate(v)
+        ]
     for key in ("semi_axes", "box_ratios"):
-        if key in o:
-            y, z = o[key]
+        if o.has(key):
+            y, z = o.reals(key, length=2, lo=0, lo_open=True)
             kw.update(y_over_x=y, z_over_x=z)
     try:
-        shape = SHAPES[name.lower()](**kw)
+        shape = shapes[name](**kw)
     except TypeError:
-        raise ConfigError(f"{where}: {sorted(kw)} do not apply to shape {name!r}") from None
-    mat = _material(o, where)
-    if isinstance(mat, list):
-        mat = tuple(mat)
-    if "size" not in o:
-        raise ConfigError(f"{where}.size is required (extent along the shape's x)")
-    return scene.Object(
-        shape, mat, center=o.get("center", (0, 0, 0)), size=o["size"], rotation=o.get("rotation")
+        raise ConfigError(f"{o.where}: {sorted(kw)} do not apply to shape {name!r}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{o.where}: {exc}") from None
+    mat, eps_max = _material(o)
+    n_domains = shape.n_domains
+    if n_domains > 1 and not isinstance(mat, tuple):
+        raise ConfigError(
+            f"{o.name('eps')}: shape {name!r} has {n_domains} domains; give eps = [shell, core]"
+        )
+    if isinstance(mat, tuple) and len(mat) != n_domains:
+        raise ConfigError(
+            f"{o.name('eps')}: shape {name!r} has {n_domains} domain(s), got {len(mat)} permittivities"
+        )
+    obj = scene.Object(
+        shape,
+        mat,
+        center=o.reals("center", length=3, default=[0.0, 0.0, 0.0]),
+        size=o.positive("size"),
+        rotation=o.reals("rotation", length=3, default=None),
     )
+    return obj, eps_max
+
+
+def _inside(t: Table, key: str, lo, hi, region, dx: float) -> None:
+    """Refuse a position (lo == hi) or box [lo, hi] reaching past the region (the CPML
+    outside it); half a cell of slack for the snapping to nodes."""
+    for ax in range(3):
+        a, b = region[0][ax] - dx / 2, region[1][ax] + dx / 2
+        if lo[ax] < a - 1e-12 or hi[ax] > b + 1e-12:
+            span = f"{lo[ax]:.6g}" if lo[ax] == hi[ax] else f"{lo[ax]:.6g} .. {hi[ax]:.6g}"
+            raise ConfigError(
+                f"{t.name(key)}: {'xyz'[ax]} = {span} lies outside the region (the CPML outside it); "
+                f"allowed: {region[0][ax]:.6g} <= {'xyz'[ax]} <= {region[1][ax]:.6g}"
+            )
+
+
+def _box(t: Table, region, dx: float, *, plane: bool = False):
+    center = t.reals("center", length=3, default=[0.0, 0.0, 0.0])
+    size = t.reals("size", length=3, lo=0)
+    zeros = sum(v == 0 for v in size)
+    if plane and zeros != 1:
+        raise ConfigError(f"{t.name('size')} must be 0 along exactly one axis (the normal), got {list(size)}")
+    if not plane and zeros:
+        raise ConfigError(f"{t.name('size')} must be > 0 along every axis, got {list(size)}")
+    _inside(
+        t,
+        "size",
+        [c - s / 2 for c, s in zip(center, size)],
+        [c + s / 2 for c, s in zip(center, size)],
+        region,
+        dx,
+    )
+    return center, size
 
 
 def build_physical(cfg: dict):
-    """(Simulation, steps, until, chunk, checkpoint) from a parsed ``[simulation]`` config."""
+    """(Simulation, steps, until, chunk, checkpoint) from a parsed ``[simulation]`` config.
+
+    Every key is checked (type, range, required; unknown keys refused, naming the allowed
+    ones) and so is the physics that needs no grid: sources and monitors inside the region
+    (the CPML outside it), objects overlapping it, frequencies resolved by >= 2 cells per
+    wavelength in the densest medium (a warning below 5), features thinner than 2 cells (a
+    warning). Nothing grid-sized is allocated here."""
     from .. import scene
     from .grid import CPML, PEC, Bloch, Periodic
     from .physical import (
@@ -137,144 +221,161 @@ def build_physical(cfg: dict):
         Simulation,
     )
 
-    check_keys(cfg, {"simulation", "objects", "sources", "monitors", "probes", "run"}, "config")
-    s = dict(cfg["simulation"])
-    check_keys(s, SIM_KEYS, "[simulation]")
-    for key in ("size", "resolution"):
-        if key not in s:
-            raise ConfigError(f"[simulation].{key} is required")
+    top = Table(cfg, "", TOP_KEYS)
+    s = top.sub("simulation", SIM_KEYS, required=True)
+    size = s.reals("size", length=3)
+    for ax, v in enumerate(size):
+        if v <= 0:
+            raise ConfigError(f"[simulation].size[{ax}] must be > 0, got {v!r}")
+    resolution = s.positive("resolution")
+    dx = 1.0 / resolution
+    center = s.reals("center", length=3, default=[0.0, 0.0, 0.0])
     names = s.get("boundary", "cpml")
     names = names if isinstance(names, list) else [names] * 3
     if len(names) != 3:
         raise ConfigError(f"[simulation].boundary must be one name or three, got {names!r}")
+    for ax, name in enumerate(names):
+        if name not in BOUNDARIES:
+            raise ConfigError(
+                f"[simulation].boundary{'' if not isinstance(s.get('boundary'), list) else f'[{ax}]'} "
+                f"must be one of {', '.join(BOUNDARIES)}, got {name!r}"
+            )
     k = s.get("bloch_k", [0.0, 0.0, 0.0])
-    if not (isinstance(k, list) and len(k) == 3 and all(isinstance(v, (int, float)) for v in k)):
+    if not (isinstance(k, list) and len(k) == 3):
         raise ConfigError(f"[simulation].bloch_k must be three numbers (rad / length), got {k!r}")
-    if "bloch_k" in s and "bloch" not in names:
+    k = s.reals("bloch_k", length=3, default=[0.0, 0.0, 0.0])
+    if s.has("bloch_k") and "bloch" not in names:
         raise ConfigError('[simulation].bloch_k needs boundary = "bloch" on the axes it applies to')
+    thickness = s.int("pml_thickness", default=10, lo=1)
+    averaging = s.choice("averaging", ("subpixel", "staircase"), default="subpixel")
+    precision = s.choice("precision", ("single", "double"), default="single")
+    courant = s.real("courant", default=None, lo=0, lo_open=True, hi=1.0)
+    background = s.real("background", default=1.0, lo=1.0)
     bds = []
     for ax, name in enumerate(names):
         if name == "cpml":
-            bds.append(CPML(s.get("pml_thickness", 10)))
+            bds.append(CPML(thickness))
         elif name in ("pec", "periodic"):
             bds.append(PEC() if name == "pec" else Periodic())
-        elif name == "bloch":
+        else:
             bds.append(Bloch(float(k[ax])))
-        else:
-            raise ConfigError(f"[simulation].boundary must be cpml, pec, periodic or bloch, got {name!r}")
-    objects = [_object(dict(o), i) for i, o in enumerate(cfg.get("objects", []))]
-    sc = scene.Scene(objects, background=s.get("background", 1.0)) if objects else None
-    srcs = []
-    for i, src in enumerate(cfg.get("sources", [])):
-        where = f"sources[{i}]"
-        src = dict(src)
-        kind = src.get("type", "plane_wave")
-        if kind == "plane_wave":
-            check_keys(
-                src,
-                {
-                    "type",
-                    "center",
-                    "size",
-                    "direction",
-                    "polarization",
-                    "waveform",
-                    "frequency",
-                    "bandwidth",
-                    "ramp",
-                },
-                where,
-            )
-            if "size" not in src:
-                raise ConfigError(f"{where}.size is required (the total-field box)")
-            srcs.append(
-                PlaneWaveSource(
-                    src.get("center", (0, 0, 0)),
-                    src["size"],
-                    src.get("direction", (0, 0, 1)),
-                    src.get("polarization", (1, 0, 0)),
-                    waveform(src, where),
-                )
-            )
-        elif kind == "dipole":
-            check_keys(
-                src,
-                {"type", "position", "component", "amplitude", "waveform", "frequency", "bandwidth", "ramp"},
-                where,
-            )
-            if "position" not in src:
-                raise ConfigError(f"{where}.position is required")
-            srcs.append(
-                Dipole(
-                    src["position"],
-                    src.get("component", "z"),
-                    waveform(src, where),
-                    src.get("amplitude", 1.0),
-                )
-            )
-        elif kind == "plane_current":
-            keys = {"type", "position", "axis", "polarization", "amplitude", "waveform", "frequency"}
-            check_keys(src, keys | {"bandwidth", "ramp"}, where)
-            if "position" not in src:
-                raise ConfigError(f"{where}.position is required (the sheet's coordinate along axis)")
-            srcs.append(
-                PlaneCurrent(
-                    src["position"],
-                    src.get("axis", "z"),
-                    src.get("polarization", (1, 0, 0)),
-                    waveform(src, where),
-                    src.get("amplitude", 1.0),
-                )
-            )
-        else:
-            raise ConfigError(f"{where}.type must be plane_wave, dipole or plane_current, got {kind!r}")
-    mons = []
-    for i, m in enumerate(cfg.get("monitors", [])):
-        where = f"monitors[{i}]"
-        m = dict(m)
-        kind = m.get("type")
-        if "frequencies" not in m:
-            raise ConfigError(f"{where}.frequencies is required")
-        if kind == "cross_sections":
-            check_keys(m, {"type", "frequencies", "gap_out", "gap_in"}, where)
-            mons.append(CrossSections(m["frequencies"], m.get("gap_out", 3), m.get("gap_in", 2)))
-        elif kind in ("flux_box", "flux_plane", "field_plane"):
-            check_keys(m, {"type", "frequencies", "center", "size", "name"}, where)
-            if "size" not in m:
-                raise ConfigError(f"{where}.size is required")
-            cls = {"flux_box": FluxBox, "flux_plane": FluxPlane, "field_plane": FieldPlane}[kind]
-            mons.append(
-                cls(m.get("center", (0, 0, 0)), m["size"], m["frequencies"], m.get("name", f"monitor{i}"))
-            )
-        else:
-            raise ConfigError(
-                f"{where}.type must be cross_sections, flux_box, flux_plane or field_plane, got {kind!r}"
-            )
-    probes = []
-    for i, p in enumerate(cfg.get("probes", [])):
-        where = f"probes[{i}]"
-        p = dict(p)
-        check_keys(p, {"position", "component", "field"}, where)
-        if "position" not in p:
-            raise ConfigError(f"{where}.position is required")
-        if p.get("component", "z") not in ("x", "y", "z") or p.get("field", "E") not in ("E", "H"):
-            raise ConfigError(f"{where}: component must be x, y or z and field E or H")
-        probes.append((tuple(p["position"]), p.get("component", "z"), p.get("field", "E")))
-    sim = Simulation(
-        probes=tuple(probes),
-        size=s["size"],
-        resolution=s["resolution"],
-        scene=sc,
-        sources=srcs,
-        monitors=mons,
-        boundary=tuple(bds),
-        center=s.get("center", (0, 0, 0)),
-        averaging=s.get("averaging", "subpixel"),
-        precision=s.get("precision", "single"),
-        courant=s.get("courant"),
+    region = (
+        [c - v / 2 for c, v in zip(center, size)],
+        [c + v / 2 for c, v in zip(center, size)],
     )
-    run = dict(cfg.get("run", {}))
-    check_keys(run, {"steps", "until", "chunk", "checkpoint"}, "[run]")
-    if ("steps" in run) == ("until" in run):
+
+    objects, eps_max = [], background
+    for o in top.tables("objects", OBJECT_KEYS):
+        obj, e = _object(o)
+        lo, hi = obj.bounds()
+        for ax in range(3):
+            if hi[ax] <= region[0][ax] or lo[ax] >= region[1][ax]:
+                raise ConfigError(
+                    f"{o.where} spans {'xyz'[ax]} = {lo[ax]:.6g} .. {hi[ax]:.6g}, outside the region "
+                    f"{region[0][ax]:.6g} .. {region[1][ax]:.6g}: it would not be simulated; move its center"
+                )
+        feature = float(min(hi - lo))
+        if feature < MIN_FEATURE_CELLS * dx:
+            warnings.warn(
+                f"{o.where}: its smallest extent ({feature:.4g}) spans {feature / dx:.2g} cells "
+                f"(< {MIN_FEATURE_CELLS}); raise [simulation].resolution above "
+                f"{MIN_FEATURE_CELLS / feature:.3g}",
+                stacklevel=2,
+            )
+        objects.append(obj)
+        if e is not None:
+            eps_max = max(eps_max, e)
+    n_max = math.sqrt(eps_max)
+    sc = scene.Scene(objects, background=background) if objects else None
+
+    srcs = []
+    for src in top.tables("sources"):
+        kind = src.choice("type", tuple(SOURCE_KEYS), default="plane_wave")
+        Table(src.table, src.where, SOURCE_KEYS[kind])
+        wf = waveform(src.table, src.where)
+        _resolution(_highest_frequency(wf), dx, n_max, src.where)
+        if kind == "plane_wave":
+            c, sz = _box(src, region, dx)
+            direction = src.reals("direction", length=3, default=[0.0, 0.0, 1.0])
+            if not any(direction):
+                raise ConfigError(f"{src.name('direction')} must be a non-zero vector, got {list(direction)}")
+            pol = src.reals("polarization", length=3, default=[1.0, 0.0, 0.0])
+            try:
+                srcs.append(PlaneWaveSource(c, sz, direction, pol, wf))
+            except ConfigError as exc:
+                raise ConfigError(f"{src.where}: {exc}") from None
+        elif kind == "dipole":
+            pos = src.reals("position", length=3)
+            _inside(src, "position", pos, pos, region, dx)
+            comp = src.choice("component", ("x", "y", "z"), default="z")
+            amp = src.real("amplitude", default=1.0)
+            if amp == 0:
+                raise ConfigError(f"{src.name('amplitude')} must not be 0")
+            srcs.append(Dipole(pos, comp, wf, amp))
+        else:
+            axis = src.choice("axis", ("x", "y", "z"), default="z")
+            a = "xyz".index(axis)
+            pos = src.real("position", lo=region[0][a] - dx / 2, hi=region[1][a] + dx / 2)
+            pol = src.reals("polarization", length=3, default=[1.0, 0.0, 0.0])
+            amp = src.real("amplitude", default=1.0)
+            if amp == 0:
+                raise ConfigError(f"{src.name('amplitude')} must not be 0")
+            for ax, b in enumerate(bds):
+                if ax != a and not isinstance(b, (Periodic, Bloch)):
+                    raise ConfigError(
+                        f"{src.where}: a plane_current needs boundary periodic or bloch along "
+                        f"{'xyz'[ax]} (its plane), got {names[ax]!r}"
+                    )
+            try:
+                srcs.append(PlaneCurrent(pos, axis, pol, wf, amp))
+            except ConfigError as exc:
+                raise ConfigError(f"{src.where}: {exc}") from None
+
+    mons = []
+    for i, m in enumerate(top.tables("monitors")):
+        kind = m.choice("type", tuple(MONITOR_KEYS))
+        Table(m.table, m.where, MONITOR_KEYS[kind])
+        freqs = m.reals("frequencies", lo=0, lo_open=True)
+        _resolution(max(freqs), dx, n_max, m.name("frequencies"))
+        if kind == "cross_sections":
+            mons.append(
+                CrossSections(freqs, m.int("gap_out", default=3, lo=1), m.int("gap_in", default=2, lo=1))
+            )
+            continue
+        c, sz = _box(m, region, dx, plane=kind != "flux_box")
+        name = m.string("name", default=f"monitor{i}", what="a name (a string)")
+        cls = {"flux_box": FluxBox, "flux_plane": FluxPlane, "field_plane": FieldPlane}[kind]
+        mons.append(cls(c, sz, freqs, name))
+    probes = []
+    for p in top.tables("probes", PROBE_KEYS):
+        probes.append(
+            (
+                p.reals("position", length=3),
+                p.choice("component", ("x", "y", "z"), default="z"),
+                p.choice("field", ("E", "H"), default="E"),
+            )
+        )
+    try:
+        sim = Simulation(
+            probes=tuple(probes),
+            size=size,
+            resolution=resolution,
+            scene=sc,
+            sources=srcs,
+            monitors=mons,
+            boundary=tuple(bds),
+            center=center,
+            averaging=averaging,
+            precision=precision,
+            courant=courant,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"config: {exc}") from None
+    run = top.sub("run", RUN_KEYS)
+    if run.has("steps") == run.has("until"):
         raise ConfigError("[run] needs steps or until (a time in length / c), one of them")
-    return sim, run.get("steps"), run.get("until"), run.get("chunk"), run.get("checkpoint")
+    steps = run.int("steps", default=None, lo=1)
+    until = run.real("until", default=None, lo=0, lo_open=True)
+    chunk = run.int("chunk", default=None, lo=1)
+    checkpoint = run.string("checkpoint", default=None, what="a file path (a string)")
+    return sim, steps, until, chunk, checkpoint
