@@ -74,8 +74,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..backend import precision, precision_scope
@@ -262,6 +264,13 @@ def _local_tfsf(tf: TFSF, ring: _Ring, nx: int):
     return local
 
 
+@dataclass(frozen=True)
+class _Slot:
+    """Stands for an x-split leaf kept in pinned chunks (``name``: see :class:`_Chunks`)."""
+
+    name: tuple
+
+
 @dataclass
 class _Sub:
     """A slab's static sub-problem: plan, x-split arrays, and the maps back to the grid."""
@@ -273,7 +282,9 @@ class _Sub:
     monitors: tuple  # (global monitor index, kind) per local monitor
 
 
-def _sub_problem(sim, plan, arrays, ring: _Ring) -> _Sub:
+def _sub_problem(sim, plan, arrays, ring: _Ring, slots: bool = False) -> _Sub:
+    """``slots``: the x-split coefficient leaves as :class:`_Slot` (assembled on the device
+    from the pinned chunks) instead of NumPy copies of the ring's planes."""
     nx = plan.shape[0]
     planes = ring.planes
     pos = {int(p): q for q, p in enumerate(planes)}
@@ -322,6 +333,10 @@ def _sub_problem(sim, plan, arrays, ring: _Ring) -> _Sub:
         elif k.startswith("pml") and k[4] == "0":
             if ring.edge:
                 sub_arrays[k] = v
+        elif slots:
+            leaves, tree = jax.tree_util.tree_flatten(v)
+            leaves = [_Slot(("coef", k, i)) if _x_split(x, nx) else x for i, x in enumerate(leaves)]
+            sub_arrays[k] = jax.tree_util.tree_unflatten(tree, leaves)
         else:
             sub_arrays[k] = jax.tree_util.tree_map(
                 lambda x: _take(x, ring.pieces, np.ndim(x) - 3) if _x_split(x, nx) else x, v
@@ -348,9 +363,12 @@ def _span_samples(mon, shape):
     return 2, np.arange(lo, hi + 1) % shape[0]
 
 
-def _sub_state(sub: _Sub, host, plan):
+def _sub_state(sub: _Sub, host, plan, take=None):
+    """The slab's input state: ``take(x)`` gives an x-split leaf's ring planes (default: the
+    NumPy gather; the pinned path passes the leaves assembled on the device)."""
     ring = sub.ring
-    take = lambda x: _take(x, ring.pieces, 0)
+    if take is None:
+        take = lambda x: _take(x, ring.pieces, 0)
     psi = {k: (take(v) if k[1] != "0" else v) for k, v in host["psi"].items() if k[1] != "0" or ring.edge}
     dft = []
     planes = ring.planes
@@ -411,22 +429,27 @@ def _owned(state, q0: int, q1: int):
 _owned_jit = jax.jit(_owned, static_argnames=("q0", "q1"))
 
 
-def _write_back(sub: _Sub, out, host, plan, rec, probes_out, done):
+def _write_back(sub: _Sub, out, host, plan, rec, probes_out, done, big=True):
+    """The slab's owned planes into ``host``; ``big=False`` (the pinned path): only the
+    small parts (x-face psi, DFT sums, probes), the x-split leaves went back as chunks."""
     ring, nx = sub.ring, plan.shape[0]
     a, b = ring.lo, ring.hi
-    for f in ("E", "H"):
+    for f in ("E", "H") if big else ():
         for c in range(3):
             host[f][c][a:b] = out[f][c]
     for k, v in out["psi"].items():
         if k[1] != "0":
-            host["psi"][k][a:b] = v
+            if big:
+                host["psi"][k][a:b] = v
             continue
         L = v.shape[0]
         start = 0 if k.endswith("lo") else nx - L
         p0, p1 = max(a, start), min(b, start + L)
         if p0 < p1:
             host["psi"][k][p0 - start : p1 - start] = v[p0 - start : p1 - start]
-    for hj, oj in zip(jax.tree_util.tree_leaves(host["J"]), jax.tree_util.tree_leaves(out["J"])):
+    for hj, oj in zip(
+        jax.tree_util.tree_leaves(host["J"]), jax.tree_util.tree_leaves(out["J"]) if big else ()
+    ):
         hj[a:b] = oj
     q0 = ring.own[0]
     for (i, kind), d in zip(sub.monitors, out["dft"]):
@@ -505,6 +528,261 @@ def slab_for_budget(sim: GridSimulation, th: int, device_bytes: float) -> int:
     return min(s, sim.grid.shape[0])
 
 
+def host_memory_kind(device=None) -> str | None:
+    """``"pinned_host"`` where ``device`` offers that memory kind (GPUs; the CPU backend of
+    JAX 0.10 does too), else None (the NumPy path)."""
+    device = jax.devices()[0] if device is None else device
+    try:
+        kinds = {m.kind for m in device.addressable_memories()}
+    except Exception:  # a backend without memory kinds
+        return None
+    return "pinned_host" if "pinned_host" in kinds else None
+
+
+def host_memory_path(host_memory: str | None = None, device=None) -> str:
+    """The path :func:`run_window` takes: ``"pinned"`` (the state as JAX arrays in the
+    device's ``pinned_host`` memory, per-slab chunks) or ``"numpy"`` (NumPy arrays, pageable
+    memory); ``host_memory=None``: pinned where the device offers it."""
+    if host_memory not in (None, "pinned", "numpy"):
+        raise ConfigError(f"run_window: host_memory must be None, 'pinned' or 'numpy', got {host_memory!r}")
+    available = host_memory_kind(device) is not None
+    if host_memory == "pinned" and not available:
+        raise ConfigError(
+            "run_window: host_memory='pinned' but this device has no pinned_host memory kind; "
+            "use host_memory=None or 'numpy'"
+        )
+    return host_memory or ("pinned" if available else "numpy")
+
+
+@partial(jax.jit, static_argnames=("axes",))
+def _concat(lists, axes):
+    """Each leaf's ring planes from its chunks (on the device)."""
+    return tuple(x[0] if len(x) == 1 else jnp.concatenate(x, axis=a) for x, a in zip(lists, axes))
+
+
+@partial(jax.jit, static_argnames=("bounds", "axes"))
+def _split(leaves, bounds, axes):
+    """The owned chunks of each leaf: local planes ``bounds`` (one (start, stop) per chunk)."""
+    return tuple(
+        tuple(jax.lax.slice_in_dim(x, a, b, axis=ax) for a, b in bounds) for x, ax in zip(leaves, axes)
+    )
+
+
+@jax.jit
+def _owned_small(state):
+    """What the pinned path returns through NumPy: the x-face psi (whole: the write-back
+    takes the owned planes), DFT sums, the TF/SF line, the step."""
+    psi = {k: v for k, v in state["psi"].items() if k[1] == "0"}
+    return {"E": (), "H": (), "psi": psi, "dft": state["dft"], "J": (), "aux": state["aux"], "n": state["n"]}
+
+
+class _Chunks:
+    """The x-split leaves (E, H, psi of the y/z CPML, dispersive currents J and the x-split
+    coefficients) as JAX arrays in the device's ``pinned_host`` memory, each cut along x at
+    ``cuts``: every slab boundary and every ring piece's ends, so that a slab's owned planes
+    and its ring are whole chunks. ``data[name][c]``: chunk ``c`` of leaf ``name``, planes
+    ``[cuts[c], cuts[c + 1])``; names ``("E", c)``, ``("H", c)``, ``("psi", key)``,
+    ``("J", i)`` (state) and ``("coef", key, i)`` (coefficients, never written)."""
+
+    def __init__(self, subs, host, arrays, nx, device):
+        self.pinned = jax.sharding.SingleDeviceSharding(device, memory_kind="pinned_host")
+        self.dev = jax.sharding.SingleDeviceSharding(device, memory_kind=device.default_memory().kind)
+        cuts = {0, nx}
+        for s in subs:
+            cuts |= {s.ring.lo, s.ring.hi} | {p for piece in s.ring.pieces for p in piece}
+        self.cuts = sorted(cuts)
+        nc = len(self.cuts) - 1
+        span = lambda a, b: [c for c in range(nc) if a <= self.cuts[c] and self.cuts[c + 1] <= b]
+        self.ring_ids = [sum((span(a, b) for a, b in s.ring.pieces), []) for s in subs]
+        self.own_ids = [span(s.ring.lo, s.ring.hi) for s in subs]
+        self.own_bounds = []
+        for s, ids in zip(subs, self.own_ids):
+            q0 = s.ring.own[0]
+            self.own_bounds.append(
+                tuple((q0 + self.cuts[c] - s.ring.lo, q0 + self.cuts[c + 1] - s.ring.lo) for c in ids)
+            )
+        self.last_reader = [max(k for k, ids in enumerate(self.ring_ids) if c in ids) for c in range(nc)]
+        self.axes, self.data = {}, {}
+        self.J_tree = jax.tree_util.tree_structure(host["J"])
+        state = [(("E", c), x) for c, x in enumerate(host["E"])] + [
+            (("H", c), x) for c, x in enumerate(host["H"])
+        ]
+        state += [(("psi", k), v) for k, v in host["psi"].items() if k[1] != "0"]
+        state += [(("J", i), x) for i, x in enumerate(jax.tree_util.tree_leaves(host["J"]))]
+        coef = []
+        for k, v in arrays.items():
+            if k == "src_cb" or (k.startswith("pml") and k[4] == "0"):
+                continue
+            coef += [
+                (("coef", k, i), x) for i, x in enumerate(jax.tree_util.tree_leaves(v)) if _x_split(x, nx)
+            ]
+        for name, x in state + coef:
+            self.add(name, x, 0 if name[0] != "coef" else np.ndim(x) - 3)
+        self.state_names = tuple(n for n, _ in state)
+        self.coef_names = tuple(n for n, _ in coef)
+        self.resident = None  # one slab: the coefficients stay on the device
+        if len(subs) == 1:
+            lists = jax.device_put(
+                [[self.data[n][c] for c in self.ring_ids[0]] for n in self.coef_names], self.dev
+            )
+            self.resident = dict(zip(self.coef_names, _concat(lists, axes=self.axes_of(self.coef_names))))
+        # each sub's small coefficient leaves, on the device once
+        self.small = []
+        for s in subs:
+            leaves = jax.tree_util.tree_leaves(s.arrays)
+            self.small.append(jax.device_put([x for x in leaves if not isinstance(x, _Slot)], self.dev))
+        nbytes = lambda names, ids: sum(self.data[n][c].nbytes for n in names for c in ids)
+        up_names = self.state_names + (self.coef_names if self.resident is None else ())
+        self.bytes_up = sum(nbytes(up_names, ids) for ids in self.ring_ids)  # per pass
+        self.bytes_down = sum(nbytes(self.state_names, ids) for ids in self.own_ids)
+
+    def add(self, name, x, axis):
+        x = np.asarray(x)
+        sl = lambda c: x[(slice(None),) * axis + (slice(self.cuts[c], self.cuts[c + 1]),)]
+        # one chunk at a time: device_put copies into pinned memory (NumPy: never aliased)
+        self.data[name] = [
+            jax.device_put(np.ascontiguousarray(sl(c)), self.pinned) for c in range(len(self.cuts) - 1)
+        ]
+        self.axes[name] = axis
+
+    def axes_of(self, names):
+        return tuple(self.axes[n] for n in names)
+
+    def leaf(self, state, name):
+        if name[0] == "J":
+            return jax.tree_util.tree_leaves(state["J"])[name[1]]
+        return state[name[0]][name[1]]
+
+    def slots(self, host):
+        """``host`` with the chunked state leaves replaced by :class:`_Slot` (NumPy freed)."""
+        host["E"] = tuple(_Slot(("E", c)) for c in range(3))
+        host["H"] = tuple(_Slot(("H", c)) for c in range(3))
+        host["psi"] = {k: (v if k[1] == "0" else _Slot(("psi", k))) for k, v in host["psi"].items()}
+        n_j = self.J_tree.num_leaves
+        host["J"] = jax.tree_util.tree_unflatten(self.J_tree, [_Slot(("J", i)) for i in range(n_j)])
+
+    def gather(self, field: str, shape, dtype) -> np.ndarray:
+        """E or H as one NumPy (3, nx, ny, nz) array, each chunk freed once copied."""
+        out = np.empty((3,) + tuple(shape), dtype)
+        for c in range(3):
+            chunks = self.data[(field, c)]
+            for i in range(len(chunks)):
+                out[c, self.cuts[i] : self.cuts[i + 1]] = np.asarray(chunks[i])
+                chunks[i].delete()
+                chunks[i] = None
+        return out
+
+
+def _pass_numpy(subs, host, plan, n, probes, done, pool, last_reader, device, dev_arrays):
+    """One pass, the state in NumPy arrays (pageable host memory)."""
+
+    def finish(j, out, rec, fin, done):  # in a worker: device -> host, then the copies
+        out = jax.tree_util.tree_map(np.asarray, out)
+        _write_back(subs[j], out, host, plan, np.asarray(rec), probes, done)
+        return bool(fin)
+
+    pending, futures, prev = [], [], None
+    for k, s in enumerate(subs):
+        # on the device (a copy) before any write-back of the planes it reads starts
+        st = _to_device(_sub_state(s, host, plan), device)
+        arr = dev_arrays[k] if dev_arrays else jax.device_put(s.arrays, device)
+        jax.block_until_ready(st)
+        res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
+        q0, q1 = s.ring.own
+        out = _owned_jit(res, q0=q0, q1=q1)
+        for x in jax.tree_util.tree_leaves((out, rec, fin)):
+            x.copy_to_host_async()
+        if prev is not None:
+            pending.append(prev)
+        prev = (k, out, rec, fin)
+        for p in pending:
+            if last_reader[p[0]] <= k:  # no later slab of this pass reads its planes
+                futures.append(pool.submit(finish, *p, done))
+        pending = [p for p in pending if last_reader[p[0]] > k]
+    futures += [pool.submit(finish, *p, done) for p in pending + [prev]]
+    return all([f.result() for f in futures]), prev[1]
+
+
+def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_reader, wait):
+    """One pass, the x-split leaves in pinned chunks: slab k + 1's chunks go to the device
+    (``device_put``, asynchronous) while slab k runs, slab k's owned chunks come back to
+    pinned memory while slab k + 1 runs; a slab's ring is concatenated on the device. The
+    small parts (x-face psi, DFT sums, probes) take the NumPy path's write-back."""
+    up_names = store.state_names + (store.coef_names if store.resident is None else ())
+    up_axes = store.axes_of(up_names)
+    nxt = {name: list(store.data[name]) for name in store.state_names}
+
+    def upload(k):
+        ids = store.ring_ids[k]
+        lists = jax.device_put([[store.data[nm][c] for c in ids] for nm in up_names], store.dev)
+        for c in ids:  # the pass's input chunk is not read again (its new version is in nxt)
+            if store.last_reader[c] == k:
+                for nm in store.state_names:
+                    store.data[nm][c] = None
+        return lists
+
+    def finish(j, out, rec, fin, done):  # in a worker: the small parts to NumPy
+        out = jax.tree_util.tree_map(np.asarray, out)
+        _write_back(subs[j], out, host, plan, np.asarray(rec), probes, done, big=False)
+        return bool(fin)
+
+    pending, futures, prev, prev_fin = [], [], None, None
+    lists = upload(0)
+    for k, s in enumerate(subs):
+        ring_in, lists = lists, None  # dropped once concatenated
+        big = dict(zip(up_names, _concat(ring_in, axes=up_axes)))
+        del ring_in
+        if store.resident is not None:
+            big.update(store.resident)
+        leaves, tree = jax.tree_util.tree_flatten(_sub_state(s, host, plan, take=lambda x: x))
+        # the small parts: fresh copies (the write-backs change host arrays in place)
+        small = jax.device_put([np.array(x) for x in leaves if not isinstance(x, _Slot)], store.dev)
+        it = iter(small)
+        st = jax.tree_util.tree_unflatten(
+            tree, [big[x.name] if isinstance(x, _Slot) else next(it) for x in leaves]
+        )
+        leaves, tree = jax.tree_util.tree_flatten(s.arrays)
+        it = iter(store.small[k])
+        arr = jax.tree_util.tree_unflatten(
+            tree, [big[x.name] if isinstance(x, _Slot) else next(it) for x in leaves]
+        )
+        del big, small, leaves
+        res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
+        del st, arr
+        outs = _split(
+            tuple(store.leaf(res, nm) for nm in store.state_names),
+            bounds=store.own_bounds[k],
+            axes=store.axes_of(store.state_names),
+        )
+        out = _owned_small(res)
+        del res
+        for x in jax.tree_util.tree_leaves((out, rec, fin)):
+            x.copy_to_host_async()
+        back = jax.device_put(outs, store.pinned)
+        del outs
+        for nm, chunks in zip(store.state_names, back):
+            for c, x in zip(store.own_ids[k], chunks):
+                nxt[nm][c] = x
+        if prev_fin is not None:  # slab k - 1 done (slab k runs): bounds the device's memory
+            t0 = time.perf_counter()
+            prev_fin.block_until_ready()
+            wait[0] += time.perf_counter() - t0
+        prev_fin = fin
+        if k + 1 < len(subs):
+            lists = upload(k + 1)
+        if prev is not None:
+            pending.append(prev)
+        prev = (k, out, rec, fin)
+        for p in pending:
+            if last_reader[p[0]] <= k:  # no later slab of this pass reads its planes
+                futures.append(pool.submit(finish, *p, done))
+        pending = [p for p in pending if last_reader[p[0]] > k]
+    futures += [pool.submit(finish, *p, done) for p in pending + [prev]]
+    finite = all([f.result() for f in futures])
+    store.data.update(nxt)
+    return finite, prev[1]
+
+
 def run_window(
     sim: GridSimulation,
     steps: int,
@@ -514,13 +792,19 @@ def run_window(
     device_bytes: float | None = None,
     initial=None,
     progress: Callable[[int, int], None] | None = None,
+    host_memory: str | None = None,
+    stats: dict | None = None,
 ) -> FDTDResult:
     """Advance ``steps`` steps with the state in host memory, slab by slab (see the module
     docstring): the same :class:`FDTDResult` as :func:`emjax.fdtd.run` (bit for bit on the
     CPU). ``th``: steps per pass (temporal blocking); ``slab``: planes along x per slab,
     or chosen from ``device_bytes`` (:func:`slab_for_budget`) when None (a budget smaller
     than the grid forces the window; neither given: the whole grid is one slab).
-    ``progress(done, steps)`` after each pass. Returns E, H as NumPy arrays."""
+    ``progress(done, steps)`` after each pass. ``host_memory``: None (pinned where the
+    device offers it), ``"pinned"`` or ``"numpy"`` (:func:`host_memory_path`). ``stats``: a
+    dict, filled with the path taken, the bytes moved per pass each way, the chunk count
+    and the seconds the host waited for the device (pinned path). Returns E, H as NumPy
+    arrays."""
     _check(sim, th)
     steps = require_int("steps", steps, 1)
     th = require_int("th", th, 1)
@@ -528,17 +812,20 @@ def run_window(
     if slab is None:
         slab = slab_for_budget(sim, th, device_bytes) if device_bytes is not None else nx
     slab = require_int("slab", slab, 1, nx)
+    device = jax.devices()[0]
+    path = host_memory_path(host_memory, device)
     with precision_scope():
         g = sim.grid
         dtype = precision(g.precision).real
         plan, arrays, host = _global_setup(sim, steps, dtype, initial)
         host["dft"] = list(host["dft"])
+        field_dtype = host["E"][0].dtype
         walled = g.bloch_phases[0] is not None or plan.walls[0]
         L = plan.pml[0]
         w_lo = max(L if "lo" in plan.pml_faces[0] else 0, 2) if walled else 0
         w_hi = max(L if "hi" in plan.pml_faces[0] else 0, 2) if walled else 0
         subs = [
-            _sub_problem(sim, plan, arrays, r)
+            _sub_problem(sim, plan, arrays, r, slots=path == "pinned")
             for r in rings(nx, slab, ghost(g.order, th), walled, w_lo, w_hi)
         ]
         # the last slab (of this pass) that reads each slab's owned planes
@@ -547,42 +834,37 @@ def run_window(
             own = set(range(s.ring.lo, s.ring.hi))
             readers = [j for j, t in enumerate(subs) if j != k and own & set(t.ring.planes.tolist())]
             last_reader.append(max(readers, default=-1))
-        probes = np.zeros((steps, len(sim.probes)), host["E"][0].dtype)
+        probes = np.zeros((steps, len(sim.probes)), field_dtype)
         done, compile_s, t_run, timed, seen = 0, 0.0, 0.0, 0, set()
-        device = jax.devices()[0]
-        dev_arrays = None if len(subs) > 1 else [jax.device_put(subs[0].arrays, device)]
+        store, dev_arrays, wait = None, None, [0.0]
+        if path == "pinned":
+            store = _Chunks(subs, host, arrays, nx, device)
+            store.slots(host)
+        elif len(subs) == 1:
+            dev_arrays = [jax.device_put(subs[0].arrays, device)]
+        del arrays
+        if stats is not None:
+            stats.update(host_memory=path, slabs=len(subs))
+            if store is not None:
+                kind = store.data[("E", 0)][0].sharding.memory_kind  # where the chunks are
+                stats.update(
+                    chunks=len(store.cuts) - 1,
+                    bytes_up=store.bytes_up,
+                    bytes_down=store.bytes_down,
+                    memory_kind=kind,
+                )
         pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
-
-        def finish(j, out, rec, fin, done):  # in a worker: device -> host, then the copies
-            out = jax.tree_util.tree_map(np.asarray, out)
-            _write_back(subs[j], out, host, plan, np.asarray(rec), probes, done)
-            return bool(fin)
-
         while done < steps:
             n = min(th, steps - done)
             t0 = time.perf_counter()
-            pending, futures, prev = [], [], None
-            for k, s in enumerate(subs):
-                # on the device (a copy) before any write-back of the planes it reads starts
-                st = _to_device(_sub_state(s, host, plan), device)
-                arr = dev_arrays[k] if dev_arrays else jax.device_put(s.arrays, device)
-                jax.block_until_ready(st)
-                res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
-                q0, q1 = s.ring.own
-                out = _owned_jit(res, q0=q0, q1=q1)
-                for x in jax.tree_util.tree_leaves((out, rec, fin)):
-                    x.copy_to_host_async()
-                if prev is not None:
-                    pending.append(prev)
-                prev = (k, out, rec, fin)
-                for p in pending:
-                    if last_reader[p[0]] <= k:  # no later slab of this pass reads its planes
-                        futures.append(pool.submit(finish, *p, done))
-                pending = [p for p in pending if last_reader[p[0]] > k]
-            futures += [pool.submit(finish, *p, done) for p in pending + [prev]]
-            finite = all([f.result() for f in futures])
-            host["aux"] = tuple(np.asarray(x) for x in prev[1]["aux"])
-            host["n"] = np.asarray(prev[1]["n"])
+            if store is not None:
+                finite, last = _pass_pinned(subs, store, host, plan, n, probes, done, pool, last_reader, wait)
+            else:
+                finite, last = _pass_numpy(
+                    subs, host, plan, n, probes, done, pool, last_reader, device, dev_arrays
+                )
+            host["aux"] = tuple(np.asarray(x) for x in last["aux"])
+            host["n"] = np.asarray(last["n"])
             done += n
             elapsed = time.perf_counter() - t0
             if n in seen:
@@ -597,12 +879,20 @@ def run_window(
             if progress is not None:
                 progress(done, steps)
         pool.shutdown()
+        if stats is not None:
+            stats["wait_s"] = wait[0]
+        if store is not None:
+            E = store.gather("E", g.shape, field_dtype)
+            H = store.gather("H", g.shape, field_dtype)
+        else:
+            E = host["E"][0].base if host["E"][0].base is not None else np.stack(host["E"])
+            H = host["H"][0].base if host["H"][0].base is not None else np.stack(host["H"])
         return FDTDResult(
             sim,
             probes,
             (np.arange(steps) + 1) * g.dt,
-            host["E"][0].base if host["E"][0].base is not None else np.stack(host["E"]),
-            host["H"][0].base if host["H"][0].base is not None else np.stack(host["H"]),
+            E,
+            H,
             timed if timed else steps,
             t_run if timed else compile_s,
             compile_s,
