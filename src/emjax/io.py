@@ -2,6 +2,12 @@
 variables split into real and imaginary parts, attributes made NetCDF-safe). Each method's
 ``results`` module builds its Dataset; this module names no method.
 
+Output paths are checked before a computation starts (:func:`prepare_output_dir`,
+:func:`check_output_file`: created, writable, not a file where a folder is expected) and
+written atomically (:func:`atomic_path`, :func:`write_text`, :func:`staged_outputs`: a
+temporary file in the same folder, then ``os.replace``), so a long run never ends in an
+unwritable path and a kill never leaves a half-written file in place of a good one.
+
 xarray and the NetCDF engine are imported inside the functions, so ``import emjax.io``
 works where they are not installed (the solvers never need them).
 
@@ -11,13 +17,133 @@ unit attributes say ``length`` and ``length^2``; angles are in degrees.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["DATASET_SUFFIXES", "complex_str", "save_dataset", "version"]
+__all__ = [
+    "DATASET_SUFFIXES",
+    "atomic_path",
+    "check_npz",
+    "check_output_file",
+    "complex_str",
+    "prepare_output_dir",
+    "save_dataset",
+    "staged_outputs",
+    "version",
+    "write_text",
+]
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def prepare_output_dir(path, what: str = "--out") -> Path:
+    """Create the output folder ``path`` (and its parents) and check a file can be written
+    there; a :class:`ConfigError` naming ``what`` otherwise (a file in the way, no
+    permission, a read-only disk). Call it before the computation."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{what}: {str(path)!r} is a file; give a folder (it is created if missing)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".emjax-write-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot write to {str(path)!r}: {_reason(exc)}") from None
+    return path
+
+
+def check_output_file(path, what: str) -> Path:
+    """Check the file ``path`` can be written (its folder created if missing, not a folder
+    itself, the folder writable) before the computation; an existing file is kept (a
+    checkpoint to resume, a JSON list to append to)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{what}: {str(path)!r} is a folder; give a file name")
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{what}: {str(folder)!r} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".emjax-write-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot write to {str(folder)!r}: {_reason(exc)}") from None
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{what}: {str(path)!r} is not writable")
+    return path
+
+
+def check_npz(path, what: str, keys=("fingerprint",)) -> Path:
+    """An existing ``.npz`` file (a checkpoint to resume) must be a readable NumPy archive
+    holding ``keys``; a :class:`ConfigError` naming ``what`` otherwise (rather than NumPy's
+    message about pickled data, long after the set-up)."""
+    import zipfile
+
+    path = Path(path)
+    hint = "delete it to start afresh, or name another file"
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            bad = z.testzip() if path.stat().st_size < 2**28 else None  # CRCs of small files
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise ConfigError(f"{what}: {str(path)!r} is not a readable checkpoint ({exc}); {hint}") from None
+    missing = [k for k in keys if f"{k}.npy" not in names]
+    if missing or bad is not None:
+        why = f"{bad} is corrupt" if bad is not None else f"no {', '.join(missing)}"
+        raise ConfigError(f"{what}: {str(path)!r} is not an emjax checkpoint ({why}); {hint}")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """A temporary path in ``path``'s folder (same suffix) to write to; on success it
+    replaces ``path`` in one step (``os.replace``), on an exception it is removed and
+    ``path`` left as it was."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp" + path.suffix)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def staged_outputs(folder):
+    """A hidden staging folder inside ``folder`` for writers that take a folder (or write
+    several files): when the block ends without an exception, every file written there
+    replaces its namesake in ``folder`` (each by ``os.replace``, atomic per file); the
+    staging folder is removed either way."""
+    folder = Path(folder)
+    stage = Path(tempfile.mkdtemp(dir=folder, prefix=".emjax-staging-"))
+    try:
+        yield stage
+        for src in sorted(stage.rglob("*")):
+            if src.is_file():
+                dst = folder / src.relative_to(stage)
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(src, dst)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
 
 #: suffixes that :func:`save_dataset` writes, all through the h5netcdf engine
 DATASET_SUFFIXES = (".nc", ".h5", ".hdf5")
@@ -64,7 +190,8 @@ def _netcdf_attrs(attrs: dict) -> dict:
 def save_dataset(ds, path) -> Path:
     """Write ``ds`` to ``path`` (``.nc``: NetCDF4, ``.h5``/``.hdf5``: HDF5; both via h5netcdf).
 
-    Complex variables are split into ``*_real``/``*_imag``. Returns the path written.
+    Complex variables are split into ``*_real``/``*_imag``. Written atomically (a
+    temporary file in the same folder, then renamed). Returns the path written.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -75,7 +202,8 @@ def save_dataset(ds, path) -> Path:
     for name in ds.variables:
         ds[name].attrs = _netcdf_attrs(ds[name].attrs)
     try:
-        ds.to_netcdf(path, engine="h5netcdf")
+        with atomic_path(path) as tmp:
+            ds.to_netcdf(tmp, engine="h5netcdf")
     except ImportError as exc:  # h5netcdf >= 1.5 no longer pulls in h5py by itself
         raise ImportError(
             f"writing {path.name} needs h5netcdf and h5py (pip install h5netcdf h5py): {exc}"

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from ..config import finite_or_none, load_toml
-from ..errors import ConfigError
+from ..io import check_output_file, prepare_output_dir, staged_outputs
 from .config import build_fdfd, resolution_warnings
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
@@ -53,12 +52,7 @@ def add_bench(bench) -> None:
 
 def check_writable(out: Path) -> None:
     """Create ``out`` and check a file can be written there (before a long solve)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".emjax-write-check-"):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"--out: cannot write to {str(out)!r}: {exc.strerror or exc}") from None
+    prepare_output_dir(out)
 
 
 def _text(summary: dict) -> str:
@@ -93,11 +87,12 @@ def run(args, argv) -> int:
         from ..io import save_dataset
         from .plot import plot_field, plot_rcs
 
-        save_dataset(result.to_xarray(), args.out / "rcs.nc")
-        if problem.dims == 2:
-            save_dataset(result.fields_to_xarray(), args.out / "fields.nc")
-        plot_rcs(result, args.out / "rcs.png")
-        plot_field(result, args.out / "field.png")
+        with staged_outputs(args.out) as stage:  # each file replaced atomically at the end
+            save_dataset(result.to_xarray(), stage / "rcs.nc")
+            if problem.dims == 2:
+                save_dataset(result.fields_to_xarray(), stage / "fields.nc")
+            plot_rcs(result, stage / "rcs.png")
+            plot_field(result, stage / "field.png")
         summary["out"] = str(args.out)
     summary = {k: finite_or_none(v) for k, v in summary.items()}
     print(json.dumps(summary) if args.json else _text(summary))
@@ -121,6 +116,8 @@ def run_bench(args, argv) -> int:
     from .bench import fdfd_benchmark
 
     sizes = args.size or (PAPER_SIZES_2D if args.dims == 2 else SIZES_3D)
+    if args.out is not None:
+        check_output_file(args.out, "--out")
     for n in sizes:
         r = fdfd_benchmark(n, dims=args.dims, solver=args.solver, precision=args.precision)
         if args.out is not None:

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 from ..config import load_toml
+from ..errors import ConfigError
+from ..io import check_npz, check_output_file, prepare_output_dir, staged_outputs
 from .config import build_fdtd
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
@@ -65,6 +67,25 @@ def add_bench(bench) -> None:
     b.add_argument("--json", action="store_true")
 
 
+def _steps(args, steps):
+    """``--steps`` over the config's (>= 1)."""
+    if args.steps is None:
+        return steps
+    if args.steps < 1:
+        raise ConfigError(f"--steps must be an integer >= 1, got {args.steps}")
+    return args.steps
+
+
+def _check_outputs(args, checkpoint) -> None:
+    """--out and [run].checkpoint writable, before the first step."""
+    if args.out is not None:
+        prepare_output_dir(args.out)
+    if checkpoint is not None:
+        check_output_file(checkpoint, "[run].checkpoint")
+        if Path(checkpoint).exists():  # to resume from: readable, an emjax checkpoint
+            check_npz(checkpoint, "[run].checkpoint")
+
+
 def run(args, argv) -> int:
     """``emjax fdtd CONFIG.toml``."""
     from .. import fdtd
@@ -75,7 +96,8 @@ def run(args, argv) -> int:
     if "simulation" in cfg:  # physical units: a scene
         return _run_physical(args, cfg)
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
-    steps = args.steps or steps
+    steps = _steps(args, steps)
+    _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
 
     def progress(done, total):
@@ -96,11 +118,11 @@ def run(args, argv) -> int:
         from .plot import plot_fdtd
         from .results import fdtd_to_xarray
 
-        args.out.mkdir(parents=True, exist_ok=True)
-        save_dataset(fdtd_to_xarray(res, boxes), args.out / "result.nc")
-        plot_fdtd(res, args.out / "fdtd.png", boxes)
-        if boxes:
-            (args.out / "flux_boxes.json").write_text(json.dumps(boxes, indent=1))
+        with staged_outputs(args.out) as stage:  # each file replaced atomically at the end
+            save_dataset(fdtd_to_xarray(res, boxes), stage / "result.nc")
+            plot_fdtd(res, stage / "fdtd.png", boxes)
+            if boxes:
+                (stage / "flux_boxes.json").write_text(json.dumps(boxes, indent=1))
         summary["out"] = str(args.out)
     if boxes:
         summary["flux_boxes"] = boxes
@@ -114,8 +136,9 @@ def _run_physical(args, cfg) -> int:
     from .scene_config import build_physical
 
     sim, steps, until, chunk, checkpoint = build_physical(cfg)
-    if args.steps:
-        steps, until = args.steps, None
+    if args.steps is not None:
+        steps, until = _steps(args, steps), None
+    _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
 
     def progress(done, total):
@@ -147,15 +170,15 @@ def _run_physical(args, cfg) -> int:
         from .plot import plot_fdtd, plot_field_plane
         from .results import fdtd_to_xarray
 
-        args.out.mkdir(parents=True, exist_ok=True)
-        save_dataset(fdtd_to_xarray(raw), args.out / "result.nc")
-        plot_fdtd(raw, args.out / "fdtd.png")
-        (args.out / "spectra.json").write_text(json.dumps(spectra, indent=1))
-        for name in fields:  # each FieldPlane: complex Ex .. Hz split into _real / _imag
-            ds = res.field_plane(name)
-            path = save_dataset(ds, args.out / f"{name}.nc")
-            plot_field_plane(ds, args.out / f"{name}.png")
-            summary.setdefault("field_planes", []).append(str(path))
+        with staged_outputs(args.out) as stage:  # each file replaced atomically at the end
+            save_dataset(fdtd_to_xarray(raw), stage / "result.nc")
+            plot_fdtd(raw, stage / "fdtd.png")
+            (stage / "spectra.json").write_text(json.dumps(spectra, indent=1))
+            for name in fields:  # each FieldPlane: complex Ex .. Hz split into _real / _imag
+                ds = res.field_plane(name)
+                save_dataset(ds, stage / f"{name}.nc")
+                plot_field_plane(ds, stage / f"{name}.png")
+                summary.setdefault("field_planes", []).append(str(args.out / f"{name}.nc"))
         summary["out"] = str(args.out)
     print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
     return 0
@@ -166,7 +189,6 @@ def run_bench(args, argv) -> int:
     from .bench import fdtd_benchmark, fdtd_scaling
 
     if args.out_of_core:
-        from ..errors import ConfigError
         from .window_bench import fdtd_window_sweep
 
         for th in args.th:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -11,11 +12,72 @@ import numpy as np
 
 from ..config import load_toml
 from ..errors import require_int
+from ..io import prepare_output_dir, staged_outputs
 from .config import build_layered
+from .groups import reporting
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
 
 COMMAND = "layered"
+
+
+#: maps with at least this many points announce themselves (and their progress) on stderr
+BIG_MAP = 65536
+
+
+def _duration(s: float) -> str:
+    if s < 60:
+        return f"{s:.0f} s"
+    if s < 3600:
+        return f"{s // 60:.0f} min {s % 60:02.0f} s"
+    return f"{s // 3600:.0f} h {s % 3600 / 60:02.0f} min"
+
+
+class Progress:
+    """Progress of a map on stderr (a callback for :func:`emjax.layered.groups.reporting`):
+    at most one line per ``every`` seconds, with the points done, the group, the rate in
+    points per second and the time left at that rate; quiet for maps done within
+    ``every``, but a map of >= ``BIG_MAP`` points says at once how big it is."""
+
+    def __init__(self, total: int, every: float = 2.0, stream=None, clock=time.perf_counter):
+        self.total, self.every, self.clock = int(total), float(every), clock
+        self.stream = sys.stderr if stream is None else stream
+        self.t0 = self.last = clock()
+        self.lines = 0
+        if self.total >= BIG_MAP:
+            self._print(
+                f"layered: {self.total} points; progress every ~{self.every:g} s (rate and time left "
+                "once the first group, which compiles on first use, is integrated)"
+            )
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+        self.lines += 1
+
+    def __call__(self, info: dict) -> None:
+        now = self.clock()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        elapsed = now - self.t0
+        done, total = info["done"], info["total"]
+        where = f"group {info['group']}/{info['groups']}"
+        if info["stage"] == "refine":
+            where += " (choosing its quadrature" + (", compiling" if done == 0 else "") + ")"
+        text = f"layered: {done}/{total} points ({100.0 * done / max(total, 1):.1f}%), {where}"
+        if done > 0:
+            rate = done / elapsed
+            text += f", {rate:.3g} points/s, ~{_duration((total - done) / rate)} left"
+        self._print(text)
+
+    def close(self) -> None:
+        """A last line with the overall rate, if any progress was printed."""
+        if self.lines:
+            elapsed = self.clock() - self.t0
+            self._print(
+                f"layered: {self.total} points in {_duration(elapsed)} "
+                f"({self.total / max(elapsed, 1e-9):.3g} points/s)"
+            )
 
 
 def add_command(sub) -> None:
@@ -47,10 +109,15 @@ def run(args, argv) -> int:
     from .green import dipole_fields
 
     kwargs, shape, axes = build_layered(load_toml(args.config))
+    if args.out is not None:
+        prepare_output_dir(args.out)  # before the integrals: never lose a long map to a bad path
     t0 = time.perf_counter()
     if args.devices is not None:
         kwargs["layout"] = args.devices
-    res = dipole_fields(**kwargs)
+    progress = Progress(len(kwargs["points"]))
+    with reporting(progress):
+        res = dipole_fields(**kwargs)
+    progress.close()
     summary = {
         "points": int(len(res.points)),
         "seconds": time.perf_counter() - t0,
@@ -63,10 +130,10 @@ def run(args, argv) -> int:
         from .plot import plot_layered_map
         from .results import layered_to_xarray
 
-        args.out.mkdir(parents=True, exist_ok=True)
-        save_dataset(layered_to_xarray(res, shape, axes), args.out / "fields.nc")
-        comp = int(np.argmax(np.abs(res.p)))
-        plot_layered_map(res, shape, axes, args.out / "fields.png", component=comp)
+        with staged_outputs(args.out) as stage:  # each file replaced atomically at the end
+            save_dataset(layered_to_xarray(res, shape, axes), stage / "fields.nc")
+            comp = int(np.argmax(np.abs(res.p)))
+            plot_layered_map(res, shape, axes, stage / "fields.png", component=comp)
         summary["out"] = str(args.out)
     print(json.dumps(summary) if args.json else "\n".join(f"{k:20s} {v}" for k, v in summary.items()))
     return 0
