@@ -341,6 +341,8 @@ class Table:
         """One of ``options`` (``fold``: strings compared case-insensitively, the option's
         spelling returned)."""
         v = self._get(key, default, f"one of {', '.join(map(str, options))}")
+        if v is default and default is not _MISSING:
+            return v
         if fold and isinstance(v, str):
             v = next((o for o in options if isinstance(o, str) and o.lower() == v.lower()), v)
         if isinstance(v, bool) or v not in options:

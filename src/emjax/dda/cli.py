@@ -187,24 +187,35 @@ def _incidence(cfg: dict) -> dict:
         kw["height"] = number(surf[0], bad)
         kw["substrate"] = parse_refractive_index(surf[1], "surf M (substrate index)")
     if table is not None:
-        if not isinstance(table, dict):
-            raise ConfigError("substrate: expected a table with height, n (or eps) and thickness")
-        unknown = sorted(set(table) - set(_SUBSTRATE_KEYS))
-        if unknown:
-            raise ConfigError(f"substrate: unknown key(s) {unknown}; allowed: {list(_SUBSTRATE_KEYS)}")
-        if ("n" in table) == ("eps" in table):
-            raise ConfigError("substrate: give the media as n = [...] or as eps = [...] (one of them)")
-        if "height" not in table:
-            raise ConfigError("substrate.height: the height of the lattice centre above the stack is missing")
+        from ..config import Table
         from ..layered import Stack
 
-        if "n" in table:
-            eps = [parse_refractive_index(v, f"substrate.n[{i}]") ** 2 for i, v in enumerate(table["n"])]
+        t = Table(table, "[substrate]", _SUBSTRATE_KEYS)
+        if t.has("n") == t.has("eps"):
+            raise ConfigError("[substrate]: give the media as n = [...] or as eps = [...] (one of them)")
+        height = t.real("height")
+        if t.has("n"):
+            eps = [
+                parse_refractive_index(v, f"[substrate].n[{i}]") ** 2 for i, v in enumerate(_media(t, "n"))
+            ]
         else:
-            eps = [parse_refractive_index(v, f"substrate.eps[{i}]") for i, v in enumerate(table["eps"])]
-        kw["substrate"] = Stack(eps=eps, thickness=table.get("thickness", []))
-        kw["height"] = table["height"]
+            eps = [parse_refractive_index(v, f"[substrate].eps[{i}]") for i, v in enumerate(_media(t, "eps"))]
+        thickness = t.reals("thickness", lo=0, lo_open=True) if t.get("thickness", []) != [] else []
+        if len(thickness) != len(eps) - 2:
+            raise ConfigError(
+                f"[substrate].thickness needs one value per finite layer: {len(eps) - 2} for "
+                f"{len(eps)} media, got {len(thickness)}"
+            )
+        kw["substrate"] = Stack(eps=eps, thickness=list(thickness))
+        kw["height"] = height
     return kw
+
+
+def _media(t, key: str) -> list:
+    v = t.get(key)
+    if not isinstance(v, list) or len(v) < 2:
+        raise ConfigError(f"{t.name(key)} must list >= 2 media, top (the particle's) first, got {v!r}")
+    return v
 
 
 def build_average(cfg: dict):
@@ -335,8 +346,18 @@ def _summary_text(result, solver) -> str:
     return "\n".join(out)
 
 
+def _check_outputs(cfg) -> None:
+    """--out (a folder) and --checkpoint (a file) writable, before any solve."""
+    from ..io import check_output_file, prepare_output_dir
+
+    if cfg.get("out") is not None:
+        prepare_output_dir(cfg["out"])
+    if cfg.get("checkpoint") is not None:
+        check_output_file(cfg["checkpoint"], "--checkpoint")
+
+
 def _write_outputs(result, solver, folder: Path, command: str, config) -> None:
-    from ..io import save_dataset
+    from ..io import save_dataset, staged_outputs
     from .adda_files import write_adda_outputs
     from .plot import plot_mueller
 
@@ -344,12 +365,13 @@ def _write_outputs(result, solver, folder: Path, command: str, config) -> None:
     ds = result.to_xarray()
     ds.attrs["solver"] = repr(result.solver or solver)
     ds.attrs["command"] = command
-    save_dataset(ds, folder / "result.nc")
     notes = {"solver": repr(result.solver or solver)}
     if config is not None:
         notes["config file"] = str(config)
-    write_adda_outputs(result, folder, command=command, notes=notes)
-    plot_mueller(result, folder / "mueller.png")
+    with staged_outputs(folder) as stage:  # each file replaced atomically at the end
+        save_dataset(ds, stage / "result.nc")
+        write_adda_outputs(result, stage, command=command, notes=notes)
+        plot_mueller(result, stage / "mueller.png")
 
 
 def run(args, argv) -> int:
@@ -357,6 +379,7 @@ def run(args, argv) -> int:
     cfg = dda_config(args)
     problem, solver = build_dda(cfg)
     quadrature = build_average(cfg)
+    _check_outputs(cfg)
     if quadrature is not None:
         return _cmd_dda_average(args, argv, cfg, problem, solver, quadrature)
     from . import solve
@@ -465,7 +488,7 @@ def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature) -> int:
         progress.close()
     command = shlex.join(["emjax", *argv])
     if cfg["out"] is not None:
-        from ..io import save_dataset
+        from ..io import save_dataset, staged_outputs
         from .adda_files import write_adda_average_outputs
         from .plot import plot_mueller
 
@@ -474,12 +497,13 @@ def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature) -> int:
         ds = result.to_xarray()
         ds.attrs["solver"] = repr(solver)
         ds.attrs["command"] = command
-        save_dataset(ds, folder / "result.nc")
         notes = {"solver": repr(solver)}
         if args.config is not None:
             notes["config file"] = str(args.config)
-        write_adda_average_outputs(result, folder, command=command, notes=notes)
-        plot_mueller(result, folder / "mueller.png")
+        with staged_outputs(folder) as stage:  # each file replaced atomically at the end
+            save_dataset(ds, stage / "result.nc")
+            write_adda_average_outputs(result, stage, command=command, notes=notes)
+            plot_mueller(result, stage / "mueller.png")
     if args.json:
         s = result.summary()
         print(json.dumps({k: finite_or_none(s[k]) for k in AVERAGE_JSON_KEYS}, allow_nan=False), flush=True)
@@ -525,6 +549,10 @@ def run_bench(args, argv) -> int:
             raise ConfigError(f"precision must be one of {PRECISIONS}, got {p!r}")
     grids = [require_int("grid", g, 1) for g in args.grid]
     repeats = require_int("repeats", args.repeats, 1)
+    if args.out is not None:
+        from ..io import check_output_file
+
+        check_output_file(args.out, "--out")
     if getattr(args, "devices", None) is not None:  # strong scaling over devices
         from ..layout import Layout
         from .bench import scaling_benchmark

@@ -369,8 +369,8 @@ def build_physical(cfg: dict):
             precision=precision,
             courant=courant,
         )
-    except ConfigError as exc:
-        raise ConfigError(f"config: {exc}") from None
+    except ConfigError as exc:  # the grid's checks (courant limit, cells vs CPML)
+        raise ConfigError(f"[simulation]: {exc}") from None
     run = top.sub("run", RUN_KEYS)
     if run.has("steps") == run.has("until"):
         raise ConfigError("[run] needs steps or until (a time in length / c), one of them")
