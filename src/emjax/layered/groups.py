@@ -1,14 +1,55 @@
 """Points grouped by observation medium and decay distance, each with its own quadrature
 path: the adaptive refinement on a sample and the integration of all points (the driver
-behind green.py; the path, nodes and kernels are in sommerfeld.py)."""
+behind green.py; the path, nodes and kernels are in sommerfeld.py).
+
+Progress: within ``with reporting(callback):`` a map calls ``callback(info)`` as it goes,
+``info`` a dict with ``done`` and ``total`` (points integrated so far and in all), ``group``
+and ``groups`` (1-based index and count) and ``stage`` ("refine", "integrate" or "done").
+It observes only; the numbers computed are the same with or without it.
+"""
 
 from __future__ import annotations
+
+import contextlib
+import contextvars
 
 import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ConfigError
 from . import sommerfeld as som
+
+_PROGRESS = contextvars.ContextVar("emjax_layered_progress", default=None)
+
+
+@contextlib.contextmanager
+def reporting(callback):
+    """Maps computed inside the block report their progress to ``callback(info)`` (see the
+    module docstring): per group of points and per chunk of points integrated."""
+    token = _PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+class _Report:
+    """Calls the callback with points counted from the groups before this one."""
+
+    def __init__(self, callback, base: int, total: int, group: int, groups: int):
+        self.callback, self.base, self.total = callback, base, total
+        self.group, self.groups = group, groups
+
+    def __call__(self, done_here: int, stage: str) -> None:
+        self.callback(
+            dict(
+                done=self.base + done_here,
+                total=self.total,
+                group=self.group,
+                groups=self.groups,
+                stage=stage,
+            )
+        )
 
 
 def _geometry(stack, src, pts, s, m):
@@ -51,6 +92,7 @@ class _Group:
     def __init__(self, ctx, m, sel, idx, geometry):
         self.ctx, self.m, self.sel = ctx, m, sel
         self.idx = idx
+        self.report = None  # a _Report within reporting()
         self.rho, self.phi, self.zu, self.zd, self.h = geometry
         n = ctx["stack"].n_media
         self.has_up, self.has_dn = m < n - 1, m > 0
@@ -80,6 +122,8 @@ class _Group:
 
     def refine(self, extra=()):
         c = self.ctx
+        if self.report is not None:
+            self.report(0, "refine")
         sample = np.union1d(_sample(self.rho, self.h, 48, c["rng"]), np.asarray(extra, int))
         sample = np.resize(sample, -(-len(sample) // 64) * 64)  # fixed sizes: one compilation
         args = [jnp.asarray(a[sample], c["rdtype"]) for a in (self.rho, self.zu, self.zd)]
@@ -207,6 +251,8 @@ class _Group:
             q = np.exp(-self.h[sl] * w_last)
             res_k[sl] = K
             res_e[sl] = err + 2 * np.abs(last) * (q / (1 - q))[:, None]
+            if self.report is not None:
+                self.report(a + P, "integrate")
         return res_k, res_e
 
 
@@ -223,19 +269,35 @@ def _padded(kr, w, coef, kzm, size: int, c, host_weights: bool = False):
     return jnp.asarray(kr_, kdt), w_, jnp.asarray(coef_), jnp.asarray(kzm_)
 
 
+def _octaves(ctx, m: int):
+    """The medium's point indices, geometry and each point's group (octave of h)."""
+    idx = np.nonzero(ctx["layer"] == m)[0]
+    geo = _geometry(ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], m)
+    h = geo[4]
+    octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
+    octave = np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)  # small maps: one group
+    return idx, geo, octave
+
+
 def groups(ctx, sel):
     """One group per observation medium and octave of the decay distance h: the reflected
     and transmitted waves decay as exp(-h k_rho), so a group integrates only as far as its
     smallest h needs (a field map spanning h = 10 ... 500 needs ~10x fewer nodes per point).
-    Small sets stay one group: there the refinement, not the integration, costs the time."""
-    for m in np.unique(ctx["layer"]):
-        idx = np.nonzero(ctx["layer"] == m)[0]
-        geo = _geometry(ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], int(m))
-        h = geo[4]
-        octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
-        octave = (
-            np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)
-        )  # small maps: one group
+    Small sets stay one group: there the refinement, not the integration, costs the time.
+    Within :func:`reporting`, each group reports its progress."""
+    callback = _PROGRESS.get()
+    media = [int(m) for m in np.unique(ctx["layer"])]
+    n_groups = sum(len(np.unique(_octaves(ctx, m)[2])) for m in media) if callback is not None else 0
+    total, done, k = len(ctx["pts"]), 0, 0
+    for m in media:
+        idx, geo, octave = _octaves(ctx, m)
         for o in np.unique(octave):
             sub = np.nonzero(octave == o)[0]
-            yield _Group(ctx, int(m), sel, idx[sub], tuple(a[sub] for a in geo))
+            g = _Group(ctx, m, sel, idx[sub], tuple(a[sub] for a in geo))
+            k += 1
+            if callback is not None:
+                g.report = _Report(callback, done, total, k, n_groups)
+            yield g
+            done += len(sub)
+            if callback is not None:
+                g.report(len(sub), "done")
