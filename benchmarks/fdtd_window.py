@@ -1,11 +1,21 @@
 """FDTD calculation window (issue 19): cell updates/s vs steps per pass (th), against the
 in-memory run of the same grid and the rate model of emjax.fdtd.window (the paper's Fig. 6).
+The state lives in the device's pinned_host memory where it has one (--host-memory auto), or
+in NumPy arrays (--host-memory numpy); every row says which ran (``host_memory``, and
+``fallback``: why pinned was not used), the link rates measured for both (``link``: GB/s
+host->device, device->host), and on the pinned path the bytes moved per pass and the seconds
+the host waited for the device (``wait_s``: ~ the whole run when compute-bound).
+XLA's pinned pool on a GPU is XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB (64 GiB unless set); this
+script sets it to 90% of host RAM when unset (``pinned_pool_gib`` in the rows).
 
 PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 64 --slab 16
 PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 512 --slab 128 --th 1 4 16 64 --out w.jsonl
-PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 1500 --device-gb 30 --no-in-memory --r-dev 3.2e10
+PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 1200 --device-gb 40 --th 16 --no-in-memory --r-dev 3.2e10
 
-(1500^3 float32 with a CPML: E and H are 81 GB of host memory; 1800^3 needs 140 GB.)
+(1200^3 float32 with a CPML: E and H are 41 GB of host memory, ~50 GB of pinned chunks with
+the coefficients and psi, ~95 GB for the in-memory run: more than an H100; the pinned pool
+is kept to the end, so pinned chunks + the result's E and H must fit host RAM: 1400^3
+(78 + 66 GB) does not on a 125 GiB host and falls back to NumPy.)
 One JSON line per th (stdout, and appended to --out): the measured rate (passes after the
 first of each length, compiles excluded) and seconds per slab and pass (``t_slab_s``), the
 model's compute and transfer seconds per slab and pass and its predictions with transfers
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from emjax.fdtd.window_bench import fdtd_window_sweep as sweep
@@ -37,8 +48,12 @@ def main(argv=None):
     ap.add_argument("--cpml", type=int, default=10)
     ap.add_argument("--no-in-memory", action="store_true", help="skip the in-memory run (grid too big)")
     ap.add_argument("--r-dev", type=float, default=None, help="in-memory cells/s for the model")
+    ap.add_argument("--host-memory", choices=["auto", "pinned", "numpy"], default="auto")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    if "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB" not in os.environ:  # read when the GPU backend starts
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        os.environ["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"] = str(int(0.9 * ram / 2**30))
     rows = sweep(
         args.n,
         args.th,
@@ -50,6 +65,7 @@ def main(argv=None):
         cpml=args.cpml,
         in_memory=not args.no_in_memory,
         r_dev=args.r_dev,
+        host_memory=None if args.host_memory == "auto" else args.host_memory,
     )
     for row in rows:
         emit(args.out, row)

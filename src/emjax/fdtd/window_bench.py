@@ -15,10 +15,29 @@ from ..bench import git_commit
 from . import window
 
 
-def link_bandwidth(nbytes: int = 256 << 20, repeats: int = 3) -> tuple:
-    """(host -> device, device -> host) bytes/s of a NumPy array to the default device."""
-    x = np.ones(nbytes // 4, np.float32)
+def link_bandwidth(nbytes: int = 256 << 20, repeats: int = 3, host_memory: str = "numpy") -> tuple:
+    """(host -> device, device -> host) bytes/s between the default device and host memory
+    as the window's ``host_memory`` path holds it: ``"numpy"`` (a NumPy array, pageable;
+    back by ``np.asarray``) or ``"pinned"`` (a JAX array in the device's ``pinned_host``
+    memory; back by ``device_put`` to it). Best of ``repeats``."""
     dev = jax.devices()[0]
+    if host_memory == "pinned":
+        pinned = jax.sharding.SingleDeviceSharding(dev, memory_kind="pinned_host")
+        on_dev = jax.sharding.SingleDeviceSharding(dev, memory_kind=dev.default_memory().kind)
+        x = jax.device_put(np.ones(nbytes // 4, np.float32), pinned)
+        jax.device_put(x, on_dev).block_until_ready()
+        up = down = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            y = jax.device_put(x, on_dev)
+            y.block_until_ready()
+            up = min(up, time.perf_counter() - t0)
+            z = (y + 1).block_until_ready()  # a fresh device buffer
+            t0 = time.perf_counter()
+            jax.device_put(z, pinned).block_until_ready()
+            down = min(down, time.perf_counter() - t0)
+        return nbytes / up, nbytes / down
+    x = np.ones(nbytes // 4, np.float32)
     jax.device_put(x, dev).block_until_ready()
     up = down = float("inf")
     for _ in range(repeats):
@@ -53,8 +72,14 @@ def fdtd_window_sweep(
     cpml: int = 10,
     in_memory: bool = True,
     r_dev: float | None = None,
+    host_memory: str | None = None,
 ):
-    """Rows (dicts): the in-memory run (unless ``in_memory=False``), then one per th."""
+    """Rows (dicts): the in-memory run (unless ``in_memory=False``), then one per th.
+    ``host_memory``: the window's host path (None: pinned where the device has it; see
+    :func:`emjax.fdtd.window.host_memory_path`); every window row says which one ran
+    (``host_memory``), the link rates measured for both paths (``link``: GB/s up and down)
+    and the model's prediction with the directions added (``model``) or overlapped
+    (``model_duplex``: a GPU's two copy engines) at the rates of the path that ran."""
     sim = simulation(n, precision, order, cpml)
     dev = jax.devices()[0]
     base = {
@@ -72,8 +97,10 @@ def fdtd_window_sweep(
         res = fdtd.run(sim, steps, chunk=steps // 4)
         r_dev = res.cells_per_second
         yield {**base, "mode": "in_memory", "steps": steps, "rate": r_dev}
-    up, down = link_bandwidth()
-    b_link = 2 / (1 / up + 1 / down)
+    window.host_memory_path(host_memory, dev)  # refuses a bad value before any run
+    link = {"numpy": link_bandwidth()}
+    if window.host_memory_kind(dev) is not None:
+        link["pinned"] = link_bandwidth(host_memory="pinned")
     b_in, b_out = window.bytes_per_cell(sim)
     plane = sim.grid.n_cells // n
     for th in ths:
@@ -82,11 +109,16 @@ def fdtd_window_sweep(
             s = window.slab_for_budget(sim, th, device_gb * 1e9) if device_gb else n
         steps = th * passes
         t0 = time.perf_counter()
-        res = window.run_window(sim, steps, th=th, slab=s)
+        stats = {}
+        res = window.run_window(sim, steps, th=th, slab=s, host_memory=host_memory, stats=stats)
         wall = time.perf_counter() - t0
+        up, down = link[stats["host_memory"]]  # the path that ran (pinned may fall back)
+        b_link = 2 / (1 / up + 1 / down)
         row = {
             **base,
             "mode": "window",
+            "host_memory": stats["host_memory"],
+            "fallback": stats.get("fallback"),
             "th": th,
             "slab": s,
             "ghost": window.ghost(order, th),
@@ -94,7 +126,16 @@ def fdtd_window_sweep(
             "rate": res.cells_per_second,
             "wall_s": round(wall, 2),
             "compile_s": round(res.compile_seconds, 2),
+            "link": {k: [round(a / 1e9, 2), round(b / 1e9, 2)] for k, (a, b) in link.items()},
+            "pinned_pool_gib": (window.pinned_pool_limit(dev) or 0) / 2**30 or None,
         }
+        if "bytes_up" in stats:  # the pinned path: bytes moved per pass, host waits for the device
+            row.update(
+                bytes_up_pass=stats["bytes_up"],
+                bytes_down_pass=stats["bytes_down"],
+                chunks=stats["chunks"],
+                wait_s=round(stats["wait_s"], 3),
+            )
         # measured seconds per slab and pass (the timed passes), against the model's parts
         row["t_slab_s"] = res.seconds / (res.steps / th) / -(-n // s)
         if r_dev:
@@ -103,6 +144,7 @@ def fdtd_window_sweep(
             row["t_compute_s"], row["t_transfer_s"] = t_c, t_t
             row["model"] = window.model_rate(r_dev, b_link, th, s, order, overlap=True, **kw)
             row["model_serial"] = window.model_rate(r_dev, b_link, th, s, order, overlap=False, **kw)
+            row["model_duplex"] = window.model_rate(r_dev, up, th, s, order, b_down=down, **kw)
             # what the model leaves out, per slab and pass: the fixed host cost T_0 (dispatch,
             # one transfer per array) and noise; window.model_rate(overhead=) takes it
             serial = dev.platform == "cpu"
