@@ -1,5 +1,5 @@
 """The TOML config of ``emjax fdfd``, mapped onto :class:`FDFDProblem` (see
-examples/fdfd_cylinder.toml)::
+examples/fdfd_cylinder.toml; every key with its type, range and default: docs/toml.md)::
 
     dims = 2                    # 2 or 3
     wavelength = 1.0            # vacuum wavelength; the length unit of everything else

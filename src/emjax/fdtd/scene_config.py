@@ -1,5 +1,6 @@
 """The physical-unit TOML config of ``emjax fdtd`` (a ``[simulation]`` table), mapped onto
-:class:`emjax.fdtd.Simulation` (see examples/fdtd_sphere.toml)::
+:class:`emjax.fdtd.Simulation` (see examples/fdtd_sphere.toml; every key with its type, range
+and default: docs/toml.md)::
 
     [simulation]
     size = [1.0, 1.0, 1.0]          # the region, CPML excluded (any length unit)

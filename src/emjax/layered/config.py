@@ -1,4 +1,5 @@
-"""The TOML config of ``emjax layered``, mapped onto emjax.layered's arguments.
+"""The TOML config of ``emjax layered``, mapped onto emjax.layered's arguments (every key
+with its type, range and default: docs/toml.md).
 
 Config (see examples/layered_dipole.toml)::
 
