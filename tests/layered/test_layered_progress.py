@@ -102,3 +102,18 @@ def test_reporting_leaves_the_fields_unchanged():
     assert np.array_equal(a.E, b.E) and np.array_equal(a.H, b.H)
     assert seen[-1]["stage"] == "done" and seen[-1]["done"] == len(pts)
     assert any(r["stage"] == "integrate" for r in seen)
+
+
+def test_heartbeat_repeats_the_last_state_while_nothing_reports():
+    import time
+
+    out = io.StringIO()
+    p = Progress(100, stream=out, heartbeat=0.05)
+    time.sleep(0.3)
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 3 and lines[0].startswith("layered: 0/100 points (0.0%), group 1/1 (choosing")
+    assert lines[0].endswith("s so far]") and lines[-1].startswith("layered: 100 points in")
+    n = len(out.getvalue())
+    time.sleep(0.15)
+    assert len(out.getvalue()) == n  # stopped by close()
