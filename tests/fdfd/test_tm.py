@@ -82,7 +82,7 @@ def test_dielectric_cylinder_vs_series():
         (dict(pml=12), "pml must be an emjax.fdfd.SCPML"),
         (dict(source="wave"), "LineSource or PlaneWave2D"),
         (dict(stencil="9point"), "stencil must be one of compact, yee"),
-        (dict(solver="gmres"), "solver must be one of auto, superlu, device"),
+        (dict(solver="gmres"), "solver must be one of auto, superlu, pardiso, device"),
     ],
 )
 def test_bad_input(kw, match):

@@ -34,13 +34,12 @@ from collections import OrderedDict
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..backend import precision_scope
 from ..errors import ConfigError, require_positive
 from .operators import SCPML
-from .tm import PlaneWave2D, _average_1d, _check_stencil, _compact_parts, _second_difference_1d
+from .tm import PlaneWave2D, _check_stencil, stencil_csc, tm_stencil
 
 __all__ = ["disk_permittivity", "tm_field"]
 
@@ -62,21 +61,10 @@ def _mass_apply(e, u, omega, stencil):
     return omega**2 * 0.5 * (M(e * u) + e * M(u))
 
 
-def _laplacian(shape, dx, omega, pml, stencil):
-    L1 = [_second_difference_1d(n, dx, omega, pml) for n in shape]
-    nx, ny = shape
-    if stencil == "yee":
-        return sp.kron(L1[0], sp.identity(ny)) + sp.kron(sp.identity(nx), L1[1])
-    return sp.kron(L1[0], _average_1d(ny)) + sp.kron(_average_1d(nx), L1[1])
-
-
 def _matrix(eps, shape, dx, omega, pml, stencil):
-    A = _laplacian(shape, dx, omega, pml, stencil)
-    E = sp.diags(omega**2 * eps.ravel())
-    if stencil == "compact":
-        M = _compact_parts(shape)[2]
-        return (A + (M @ E + E @ M) / 2).tocsc()
-    return (A + E).tocsc()
+    """The TM matrix of ``eps`` (CSC), assembled as solve_tm does (tm.tm_stencil: the same
+    matrix as the sparse ``lap + (M E + E M) / 2``, bit for bit)."""
+    return stencil_csc(tm_stencil(np.asarray(eps, complex), shape, dx, omega, pml, stencil))
 
 
 def _cached_factor(arrays, key, factor):

@@ -156,6 +156,16 @@ def block_layout(A, shape, max_group=2):
     return "dense", blocks, group
 
 
+def stencil_blocks(stencil, shape):
+    """The banded blocks (nx, 3, 3, ny) of :func:`block_layout` from stencil coefficients
+    (3, 3, nx, ny) (see :func:`solve_block_tridiagonal`); the same array, transposed."""
+    nx, ny = (int(s) for s in shape)
+    C = np.asarray(stencil)
+    if C.shape != (3, 3, nx, ny):
+        raise ConfigError(f"block solver: stencil must have the shape (3, 3, {nx}, {ny}), got {C.shape}")
+    return np.ascontiguousarray(C.transpose(2, 0, 1, 3), dtype=complex)
+
+
 # ----------------------------------------------------------------------------- kernels
 
 
@@ -439,6 +449,7 @@ def solve_block_tridiagonal(
     tol=1e-10,
     memory_limit=None,
     max_group=2,
+    stencil=None,
 ):
     """Solve ``A X = B`` for a 2-D FDFD matrix on the JAX default device, in complex128.
 
@@ -452,6 +463,10 @@ def solve_block_tridiagonal(
     (getrf of D, permutation, two trsm; on a GPU cuBLAS' batched getrf when chunk >= n /
     128). ``refine``, ``tol``: refinement steps at most, taken while the relative residual
     exceeds ``tol``. ``memory_limit``: bytes available (default: the device's, queried).
+    ``stencil``: A's coefficients as (3, 3, nx, ny) (``stencil[a + 1, b + 1, i, j]`` multiplies
+    the node (i + a, j + b) in the row of node (i, j): :func:`emjax.fdfd.tm.tm_stencil`'s
+    layout), which are the banded blocks themselves: no extraction from A (0.3 s at 400^2 on
+    the H100's host). A is still used for the residual.
 
     Returns ``(X, info)``: X as B (NumPy), info ``residual`` (max over the right sides of
     ||A x - b|| / ||b||, NaN if a pivot block was singular: check it), ``residuals`` (after
@@ -469,7 +484,10 @@ def solve_block_tridiagonal(
         raise ConfigError(f"block solver: lu must be augmented or square, got {lu!r}")
     nx, ny = (int(s) for s in shape)
     t0 = time.perf_counter()
-    kind, blocks, group = block_layout(A, shape, max_group)
+    if stencil is None:
+        kind, blocks, group = block_layout(A, shape, max_group)
+    else:
+        kind, blocks, group = "banded", stencil_blocks(stencil, shape), 1
     Bh = np.asarray(B)
     if Bh.shape[0] != nx * ny or Bh.ndim > 2:
         raise ConfigError(

@@ -42,44 +42,42 @@ def scattering_width(result, phi_deg, margin: int | None = None, pml: int = 12) 
     dx = x[1] - x[0]
     k = 2 * math.pi * result.frequency
     phi = np.deg2rad(np.atleast_1d(np.asarray(phi_deg, float)))
-    rhat = np.stack([np.cos(phi), np.sin(phi)], -1)  # (P, 2)
-
-    def trap(n):
-        w = np.ones(n)
-        w[0] = w[-1] = 0.5
-        return w * dx
-
-    total = np.zeros(len(phi), complex)
-    sides = [
-        # (positions (N, 2), u, du/dn, normal)
-        (
-            np.stack([x[i0 : i1 + 1], np.full(i1 - i0 + 1, y[j0])], -1),
-            u[i0 : i1 + 1, j0],
-            -(u[i0 : i1 + 1, j0 + 1] - u[i0 : i1 + 1, j0 - 1]) / (2 * dx),
-            (0.0, -1.0),
-        ),
-        (
-            np.stack([x[i0 : i1 + 1], np.full(i1 - i0 + 1, y[j1])], -1),
-            u[i0 : i1 + 1, j1],
-            (u[i0 : i1 + 1, j1 + 1] - u[i0 : i1 + 1, j1 - 1]) / (2 * dx),
-            (0.0, 1.0),
-        ),
-        (
-            np.stack([np.full(j1 - j0 + 1, x[i0]), y[j0 : j1 + 1]], -1),
-            u[i0, j0 : j1 + 1],
-            -(u[i0 + 1, j0 : j1 + 1] - u[i0 - 1, j0 : j1 + 1]) / (2 * dx),
-            (-1.0, 0.0),
-        ),
-        (
-            np.stack([np.full(j1 - j0 + 1, x[i1]), y[j0 : j1 + 1]], -1),
-            u[i1, j0 : j1 + 1],
-            (u[i1 + 1, j0 : j1 + 1] - u[i1 - 1, j0 : j1 + 1]) / (2 * dx),
-            (1.0, 0.0),
-        ),
+    c, s = np.cos(phi), np.sin(phi)
+    w = np.full(i1 - i0 + 1, dx)
+    w[0] = w[-1] = dx / 2
+    v = np.full(j1 - j0 + 1, dx)
+    v[0] = v[-1] = dx / 2
+    xs, ys = slice(i0, i1 + 1), slice(j0, j1 + 1)
+    # the sides along x (y fixed: bottom j0, outward normal -y; top j1, +y) and along y (x
+    # fixed: left i0, -x; right i1, +x): u and du/dn (centred) times the trapezoid weights
+    along_x = [
+        -(u[xs, j0 + 1] - u[xs, j0 - 1]) / (2 * dx) * w,
+        u[xs, j0] * w,
+        (u[xs, j1 + 1] - u[xs, j1 - 1]) / (2 * dx) * w,
+        u[xs, j1] * w,
     ]
-    for pos, val, dn, normal in sides:
-        w = trap(len(val))
-        phase = np.exp(-1j * k * pos @ rhat.T)  # (N, P)
-        rn = rhat @ np.asarray(normal)  # (P,)
-        total += ((dn * w) @ phase) + 1j * k * rn * ((val * w) @ phase)
+    along_y = [
+        -(u[i0 + 1, ys] - u[i0 - 1, ys]) / (2 * dx) * v,
+        u[i0, ys] * v,
+        (u[i1 + 1, ys] - u[i1 - 1, ys]) / (2 * dx) * v,
+        u[i1, ys] * v,
+    ]
+    # exp(-i k rhat.r') factors into the phase of the side's first sample and powers of the
+    # phase step z = exp(-i k dx rhat_c) along it: the sums are polynomials in z (Horner)
+    Sx = _polynomial(np.stack(along_x, 1), np.exp(-1j * k * dx * c)) * np.exp(-1j * k * x[i0] * c)
+    Sy = _polynomial(np.stack(along_y, 1), np.exp(-1j * k * dx * s)) * np.exp(-1j * k * y[j0] * s)
+    total = (Sx[0] - 1j * k * s * Sx[1]) * np.exp(-1j * k * y[j0] * s)
+    total += (Sx[2] + 1j * k * s * Sx[3]) * np.exp(-1j * k * y[j1] * s)
+    total += (Sy[0] - 1j * k * c * Sy[1]) * np.exp(-1j * k * x[i0] * c)
+    total += (Sy[2] + 1j * k * c * Sy[3]) * np.exp(-1j * k * x[i1] * c)
     return np.abs(total) ** 2 / (4 * k)
+
+
+def _polynomial(F: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``sum_n F[n, m] z^n`` (M, P) for the columns of ``F`` (N, M) and ``z`` (P,), by Horner's
+    rule (|z| = 1 here: rounding grows like N eps, no exponentials of N x P arrays)."""
+    acc = np.zeros((F.shape[1], len(z)), complex)
+    for f in F[::-1]:
+        acc *= z
+        acc += f[:, None]
+    return acc

@@ -49,7 +49,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from .._repr import concise_repr
 from ..errors import ConfigError, ConvergenceError, require_positive
@@ -206,6 +205,192 @@ def _compact_parts(shape) -> tuple:
     return Ax, Ay, (Ax + Ay - sp.identity(nx * ny)).tocsr()
 
 
+# the 3 x 3 footprint of a node, in the column order of its matrix row (x offset major)
+OFFSETS = tuple((a, b) for a in (-1, 0, 1) for b in (-1, 0, 1))
+
+
+def _bands(T: sp.spmatrix) -> np.ndarray:
+    """(3, n): the sub-, main and super-diagonal of a tridiagonal (n, n) matrix by row (row i:
+    ``T[i, i - 1], T[i, i], T[i, i + 1]``; zero where the column lies outside)."""
+    n = T.shape[0]
+    out = np.zeros((3, n), complex)
+    out[0, 1:] = T.diagonal(-1)
+    out[1] = T.diagonal(0)
+    out[2, :-1] = T.diagonal(1)
+    return out
+
+
+def _average_bands(n: int) -> np.ndarray:
+    """The bands (3, n) of :func:`_average_1d`."""
+    out = np.zeros((3, n))
+    out[0, 1:] = out[2, :-1] = _W
+    out[1] = 1 - 2 * _W
+    return out
+
+
+def _mass_center() -> float:
+    """The compact mass spreading's weight at the node, evaluated as ``Ax + Ay - I`` is."""
+    return (1 - 2 * _W) + (1 - 2 * _W) - 1.0
+
+
+def tm_stencil(eps_rows, shape, dx, omega, pml, stencil, yee_rows=None) -> np.ndarray:
+    """The TM matrix ``lap + mass(eps_rows)`` of :func:`solve_tm` (no conductor rows) as
+    stencil coefficients ``C`` (3, 3, nx, ny): ``C[a + 1, b + 1, i, j]`` multiplies the node
+    (i + a, j + b) in the row of node (i, j) (zero where that node lies outside the grid).
+
+    Built from the 1-D second differences and averages with NumPy: the same floating-point
+    operations, in the same order, as the sparse Kronecker-product assembly it replaces
+    (tests/fdfd/test_assembly.py checks the two equal bit for bit). ``yee_rows`` (nx, ny):
+    the rows that keep the five-point operator with the compact stencil."""
+    nx, ny = shape
+    lx, ly = (_bands(_second_difference_1d(n, dx, omega, pml)) for n in shape)
+    mixed = stencil == "compact" and yee_rows is not None and bool(np.any(yee_rows))
+    C = np.zeros((3, 3, nx, ny), complex)
+    if stencil == "compact":
+        tx, ty = _average_bands(nx), _average_bands(ny)
+        for a in range(3):
+            for b in range(3):
+                C[a, b] = lx[a][:, None] * ty[b][None, :] + tx[a][:, None] * ly[b][None, :]
+    if stencil == "yee" or mixed:  # the five-point laplacian (all rows, or the Yee rows)
+        five = np.zeros((3, 3, nx, ny), complex)
+        five[0, 1] = lx[0][:, None]
+        five[2, 1] = lx[2][:, None]
+        five[1, 0] = ly[0][None, :]
+        five[1, 2] = ly[2][None, :]
+        five[1, 1] = lx[1][:, None] + ly[1][None, :]
+        C = np.where(yee_rows, five, C) if mixed else five
+    return _add_mass(C, eps_rows, omega, stencil, yee_rows if mixed else None)
+
+
+def _add_mass(C, e, omega, stencil, yee_rows=None) -> np.ndarray:
+    """``C + omega^2 mass(e)`` (a new array: the sparse ``(M E + E M) / 2`` of the compact
+    stencil, ``E`` alone with "yee" and in the ``yee_rows``), the sums in the sparse
+    assembly's order."""
+    C = C.copy()
+    E = omega**2 * e
+    if stencil == "yee":
+        C[1, 1] = C[1, 1] + E
+        return C
+    Mc = _mass_center()
+    ctr = (Mc * E + E * Mc) / 2
+    if yee_rows is not None:
+        ctr = np.where(yee_rows, E, ctr)
+    nx, ny = E.shape
+    for a, b in ((-1, 0), (1, 0), (0, -1), (0, 1)):  # the four axis neighbours in the grid
+        (xd, xs), (yd, ys) = _shift(a, nx), _shift(b, ny)
+        v = (_W * E[xs, ys] + E[xd, yd] * _W) / 2
+        if yee_rows is not None:
+            v = np.where(yee_rows[xd, yd], 0.0, v)
+        C[a + 1, b + 1][xd, yd] += v
+    C[1, 1] = C[1, 1] + ctr
+    return C
+
+
+def stencil_csr(C: np.ndarray) -> sp.csr_matrix:
+    """The CSR matrix (N x N, N = nx ny, node (i, j) at i ny + j) of stencil coefficients
+    ``C`` (3, 3, nx, ny) (see :func:`tm_stencil`): canonical (sorted columns, no duplicates,
+    no stored zeros), built directly from the arrays."""
+    nx, ny = C.shape[2:]
+    N = nx * ny
+    # entries reaching past the grid's edge must be zero (they would wrap into another row)
+    if np.any(C[0, :, 0]) or np.any(C[2, :, -1]) or np.any(C[:, 0, :, 0]) or np.any(C[:, 2, :, -1]):
+        raise ValueError("stencil coefficient beyond the grid's edge")
+    V = np.ascontiguousarray(C.reshape(9, N).T)  # (N, 9): each row's entries in column order
+    mask = V != 0
+    idx = np.int32 if N * 9 < 2**31 else np.int64
+    step = np.array([a * ny + b for a, b in OFFSETS], idx)
+    cols = (np.arange(N, dtype=idx)[:, None] + step[None, :])[mask]
+    indptr = np.zeros(N + 1, idx)
+    np.cumsum(mask.sum(1), out=indptr[1:])
+    A = sp.csr_matrix((V[mask], cols, indptr), shape=(N, N))
+    A.has_sorted_indices = True
+    A.has_canonical_format = True
+    return A
+
+
+def _shift(a: int, n: int) -> tuple:
+    """(destination, source) slices along an axis of n nodes: node i reads node i + a."""
+    if a == 1:
+        return slice(0, n - 1), slice(1, n)
+    if a == -1:
+        return slice(1, n), slice(0, n - 1)
+    return slice(0, n), slice(0, n)
+
+
+def transpose_stencil(C: np.ndarray) -> np.ndarray:
+    """The stencil of the transposed matrix: ``A^T``'s row of node (i, j) holds ``A[(i + a,
+    j + b), (i, j)] = C[1 - a, 1 - b, i + a, j + b]``."""
+    nx, ny = C.shape[2:]
+    T = np.zeros_like(C)
+    for a, b in OFFSETS:
+        (xd, xs), (yd, ys) = _shift(a, nx), _shift(b, ny)
+        T[a + 1, b + 1][xd, yd] = C[1 - a, 1 - b][xs, ys]
+    return T
+
+
+def apply_stencil(C: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``A u`` for the stencil ``C`` (3, 3, nx, ny) and node values ``u`` (nx, ny), summed in
+    the matrix rows' column order."""
+    nx, ny = u.shape
+    out = np.zeros(np.broadcast_shapes(C.shape[2:], u.shape), np.result_type(C, u))
+    for a, b in OFFSETS:
+        (xd, xs), (yd, ys) = _shift(a, nx), _shift(b, ny)
+        out[xd, yd] += C[a + 1, b + 1][xd, yd] * u[xs, ys]
+    return out
+
+
+def _scene_rhs(eps_rows, waves, omega, stencil, yee_rows) -> np.ndarray:
+    """The scattered-field right sides ``-(mass(eps - 1)) E_inc`` (N, K), evaluated on the
+    box around the nodes where eps differs from 1 (the rest is zero)."""
+    shape = eps_rows.shape
+    b = np.zeros((shape[0] * shape[1], len(waves)), complex)
+    d = eps_rows - 1.0
+    hit = np.nonzero(d)
+    if not len(hit[0]):
+        return b
+    box = tuple(slice(max(h.min() - 2, 0), min(h.max() + 3, n)) for h, n in zip(hit, shape))
+    sub = None if yee_rows is None else yee_rows[box]
+    K = _add_mass(np.zeros((3, 3) + d[box].shape, complex), d[box], omega, stencil, sub)
+    idx = np.arange(b.shape[0]).reshape(shape)[box].ravel()
+    for k, e in enumerate(waves):
+        b[idx, k] = -apply_stencil(K, e[box]).ravel()
+    return b
+
+
+def stencil_csc(C: np.ndarray) -> sp.csc_matrix:
+    """The matrix of :func:`stencil_csr` in CSC (SuperLU's format), built as the CSR of its
+    transpose (no conversion): the same arrays as ``stencil_csr(C).tocsc()``."""
+    return stencil_csr(transpose_stencil(C)).T
+
+
+def sparse_stencil(S: sp.spmatrix, shape) -> np.ndarray:
+    """The inverse of :func:`stencil_csr` for a sparse matrix whose rows reach no farther than
+    the 3 x 3 footprint (a ValueError otherwise); duplicates summed."""
+    nx, ny = shape
+    S = sp.csr_matrix(S)
+    S.sum_duplicates()
+    coo = S.tocoo()
+    i, j = np.divmod(coo.row.astype(np.int64), ny)
+    ci, cj = np.divmod(coo.col.astype(np.int64), ny)
+    a, b = ci - i, cj - j
+    if np.any(np.abs(a) > 1) or np.any(np.abs(b) > 1):
+        raise ValueError("the matrix reaches beyond the 3 x 3 footprint of its nodes")
+    C = np.zeros((3, 3, nx, ny), complex)
+    C[a + 1, b + 1, i, j] = coo.data
+    return C
+
+
+def _spread_point(b: np.ndarray, i: int, j: int) -> np.ndarray:
+    """The compact mass spreading ``M b`` of a right side ``b`` (nx, ny) that is nonzero at
+    the node (i, j) only: its weight at the node, 1/12 at the axis neighbours in the grid."""
+    v, out = b[i, j], np.zeros_like(b)
+    out[i, j] = _mass_center() * v
+    for a, c in ((i - 1, j), (i, j - 1), (i, j + 1), (i + 1, j)):
+        if 0 <= a < b.shape[0] and 0 <= c < b.shape[1]:
+            out[a, c] = _W * v
+    return out
+
+
 def _near(mask: np.ndarray) -> np.ndarray:
     """The nodes whose 3 x 3 footprint meets ``mask`` (``mask`` included)."""
     p = np.pad(mask, 1)
@@ -289,7 +474,7 @@ def _source_node(source: LineSource, g: _Grid) -> tuple:
     return i, j
 
 
-SOLVERS = ("auto", "superlu", "device")
+SOLVERS = ("auto", "superlu", "pardiso", "device")
 
 
 def jax_default_platform() -> str:
@@ -301,30 +486,31 @@ def jax_default_platform() -> str:
 def _check_solver(solver):
     if solver not in SOLVERS:
         raise ConfigError(f"solver must be one of {', '.join(SOLVERS)} (2-D), got {solver!r}")
+    if solver == "pardiso":
+        from .direct import resolve
+
+        resolve("pardiso")  # a ConfigError when the package is missing
 
 
-def _superlu(A, B):
-    """SuperLU on the host: (solution, relative residual, factor seconds, solve seconds)."""
-    t1 = time.perf_counter()
-    # minimum degree on A^T + A with symmetric pivoting (the matrices are structurally
-    # symmetric): 400^2 TM factor 1.02 s instead of 1.67 s with SuperLU's default COLAMD
-    lu = spla.splu(
-        A.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True)
-    )
-    t2 = time.perf_counter()
-    sol = lu.solve(B)
-    t3 = time.perf_counter()
-    # no pivoting for speed: the residual says whether the factors were good (one matvec)
-    bn = np.maximum(np.linalg.norm(B, axis=0), 1e-300)
-    residual = float(np.max(np.linalg.norm(A @ sol - B, axis=0) / bn))
-    return sol, residual, t2 - t1, t3 - t2
+def _host_format(solver) -> str:
+    """The sparse format to assemble in: the host direct solver's own ("csc" for SuperLU,
+    "csr" for PARDISO; the device solver only multiplies with it)."""
+    from .direct import preferred_format
+
+    if solver == "device":
+        return "csr"
+    return preferred_format(solver if solver in ("superlu", "pardiso") else "auto")
 
 
-def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps, solver="auto"):
-    """Solve ``A`` for the right sides ``b`` (N, K): SuperLU on the host, or the block
+def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps, solver="auto", stencil=None):
+    """Solve ``A`` for the right sides ``b`` (N, K): a direct solver on the host
+    (emjax.fdfd.direct: SuperLU, or PARDISO when installed), or the block
     Thomas algorithm on JAX's device (blocksolve.py; ``"auto"`` takes it when the default
-    device is a GPU and the blocks fit its memory); the result(s) with the statistics."""
+    device is a GPU and the blocks fit its memory); the result(s) with the statistics.
+    ``stencil``: A's coefficients (3, 3, nx, ny) (:func:`tm_stencil`), handed to the device
+    solver as its blocks (None: it reads them out of A)."""
     from .blocksolve import BlockMemoryError, solve_block_tridiagonal
+    from .direct import factor_solve
 
     t_assembled = time.perf_counter()
     B = b.reshape(g.shape[0] * g.shape[1], -1)
@@ -332,7 +518,7 @@ def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps, solver="a
     note = None
     if use_device:
         try:
-            sol, info = solve_block_tridiagonal(A, g.shape, B, method="thomas")
+            sol, info = solve_block_tridiagonal(A, g.shape, B, method="thomas", stencil=stencil)
             residual, factor_s, solve_s = float(info["residual"]), info["extract_s"], info["seconds"]
             name = f"block Thomas on {info['device']} (emjax.fdfd.blocksolve)"
         except BlockMemoryError as exc:
@@ -340,8 +526,8 @@ def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps, solver="a
                 raise
             use_device, note = False, f"device solver skipped: {exc}"
     if not use_device:
-        sol, residual, factor_s, solve_s = _superlu(A, B)
-        name = "SuperLU (scipy.sparse.linalg.splu)"
+        backend = solver if solver in ("superlu", "pardiso") else "auto"
+        sol, residual, factor_s, solve_s, name = factor_solve(A, B, backend)
     if not residual < 1e-6:
         raise ConvergenceError(
             f"FDFD: the direct solve is inaccurate (relative residual {residual:.2e}); "
@@ -392,12 +578,14 @@ def solve_tm(
 ) -> TMResult:
     """Solve the 2-D TM problem on the region ``size = (sx, sy)`` (PML outside it) at
     ``resolution`` cells per unit length and ``frequency`` (1 / wavelength), driven by a
-    :class:`LineSource` or a :class:`PlaneWave2D` (vacuum background), with SuperLU. A list
-    of plane waves (incidence angles) shares one factorization and returns a list.
-    ``stencil``: "compact" (default; fourth-order bulk dispersion) or "yee" (the five-point
-    operator); see the module docstring. ``solver``: "superlu" (host), "device" (the block
-    Thomas algorithm on JAX's default device, emjax.fdfd.blocksolve: 400^2 in 0.5 s on an
-    H100) or "auto" (the device when it is a GPU and the blocks fit, else SuperLU).
+    :class:`LineSource` or a :class:`PlaneWave2D` (vacuum background), with a sparse direct
+    solver. A list of plane waves (incidence angles) shares one factorization and returns a
+    list. ``stencil``: "compact" (default; fourth-order bulk dispersion) or "yee" (the
+    five-point operator); see the module docstring. ``solver``: "superlu" (host, SciPy),
+    "pardiso" (host, oneMKL PARDISO: the optional package py-mkl-pardiso; emjax.fdfd.direct),
+    "device" (the block Thomas algorithm on JAX's default device, emjax.fdfd.blocksolve:
+    400^2 in 0.5 s on an H100) or "auto" (the device when it is a GPU and the blocks fit,
+    else PARDISO when installed, else SuperLU).
 
     Perfect conductors (``scene.PEC``): total E_z = 0 at the nodes inside; with
     ``averaging="subpixel"`` the nodes next to one take the Shortley-Weller difference to
@@ -412,43 +600,25 @@ def solve_tm(
     inside = np.isinf(eps)  # nodes in a perfect conductor
     eps_rows = np.where(inside, 1.0, eps)  # their rows are replaced below
     yee_rows = _near(inside)  # the conductor's conformal rows are five-point
-    # the second differences along x and y are Kronecker products of 1-D operators (the
-    # PML's stretch depends on one coordinate each): cheap to assemble
-    nx, ny = shape
-    L1 = [_second_difference_1d(n, g.dx, omega, g.pml) for n in shape]
-    Ix, Iy = sp.identity(nx, format="csr"), sp.identity(ny, format="csr")
-    if stencil == "yee":
-        lap = sp.kron(L1[0], Iy) + sp.kron(Ix, L1[1])
-    else:
-        Tx, Ty = _average_1d(nx), _average_1d(ny)
-        lap = sp.kron(L1[0], Ty) + sp.kron(Tx, L1[1])
-        if yee_rows.any():
-            lap = _rows(yee_rows, sp.kron(L1[0], Iy) + sp.kron(Ix, L1[1]), lap)
-
-    def mass(e):  # omega^2 times the mass term of the node values e (linear in e)
-        E = sp.diags(omega**2 * e.ravel())
-        if stencil == "yee":
-            return E
-        M = _compact_parts(shape)[2]
-        spread = (M @ E + E @ M) / 2
-        return _rows(yee_rows, E, spread) if yee_rows.any() else spread
-
-    A = (lap + mass(eps_rows)).tocsr()
+    mixed = yee_rows if yee_rows.any() else None
+    # the matrix as stencil coefficients (3, 3, nx, ny), built with NumPy from the 1-D
+    # operators (the PML's stretch depends on one coordinate each); CSR straight from them
+    C = tm_stencil(eps_rows, shape, g.dx, omega, g.pml, stencil, mixed)
     Einc = at = None
     if isinstance(source, LineSource):
         i, j = _source_node(source, g)
         b = np.zeros(shape, complex)
         b[i, j] = 1j * omega * complex(source.current) / g.dx**2
         if stencil == "compact" and not yee_rows[i, j]:
-            b = (_compact_parts(shape)[2] @ b.ravel()).reshape(shape)
+            b = _spread_point(b, i, j)
         b = b.reshape(-1, 1)
         at = (float(g.x[i]), float(g.y[j]))
     elif _plane_waves(source):
         Einc = _incident_waves(source, g)
         if np.any(eps[~_inner(shape, g.pml.thickness)] != 1):
             raise ConfigError("FDFD: the scene reaches the PML; enlarge size or move the objects")
-        K = mass(eps_rows - 1.0)  # what the scene adds to the vacuum operator
-        b = np.stack([-(K @ e.ravel()) for e in Einc], 1)
+        # what the scene adds to the vacuum operator: nonzero on the scene's nodes only
+        b = _scene_rhs(eps_rows, Einc, omega, stencil, mixed)
     else:
         raise _bad_source(source)
     if inside.any():
@@ -464,10 +634,12 @@ def solve_tm(
         rows, _, near, rhs = tm_rows(
             inside, g.x, g.y, g.dx, scene, pec_index(scene), boundary, subpixel, stretch
         )
-        taken = (inside | near).ravel()
-        A = sp.diags((~taken).astype(float)) @ A + rows + sp.diags(omega**2 * (eps_rows * near).ravel())
+        taken = inside | near  # their rows: the conductor's (plus omega^2 eps at the near nodes)
+        C = np.where(taken, 0.0, C) + sparse_stencil(rows, shape)
+        C[1, 1] = C[1, 1] + omega**2 * (eps_rows * near)
         b = np.where(inside.reshape(-1, 1), rhs, b + rhs)
-    return _solve(A, b, g, t0, at, source, Einc, eps, solver)
+    A = stencil_csc(C) if _host_format(solver) == "csc" else stencil_csr(C)
+    return _solve(A, b, g, t0, at, source, Einc, eps, solver, stencil=C)
 
 
 def solve_te(
