@@ -47,7 +47,7 @@ def _with(path, value):
 
 S, O, SRC, M = "simulation", "objects", "sources", "monitors"
 CASES = [
-    ((S,), KeyError, r"^\[simulation\] is required"),
+    ((S,), KeyError, r"^\[simulation\] (or \[grid\] )?is required"),
     ((S, "size"), [1.0, 1.0], r"^\[simulation\]\.size must be a list of 3 numbers"),
     ((S, "size"), [1.0, 0.0, 1.0], r"^\[simulation\]\.size\[1\] must be > 0"),
     ((S, "size"), KeyError, r"^\[simulation\]\.size is required"),

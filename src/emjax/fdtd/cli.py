@@ -93,6 +93,11 @@ def run(args, argv) -> int:
     from .results import box_results
 
     cfg = load_toml(args.config)
+    if "simulation" not in cfg and "grid" not in cfg:
+        raise ConfigError(
+            "[simulation] or [grid] is required: physical units (examples/fdtd_sphere.toml) or cell "
+            "indices (examples/fdtd_dipole_cells.toml)"
+        )
     if "simulation" in cfg:  # physical units: a scene
         return _run_physical(args, cfg)
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
