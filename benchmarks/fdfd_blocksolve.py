@@ -15,7 +15,8 @@ for its SuperLU step (tm._solve), so they are exactly the matrices the solver fa
 Each case prints one JSON line: the first call (``compile_s``: XLA compilation, ``first_s``:
 the run after it) and the best of ``--repeats`` warm calls (``warm_s``: blocks to the device,
 elimination, solution back to the host; ``total_warm_s`` adds the host-side block
-extraction), the relative residual max_k ||A x_k - b_k|| / ||b_k||, the iterative
+extraction, or with solve_tm's stencil arrays (the default for TM) their transposition), the
+relative residual max_k ||A x_k - b_k|| / ||b_k||, the iterative
 refinement steps taken, the memory estimate and, where JAX reports it, the device's peak.
 With ``--superlu`` also SciPy's SuperLU with tm.py's options (factor + solve).
 Set XLA_PYTHON_CLIENT_MEM_FRACTION=0.95 for the largest grids on a GPU (JAX preallocates
@@ -52,7 +53,7 @@ def fdfd_matrix(n: int, te: bool = False, scene: str = "eps4", angles=(0.0, 90.0
     got = {}
 
     def capture(A, b, g, *args, **kw):
-        got.update(A=A.tocsr(), B=b.reshape(g.shape[0] * g.shape[1], -1), shape=g.shape)
+        got.update(A=A.tocsr(), B=b.reshape(g.shape[0] * g.shape[1], -1), shape=g.shape, C=kw.get("stencil"))
         raise StopIteration
 
     source = fdfd.LineSource((0.0, 0.0)) if scene == "none" else [fdfd.PlaneWave2D(a) for a in angles]
@@ -65,7 +66,7 @@ def fdfd_matrix(n: int, te: bool = False, scene: str = "eps4", angles=(0.0, 90.0
         except StopIteration:
             pass
     assert got["shape"] == (n, n), got["shape"]
-    return got["A"], got["B"], got["shape"]
+    return got["A"], got["B"], got["shape"], got["C"]
 
 
 def superlu(A, B) -> dict:
@@ -88,13 +89,13 @@ def superlu(A, B) -> dict:
     }
 
 
-def run_case(A, B, shape, method, chunk, lu, repeats) -> dict:
+def run_case(A, B, shape, method, chunk, lu, repeats, stencil=None) -> dict:
     import jax
 
     from emjax.fdfd.blocksolve import solve_block_tridiagonal
 
     t0 = time.perf_counter()
-    X, info = solve_block_tridiagonal(A, shape, B, method=method, chunk=chunk, lu=lu)
+    X, info = solve_block_tridiagonal(A, shape, B, method=method, chunk=chunk, lu=lu, stencil=stencil)
     first_total = time.perf_counter() - t0
     out = {
         "solver": "blocksolve",
@@ -107,7 +108,7 @@ def run_case(A, B, shape, method, chunk, lu, repeats) -> dict:
     warm = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        X, info = solve_block_tridiagonal(A, shape, B, method=method, chunk=chunk, lu=lu)
+        X, info = solve_block_tridiagonal(A, shape, B, method=method, chunk=chunk, lu=lu, stencil=stencil)
         warm.append((info["seconds"], time.perf_counter() - t0))
     if warm:
         out["warm_s"], out["total_warm_s"] = min(warm)
@@ -131,6 +132,12 @@ def main(argv=None) -> None:
     p.add_argument("--angles", type=float, nargs="+", default=[0.0, 90.0])
     p.add_argument("--repeats", type=int, default=2, help="warm calls (the best is reported)")
     p.add_argument("--superlu", action="store_true", help="time SciPy's SuperLU too")
+    p.add_argument(
+        "--extract",
+        action="store_true",
+        help="read the blocks out of the sparse matrix (block_layout) instead of taking solve_tm's "
+        "stencil arrays (TE always extracts)",
+    )
     a = p.parse_args(argv)
     import jax
 
@@ -138,7 +145,8 @@ def main(argv=None) -> None:
 
     for n in a.n or [400]:
         t0 = time.perf_counter()
-        A, B, shape = fdfd_matrix(n, a.te, a.scene, tuple(a.angles), a.stencil)
+        A, B, shape, C = fdfd_matrix(n, a.te, a.scene, tuple(a.angles), a.stencil)
+        C = None if a.extract else C
         head = {
             "n": n,
             "pol": "TE" if a.te else "TM",
@@ -154,7 +162,7 @@ def main(argv=None) -> None:
             for chunk in [None] if method == "thomas" else a.chunk or [None]:
                 for lu in a.lu or ["augmented"]:
                     try:
-                        row = run_case(A, B, shape, method, chunk, lu, a.repeats)
+                        row = run_case(A, B, shape, method, chunk, lu, a.repeats, C)
                     except Exception as exc:  # noqa: BLE001 - report and go on with the next case
                         row = {"method": method, "chunk": chunk, "error": f"{type(exc).__name__}: {exc}"}
                     print(json.dumps(head | {"lu": lu} | row), flush=True)

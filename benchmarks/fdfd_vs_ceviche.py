@@ -16,7 +16,9 @@ incident wave is exp(-i k x) and its field the complex conjugate of emjax's (exp
 which is what is compared. The error is max |E_s - E_series| / max |E_series| over the
 annulus 1.2 a < rho < 2.5 a (cut 4 cells inside the region on small grids). ceviche's
 difference operators wrap around (periodic / Bloch boundaries behind its PML), emjax's
-are zero beyond the ends; both solve with SuperLU here.
+are zero beyond the ends. ceviche solves with SuperLU here; emjax with its default host
+solver (``--solver``: PARDISO when the optional py-mkl-pardiso is installed, then SuperLU is
+timed as well, ``emjax_superlu_s``; else SuperLU).
 
 ceviche (pip install ceviche) is not an emjax dependency: without it the script says so and
 exits. ceviche solves with scipy's spsolve (SuperLU) unless pyMKL finds MKL's PARDISO.
@@ -62,6 +64,12 @@ def main(argv=None) -> int:
     ap.add_argument("--pml", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--json", help="append the record to this JSON list")
+    ap.add_argument(
+        "--solver",
+        default="auto",
+        choices=["auto", "superlu", "pardiso"],
+        help="emjax's host solver (auto: PARDISO when py-mkl-pardiso is installed, else SuperLU)",
+    )
     args = ap.parse_args(argv)
     try:
         import ceviche
@@ -82,7 +90,7 @@ def main(argv=None) -> int:
     sc = scene.Scene([scene.Object(geometry.Disk(), eps_cyl, size=2 * a)])
     k = 2 * math.pi / wavelength
 
-    def run_emjax(stencil="compact", res=res, side=side):
+    def run_emjax(stencil="compact", res=res, side=side, solver=args.solver):
         return fdfd.solve_tm(
             (side, side),
             res,
@@ -91,10 +99,16 @@ def main(argv=None) -> int:
             scene=sc,
             pml=fdfd.SCPML(L),
             stencil=stencil,
+            solver=solver,
         )
 
     r, t_emjax = best_time(run_emjax, args.repeats)
     r_yee, t_yee = best_time(lambda: run_emjax("yee"), args.repeats)
+    superlu = None  # emjax with SciPy's SuperLU too, where the default backend is PARDISO
+    if "SuperLU" not in r.stats["solver"]:
+        _, t_s = best_time(lambda: run_emjax(solver="superlu"), args.repeats)
+        _, t_sy = best_time(lambda: run_emjax("yee", solver="superlu"), args.repeats)
+        superlu = {"compact_s": t_s, "yee_s": t_sy}
     assert r.Ez.shape == (n, n), r.Ez.shape
     X, Y = np.meshgrid(r.x, r.y, indexing="ij")
     ref = cylinder_series(eps_cyl, a, k, X, Y)
@@ -150,10 +164,15 @@ def main(argv=None) -> int:
         "emjax_breakdown_s": {key: r.stats[key] for key in ("assemble_s", "factor_s", "solve_s")},
         "emjax_error": error(r.Es),
         "emjax_stencil": "compact",
+        "emjax_solver": r.stats["solver"],
         "emjax_yee_s": t_yee,
+        "emjax_yee_breakdown_s": {key: r_yee.stats[key] for key in ("assemble_s", "factor_s", "solve_s")},
         "emjax_yee_error": error(r_yee.Es),
         "emjax_at_ceviche_accuracy": matched,
+        "emjax_superlu_s": superlu,
         "ceviche_s": t_ceviche,
+        "ceviche_over_emjax": t_ceviche / t_emjax,
+        "ceviche_over_emjax_yee": t_ceviche / t_yee,
         "ceviche_error": err_c,
         "ceviche_solver": "pyMKL PARDISO" if ceviche.solvers.HAS_MKL else "scipy spsolve (SuperLU)",
         "ceviche_version": getattr(ceviche, "__version__", "0.1.3"),
