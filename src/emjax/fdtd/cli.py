@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import math
 import time
 from pathlib import Path
 
@@ -86,6 +86,30 @@ def _check_outputs(args, checkpoint) -> None:
             check_npz(checkpoint, "[run].checkpoint")
 
 
+def _progress(total: int, checkpoint):
+    """The ``progress(done, total)`` callback of a run: one line on stderr at most every
+    2 s at chunk ends (steps, steps/s, time left), the last state repeated every 10 s while
+    a chunk runs. The rate counts from the first chunk's end (that chunk compiles, or it is
+    the first of a resumed run)."""
+    from ..progress import Reporter, duration
+
+    reporter = Reporter("fdtd", total, "steps", heartbeat=10.0)
+    first = [True]
+
+    def progress(done, total_):
+        reporter.total = total_
+        if first[0]:
+            first[0] = False
+            took = duration(reporter.clock() - reporter.began)
+            fresh = checkpoint is None or done <= 0
+            reporter.rebase(done, f"first chunk {took}" + (" (compiling included)" if fresh else ""))
+            return
+        reporter.update(done)
+
+    progress.reporter = reporter
+    return progress
+
+
 def run(args, argv) -> int:
     """``emjax fdtd CONFIG.toml``."""
     from .. import fdtd
@@ -104,11 +128,11 @@ def run(args, argv) -> int:
     steps = _steps(args, steps)
     _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
-
-    def progress(done, total):
-        print(f"step {done}/{total}", file=sys.stderr, flush=True)
-
-    res = fdtd.run(sim, steps, chunk=chunk, checkpoint=checkpoint, progress=progress, layout=args.devices)
+    progress = _progress(steps, checkpoint)
+    try:
+        res = fdtd.run(sim, steps, chunk=chunk, checkpoint=checkpoint, progress=progress, layout=args.devices)
+    finally:
+        progress.reporter.close()
     boxes = box_results(res, len(cfg.get("flux_boxes", [])))
     summary = {
         "steps": steps,
@@ -145,13 +169,20 @@ def _run_physical(args, cfg) -> int:
         steps, until = _steps(args, steps), None
     _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
-
-    def progress(done, total):
-        print(f"step {done}/{total}", file=sys.stderr, flush=True)
-
-    res = run_physical(
-        sim, steps, until=until, chunk=chunk, checkpoint=checkpoint, progress=progress, layout=args.devices
-    )
+    total = steps if steps is not None else int(math.ceil(until / sim.grid.dt))
+    progress = _progress(total, checkpoint)
+    try:
+        res = run_physical(
+            sim,
+            steps,
+            until=until,
+            chunk=chunk,
+            checkpoint=checkpoint,
+            progress=progress,
+            layout=args.devices,
+        )
+    finally:
+        progress.reporter.close()
     raw = res.raw
     summary = {
         "steps": raw.total_steps,

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import numpy as np
 from ..config import load_toml
 from ..errors import require_int
 from ..io import prepare_output_dir, staged_outputs
+from ..progress import Reporter
 from .config import build_layered
 from .groups import reporting
 
@@ -25,85 +25,34 @@ COMMAND = "layered"
 BIG_MAP = 65536
 
 
-def _duration(s: float) -> str:
-    if s < 60:
-        return f"{s:.0f} s"
-    if s < 3600:
-        return f"{s // 60:.0f} min {s % 60:02.0f} s"
-    return f"{s // 3600:.0f} h {s % 3600 / 60:02.0f} min"
-
-
-class Progress:
+class Progress(Reporter):
     """Progress of a map on stderr (a callback for :func:`emjax.layered.groups.reporting`):
     at most one line per ``every`` seconds, with the points done, the group, the rate in
     points per second and the time left at that rate; quiet for maps done within
     ``every``, but a map of >= ``BIG_MAP`` points says at once how big it is. With
-    ``heartbeat`` (seconds) a background thread repeats the last state when no report has
-    come for that long (the first group's compilation and quadrature choice, a long chunk)."""
+    ``heartbeat`` (seconds) the last state is repeated when no report has come for that
+    long (the first group's compilation and quadrature choice, a long chunk)."""
 
     def __init__(self, total: int, every: float = 2.0, stream=None, clock=time.perf_counter, heartbeat=None):
-        import threading
-
-        self.total, self.every, self.clock = int(total), float(every), clock
-        self.stream = sys.stderr if stream is None else stream
-        self.t0 = self.last = clock()
-        self.lines = 0
-        self.info = dict(done=0, total=self.total, group=1, groups=1, stage="refine")
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = None
+        super().__init__(
+            "layered", total, "points", every=every, heartbeat=heartbeat, stream=stream, clock=clock
+        )
+        self.note = _where(dict(done=0, group=1, groups=1, stage="refine"))
         if self.total >= BIG_MAP:
-            self._print(
+            self.print(
                 f"layered: {self.total} points; progress every ~{self.every:g} s (rate and time left "
                 "once the first group, which compiles on first use, is integrated)"
             )
-        if heartbeat is not None:
-            self._thread = threading.Thread(target=self._beat, args=(float(heartbeat),), daemon=True)
-            self._thread.start()
-
-    def _print(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
-        self.lines += 1
-
-    def _beat(self, period: float) -> None:
-        while not self._stop.wait(min(period, 1.0)):
-            with self._lock:
-                now = self.clock()
-                if now - self.last >= period:
-                    self.last = now
-                    self._print(self._line(self.info, now) + f" [{_duration(now - self.t0)} so far]")
-
-    def _line(self, info: dict, now: float) -> str:
-        done, total = info["done"], info["total"]
-        where = f"group {info['group']}/{info['groups']}"
-        if info["stage"] == "refine":
-            where += " (choosing its quadrature" + (", compiling" if done == 0 else "") + ")"
-        text = f"layered: {done}/{total} points ({100.0 * done / max(total, 1):.1f}%), {where}"
-        if done > 0:
-            rate = done / max(now - self.t0, 1e-9)
-            text += f", {rate:.3g} points/s, ~{_duration((total - done) / rate)} left"
-        return text
 
     def __call__(self, info: dict) -> None:
-        with self._lock:
-            self.info = dict(info)
-            now = self.clock()
-            if now - self.last < self.every:
-                return
-            self.last = now
-            self._print(self._line(info, now))
+        self.update(info["done"], _where(info))
 
-    def close(self) -> None:
-        """Stop the heartbeat; a last line with the overall rate if any progress was printed."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        if self.lines:
-            elapsed = self.clock() - self.t0
-            self._print(
-                f"layered: {self.total} points in {_duration(elapsed)} "
-                f"({self.total / max(elapsed, 1e-9):.3g} points/s)"
-            )
+
+def _where(info: dict) -> str:
+    where = f"group {info['group']}/{info['groups']}"
+    if info["stage"] == "refine":
+        where += " (choosing its quadrature" + (", compiling" if info["done"] == 0 else "") + ")"
+    return where
 
 
 def add_command(sub) -> None:
