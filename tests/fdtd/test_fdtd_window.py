@@ -12,7 +12,7 @@ import pytest
 
 from emjax import fdtd
 from emjax.backend import precision, precision_scope
-from emjax.errors import ConfigError
+from emjax.errors import ConfigError, ResourceError
 from emjax.fdtd import simulation, window
 from emjax.materials import Dispersive, DrudePole, LorentzPole
 from emjax.scattering import PlaneWave
@@ -24,9 +24,10 @@ def dip(i, c=2):
     return fdtd.PointDipole(i, c, WAVE)
 
 
-def same(sim, steps, th, slab):
+def same(sim, steps, th, slab, host_memory=None):
     """Run both ways; assert E, H, probes and DFT sums equal bit for bit (and the window's
-    plan of the whole grid equal to the one fdtd.run steps)."""
+    plan of the whole grid equal to the one fdtd.run steps). The window takes the path
+    ``host_memory`` (None: pinned_host memory, which this JAX's CPU backend offers)."""
     seen = []
     orig = simulation._advance
     simulation._advance = lambda plan, *a: seen.append(plan) or orig(plan, *a)
@@ -37,7 +38,12 @@ def same(sim, steps, th, slab):
     with precision_scope():
         dtype = precision(sim.grid.precision).real
         assert window._global_setup(sim, steps, dtype, None)[0] == seen[0]
-    b = window.run_window(sim, steps, th=th, slab=slab)
+    stats = {}
+    b = window.run_window(sim, steps, th=th, slab=slab, host_memory=host_memory, stats=stats)
+    if host_memory is None and window.host_memory_kind() is not None:
+        assert stats["host_memory"] == "pinned" and stats["memory_kind"] == "pinned_host"
+    else:
+        assert stats["host_memory"] == (host_memory or "numpy")
     assert b.total_steps == a.total_steps == steps
     assert np.array_equal(np.asarray(a.E), b.E), np.max(np.abs(np.asarray(a.E) - b.E))
     assert np.array_equal(np.asarray(a.H), b.H), np.max(np.abs(np.asarray(a.H) - b.H))
@@ -78,6 +84,7 @@ def test_4th_order_pec_walls():
     probes = (fdtd.Probe((0, 5, 5), 1), fdtd.Probe((18, 5, 5), 2))
     sim = fdtd.GridSimulation(g, sources=(dip((2, 5, 5)),), probes=probes)
     same(sim, 8, 2, 7)
+    same(sim, 8, 2, 7, host_memory="numpy")
 
 
 @pytest.mark.slow
@@ -216,3 +223,63 @@ def test_run_out_of_core_entry():
         fdtd.run(sim, 9, out_of_core={"tile": 3})
     with pytest.raises(ConfigError, match="out_of_core must be"):
         fdtd.run(sim, 9, out_of_core="yes")
+
+
+def test_cpu_offers_pinned_host():
+    """This JAX's CPU backend has a pinned_host memory kind, so the CPU suite runs the
+    window's pinned path (the GPU's); a bad host_memory is refused naming it."""
+    assert window.host_memory_kind() == "pinned_host"
+    assert window.host_memory_path() == "pinned"
+    assert window.host_memory_path("numpy") == "numpy"
+    assert window.pinned_pool_limit() is None  # the CPU: plain host memory
+    with pytest.raises(ConfigError, match="host_memory must be"):
+        window.host_memory_path("pageable")
+
+
+def test_chunks_tile_rings_and_owned_planes():
+    """The pinned chunks cut x at every slab and ring boundary: each ring's chunks,
+    concatenated, are its planes (in the ring's order, across the wrap), each slab's owned
+    chunks are its planes, and the owned bounds pick them out of the ring; a chunk's last
+    reader is the last ring holding it."""
+    from types import SimpleNamespace
+
+    for nx, slab, g, walled, w in (
+        (21, 5, 4, False, (0, 0)),
+        (40, 8, 3, True, (4, 4)),
+        (19, 7, 9, True, (2, 5)),
+    ):
+        rs = window.rings(nx, slab, g, walled, *w)
+        subs = [SimpleNamespace(ring=r, arrays={}) for r in rs]
+        planes = np.broadcast_to(np.arange(nx, dtype=np.float32)[:, None, None], (nx, 2, 3))
+        host = {"E": (planes,) * 3, "H": (planes,) * 3, "psi": {}, "J": ()}
+        store = window._Chunks(subs, host, {}, nx, window.jax.devices()[0])
+        assert store.data[("E", 0)][0].sharding.memory_kind == "pinned_host"
+        chunk = lambda c, data=store.data[("E", 0)]: np.asarray(data[c])[:, 0, 0]
+        for k, r in enumerate(rs):
+            ring = np.concatenate([chunk(c) for c in store.ring_ids[k]])
+            assert np.array_equal(ring, r.planes)
+            own = np.concatenate([chunk(c) for c in store.own_ids[k]])
+            assert np.array_equal(own, np.arange(r.lo, r.hi))
+            assert np.array_equal(np.concatenate([ring[a:b] for a, b in store.own_bounds[k]]), own)
+        for c in range(len(store.cuts) - 1):
+            assert store.last_reader[c] == max(k for k, r in enumerate(rs) if store.cuts[c] in r.planes)
+
+
+def test_pinned_pool_too_small_falls_back_to_numpy(monkeypatch):
+    """A pinned pool too small for the chunks: the NumPy path with a warning saying why (both
+    bit for bit the in-memory run), a ResourceError when pinned was asked for."""
+    g = fdtd.Grid((14, 8, 8), dx=0.05, boundary=fdtd.CPML(2))
+    sim = fdtd.GridSimulation(g, sources=(dip((6, 4, 4)),), probes=(fdtd.Probe((9, 4, 4), 2),))
+    a = fdtd.run(sim, 6)
+    b = window.run_window(sim, 6, th=3, slab=7)  # pinned (the CPU has no pool limit)
+    monkeypatch.setattr(window, "pinned_pool_limit", lambda device=None: 1000)
+    stats = {}
+    with pytest.warns(UserWarning, match="NumPy host path instead of pinned memory"):
+        c = window.run_window(sim, 6, th=3, slab=7, stats=stats)
+    assert stats["host_memory"] == "numpy" and "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB" in stats["fallback"]
+    for r in (b, c):
+        assert np.array_equal(np.asarray(a.E), r.E) and np.array_equal(np.asarray(a.H), r.H)
+        assert np.array_equal(np.asarray(a.probes), r.probes)
+    assert np.abs(b.E).max() > 1e-3
+    with pytest.raises(ResourceError, match="pinned host pool"):
+        window.run_window(sim, 6, th=3, slab=7, host_memory="pinned")
