@@ -125,6 +125,9 @@ def test_save_dataset_is_atomic(tmp_path):
     ds = xr.Dataset({"a": ("x", np.arange(3.0) + 1j)})
     p = save_dataset(ds, tmp_path / "r.nc")
     assert [x.name for x in tmp_path.iterdir()] == ["r.nc"]
+    other = tmp_path / "plain"
+    other.write_text("")
+    assert p.stat().st_mode & 0o777 == other.stat().st_mode & 0o777  # not mkstemp's 0600
     with xr.open_dataset(p) as back:
         assert np.allclose(back["a_imag"].values, 1.0)
 

@@ -108,10 +108,16 @@ def atomic_path(path):
     """A temporary path in ``path``'s folder (same suffix) to write to; on success it
     replaces ``path`` in one step (``os.replace``), on an exception it is removed and
     ``path`` left as it was."""
+    import secrets
+
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp" + path.suffix)
-    os.close(fd)
-    tmp = Path(tmp)
+    while True:  # created here, with the permissions of any new file (mkstemp's are 0600)
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp{path.suffix}"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
     try:
         yield tmp
         os.replace(tmp, path)
