@@ -5,7 +5,10 @@
 ...                       wavelength=0.6283185307, dipoles_per_wavelength=15)
 >>> res = dda.solve(prob)          # QMR to relative residual 1e-5, both polarizations
 >>> res.Qext, res.Qabs, res.mueller.shape
->>> dda.efficiencies(prob).Qext   # traceable: jax.grad w.r.t. m or the size (issue 16)
+>>> dda.efficiencies(prob).Qext   # traceable: jax.grad w.r.t. m or the size (issue 16),
+...                                # also on a substrate (and w.r.t. the substrate's index)
+>>> q = dda.OrientationAverage(eps=0, beta_levels=(2, 2), gamma_levels=(2, 2))
+>>> dda.efficiencies_averaged(prob, q).mueller[:, 0, 0]   # traceable <S11>(theta)
 
 The slice: lattice -> polarizability -> interaction (FFT) -> matvec -> problem (solve) and
 orientation (average) -> observables; results, datasets, adda_files, plot, bench, options
@@ -18,6 +21,7 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "AveragedResult": ".results",
+    "AveragedTracedResult": ".differentiable_average",
     "BiCG": "..krylov",
     "BiCGStab": "..krylov",
     "CM": ".polarizability",
@@ -33,6 +37,8 @@ _EXPORTS = {
     "TracedResult": ".differentiable",
     "average": ".orientation",
     "efficiencies": ".differentiable",
+    "efficiencies_averaged": ".differentiable_average",
+    "orientation_nodes": ".differentiable_average",
     "solve": ".problem",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
@@ -41,6 +47,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from ..krylov import QMR, BiCG, BiCGStab
     from ..scattering import OrientationAverage
     from .differentiable import TracedResult, efficiencies
+    from .differentiable_average import AveragedTracedResult, efficiencies_averaged, orientation_nodes
     from .lattice import Lattice
     from .orientation import average
     from .polarizability import CM, FCD, LDR, POLARIZABILITIES, RR

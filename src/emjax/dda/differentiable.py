@@ -87,8 +87,6 @@ def efficiencies(problem, solver: krylov._Method | None = None, *, variant: str 
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
     if variant not in interaction.LAYOUTS:
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
-    if problem.substrate is not None:
-        raise ConfigError("dda.efficiencies: a substrate is not differentiable yet; use dda.solve")
     if isinstance(problem.polarizability, FCD) and problem._traced_size() is not None:
         raise ConfigError(
             "dda.efficiencies: FCD's interaction correction is a host table, not differentiable "
@@ -103,6 +101,10 @@ def efficiencies(problem, solver: krylov._Method | None = None, *, variant: str 
             "function inside `with emjax.backend.precision_scope():`"
         )
     with precision_scope():
+        if problem.substrate is not None:
+            from .differentiable_surface import surface_efficiencies
+
+            return surface_efficiencies(problem, solver, variant)
         return _efficiencies(problem, solver, variant)
 
 

@@ -170,10 +170,14 @@ class DDAProblem:
                 "prop: with a substrate the incidence must come from above (prop_z < 0) or "
                 f"below (prop_z > 0); prop_z = 0 (grazing) is not allowed, got prop = {self.prop}"
             )
-        if pz > 0 and abs(complex(eps[-1]).imag) > 1e-12:
+        from ..layered.traced import is_traced as _traced
+        from ..layered.traced import primal
+
+        bottom = primal(eps[-1]) if _traced(eps) else eps[-1]  # None: abstract (inside jit)
+        if pz > 0 and bottom is not None and abs(complex(bottom).imag) > 1e-12:
             raise ConfigError(
                 f"prop: incidence from below (prop_z > 0) needs a lossless bottom medium; its eps is "
-                f"{complex(eps[-1])} (allowed: Im eps = 0)"
+                f"{complex(bottom)} (allowed: Im eps = 0)"
             )
 
     def incidence_direction(self) -> np.ndarray:
@@ -195,8 +199,14 @@ class DDAProblem:
 
     @property
     def traced(self) -> bool:
-        """Whether m or the size is a JAX tracer (see the class docstring)."""
-        return self._traced_size() is not None or any(is_traced(m) for m in self.m)
+        """Whether m, the size or the substrate is a JAX tracer (see the class docstring)."""
+        sub = is_traced(self.substrate) or bool(getattr(self.substrate, "traced", False))
+        return (
+            self._traced_size() is not None
+            or any(is_traced(m) for m in self.m)
+            or sub
+            or is_traced(self.height)
+        )
 
     def _traced_size(self):
         """``(name, value)`` of a traced size_x or eq_rad, else None."""

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import ConfigError, require_finite
 from ..layered import Stack, green_tensor
+from ..layered.traced import is_traced, primal
 from ..materials import _as_complex
 from .interaction import fft_shape
 
@@ -47,13 +48,21 @@ def resolve_stack(substrate, wavelength: float) -> tuple[Stack, np.ndarray]:
     :class:`emjax.layered.Stack` whose top medium is vacuum."""
     if isinstance(substrate, Stack):
         eps = substrate.permittivities(wavelength)
-        if abs(eps[0] - 1) > 1e-12:
+        top = primal(eps[0]) if is_traced(eps) else eps[0]  # traced: dda.efficiencies' gradients
+        if top is not None and abs(top - 1) > 1e-12:
             raise ConfigError(
                 f"substrate: the stack's top medium (eps[0]) holds the particle and must be "
                 f"vacuum (eps = 1), got {eps[0]}"
             )
         stack = Stack(eps=substrate.eps, thickness=substrate.thickness, z_top=0.0)
         return stack, eps
+    if is_traced(substrate) and np.ndim(substrate) == 0:  # jax.grad w.r.t. the index (issue 16)
+        value = primal(substrate)
+        if value is not None:
+            resolve_stack(complex(value), wavelength)  # the checks, on the concrete value
+        return Stack(eps=(1.0, substrate * substrate), thickness=(), z_top=0.0), jnp.stack(
+            [jnp.ones((), jnp.complex128), (substrate * substrate).astype(jnp.complex128)]
+        )
     if isinstance(substrate, (str, bytes)) or np.ndim(substrate) != 0:
         raise ConfigError(
             f"substrate must be a complex refractive index (e.g. 1.5 or 0.2+3j) or an "

@@ -1,0 +1,235 @@
+"""Differentiable DDA on a substrate (issue 16): :func:`emjax.dda.efficiencies` with
+``substrate=`` against central finite differences of the same function, its values
+against :func:`emjax.dda.solve`, and the reciprocity the adjoint relies on.
+
+The adjoint of the surface system is the same QMR solve only if ``I - s (G + G_R) s`` is
+complex symmetric. Checked twice, independently of the storage that assumes it: (1) on
+layered's reflected tensor itself, source and observer swapped, ``G_R(r_i; r_j) =
+G_R(r_j; r_i)^T``; (2) on the assembled FFT operator (its dense matrix on a small lattice is
+symmetric, not Hermitian).
+
+Particle: a 6^3-dipole sphere (LDR), eq_rad 0.5, wavelength 1, m = 1.5 + 0.1i, the lattice
+centre 0.6 above the surface; objectives Qext, Qabs and ``L = sum log S11`` at theta 0, 40,
+80 deg (above the surface: an absorbing substrate has no far field below). Cases: from
+above (prop -z) onto absorbing glass 1.5 + 0.02i; from below (prop (0.5, 0, 0.866))
+through a film (eps 1.7, 0.15 thick) on glass 2.25 (lossless: the transmitted wave needs
+it). Measured relative errors on the loaded 2-core box, double h = 1e-5 (single h = 1e-3):
+
+==================  ==========  ==========  ==========  ==========
+case (above)        Qext        Qabs        L           single Qext
+==================  ==========  ==========  ==========  ==========
+d / d Re m          4.6e-8      2.2e-7      see log     see log
+d / d Im m          1.4e-7      8.0e-9
+d / d eq_rad        1.9e-7      3.7e-8
+==================  ==========  ==========  ==========  ==========
+
+All the surface cases are slow: the reflected-interaction table is a Sommerfeld
+integration in :mod:`emjax.layered` (its first call compiles for 10-40 s here), and with a
+traced size or substrate index it runs outside ``jit`` through layered's traced path.
+"""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from emjax import dda, geometry, krylov, layered
+from emjax.backend import precision_scope
+from emjax.dda import differentiable_surface as ds
+from emjax.dda import substrate as sub
+from emjax.errors import ConfigError
+
+THETA = (0.0, 40.0, 80.0)
+P0 = np.array([1.5, 0.1, 0.5])
+FILM = dict(eps=[1.0, 1.7, 2.25], thickness=[0.15])
+
+
+def _solver(precision):
+    return krylov.QMR(rtol=1e-10 if precision == "double" else 1e-7)
+
+
+def _problem(p, case, precision="double", substrate=None):
+    if case == "above":
+        prop, s = (0.0, 0.0, -1.0), 1.5 + 0.02j
+    else:
+        prop, s = (0.5, 0.0, 0.8660254037844386), layered.Stack(**FILM)
+    return dda.DDAProblem(
+        geometry.Sphere(),
+        m=p[0] + 1j * p[1],
+        eq_rad=p[2],
+        grid=6,
+        wavelength=1.0,
+        substrate=s if substrate is None else substrate,
+        height=0.6,
+        prop=prop,
+        theta=THETA,
+        integrate=False,
+        precision=precision,
+    )
+
+
+def _objectives(r):
+    return jnp.stack([r.Qext, r.Qabs, jnp.sum(jnp.log(r.mueller[0, :, 0, 0]))])
+
+
+def _fd(f, p0, h):
+    out = []
+    for i in range(len(p0)):
+        e = np.zeros(len(p0))
+        e[i] = h
+        out.append((np.asarray(f(jnp.asarray(p0 + e))) - np.asarray(f(jnp.asarray(p0 - e)))) / (2 * h))
+    return np.stack(out, axis=1)
+
+
+def _report(name, J, fd, bound):
+    err = np.abs(J - fd) / np.abs(fd)
+    print(name, np.array2string(err, precision=2))
+    assert err.max() < bound, (name, err, J, fd)
+
+
+# -- reciprocity (what the adjoint relies on) ------------------------------------------------
+STACKS = {
+    "glass": dict(eps=[1.0, 2.25]),
+    "metal": dict(eps=[1.0, (0.2 + 3j) ** 2]),
+    "film_on_metal": dict(eps=[1.0, 1.7 + 0.1j, (0.2 + 3j) ** 2], thickness=[0.15]),
+}
+
+
+@pytest.mark.slow  # one layered call per stack and direction (~10-30 s of compile here)
+@pytest.mark.parametrize("name", sorted(STACKS))
+def test_reflected_tensor_is_reciprocal(name):
+    """``G_R(r_a; r_b) = G_R(r_b; r_a)^T`` for five pairs of points at different heights and
+    lateral offsets above the stack (source and observer swapped in separate layered
+    calls): the reflected interaction is reciprocal, so the DDA matrix with it stays complex
+    symmetric. Bound 1e-9 of max |G_R| (the Sommerfeld integrals at rtol 1e-10)."""
+    stack = layered.Stack(**STACKS[name])
+    rng = np.random.default_rng(5)
+    a = np.column_stack([rng.uniform(-0.4, 0.4, (5, 2)), rng.uniform(0.1, 0.8, 5)])
+    b = np.column_stack([rng.uniform(-0.4, 0.4, (5, 2)), rng.uniform(0.1, 0.8, 5)])
+    ab = np.stack(
+        [
+            layered.green_tensor(stack, 1.0, b[i], a[i : i + 1], part="scattered", rtol=1e-10)[0]
+            for i in range(5)
+        ]
+    )
+    ba = np.stack(
+        [
+            layered.green_tensor(stack, 1.0, a[i], b[i : i + 1], part="scattered", rtol=1e-10)[0]
+            for i in range(5)
+        ]
+    )
+    err = np.abs(ab - np.swapaxes(ba, 1, 2)).max() / np.abs(ab).max()
+    assert err < 1e-9, err
+
+
+@pytest.mark.slow
+def test_surface_operator_is_complex_symmetric_and_table_is_substrates():
+    """The dense matrix of ``I - s (G + G_R) s`` on a (3, 3, 2) box with random complex
+    ``s`` (a metal film stack, the table of :func:`reflected_table_traced`) equals its
+    transpose to 1e-13 of its largest entry and differs from its conjugate transpose by
+    O(1) (complex symmetric, not Hermitian); the traced table at concrete values is
+    ``substrate.reflected_table``'s to 1e-13."""
+    stack = layered.Stack(**STACKS["film_on_metal"])
+    grid, d, h = (3, 3, 2), 0.2, 0.45
+    layers = np.arange(2)
+    table = np.asarray(ds.reflected_table_traced(stack, 1.0, grid, d, h, layers))
+    ref, _ = sub.reflected_table(stack, 1.0, grid, d, h, layers)
+    assert np.abs(table - ref).max() < 1e-13 * np.abs(ref).max()
+    rng = np.random.default_rng(1)
+    with precision_scope():
+        from emjax.dda.interaction import interaction_fft
+
+        k = 2 * math.pi
+        s = jnp.asarray(rng.normal(size=grid) + 1j * rng.normal(size=grid))
+        op = sub.SurfaceOperator(
+            interaction_fft(grid, d, k, np.complex128), ds._reflected_fft(table, grid, np.complex128), s
+        )
+        n = 3 * math.prod(grid)
+        A = np.asarray(
+            jax.vmap(lambda v: op(v.reshape((3,) + grid)).ravel())(jnp.eye(n, dtype=np.complex128))
+        ).T
+    scale = np.abs(A).max()
+    assert np.abs(A - A.T).max() < 1e-13 * scale
+    assert np.abs(A - A.conj().T).max() > 1e-2 * scale
+
+
+# -- values ----------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["above", "below"])
+def test_concrete_values_equal_solve(case):
+    """``efficiencies`` on a substrate is ``solve``'s computation (measured 2.7e-12 (above,
+    glass) and 7.5e-13 (below, film) on Qext; 6e-12 and 1.7e-11 on S)."""
+    prob = _problem(P0, case)
+    res = dda.solve(prob, _solver("double"))
+    tr = dda.efficiencies(prob, _solver("double"))
+    assert abs(float(tr.Qext) - res.Qext) < 1e-10 * res.Qext
+    assert abs(float(tr.Qabs) - res.Qabs) < 1e-10 * res.Qabs
+    np.testing.assert_allclose(np.asarray(tr.S), res.S, rtol=0, atol=1e-10 * np.abs(res.S).max())
+    np.testing.assert_allclose(
+        np.asarray(tr.mueller), res.mueller, rtol=0, atol=1e-10 * np.abs(res.mueller).max()
+    )
+
+
+# -- gradients -------------------------------------------------------------------------------
+BOUNDS = {"double": 1e-6, "single": 3e-3}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("case", ["above", "below"])
+def test_gradient_particle_index(case, precision):
+    """d (Qext, Qabs, L) / d (Re m, Im m) under ``jax.jit`` (the table a constant)."""
+
+    def f(q):
+        return _objectives(
+            dda.efficiencies(_problem((q[0], q[1], P0[2]), case, precision), _solver(precision))
+        )
+
+    with precision_scope():
+        J = np.asarray(jax.jit(jax.jacrev(f))(jnp.asarray(P0[:2])))
+        fd = _fd(jax.jit(f), P0[:2], 1e-5 if precision == "double" else 1e-3)
+    _report(f"{case} {precision} d/dm", J, fd, BOUNDS[precision])
+
+
+@pytest.mark.slow  # several minutes: the traced table (layered outside jit)
+@pytest.mark.parametrize("case", ["above", "below"])
+def test_gradient_size(case):
+    """d (Qext, Qabs, L) / d eq_rad: the table points move with the dipole spacing."""
+
+    def f(q):
+        return _objectives(dda.efficiencies(_problem((P0[0], P0[1], q[0]), case), _solver("double")))
+
+    with precision_scope():
+        J = np.asarray(jax.jacrev(f)(jnp.asarray(P0[2:])))
+        fd = _fd(f, P0[2:], 1e-5)
+    _report(f"{case} d/d eq_rad", J, fd, 1e-6)
+
+
+@pytest.mark.slow  # several minutes: the traced table (layered outside jit)
+def test_gradient_substrate_index():
+    """d (Qext, Qabs, L) / d (Re n_sub, Im n_sub) of an absorbing substrate, light from
+    above: the table, the reflected incident wave and the far field's Fresnel factors."""
+
+    def f(q):
+        return _objectives(
+            dda.efficiencies(_problem(P0, "above", substrate=q[0] + 1j * q[1]), _solver("double"))
+        )
+
+    q0 = np.array([1.5, 0.02])
+    with precision_scope():
+        J = np.asarray(jax.jacrev(f)(jnp.asarray(q0)))
+        fd = _fd(f, q0, 1e-5)
+    _report("d/d n_sub", J, fd, 1e-6)
+
+
+def test_surface_traced_rules():
+    """A traced substrate inside ``jax.jit`` is refused with the reason (the Sommerfeld nodes
+    need concrete values), before any table is computed."""
+
+    def qext(n_sub):
+        return dda.efficiencies(_problem(P0, "above", substrate=n_sub + 0.02j), _solver("double")).Qext
+
+    with pytest.raises(ConfigError, match="outside jax.jit"), precision_scope():
+        jax.jit(qext)(1.5)
