@@ -104,6 +104,21 @@ CASES = [
     ((M, 1, "size"), [1.0, 1.0, 1.0], r"^monitors\[1\]\.size must be 0 along exactly one axis"),
     ((M, 1, "center"), [0.0, 0.0, 0.7], r"^monitors\[1\]\.size: z = 0.7 lies outside the region"),
     ((M, 1, "name"), 3, r"^monitors\[1\]\.name must be a name"),
+    (
+        (SRC, 1),
+        {"type": "plane_wave", "size": [0.5, 0.5, 0.5], "frequency": 1.0},
+        r"^sources\[1\]\.type: at most one plane_wave source per simulation \(sources\[0\] is one\)",
+    ),
+    (
+        (SRC, 0),
+        {"type": "dipole", "position": [0, 0, 0], "frequency": 1.0},
+        r"^monitors\[0\]\.type = 'cross_sections' needs a plane_wave source",
+    ),
+    (
+        (M, 0),
+        {"type": "flux_plane", "name": "p", "center": [0, 0, -0.45], "size": [1, 1, 0], "frequencies": [1.0]},
+        r"^monitors\[1\]\.name = 'p' is taken by monitors\[0\]; names must differ",
+    ),
     (("probes", 0, "field"), "B", r"^probes\[0\]\.field must be one of E, H"),
     (("probes", 0, "position"), "origin", r"^probes\[0\]\.position must be a list of 3 numbers"),
     (("run",), {}, r"^\[run\] needs steps or until"),

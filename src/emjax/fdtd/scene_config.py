@@ -290,8 +290,15 @@ def build_physical(cfg: dict):
     sc = scene.Scene(objects, background=background) if objects else None
 
     srcs = []
+    plane_wave = None
     for src in top.tables("sources"):
         kind = src.choice("type", tuple(SOURCE_KEYS), default="plane_wave")
+        if kind == "plane_wave":
+            if plane_wave is not None:
+                raise ConfigError(
+                    f"{src.name('type')}: at most one plane_wave source per simulation ({plane_wave} is one)"
+                )
+            plane_wave = src.where
         Table(src.table, src.where, SOURCE_KEYS[kind])
         wf = waveform(src.table, src.where)
         _resolution(_highest_frequency(wf), dx, n_max, src.where)
@@ -332,19 +339,29 @@ def build_physical(cfg: dict):
             except ConfigError as exc:
                 raise ConfigError(f"{src.where}: {exc}") from None
 
-    mons = []
+    mons, names_seen = [], {}
     for i, m in enumerate(top.tables("monitors")):
         kind = m.choice("type", tuple(MONITOR_KEYS))
         Table(m.table, m.where, MONITOR_KEYS[kind])
         freqs = m.reals("frequencies", lo=0, lo_open=True)
         _resolution(max(freqs), dx, n_max, m.name("frequencies"))
         if kind == "cross_sections":
+            if plane_wave is None:
+                raise ConfigError(
+                    f"{m.name('type')} = 'cross_sections' needs a plane_wave source (the TF/SF box it "
+                    "measures around)"
+                )
             mons.append(
                 CrossSections(freqs, m.int("gap_out", default=3, lo=1), m.int("gap_in", default=2, lo=1))
             )
             continue
         c, sz = _box(m, region, dx, plane=kind != "flux_box")
         name = m.string("name", default=f"monitor{i}", what="a name (a string)")
+        if name in names_seen:
+            raise ConfigError(
+                f"{m.name('name')} = {name!r} is taken by {names_seen[name]}; names must differ"
+            )
+        names_seen[name] = m.where
         cls = {"flux_box": FluxBox, "flux_plane": FluxPlane, "field_plane": FieldPlane}[kind]
         mons.append(cls(c, sz, freqs, name))
     probes = []
