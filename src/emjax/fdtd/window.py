@@ -468,6 +468,10 @@ def _write_back(sub: _Sub, out, host, plan, rec, probes_out, done, big=True):
             if big:
                 host["psi"][k][a:b] = v
             continue
+        if not big:  # already the owned planes (_face_psi_bounds)
+            i0, i1 = dict((key, (i0, i1)) for key, i0, i1 in _face_psi_bounds(ring, host["psi"], nx))[k]
+            host["psi"][k][i0:i1] = v
+            continue
         L = v.shape[0]
         start = 0 if k.endswith("lo") else nx - L
         p0, p1 = max(a, start), min(b, start + L)
@@ -630,11 +634,25 @@ def _split(leaves, bounds, axes):
     )
 
 
-@jax.jit
-def _owned_small(state):
-    """What the pinned path returns through NumPy: the x-face psi (whole: the write-back
-    takes the owned planes), DFT sums, the TF/SF line, the step."""
-    psi = {k: v for k, v in state["psi"].items() if k[1] == "0"}
+def _face_psi_bounds(ring: _Ring, psi: dict, nx: int) -> tuple:
+    """(key, i0, i1): the planes ``[i0, i1)`` of each x-face psi array (L planes at the
+    face) that the slab owns (an edge ring holds the face arrays whole)."""
+    out = []
+    for k, v in psi.items() if ring.edge else ():
+        if k[1] == "0":
+            L = np.shape(v)[0]
+            start = 0 if k.endswith("lo") else nx - L
+            p0, p1 = max(ring.lo, start), min(ring.hi, start + L)
+            if p0 < p1:
+                out.append((k, p0 - start, p1 - start))
+    return tuple(out)
+
+
+@partial(jax.jit, static_argnames=("psi_bounds",))
+def _owned_small(state, psi_bounds):
+    """What the pinned path returns besides the chunks: the owned planes of the x-face psi,
+    the DFT sums, the TF/SF line, the step."""
+    psi = {k: state["psi"][k][i0:i1] for k, i0, i1 in psi_bounds}
     return {"E": (), "H": (), "psi": psi, "dft": state["dft"], "J": (), "aux": state["aux"], "n": state["n"]}
 
 
@@ -783,7 +801,7 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
                     store.data[nm][c] = None
         return lists
 
-    def finish(j, out, rec, fin, done):  # in a worker: the small parts to NumPy
+    def finish(j, out, rec, fin, done):  # in a worker: the small parts (pinned: views) to NumPy
         out = jax.tree_util.tree_map(np.asarray, out)
         _write_back(subs[j], out, host, plan, np.asarray(rec), probes, done, big=False)
         return bool(fin)
@@ -816,11 +834,11 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
             bounds=store.own_bounds[k],
             axes=store.axes_of(store.state_names),
         )
-        out = _owned_small(res)
+        out = _owned_small(res, psi_bounds=_face_psi_bounds(s.ring, host["psi"], plan.shape[0]))
         del res
-        for x in jax.tree_util.tree_leaves((out, rec, fin)):
-            x.copy_to_host_async()
-        back = jax.device_put(outs, store.pinned)
+        # everything back to pinned memory (page-locked: the link's rate; np.asarray a view)
+        ran = fin  # on the device: ready when slab k has run (its copies back may still go on)
+        back, (out, rec, fin) = jax.device_put((outs, (out, rec, fin)), store.pinned)
         del outs
         for nm, chunks in zip(store.state_names, back):
             for c, x in zip(store.own_ids[k], chunks):
@@ -829,7 +847,7 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
             t0 = time.perf_counter()
             prev_fin.block_until_ready()
             wait[0] += time.perf_counter() - t0
-        prev_fin = fin
+        prev_fin = ran
         if k + 1 < len(subs):
             lists = upload(k + 1)
         if prev is not None:
