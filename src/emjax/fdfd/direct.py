@@ -2,22 +2,24 @@
 there) or, when the optional package ``py-mkl-pardiso`` is installed (``pip install
 emjax[pardiso]``), Intel oneMKL's PARDISO.
 
-Why PARDISO: it is a supernodal left-right-looking LU whose dense kernels are MKL's BLAS 3,
-where SciPy's SuperLU (4.x, sequential) spends most of its time in its own level-2 loops.
-On the 2-D TM matrices (complex, non-Hermitian, structurally symmetric; 160,000 unknowns at
-400^2) PARDISO factors in about half SuperLU's time on one core of the 2-core box here (see
-BENCHMARKS.md and benchmarks/fdfd_vs_ceviche.py). The package's wheel links MKL statically
-(no separate ``mkl`` wheel, so it does not switch other packages, e.g. ceviche through pyMKL,
-to PARDISO as a side effect).
+Why PARDISO: a supernodal LU with MKL's dense kernels and METIS / minimum-degree orderings;
+on the 2-D TM matrices (complex, non-Hermitian, structurally symmetric; 160,000 unknowns at
+400^2) it factors the compact stencil's nine-point matrix faster than SciPy's SuperLU on one
+core here (BENCHMARKS.md, benchmarks/fdfd_vs_ceviche.py; the five-point Yee matrix about
+as fast). The package's wheel links MKL statically: it brings no separate ``mkl`` wheel, so
+it does not switch other packages (ceviche through pyMKL) to PARDISO as a side effect.
+Looked at and not used: pypardiso (real matrices only), python-mumps (its last wheel for
+Python 3.11 is built against NumPy 1 and does not import with NumPy 2), UMFPACK through
+kvxopt (no faster than SuperLU here), scikit-umfpack / pymumps / petsc4py (no wheels: they
+build against system libraries).
 
 Options, as measured: SuperLU with the minimum-degree ordering on A^T + A and symmetric
 pivoting (the matrices are structurally symmetric: 400^2 TM factor 1.02 s instead of 1.67 s
-with SuperLU's default COLAMD); PARDISO as the complex non-symmetric type (13: the pattern of
-the conductor rows and of TE's compact rows need not be symmetric, and the structurally
-symmetric type 3 crashes on a matrix that is not), its minimum-degree ordering (iparm[1] =
-0; METIS nested dissection, iparm[1] = 2, was not faster on these 2-D grids), pivot
-perturbation 1e-13 (iparm[9]). Both report nothing wrong by themselves on a nearly singular
-pivot, so the relative residual is always computed (one sparse matvec) and returned.
+with SuperLU's default COLAMD); PARDISO as the complex non-symmetric type (13: the rows next
+to conductors and TE's compact rows need not have a symmetric pattern, and the structurally
+symmetric type 3 crashed on a matrix whose pattern is not), the ordering by stencil
+(:func:`pardiso_ordering`), pivot perturbation 1e-13 (iparm[9]). Neither reports a nearly
+singular pivot by itself, so the relative residual is always computed (one sparse matvec).
 
 ``backend``: "auto" (PARDISO when importable, else SuperLU; the environment variable
 ``EMJAX_DIRECT=superlu`` forces SuperLU), "superlu" or "pardiso".
@@ -36,9 +38,10 @@ from ..errors import ConfigError
 
 BACKENDS = ("auto", "superlu", "pardiso")
 
-#: PARDISO's iparm entries set here (0-based as in the C interface): ordering, pivot
-#: perturbation 10^-13, and scaling and matching off (not needed: residuals ~1e-14 without)
-PARDISO_IPARM = {1: 0, 9: 13, 10: 0, 12: 0}
+#: PARDISO's iparm entries set here (0-based as in the C interface): pivot perturbation
+#: 10^-13, scaling and matching off (residuals ~1e-14 without them); the ordering (iparm[1])
+#: is chosen per matrix, :func:`pardiso_ordering`
+PARDISO_IPARM = {9: 13, 10: 0, 12: 0}
 _MTYPE_COMPLEX_NONSYM = 13
 
 
@@ -81,13 +84,24 @@ def _superlu(A, B):
     return lu.solve(B), t
 
 
+def pardiso_ordering(A) -> int:
+    """PARDISO's fill-reducing ordering for ``A`` (iparm[1]): minimum degree (0) for the
+    nine-point rows of the compact stencil, METIS nested dissection (2) for five-point
+    matrices. Measured on the 400^2 TM matrices of benchmarks/fdfd_vs_ceviche.py (one core,
+    analysis + factorization, best of 3 on a busy box): compact 3.3 s with minimum degree
+    against 4.6 s with METIS, Yee 3.0 s with METIS against 3.9 s with minimum degree
+    (SuperLU: 5.0 and 3.4 s)."""
+    return 0 if A.nnz > 7 * A.shape[0] else 2
+
+
 def _pardiso(A, B):
     import pymklpardiso
 
     A = sp.csr_matrix(A)
     if not A.has_sorted_indices:
         A = A.sorted_indices()
-    solver = pymklpardiso.PardisoSolver(A.astype(complex), _MTYPE_COMPLEX_NONSYM, iparms=PARDISO_IPARM)
+    iparm = PARDISO_IPARM | {1: pardiso_ordering(A)}
+    solver = pymklpardiso.PardisoSolver(A.astype(complex), _MTYPE_COMPLEX_NONSYM, iparms=iparm)
     t = time.perf_counter()
     try:
         X = solver.solve(np.asfortranarray(B, dtype=complex))
