@@ -14,7 +14,6 @@ from ..errors import require_int
 from ..io import prepare_output_dir, staged_outputs
 from ..progress import Reporter
 from .config import build_layered
-from .groups import reporting
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
 
@@ -82,6 +81,7 @@ def run(args, argv) -> int:
     """``emjax layered CONFIG.toml``."""
     from ..backend import device_description
     from .green import dipole_fields
+    from .groups import reporting
 
     kwargs, shape, axes = build_layered(load_toml(args.config))
     if args.out is not None:
