@@ -664,7 +664,7 @@ class _Chunks:
     ``[cuts[c], cuts[c + 1])``; names ``("E", c)``, ``("H", c)``, ``("psi", key)``,
     ``("J", i)`` (state) and ``("coef", key, i)`` (coefficients, never written)."""
 
-    def __init__(self, subs, host, arrays, nx, device):
+    def __init__(self, subs, host, arrays, nx, device, zero_state: bool = False):
         self.pinned = jax.sharding.SingleDeviceSharding(device, memory_kind="pinned_host")
         self.dev = jax.sharding.SingleDeviceSharding(device, memory_kind=device.default_memory().kind)
         cuts = {0, nx}
@@ -697,7 +697,7 @@ class _Chunks:
                 (("coef", k, i), x) for i, x in enumerate(jax.tree_util.tree_leaves(v)) if _x_split(x, nx)
             ]
         for name, x in state + coef:
-            self.add(name, x, 0 if name[0] != "coef" else np.ndim(x) - 3)
+            self.add(name, x, 0 if name[0] != "coef" else np.ndim(x) - 3, zero_state and name[0] != "coef")
         self.state_names = tuple(n for n, _ in state)
         self.coef_names = tuple(n for n, _ in coef)
         self.resident = None  # one slab: the coefficients stay on the device
@@ -716,13 +716,25 @@ class _Chunks:
         self.bytes_up = sum(nbytes(up_names, ids) for ids in self.ring_ids)  # per pass
         self.bytes_down = sum(nbytes(self.state_names, ids) for ids in self.own_ids)
 
-    def add(self, name, x, axis):
+    def add(self, name, x, axis, zero=False):
+        """Leaf ``x`` (NumPy) as pinned chunks, one at a time (device_put copies: the NumPy
+        array is never aliased); ``zero``: ``x`` is zeros, made on the device and sent."""
         x = np.asarray(x)
         sl = lambda c: x[(slice(None),) * axis + (slice(self.cuts[c], self.cuts[c + 1]),)]
-        # one chunk at a time: device_put copies into pinned memory (NumPy: never aliased)
-        self.data[name] = [
-            jax.device_put(np.ascontiguousarray(sl(c)), self.pinned) for c in range(len(self.cuts) - 1)
-        ]
+        if zero:  # one device buffer per chunk shape, copied to each chunk
+            zeros = {}
+            for c in range(len(self.cuts) - 1):
+                shape = sl(c).shape
+                if shape not in zeros:
+                    zeros[shape] = jnp.zeros(shape, x.dtype, device=self.dev)
+            self.data[name] = [
+                jax.device_put(zeros[sl(c).shape], self.pinned) for c in range(len(self.cuts) - 1)
+            ]
+            jax.block_until_ready(self.data[name])
+        else:
+            self.data[name] = [
+                jax.device_put(np.ascontiguousarray(sl(c)), self.pinned) for c in range(len(self.cuts) - 1)
+            ]
         self.axes[name] = axis
 
     def axes_of(self, names):
@@ -932,7 +944,7 @@ def run_window(
         done, compile_s, t_run, timed, seen = 0, 0.0, 0.0, 0, set()
         store, dev_arrays, wait = None, None, [0.0]
         if path == "pinned":
-            store = _Chunks(subs, host, arrays, nx, device)
+            store = _Chunks(subs, host, arrays, nx, device, zero_state=initial is None)
             store.slots(host)
         elif len(subs) == 1:
             dev_arrays = [jax.device_put(subs[0].arrays, device)]

@@ -96,6 +96,7 @@ def fdtd_window_sweep(
         steps = 4 * max(10, min(50, 2_000_000_000 // sim.grid.n_cells // 4))
         res = fdtd.run(sim, steps, chunk=steps // 4)
         r_dev = res.cells_per_second
+        del res
         yield {**base, "mode": "in_memory", "steps": steps, "rate": r_dev}
     window.host_memory_path(host_memory, dev)  # refuses a bad value before any run
     link = {"numpy": link_bandwidth()}
@@ -138,6 +139,7 @@ def fdtd_window_sweep(
             )
         # measured seconds per slab and pass (the timed passes), against the model's parts
         row["t_slab_s"] = res.seconds / (res.steps / th) / -(-n // s)
+        del res  # its E and H (host memory the size of the grid's fields) before the next run
         if r_dev:
             kw = dict(nx=n, bytes_in=b_in, bytes_out=b_out, plane=plane)
             t_c, t_t = window.model_times(r_dev, b_link, th, s, order, **kw)
