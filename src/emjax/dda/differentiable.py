@@ -29,9 +29,18 @@ memory does not grow with the iteration count (:mod:`emjax.krylov.adjoint`). Wit
 interaction tensor (point interaction: CM, RR, LDR; FCD's correction is a host table and
 is refused for a traced size), the incident field and the far-field phases.
 
-Not here (use :func:`emjax.dda.solve` for those): a substrate, Csca and g by integration over
-the sphere (``Qsca`` is ``Qext - Qabs``), progress reports and the residual histories.
-Convergence is not checked on the host: ``converged`` and ``iterations`` are in the result.
+A particle on a substrate (``problem.substrate``) goes to
+:mod:`emjax.dda.differentiable_surface`: gradients with respect to ``m`` (under ``jit``
+too), the size and the substrate (a traced complex index or a ``layered.Stack`` with traced
+permittivities; these two outside ``jit``, the reflected-interaction table's Sommerfeld
+nodes are chosen from concrete values). The orientation average over a fixed set of
+orientations is :func:`emjax.dda.efficiencies_averaged`
+(:mod:`emjax.dda.differentiable_average`).
+
+Not here (use :func:`emjax.dda.solve` for those): Csca and g by integration over the
+sphere or the hemispheres (``Qsca`` is ``Qext - Qabs``), progress reports and the residual
+histories. Convergence is not checked on the host: ``converged`` and ``iterations`` are in
+the result.
 """
 
 from __future__ import annotations
@@ -81,6 +90,10 @@ def efficiencies(problem, solver: krylov._Method | None = None, *, variant: str 
     ``solver``: ``QMR()`` (default, rtol 1e-5) or ``BiCG()``, whose ``rtol`` also bounds
     the gradient's accuracy (the adjoint solve stops on the same rule); ``maxiter`` caps
     each solve. ``BiCGStab`` works too (it does not need the symmetry).
+
+    With ``problem.substrate`` set: see :mod:`emjax.dda.differentiable_surface` (``S`` and
+    ``mueller`` in ADDA's surface scattering plane, shape (1, n_theta, ...); traced size or
+    substrate only outside ``jax.jit``; ``variant`` must be "pruned").
     """
     solver = solver or krylov.QMR()
     if not isinstance(solver, krylov._Method):
@@ -160,8 +173,19 @@ def _efficiencies(problem, solver, variant) -> TracedResult:
         infos.append(info)
     FX, FY = (f.reshape(T.shape + (3,)) for f in F)
     S = observables.amplitude_elements(FX, FY, Ph, th_lab, ph_lab)
-    Cext, Cabs = jnp.stack(Cext), jnp.stack(Cabs)
-    a_eq = (3 * lat.n_dipoles / (4 * np.pi)) ** (1 / 3) * d
+    mueller = mueller_jax(*jnp.moveaxis(S, -1, 0))
+    return traced_result(lat, jnp.stack(Cext), jnp.stack(Cabs), S, mueller, *solve_infos(infos))
+
+
+def solve_infos(infos):
+    """(iterations, residual, converged), each stacked over the solves' SolveInfo."""
+    return tuple(jnp.stack([getattr(i, f) for i in infos]) for f in ("iterations", "residual", "converged"))
+
+
+def traced_result(lat, Cext, Cabs, S, mueller, iterations, residual, converged) -> TracedResult:
+    """The TracedResult of per-polarization cross sections on lattice ``lat`` (its ``d``
+    possibly traced): efficiencies ``C / (pi a_eq^2)``."""
+    a_eq = (3 * lat.n_dipoles / (4 * np.pi)) ** (1 / 3) * lat.d
     area = np.pi * a_eq**2
     qext, qabs = jnp.mean(Cext) / area, jnp.mean(Cabs) / area
     return TracedResult(
@@ -172,10 +196,10 @@ def _efficiencies(problem, solver, variant) -> TracedResult:
         Cabs_xy=Cabs,
         a_eq=jnp.asarray(a_eq),
         S=S,
-        mueller=mueller_jax(*jnp.moveaxis(S, -1, 0)),
-        iterations=jnp.stack([i.iterations for i in infos]),
-        residual=jnp.stack([i.residual for i in infos]),
-        converged=jnp.stack([i.converged for i in infos]),
+        mueller=mueller,
+        iterations=iterations,
+        residual=residual,
+        converged=converged,
     )
 
 

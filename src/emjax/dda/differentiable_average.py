@@ -239,7 +239,7 @@ def _averaged(problem, solver, variant, beta, gamma, w, n_alpha, batch):
 
 @partial(jax.jit, static_argnums=(4,))
 def _core(alphas, d, domains, Rs, static):
-    from .differentiable import mueller_jax
+    from .differentiable import mueller_jax, solve_infos
 
     grid, k, pol = static.grid, static.k, static.pol
     vdt = np.complex128
@@ -275,13 +275,6 @@ def _core(alphas, d, domains, Rs, static):
             infos.append(info)
         S = observables.amplitude_elements(F[0], F[1], Ph, th_lab, ph_lab)
         M = jnp.mean(mueller_jax(*jnp.moveaxis(S, -1, 0)), axis=0)  # (n_theta, 4, 4)
-        return (
-            jnp.stack(Cext),
-            jnp.stack(Cabs),
-            M,
-            jnp.stack([i.iterations for i in infos]),
-            jnp.stack([i.residual for i in infos]),
-            jnp.stack([i.converged for i in infos]),
-        )
+        return (jnp.stack(Cext), jnp.stack(Cabs), M, *solve_infos(infos))
 
     return jax.lax.map(one, (Rs, alphas), batch_size=static.batch if static.batch > 1 else None)

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import krylov
+from ..backend import precision_scope
 from ..errors import ConfigError
 from ..layered import green_tensor
 from ..layered.traced import is_traced, primal
@@ -68,7 +69,7 @@ _ROUND = 1e-10  # as surface_far: |n_z| below this is grazing
 
 def surface_efficiencies(problem, solver, variant):
     """See the module doc; called by :func:`emjax.dda.efficiencies` (64-bit scope on)."""
-    from .differentiable import TracedResult
+    from .differentiable import traced_result
 
     if variant != "pruned":
         raise ConfigError("variant: a particle on a substrate uses the 'pruned' matvec; allowed: 'pruned'")
@@ -108,24 +109,7 @@ def surface_efficiencies(problem, solver, variant):
         reflects=reflects,
     )
     params = dict(ms=tuple(problem.refractive_indices()), d=d, eps=eps, thickness=thickness)
-    out = _core(params, table, jnp.asarray(lat.domains), static)
-    Cext, Cabs, S, M, its, res, conv = out
-    a_eq = (3 * lat.n_dipoles / (4 * np.pi)) ** (1 / 3) * d
-    area = np.pi * a_eq**2
-    qext, qabs = jnp.mean(Cext) / area, jnp.mean(Cabs) / area
-    return TracedResult(
-        Qext=qext,
-        Qabs=qabs,
-        Qsca=qext - qabs,
-        Cext_xy=Cext,
-        Cabs_xy=Cabs,
-        a_eq=jnp.asarray(a_eq),
-        S=S,
-        mueller=M,
-        iterations=its,
-        residual=res,
-        converged=conv,
-    )
+    return traced_result(lat, *_core(params, table, jnp.asarray(lat.domains), static))
 
 
 def _cdt(problem):
@@ -150,6 +134,11 @@ def reflected_table_traced(stack, wavelength, grid, d, height, layers, rtol=TABL
     (either may be traced): the same points, one :func:`emjax.layered.green_tensor` call
     (its traced path when something is traced), the same cylindrical assembly; returns the
     table (6, 2nx-1, 2ny-1, 2nz-1) complex128."""
+    with precision_scope():
+        return _reflected_table(stack, wavelength, grid, d, height, layers, rtol)
+
+
+def _reflected_table(stack, wavelength, grid, d, height, layers, rtol):
     nx, ny, nz = grid
     k = 2 * math.pi / wavelength
     sums = np.unique(layers[:, None] + layers[None, :])
@@ -361,7 +350,7 @@ class _Static(NamedTuple):
 
 @partial(jax.jit, static_argnums=(3,))
 def _core(params, table, domains, static):
-    from .differentiable import mueller_jax
+    from .differentiable import mueller_jax, solve_infos
 
     grid, k = static.grid, static.k
     d, eps, thickness, ms = params["d"], jnp.asarray(params["eps"]), params["thickness"], params["ms"]
@@ -395,15 +384,7 @@ def _core(params, table, domains, static):
     below = np.cos(np.deg2rad(np.asarray(static.theta))) < -1e-10
     if below.any():
         M = M * jnp.where(jnp.asarray(below)[None, :, None, None], jnp.real(jnp.sqrt(eps[-1])), 1.0)
-    return (
-        jnp.stack(Cext),
-        jnp.stack(Cabs),
-        S,
-        M,
-        jnp.stack([i.iterations for i in infos]),
-        jnp.stack([i.residual for i in infos]),
-        jnp.stack([i.converged for i in infos]),
-    )
+    return (jnp.stack(Cext), jnp.stack(Cabs), S, M, *solve_infos(infos))
 
 
 __all__ = ["convolve_surface", "reflected_table_traced", "surface_efficiencies"]
