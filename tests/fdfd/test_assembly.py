@@ -169,11 +169,11 @@ def test_staircase_and_pml_free_grid():
 
 
 def test_stencil_csr_refuses_wrapping_entries():
-    C = np.zeros((3, 3, 4, 5), complex)
-    C[1, 1] = 1.0
+    C = np.zeros((4, 5, 3, 3), complex)
+    C[:, :, 1, 1] = 1.0
     A = tm.stencil_csr(C)
     assert A.nnz == 20 and np.all(A.diagonal() == 1)
-    C[1, 2, 0, 4] = 2.0  # the node (0, 5) does not exist: it would wrap to (1, 0)
+    C[0, 4, 1, 2] = 2.0  # the node (0, 5) does not exist: it would wrap to (1, 0)
     with pytest.raises(ValueError, match="edge"):
         tm.stencil_csr(C)
     with pytest.raises(ValueError, match="footprint"):

@@ -7,6 +7,7 @@ import pytest
 from scipy.special import h1vp, hankel1, jv, jvp
 
 from emjax import ConfigError, fdfd, geometry, scene
+from emjax.fdfd import direct
 
 
 def _coefficients(eps, x, n, te):
@@ -193,8 +194,8 @@ def test_device_solver_equals_superlu(solve):
     """The block Thomas algorithm on JAX's device (here the CPU) and SuperLU give the same
     field for a dielectric and a PEC cylinder, two plane waves (TE's compact rows reach two
     x-rows at the interfaces: grouped blocks); measured 1.8e-14 (TM) and 1.5e-13 (TE) apart,
-    bound 1e-11; "auto" is the device solver on a GPU, SuperLU
-    on a CPU."""
+    bound 1e-11; "auto" is the device solver on a GPU, the host direct solver (PARDISO when
+    installed, else SuperLU) on a CPU."""
     sc = scene.Scene(
         [scene.Object(geometry.Disk(), 2.25, size=1.2), scene.Object(geometry.Disk(), scene.PEC, size=0.5)]
     )
@@ -204,6 +205,7 @@ def test_device_solver_equals_superlu(solve):
     auto = solve((1.5, 1.5), 20, 1.0, waves, scene=sc)
     on_gpu = jax.devices()[0].platform != "cpu"
     for h, d, a in zip(host, dev, auto):
-        assert "Thomas" in d.stats["solver"] and ("Thomas" if on_gpu else "SuperLU") in a.stats["solver"]
+        host_name = "PARDISO" if direct.resolve("auto") == "pardiso" else "SuperLU"
+        assert "Thomas" in d.stats["solver"] and ("Thomas" if on_gpu else host_name) in a.stats["solver"]
         assert d.stats["residual"] < 1e-11
         np.testing.assert_allclose(d.Ez, h.Ez, rtol=0, atol=1e-11 * np.abs(h.Ez).max())

@@ -82,7 +82,9 @@ problem; seconds, compile / warm solve, residual):
 
 (Thomas: ~1.25 ms per block row at n = 400, 5.2 ms at n = 1210, i.e. ~1-4 TFLOP/s: the
 getrf of one n x 2n block is latency bound. The paper's 2009 GPU BiCG took 646 s at 1210^2.)
-The host-side block extraction adds 0.13-0.2 s (400^2) and 2.2 s (1210^2).
+The host-side block extraction adds 0.13-0.2 s (400^2) and 2.2 s (1210^2). solve_tm hands
+its stencil arrays over instead (``stencil=``; since 2026-11-25): the blocks are their
+transpose, 0.015-0.02 s at 400^2 on the 2-core box (block_layout: 0.34-0.37 s there, busy).
 """
 
 from __future__ import annotations
@@ -158,12 +160,12 @@ def block_layout(A, shape, max_group=2):
 
 def stencil_blocks(stencil, shape):
     """The banded blocks (nx, 3, 3, ny) of :func:`block_layout` from stencil coefficients
-    (3, 3, nx, ny) (see :func:`solve_block_tridiagonal`); the same array, transposed."""
+    (nx, ny, 3, 3) (see :func:`solve_block_tridiagonal`); the same array, transposed."""
     nx, ny = (int(s) for s in shape)
     C = np.asarray(stencil)
-    if C.shape != (3, 3, nx, ny):
-        raise ConfigError(f"block solver: stencil must have the shape (3, 3, {nx}, {ny}), got {C.shape}")
-    return np.ascontiguousarray(C.transpose(2, 0, 1, 3), dtype=complex)
+    if C.shape != (nx, ny, 3, 3):
+        raise ConfigError(f"block solver: stencil must have the shape ({nx}, {ny}, 3, 3), got {C.shape}")
+    return np.ascontiguousarray(C.transpose(0, 2, 3, 1), dtype=complex)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -463,7 +465,7 @@ def solve_block_tridiagonal(
     (getrf of D, permutation, two trsm; on a GPU cuBLAS' batched getrf when chunk >= n /
     128). ``refine``, ``tol``: refinement steps at most, taken while the relative residual
     exceeds ``tol``. ``memory_limit``: bytes available (default: the device's, queried).
-    ``stencil``: A's coefficients as (3, 3, nx, ny) (``stencil[a + 1, b + 1, i, j]`` multiplies
+    ``stencil``: A's coefficients as (nx, ny, 3, 3) (``stencil[i, j, a + 1, b + 1]`` multiplies
     the node (i + a, j + b) in the row of node (i, j): :func:`emjax.fdfd.tm.tm_stencil`'s
     layout), which are the banded blocks themselves: no extraction from A (0.3 s at 400^2 on
     the H100's host). A is still used for the residual.

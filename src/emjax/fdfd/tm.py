@@ -235,8 +235,9 @@ def _mass_center() -> float:
 
 def tm_stencil(eps_rows, shape, dx, omega, pml, stencil, yee_rows=None) -> np.ndarray:
     """The TM matrix ``lap + mass(eps_rows)`` of :func:`solve_tm` (no conductor rows) as
-    stencil coefficients ``C`` (3, 3, nx, ny): ``C[a + 1, b + 1, i, j]`` multiplies the node
-    (i + a, j + b) in the row of node (i, j) (zero where that node lies outside the grid).
+    stencil coefficients ``C`` (nx, ny, 3, 3): ``C[i, j, a + 1, b + 1]`` multiplies the node
+    (i + a, j + b) in the row of node (i, j) (zero where that node lies outside the grid);
+    ``C.reshape(nx * ny, 9)`` holds the matrix rows' entries in their column order.
 
     Built from the 1-D second differences and averages with NumPy: the same floating-point
     operations, in the same order, as the sparse Kronecker-product assembly it replaces
@@ -245,31 +246,30 @@ def tm_stencil(eps_rows, shape, dx, omega, pml, stencil, yee_rows=None) -> np.nd
     nx, ny = shape
     lx, ly = (_bands(_second_difference_1d(n, dx, omega, pml)) for n in shape)
     mixed = stencil == "compact" and yee_rows is not None and bool(np.any(yee_rows))
-    C = np.zeros((3, 3, nx, ny), complex)
+    C = np.zeros((nx, ny, 3, 3), complex)
     if stencil == "compact":
         tx, ty = _average_bands(nx), _average_bands(ny)
         for a in range(3):
             for b in range(3):
-                C[a, b] = lx[a][:, None] * ty[b][None, :] + tx[a][:, None] * ly[b][None, :]
+                C[:, :, a, b] = lx[a][:, None] * ty[b][None, :] + tx[a][:, None] * ly[b][None, :]
     if stencil == "yee" or mixed:  # the five-point laplacian (all rows, or the Yee rows)
-        five = np.zeros((3, 3, nx, ny), complex)
-        five[0, 1] = lx[0][:, None]
-        five[2, 1] = lx[2][:, None]
-        five[1, 0] = ly[0][None, :]
-        five[1, 2] = ly[2][None, :]
-        five[1, 1] = lx[1][:, None] + ly[1][None, :]
-        C = np.where(yee_rows, five, C) if mixed else five
+        five = np.zeros((nx, ny, 3, 3), complex)
+        five[:, :, 0, 1] = lx[0][:, None]
+        five[:, :, 2, 1] = lx[2][:, None]
+        five[:, :, 1, 0] = ly[0][None, :]
+        five[:, :, 1, 2] = ly[2][None, :]
+        five[:, :, 1, 1] = lx[1][:, None] + ly[1][None, :]
+        C = np.where(yee_rows[:, :, None, None], five, C) if mixed else five
     return _add_mass(C, eps_rows, omega, stencil, yee_rows if mixed else None)
 
 
 def _add_mass(C, e, omega, stencil, yee_rows=None) -> np.ndarray:
-    """``C + omega^2 mass(e)`` (a new array: the sparse ``(M E + E M) / 2`` of the compact
+    """``C += omega^2 mass(e)`` in place (the sparse ``(M E + E M) / 2`` of the compact
     stencil, ``E`` alone with "yee" and in the ``yee_rows``), the sums in the sparse
-    assembly's order."""
-    C = C.copy()
+    assembly's order; returns C."""
     E = omega**2 * e
     if stencil == "yee":
-        C[1, 1] = C[1, 1] + E
+        C[:, :, 1, 1] += E
         return C
     Mc = _mass_center()
     ctr = (Mc * E + E * Mc) / 2
@@ -281,21 +281,21 @@ def _add_mass(C, e, omega, stencil, yee_rows=None) -> np.ndarray:
         v = (_W * E[xs, ys] + E[xd, yd] * _W) / 2
         if yee_rows is not None:
             v = np.where(yee_rows[xd, yd], 0.0, v)
-        C[a + 1, b + 1][xd, yd] += v
-    C[1, 1] = C[1, 1] + ctr
+        C[xd, yd, a + 1, b + 1] += v
+    C[:, :, 1, 1] += ctr
     return C
 
 
 def stencil_csr(C: np.ndarray) -> sp.csr_matrix:
     """The CSR matrix (N x N, N = nx ny, node (i, j) at i ny + j) of stencil coefficients
-    ``C`` (3, 3, nx, ny) (see :func:`tm_stencil`): canonical (sorted columns, no duplicates,
+    ``C`` (nx, ny, 3, 3) (see :func:`tm_stencil`): canonical (sorted columns, no duplicates,
     no stored zeros), built directly from the arrays."""
-    nx, ny = C.shape[2:]
+    nx, ny = C.shape[:2]
     N = nx * ny
     # entries reaching past the grid's edge must be zero (they would wrap into another row)
-    if np.any(C[0, :, 0]) or np.any(C[2, :, -1]) or np.any(C[:, 0, :, 0]) or np.any(C[:, 2, :, -1]):
+    if np.any(C[0, :, 0]) or np.any(C[-1, :, 2]) or np.any(C[:, 0, :, 0]) or np.any(C[:, -1, :, 2]):
         raise ValueError("stencil coefficient beyond the grid's edge")
-    V = np.ascontiguousarray(C.reshape(9, N).T)  # (N, 9): each row's entries in column order
+    V = C.reshape(N, 9)  # each row's entries in column order
     mask = V != 0
     idx = np.int32 if N * 9 < 2**31 else np.int64
     step = np.array([a * ny + b for a, b in OFFSETS], idx)
@@ -319,23 +319,23 @@ def _shift(a: int, n: int) -> tuple:
 
 def transpose_stencil(C: np.ndarray) -> np.ndarray:
     """The stencil of the transposed matrix: ``A^T``'s row of node (i, j) holds ``A[(i + a,
-    j + b), (i, j)] = C[1 - a, 1 - b, i + a, j + b]``."""
-    nx, ny = C.shape[2:]
+    j + b), (i, j)] = C[i + a, j + b, 1 - a, 1 - b]``."""
+    nx, ny = C.shape[:2]
     T = np.zeros_like(C)
     for a, b in OFFSETS:
         (xd, xs), (yd, ys) = _shift(a, nx), _shift(b, ny)
-        T[a + 1, b + 1][xd, yd] = C[1 - a, 1 - b][xs, ys]
+        T[xd, yd, a + 1, b + 1] = C[xs, ys, 1 - a, 1 - b]
     return T
 
 
 def apply_stencil(C: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """``A u`` for the stencil ``C`` (3, 3, nx, ny) and node values ``u`` (nx, ny), summed in
+    """``A u`` for the stencil ``C`` (nx, ny, 3, 3) and node values ``u`` (nx, ny), summed in
     the matrix rows' column order."""
     nx, ny = u.shape
-    out = np.zeros(np.broadcast_shapes(C.shape[2:], u.shape), np.result_type(C, u))
+    out = np.zeros(u.shape, np.result_type(C, u))
     for a, b in OFFSETS:
         (xd, xs), (yd, ys) = _shift(a, nx), _shift(b, ny)
-        out[xd, yd] += C[a + 1, b + 1][xd, yd] * u[xs, ys]
+        out[xd, yd] += C[xd, yd, a + 1, b + 1] * u[xs, ys]
     return out
 
 
@@ -350,7 +350,7 @@ def _scene_rhs(eps_rows, waves, omega, stencil, yee_rows) -> np.ndarray:
         return b
     box = tuple(slice(max(h.min() - 2, 0), min(h.max() + 3, n)) for h, n in zip(hit, shape))
     sub = None if yee_rows is None else yee_rows[box]
-    K = _add_mass(np.zeros((3, 3) + d[box].shape, complex), d[box], omega, stencil, sub)
+    K = _add_mass(np.zeros(d[box].shape + (3, 3), complex), d[box], omega, stencil, sub)
     idx = np.arange(b.shape[0]).reshape(shape)[box].ravel()
     for k, e in enumerate(waves):
         b[idx, k] = -apply_stencil(K, e[box]).ravel()
@@ -375,8 +375,8 @@ def sparse_stencil(S: sp.spmatrix, shape) -> np.ndarray:
     a, b = ci - i, cj - j
     if np.any(np.abs(a) > 1) or np.any(np.abs(b) > 1):
         raise ValueError("the matrix reaches beyond the 3 x 3 footprint of its nodes")
-    C = np.zeros((3, 3, nx, ny), complex)
-    C[a + 1, b + 1, i, j] = coo.data
+    C = np.zeros((nx, ny, 3, 3), complex)
+    C[i, j, a + 1, b + 1] = coo.data
     return C
 
 
@@ -530,7 +530,7 @@ def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps, solver="a
     (emjax.fdfd.direct: SuperLU, or PARDISO when installed), or the block
     Thomas algorithm on JAX's device (blocksolve.py; ``"auto"`` takes it when the default
     device is a GPU and the blocks fit its memory); the result(s) with the statistics.
-    ``stencil``: A's coefficients (3, 3, nx, ny) (:func:`tm_stencil`), handed to the device
+    ``stencil``: A's coefficients (nx, ny, 3, 3) (:func:`tm_stencil`), handed to the device
     solver as its blocks (None: it reads them out of A)."""
     from .direct import factor_solve
 
@@ -625,7 +625,7 @@ def solve_tm(
     eps_rows = np.where(inside, 1.0, eps)  # their rows are replaced below
     yee_rows = _near(inside)  # the conductor's conformal rows are five-point
     mixed = yee_rows if yee_rows.any() else None
-    # the matrix as stencil coefficients (3, 3, nx, ny), built with NumPy from the 1-D
+    # the matrix as stencil coefficients (nx, ny, 3, 3), built with NumPy from the 1-D
     # operators (the PML's stretch depends on one coordinate each); CSR straight from them
     C = tm_stencil(eps_rows, shape, g.dx, omega, g.pml, stencil, mixed)
     Einc = at = None
@@ -659,8 +659,8 @@ def solve_tm(
             inside, g.x, g.y, g.dx, scene, pec_index(scene), boundary, subpixel, stretch
         )
         taken = inside | near  # their rows: the conductor's (plus omega^2 eps at the near nodes)
-        C = np.where(taken, 0.0, C) + sparse_stencil(rows, shape)
-        C[1, 1] = C[1, 1] + omega**2 * (eps_rows * near)
+        C = np.where(taken[:, :, None, None], 0.0, C) + sparse_stencil(rows, shape)
+        C[:, :, 1, 1] += omega**2 * (eps_rows * near)
         b = np.where(inside.reshape(-1, 1), rhs, b + rhs)
     A = stencil_csc(C) if _host_format(solver) == "csc" else stencil_csr(C)
     return _solve(A, b, g, t0, at, source, Einc, eps, solver, stencil=C)
