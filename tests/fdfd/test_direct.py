@@ -86,3 +86,23 @@ def test_solve_tm_with_pardiso():
     s = fdfd.solve_tm(*args, scene=sc, solver="superlu")
     assert "PARDISO" in p.stats["solver"] and "SuperLU" in s.stats["solver"]
     np.testing.assert_allclose(p.Ez, s.Ez, rtol=0, atol=1e-11 * np.abs(s.Ez).max())
+
+
+def test_host_solve_leaves_jax_alone():
+    """A 2-D solve on the host neither imports JAX nor starts its runtime (that cost 0.3-1.4 s
+    of the first call), where no accelerator plugin is installed or JAX_PLATFORMS=cpu."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from emjax import fdfd, geometry, scene\n"
+        "sc = scene.Scene([scene.Object(geometry.Disk(), 4.0, size=1.0)])\n"
+        "r = fdfd.solve_tm((1.5, 1.5), 10, 1.0, fdfd.PlaneWave2D(0.0), scene=sc)\n"
+        "print('jax' in sys.modules, r.stats['solver'])\n"
+    )
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("False "), out.stdout
