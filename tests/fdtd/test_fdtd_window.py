@@ -283,3 +283,21 @@ def test_pinned_pool_too_small_falls_back_to_numpy(monkeypatch):
     assert np.abs(b.E).max() > 1e-3
     with pytest.raises(ResourceError, match="pinned host pool"):
         window.run_window(sim, 6, th=3, slab=7, host_memory="pinned")
+
+
+def test_choose_th_balances_link_and_ghosts():
+    """choose_th picks the model's best th: th = 1 with an unlimited link (ghosts only
+    cost), a larger th for a slower link, and its rate is the model's at its slab."""
+    g = fdtd.Grid((200, 40, 40), dx=0.05, boundary=fdtd.CPML(4))
+    sim = fdtd.GridSimulation(g, sources=(dip((100, 20, 20)),))
+    budget = 2e8
+    assert window.choose_th(sim, budget, 3e10, 1e20, 1e20)[0] == 1
+    th_fast, _, _ = window.choose_th(sim, budget, 3e10, 5e10, 5e10)
+    th_slow, slab, rate = window.choose_th(sim, budget, 3e10, 5e9, 5e9)
+    assert 1 < th_fast <= th_slow
+    b_in, b_out = window.bytes_per_cell(sim)
+    kw = dict(nx=200, bytes_in=b_in, bytes_out=b_out, plane=1600, b_down=5e9)
+    assert slab == window.slab_for_budget(sim, th_slow, budget)
+    assert rate == window.model_rate(3e10, 5e9, th_slow, slab, 2, **kw)
+    for th in (1, 2, 4, 8, 16, 32):
+        assert window.model_rate(3e10, 5e9, th, window.slab_for_budget(sim, th, budget), 2, **kw) <= rate

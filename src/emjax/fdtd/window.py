@@ -564,6 +564,39 @@ def slab_for_budget(sim: GridSimulation, th: int, device_bytes: float) -> int:
     return min(s, sim.grid.shape[0])
 
 
+def choose_th(
+    sim: GridSimulation,
+    device_bytes: float,
+    r_dev: float,
+    b_up: float,
+    b_down: float | None = None,
+    ths=(1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128),
+) -> tuple:
+    """(th, slab, model rate): the steps per pass among ``ths`` that the rate model
+    (:func:`model_rate`, transfers overlapped) rates best for ``sim`` with a device budget
+    of ``device_bytes`` (the slab from :func:`slab_for_budget`), the in-memory rate
+    ``r_dev`` (cells/s) and the link rates (bytes/s; ``b_down`` given: the two directions
+    overlap). Larger th hides the link, but the ghosts (``th r + 1`` planes a side) eat
+    the slab: the best th is where the two meet."""
+    b_in, b_out = bytes_per_cell(sim)
+    nx = sim.grid.shape[0]
+    kw = dict(nx=nx, bytes_in=b_in, bytes_out=b_out, plane=sim.grid.n_cells // nx, b_down=b_down)
+    best = None
+    for th in ths:
+        try:
+            slab = slab_for_budget(sim, th, device_bytes)
+        except ConfigError:  # no slab fits with these ghosts
+            continue
+        rate = model_rate(r_dev, b_up, th, slab, sim.grid.order, **kw)
+        if best is None or rate > best[2]:
+            best = (th, slab, rate)
+    if best is None:
+        raise ConfigError(
+            f"choose_th: a device budget of {device_bytes / 1e9:.3g} GB holds no slab for any th"
+        )
+    return best
+
+
 def host_memory_kind(device=None) -> str | None:
     """``"pinned_host"`` where ``device`` offers that memory kind (GPUs; the CPU backend of
     JAX 0.10 does too), else None (the NumPy path)."""
