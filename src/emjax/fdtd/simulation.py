@@ -36,9 +36,6 @@ INPLACE = None
 # How the subpixel corrections reach E: "region" (a region-sized array, placed like the
 # sources) or "grid" (scattered into the field); benchmarks compare them.
 SUB_SCATTER = os.environ.get("EMJAX_SUB_SCATTER", "region")
-# Reverse mode of traced runs: "custom" (emjax.fdtd.adjoint, where it applies) or "autodiff"
-# (JAX's through the checkpointed scan); tests and benchmarks compare them.
-ADJOINT = os.environ.get("EMJAX_FDTD_ADJOINT", "custom")
 
 
 @dataclass(frozen=True)
@@ -227,9 +224,7 @@ def _curl(plan, arrays, F, kind, psi):
     return (cx, cy, cz), new, slabs
 
 
-def _step(plan, arrays, state, _, z=None):
-    """One time step; ``z`` (None, or E-shaped) is added to the updated E before the
-    monitors and probes read it (the hand-made adjoint takes E's cotangent through it)."""
+def _step(plan, arrays, state, _):
     E, H, psi, n = state["E"], state["H"], state["psi"], state["n"]
     dt = plan.dt
     # fields are tuples of components: separate buffers fuse into one pass each
@@ -322,8 +317,6 @@ def _step(plan, arrays, state, _, z=None):
         else:
             E[c] = E[c] + terms.placed(block, sl, plan.shape)
     E = tuple(E)
-    if z is not None:
-        E = tuple(e + zc for e, zc in zip(E, z))
     psi = {**psi, **newH, **newE}
     dft = tuple(mon_mod.accumulate(m, acc, E, H, n, dt) for m, acc in zip(plan.monitors, state["dft"]))
     rec = [(E if p.field == "E" else H)[p.component][tuple(p.index)] for p in plan.probes]
@@ -582,12 +575,7 @@ def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResul
     if checkpoint is not None:
         raise ConfigError("checkpoint files need concrete inputs (not under jax.grad / jax.jit)")
     segment = remat_segment(steps) if remat is None else require_int("remat", remat, 0)
-    from . import adjoint
-
-    if ADJOINT == "custom" and adjoint.applicable(plan, arrays):
-        state, rec = adjoint.advance(plan, arrays, state, steps, segment)
-    else:
-        state, rec = _advance_traced(plan, arrays, state, steps, segment)
+    state, rec = _advance_traced(plan, arrays, state, steps, segment)
     return FDTDResult(
         sim,
         rec,
