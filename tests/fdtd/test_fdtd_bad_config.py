@@ -42,6 +42,13 @@ CASES = [
     (("grid", "order"), 3, r"\[grid\]\.order must be one of 2, 4"),
     (("grid", "precision"), "half", r"\[grid\]\.precision must be one of single, double"),
     (("grid", "courant"), 1.5, r"\[grid\]\.courant must be a number in \(0, 1.0\]"),
+    (
+        ("grid", "courant"),
+        0.6,
+        r"\[grid\]\.courant must be a number in \(0, 0.57735\] \(the stability limit 1/sqrt\(3\)",
+    ),
+    (("grid", "courant"), 0.0, r"\[grid\]\.courant must be a number in \(0, 1.0\]"),
+    (("grid", "courant"), "0.5", r"\[grid\]\.courant must be a finite number"),
     (("grid", "boundary"), "open", r"\[grid\]\.boundary must be cpml, pec or periodic"),
     (("grid", "pml_thickness"), 0, r"\[grid\]\.pml_thickness must be an integer in \[1, inf\]"),
     (("grid", "pml_sides"), "left", r"\[grid\]\.pml_sides must be both, low or high"),
@@ -122,3 +129,32 @@ def test_cli_exit_code_and_one_line(tmp_path, capsys):
     assert "Traceback" not in out.err + out.out
     assert "[grid].dx must be a finite number" in out.err
     assert len(out.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "shape,boundary,order,limit",
+    [
+        ([30, 30, 30], "cpml", 2, 1 / 3**0.5),
+        ([30, 30, 30], "cpml", 4, (6 / 7) / 3**0.5),
+        ([30, 30, 1], ["cpml", "cpml", "periodic"], 2, 1 / 2**0.5),
+        ([30, 30, 1], ["cpml", "cpml", "periodic"], 4, (6 / 7) / 2**0.5),
+    ],
+)
+def test_courant_limit_per_order_and_dimensions(shape, boundary, order, limit):
+    """Just below the stability limit is accepted, just above refused naming [grid].courant
+    and the limit; the same limit the Grid enforces (its 2-D form for a one-cell periodic z)."""
+    from emjax import fdtd
+
+    cfg = _with(("grid", "shape"), shape)
+    cfg["grid"].update(boundary=boundary, order=order)
+    cfg["sources"][0]["index"] = [15, 15, 0] if shape[2] == 1 else [15, 15, 15]
+    cfg["probes"][0]["index"] = [18, 15, 0] if shape[2] == 1 else [18, 15, 15]
+    cfg["blocks"][0]["lo"][2], cfg["blocks"][0]["hi"][2] = (0, 1) if shape[2] == 1 else (10, 20)
+    cfg["grid"]["courant"] = 0.999 * limit
+    sim, *_ = build_fdtd(cfg)
+    assert sim.grid.courant == pytest.approx(0.999 * limit)
+    cfg["grid"]["courant"] = 1.001 * limit
+    with pytest.raises(ConfigError, match=rf"^\[grid\]\.courant must be a number in \(0, {limit:.6g}\]"):
+        build_fdtd(cfg)
+    with pytest.raises(ConfigError, match=rf"^courant must be in \(0, {limit:.6g}\] \(the stability limit"):
+        fdtd.Grid(tuple(shape), 0.05, 1.001 * limit, order, sim.grid.boundary)

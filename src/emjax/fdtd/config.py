@@ -130,6 +130,16 @@ def build_fdtd(cfg: dict):
                 f"[grid].shape[{ax}] = {shape[ax]} leaves no interior inside a {thick}-cell CPML; "
                 f"needs > {sum(pml[-1])}"
             )
+    if courant is not None:  # the grid's stability limit, named as a config key
+        from .grid import courant_limit, courant_limit_text
+
+        dims = sum(1 for n, b in zip(shape, bds) if not (n == 1 and isinstance(b, fdtd.Periodic)))
+        limit = courant_limit(order, dims)
+        if courant > limit:
+            raise ConfigError(
+                f"[grid].courant must be a number in (0, {limit:.6g}] (the stability limit "
+                f"{courant_limit_text(order, dims)}), got {courant!r}"
+            )
     ncells = shape[0] * shape[1] * shape[2]
     blocks = [
         Table(b, f"blocks[{i}]", {"lo", "hi", "eps", "sigma"}) for i, b in enumerate(_tables(cfg, "blocks"))

@@ -88,6 +88,20 @@ BOUNDARIES = {"periodic": Periodic, "pec": PEC, "cpml": CPML, "bloch": Bloch}
 COURANT_LIMIT = {2: 1.0, 4: 6.0 / 7.0}  # times 1/sqrt(dims): 4th order's factor 1/(9/8+1/24)
 
 
+def courant_limit(order: int, dimensions: int) -> float:
+    """The largest stable ``c dt / dx``: ``1/sqrt(dims)`` for the 2nd-order stencil,
+    ``(6/7)/sqrt(dims)`` for the 4th-order one (``dims`` the axes along which fields vary)."""
+    return COURANT_LIMIT[order] / math.sqrt(max(dimensions, 1))
+
+
+def courant_limit_text(order: int, dimensions: int) -> str:
+    """How the limit is written in messages, e.g. ``1/sqrt(3) = 0.57735`` (2nd order, 3-D)."""
+    dims = max(dimensions, 1)
+    factor = "" if order == 2 else "(6/7)"
+    form = f"{factor or '1'}/sqrt({dims})" if dims > 1 else (factor or "1")
+    return f"{form} = {courant_limit(order, dims):.6g} ({dims}-D, order {order})"
+
+
 @dataclass(frozen=True, eq=False)
 class Grid:
     """A uniform Yee grid.
@@ -132,11 +146,16 @@ class Grid:
                 )
             if self.order == 4 and not isinstance(bd, Periodic) and n < 4:
                 raise ConfigError(f"axis {'xyz'[ax]}: order=4 next to a wall needs >= 4 cells, got {n}")
-        limit = COURANT_LIMIT[self.order] / math.sqrt(max(self.dimensions, 1))
+        limit = courant_limit(self.order, self.dimensions)
         if self.courant is None:
             object.__setattr__(self, "courant", 0.99 * limit)
         else:
-            require_range("courant", self.courant, 0.0, limit, open_lo=True)
+            c = require_finite("courant", self.courant)
+            if not 0.0 < c <= limit:
+                raise ConfigError(
+                    f"courant must be in (0, {limit:.6g}] (the stability limit "
+                    f"{courant_limit_text(self.order, self.dimensions)}), got {self.courant!r}"
+                )
         precision(self.precision)
 
     @property
