@@ -14,6 +14,7 @@ a run on any layout (one device included) resumes from a checkpoint written on a
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 
 import jax
@@ -66,8 +67,30 @@ def _shard_names(path: Path) -> list:
     try:
         with np.load(path) as f:
             return [str(x) for x in f["shards"]] if "shards" in f.files else []
-    except (OSError, ValueError):
-        return []
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
+        return []  # not a checkpoint: nothing of ours to remove
+
+
+FINGERPRINT_FIELDS = (
+    "shape",
+    "dx",
+    "dt",
+    "order",
+    "pml",
+    "pml_faces",
+    "walls",
+    "number of probes",
+    "number of monitors",
+    "n_poles",
+    "n_lorentz",
+    "has_pec",
+    "aux_len",
+    "subpixel",
+    "subpixel_poles",
+    "subpixel_inline",
+)
+
+_HINT = "delete it to start afresh, or name another file"
 
 
 def load(path: Path, template, plan):
@@ -75,29 +98,122 @@ def load(path: Path, template, plan):
     return jax.tree_util.tree_map(jnp.asarray, state), recs
 
 
+def _read_npz(path: Path, what: str, keys=None) -> dict:
+    """Every array of the ``.npz`` file ``path`` (or only ``keys``), read fully (so a
+    corrupt member shows here); a :class:`ConfigError` naming the file and what is wrong
+    instead of NumPy's or zipfile's message (not a zip, truncated, pickled data, bad CRC)."""
+    import zlib
+
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            names = f.files if keys is None else [k for k in keys if k in f.files]
+            return {k: f[k] for k in names}
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {str(path)!r} is missing; {_HINT}") from None
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        why = str(exc).split("\n")[0] or type(exc).__name__
+        if isinstance(exc, ValueError) and "pickle" in why:
+            why = "not a NumPy .npz archive"
+        raise ConfigError(
+            f"{what} {str(path)!r} is not a readable emjax FDTD checkpoint (corrupt, truncated or "
+            f"another kind of file: {why}); {_HINT}"
+        ) from None
+
+
+def _fingerprint_difference(saved: str, current: str) -> str:
+    """Which of the plan's fields differ, e.g. ``shape (24, 20, 16) there, (24, 20, 18)
+    here``; empty if the fingerprints cannot be compared field by field."""
+    import ast
+
+    try:
+        a, b = ast.literal_eval(saved), ast.literal_eval(current)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ""
+    if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == len(FINGERPRINT_FIELDS)):
+        return ""
+    diff = [f"{n} {x!r} there, {y!r} here" for n, x, y in zip(FINGERPRINT_FIELDS, a, b) if x != y]
+    return "; ".join(diff[:3])
+
+
 def load_host(path: Path, template, plan):
     """The state (NumPy leaves of ``template``'s logical shapes and dtypes) and the probe
-    records of a checkpoint of either format."""
-    with np.load(path) as f:
-        if str(f["fingerprint"]) != fingerprint(plan):
-            raise ConfigError(f"checkpoint {path} belongs to a different simulation")
-        leaves, treedef = jax.tree_util.tree_flatten(template)
-        data = {k: f[k] for k in f.files if k.startswith("leaf")}
-        probes = f["probes"]
-        shard_files = [str(x) for x in f["shards"]] if "shards" in f.files else []
-        split = [int(a) for a in f["split_axes"]] if "split_axes" in f.files else []
+    records of a checkpoint of either format. A file that is not a readable checkpoint
+    (corrupt, truncated, foreign) or one of another simulation raises a
+    :class:`ConfigError` naming the file and what is wrong."""
+    path = Path(path)
+    f = _read_npz(path, "checkpoint")
+    leaves, treedef = jax.tree_util.tree_flatten(template)
+    missing = [k for k in ("fingerprint", "probes") if k not in f]
+    if missing:
+        raise ConfigError(
+            f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (no {', '.join(missing)}); {_HINT}"
+        )
+    saved = f["fingerprint"]
+    if saved.dtype.kind != "U" or saved.shape != ():
+        raise ConfigError(
+            f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (a bad fingerprint); {_HINT}"
+        )
+    if str(saved) != fingerprint(plan):
+        diff = _fingerprint_difference(str(saved), fingerprint(plan))
+        raise ConfigError(
+            f"checkpoint {str(path)!r} belongs to a different simulation"
+            + (f" ({diff})" if diff else " (grid, materials, probes or monitors differ)")
+            + f"; {_HINT}"
+        )
+    data = {k: v for k, v in f.items() if k.startswith("leaf")}
+    probes = f["probes"]
+    shard_files = [str(x) for x in f["shards"]] if "shards" in f else []
+    split = [int(a) for a in f["split_axes"]] if "split_axes" in f else []
     if shard_files:
+        if len(split) != len(leaves):
+            raise ConfigError(
+                f"checkpoint {str(path)!r}: split_axes holds {len(split)} entries for a state of "
+                f"{len(leaves)} arrays; {_HINT}"
+            )
         parts = {}
         for name in shard_files:
-            with np.load(path.with_name(name)) as sf:
-                for k in sf.files:
-                    parts.setdefault(k, []).append(sf[k])
+            shard = _read_npz(path.with_name(name), f"checkpoint {str(path)!r}: its shard file")
+            for k, v in shard.items():
+                parts.setdefault(k, []).append(v)
         for k, blocks in parts.items():
-            data[k] = np.concatenate(blocks, axis=split[int(k[4:])])
-    loaded = [np.asarray(data[f"leaf{i}"], dtype=leaf.dtype) for i, leaf in enumerate(leaves)]
-    for x, leaf in zip(loaded, leaves):
+            i = int(k[4:]) if k[4:].isdigit() else -1
+            if not k.startswith("leaf") or not 0 <= i < len(leaves) or split[i] < 0:
+                raise ConfigError(
+                    f"checkpoint {str(path)!r}: a shard file holds an unknown array {k!r}; {_HINT}"
+                )
+            try:
+                data[k] = np.concatenate(blocks, axis=split[i])
+            except (ValueError, np.exceptions.AxisError) as exc:
+                raise ConfigError(
+                    f"checkpoint {str(path)!r}: the shards of {k} do not fit together ({exc}); {_HINT}"
+                ) from None
+    absent = [f"leaf{i}" for i in range(len(leaves)) if f"leaf{i}" not in data]
+    extra = sorted(set(data) - {f"leaf{i}" for i in range(len(leaves))})
+    if absent or extra:
+        which = "missing " + ", ".join(absent[:3]) if absent else "extra " + ", ".join(extra[:3])
+        raise ConfigError(
+            f"checkpoint {str(path)!r} holds {len(data)} state arrays, this run's state "
+            f"{len(leaves)} ({which}); "
+            f"it belongs to a different simulation; {_HINT}"
+        )
+    loaded = []
+    for i, leaf in enumerate(leaves):
+        x, want = data[f"leaf{i}"], np.dtype(getattr(leaf, "dtype", np.asarray(leaf).dtype))
         if x.shape != np.shape(leaf):
-            raise ConfigError(f"checkpoint {path}: a leaf of shape {x.shape}, expected {np.shape(leaf)}")
+            raise ConfigError(
+                f"checkpoint {str(path)!r}: state array leaf{i} has shape {x.shape}, this run needs "
+                f"{np.shape(leaf)}; it belongs to a different simulation; {_HINT}"
+            )
+        if x.dtype.kind != want.kind or (want.kind in "fc" and x.dtype != want):
+            raise ConfigError(
+                f"checkpoint {str(path)!r}: state array leaf{i} is {x.dtype}, this run needs {want} "
+                f"(another precision or field type); {_HINT}"
+            )
+        loaded.append(np.asarray(x, dtype=want))
+    if probes.ndim < 1 or not np.issubdtype(probes.dtype, np.number):
+        raise ConfigError(
+            f"checkpoint {str(path)!r}: bad probe records ({probes.dtype}, {probes.shape}); {_HINT}"
+        )
     state = jax.tree_util.tree_unflatten(treedef, loaded)
     return state, ([probes] if probes.size else [])
 
