@@ -117,17 +117,26 @@ def _fdfd_configs():
     return [two, three]
 
 
+def _dda_configs():
+    from tests.dda.test_dda_bad_config import BASE
+
+    substrate = {"height": 0.6, "n": ["1", "1.5+0.1j", "1.2"], "thickness": [0.2]}
+    return [{**BASE, "prop": [0, 0, -1], "substrate": substrate}, load_toml(EXAMPLES / "sphere.toml")]
+
+
 def test_every_accepted_key_is_documented_and_every_documented_key_accepted(monkeypatch):
     from emjax.fdfd.config import build_fdfd
     from emjax.fdtd.config import build_fdtd
     from emjax.fdtd.scene_config import build_physical
     from emjax.layered.config import build_layered
+    from tests.dda.test_dda_bad_config import build as dda_build
     from tests.layered.test_layered_bad_config import BASE as LAYERED
 
     builds = [("fdtd", build_physical, c) for c in _scene_configs()]
     builds += [("fdtd-cells", build_fdtd, c) for c in _cell_configs()]
     builds += [("fdfd", build_fdfd, c) for c in _fdfd_configs()]
     builds += [("layered", build_layered, LAYERED)]
+    builds += [("dda", dda_build, c) for c in _dda_configs()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # coarse test grids
         accepted = _accepted(monkeypatch, builds)

@@ -27,7 +27,7 @@ import argparse
 import math
 from pathlib import Path
 
-from ..config import load_toml, number
+from ..config import Table, load_toml, number
 from ..errors import ConfigError
 
 #: defaults of ``emjax dda`` (None: let the Python API decide)
@@ -258,22 +258,69 @@ def dda_config(args: argparse.Namespace) -> dict:
     cfg = dict(DDA_DEFAULTS)
     cli = {k: getattr(args, k) for k in DDA_DEFAULTS if getattr(args, k, None) is not None}
     if args.config is not None:
-        toml = load_toml(args.config)
-        unknown = sorted(set(toml) - set(DDA_DEFAULTS))
-        if unknown:
-            raise ConfigError(
-                f"config: unknown key(s) {unknown} in {str(args.config)!r}; allowed: {sorted(DDA_DEFAULTS)}"
-            )
+        toml = check_dda_toml(load_toml(args.config))
         for group in _ALTERNATIVES:
             if any(k in cli for k in group):
                 for k in group:
                     toml.pop(k, None)
-        for key in ("out", "checkpoint"):
-            if toml.get(key) is not None:
-                toml[key] = Path(toml[key])
         cfg.update(toml)
     cfg.update(cli)
     return cfg
+
+
+def check_dda_toml(toml: dict) -> dict:
+    """A ``dda`` TOML config's top level checked key by key (:class:`emjax.config.Table`):
+    unknown keys refused with the allowed ones listed, each value's type and range named
+    (``rtol must be a number in (0, 1), got 2``) before anything is built; returns the
+    config with ``out`` and ``checkpoint`` as paths. Forms that the command line shares
+    (``m``, ``orient``, ``prop``, ``phi``, ``surf``, the ``[substrate]`` table) and the
+    registries' names (shape, solver, polarizability) are checked where they are mapped
+    onto the API (:func:`emjax.dda.cli.build_dda`)."""
+    t = Table(toml, "", DDA_DEFAULTS)
+    for key in ("shape", "solver", "polarizability"):
+        t.string(key, default=None, what="a name (emjax dda --help lists them)")
+    t.choice("precision", ("double", "single"), default=None, fold=True)
+    for key in ("aspect", "size", "eq_rad", "wavelength", "dpl"):
+        if t.has(key):
+            t.positive(key)
+    t.real("core_ratio", default=None, lo=0, hi=1, lo_open=True, hi_open=True)
+    for key in ("semi_axes", "box_ratios"):
+        t.reals(key, length=2, default=None, lo=0, lo_open=True)
+    t.int("grid", default=None, lo=1, hi=100_000)
+    t.real("rtol", default=None, lo=0, hi=1, lo_open=True, hi_open=True)
+    t.int("maxiter", default=None, lo=1)
+    t.int("ntheta", default=None, lo=2, hi=100_000)
+    t.boolean("no_integrate", default=False)
+    for key in ("out", "checkpoint"):
+        t.string(key, default=None, what="a path (a string)")
+    m = t.get("m")
+    if m is not None and not (isinstance(m, (str, int, float, list)) and not isinstance(m, bool)):
+        raise ConfigError(f'm must be a refractive index like "1.5+0.01j" or a list of them, got {m!r}')
+    for key in ("orient", "prop", "phi"):
+        v = t.get(key)
+        if v is not None and (isinstance(v, (bool, dict)) or not isinstance(v, (str, int, float, list))):
+            raise ConfigError(f"{key} must be a string or a list of numbers, got {v!r}")
+    surf = t.get("surf")
+    if surf is not None and (not isinstance(surf, list) or len(surf) != 2):
+        raise ConfigError(f"surf must be [H, M] (height and substrate index), got {surf!r}")
+    if t.has("substrate") and not isinstance(t.get("substrate"), dict):
+        raise ConfigError(f"substrate must be a [substrate] table, got {t.get('substrate')!r}")
+    # orientation averaging: the ranges of emjax.dda.OrientationAverage
+    t.real("avg_eps", default=None, lo=0, hi=1, hi_open=True)
+    for key in ("avg_beta_levels", "avg_gamma_levels"):
+        levels = t.ints(key, 2, default=None, lo=1, hi=10)
+        if levels is not None and levels[1] < levels[0]:
+            raise ConfigError(f"{key} must be [MIN, MAX] with MIN <= MAX, got {list(levels)!r}")
+    t.int("avg_alpha", default=None, lo=1, hi=100_000)
+    t.int("sym_n_fold", default=None, lo=0, hi=360)
+    if t.has("sym_c2x"):
+        t.boolean("sym_c2x")
+    t.int("batch", default=None, lo=1)
+    out = dict(toml)
+    for key in ("out", "checkpoint"):
+        if out.get(key) is not None:
+            out[key] = Path(out[key])
+    return out
 
 
 def is_average(value) -> bool:
