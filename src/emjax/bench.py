@@ -76,11 +76,18 @@ def stream_bandwidth(nbytes: int | None = None, repeats: int = 10) -> float:
 def record(rows: list, out, labels: dict, fn, *args, **kwargs) -> dict:
     """Run one benchmark case for a sweep: a failure (e.g. out of memory) is recorded with
     its labels instead of stopping the sweep; the row is printed as a JSON line and the
-    whole list rewritten to ``out``."""
+    whole list rewritten to ``out`` atomically (:func:`emjax.io.write_text`: a temporary
+    file in the same folder, then ``os.replace``), so a kill never leaves half a file.
+    ``out`` is checked (folder created, writable, not a folder) before the case runs: an
+    unusable path fails at once, not after the computation."""
     import json
     import sys
     import traceback
+    from pathlib import Path
 
+    from .io import check_output_file, write_text
+
+    out = check_output_file(Path(out), "out")
     try:
         row = fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - keep the sweep going, say what failed
@@ -88,5 +95,5 @@ def record(rows: list, out, labels: dict, fn, *args, **kwargs) -> dict:
         traceback.print_exc(file=sys.stderr)
     print(json.dumps(row), flush=True)
     rows.append(row)
-    out.write_text(json.dumps(rows, indent=1))
+    write_text(out, json.dumps(rows, indent=1))
     return row

@@ -1,6 +1,10 @@
 """ADDA-compatible text outputs: the files of an ADDA run folder, so that ADDA users' scripts
 keep working (``CrossSec-X``/``-Y`` or, averaged, ``CrossSec``; ``mueller``; ``log``;
 ``log_orient_avg``). Columns and ``name\t= value`` lines follow ADDA 1.5.
+
+The folder is created and checked writable first (:func:`emjax.io.prepare_output_dir`: a
+:class:`~emjax.ConfigError` naming it otherwise); each file is written atomically
+(:func:`emjax.io.write_text`).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import complex_str as _complex_str
+from ..io import prepare_output_dir, write_text
 from ..io import version as _version
 
 POLARIZATIONS = ("X", "Y")
@@ -108,8 +113,7 @@ def write_adda_outputs(result, folder, command: str | None = None, notes: dict |
     ``command`` (the command line, if any) and ``notes`` (``{name: value}``, e.g. the solver,
     which the result does not record) go into ``log``. Returns the paths.
     """
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = prepare_output_dir(folder, "folder")
     files = {
         "CrossSec-X": _crosssec_text(result, 0),
         "CrossSec-Y": _crosssec_text(result, 1),
@@ -122,12 +126,9 @@ def write_adda_outputs(result, folder, command: str | None = None, notes: dict |
 
 
 def _write_files(folder: Path, files: dict) -> list[Path]:
-    paths = []
-    for name, text in files.items():
-        p = folder / name
-        p.write_text(text)
-        paths.append(p)
-    return paths
+    """Each file written atomically (a temporary file in ``folder``, then ``os.replace``): a
+    kill or a full disk never leaves a half-written file in place of a good one."""
+    return [write_text(folder / name, text) for name, text in files.items()]
 
 
 def _mueller_rows(theta, M) -> str:
@@ -201,8 +202,7 @@ def write_adda_average_outputs(
     """ADDA's ``-orient avg`` files in ``folder``: ``CrossSec`` (averaged Cext, Qext, Cabs,
     Qabs; then Csca, Qsca, g if integrated), ``mueller`` (averaged, ADDA's columns), ``log``
     and ``log_orient_avg`` (one line per solved orientation). Returns the paths."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = prepare_output_dir(folder, "folder")
     G = result.geometric_cross_section
     lines = [("Cext", result.Cext), ("Qext", result.Qext), ("Cabs", result.Cabs), ("Qabs", result.Qabs)]
     if result.Csca_integrated is not None:
