@@ -492,25 +492,37 @@ def _iterative(op, rhs, solver: Iterative, dtype, progress, layout=None):
 
     t0 = time.perf_counter()
     slabs = None
+    multigrid = solver.preconditioner == "multigrid"
+    if layout is not None and multigrid:
+        raise ConfigError(
+            'layout: the multigrid preconditioner runs on one device; use preconditioner="jacobi"'
+        )
     if layout is not None:  # the grid in slabs along x (padded planes: fixed zeros)
         from .distributed import XSlabs
 
         slabs = XSlabs(op.eps.shape[1:], layout)
         op = slabs.operator(op)
         rhs = [slabs.put(jnp.asarray(r, dtype)) for r in rhs]
-    if solver.jacobi:
+    if multigrid:  # shifted-Laplacian V-cycle B ~ A^-1 (emjax.fdfd.multigrid)
+        from ..krylov.preconditioned import Preconditioned, finish
+        from .multigrid import build_vcycle
+
+        A = Preconditioned(op, build_vcycle(op, solver.multigrid))
+        d = None
+    elif solver.jacobi:
         diag = probe_diagonal(op)
         d = 1.0 / jnp.sqrt(jnp.where(diag == 0, 1, diag))
     else:
         d = jnp.ones(op.eps.shape, dtype)
-    A = Scaled(op, d)
+    if d is not None:
+        A = Scaled(op, d)
     t1 = time.perf_counter()
-    B = [d * jnp.asarray(r, dtype) for r in rhs]
+    B = [jnp.asarray(r, dtype) if d is None else d * jnp.asarray(r, dtype) for r in rhs]
     if len(B) == 1:
         results = [solve(A, B[0], solver.method, progress=progress)]
     else:
         results = list(solve_batched(A, jnp.stack(B), solver.method, progress=progress))
-    xs = [d * r.x for r in results]
+    xs = [finish(A, solver.method, r.x) if d is None else d * r.x for r in results]
     if slabs is not None:
         xs = [slabs.crop(x) for x in xs]
     per = [
@@ -523,8 +535,9 @@ def _iterative(op, rhs, solver: Iterative, dtype, progress, layout=None):
         )
         for r in results
     ]
+    names = {"jacobi": "Jacobi", "multigrid": "shifted-Laplacian multigrid", None: "no preconditioner"}
     stats = dict(
-        solver=f"iterative ({solver.method.name}, {'Jacobi' if solver.jacobi else 'no preconditioner'})",
+        solver=f"iterative ({solver.method.name}, {names[solver.preconditioner]})",
         preconditioner_s=t1 - t0,
         solve_s=time.perf_counter() - t1,
         per_wave=per,
