@@ -190,3 +190,25 @@ def test_averaged_values_equal_average():
     err = np.abs(np.asarray(tr.mueller) - ref.mueller).max() / np.abs(ref.mueller).max()
     assert err < 1e-10, err
     assert bool(np.all(np.asarray(tr.converged)))
+
+
+@pytest.mark.slow  # two compiles of the forward
+def test_batched_map_equals_sequential():
+    """``batch=2`` (orientations vmapped inside the lax.map, the tail padded) gives the
+    sequential values to rounding: three orientations, so one batch is incomplete."""
+    prob = dda.DDAProblem(
+        geometry.Box(y_over_x=0.75, z_over_x=0.5),
+        m=1.5 + 0.1j,
+        eq_rad=0.4,
+        grid=4,
+        wavelength=1.0,
+        theta=(20.0, 90.0, 160.0),
+        integrate=False,
+    )
+    nodes, w = [(30.0, 20.0), (110.0, 200.0), (150.0, 40.0)], [0.3, 0.3, 0.4]
+    with precision_scope():
+        one = dda.efficiencies_averaged(prob, nodes, _solver("double"), weights=w, n_alpha=3)
+        two = dda.efficiencies_averaged(prob, nodes, _solver("double"), weights=w, n_alpha=3, batch=2)
+    assert abs(float(one.Qext) - float(two.Qext)) < 1e-12 * float(one.Qext)
+    m1 = np.asarray(one.mueller)
+    np.testing.assert_allclose(np.asarray(two.mueller), m1, rtol=0, atol=1e-11 * np.abs(m1).max())
