@@ -237,30 +237,46 @@ def test_cpu_offers_pinned_host():
 
 
 def test_chunks_tile_rings_and_owned_planes():
-    """The pinned chunks cut x at every slab and ring boundary: each ring's chunks,
-    concatenated, are its planes (in the ring's order, across the wrap), each slab's owned
-    chunks are its planes, and the owned bounds pick them out of the ring; a chunk's last
-    reader is the last ring holding it."""
+    """The pinned chunks cut x at every slab and ring boundary and the x-CPML's inner faces:
+    each ring's chunks, concatenated, are its planes (in the ring's order, across the wrap),
+    each slab's owned chunks are its planes and the bounds it returns pick them out of its
+    ring; the x-face psi (L planes at a face) go to the edge rings only, whole, and come back
+    from the slabs owning their planes; a chunk's last reader is the last ring holding it."""
     from types import SimpleNamespace
 
     for nx, slab, g, walled, w in (
         (21, 5, 4, False, (0, 0)),
         (40, 8, 3, True, (4, 4)),
-        (19, 7, 9, True, (2, 5)),
+        (19, 3, 2, True, (4, 5)),
     ):
         rs = window.rings(nx, slab, g, walled, *w)
         subs = [SimpleNamespace(ring=r, arrays={}) for r in rs]
         planes = np.broadcast_to(np.arange(nx, dtype=np.float32)[:, None, None], (nx, 2, 3))
-        host = {"E": (planes,) * 3, "H": (planes,) * 3, "psi": {}, "J": ()}
+        psi = {}
+        if walled:  # x-CPML psi of w planes at each face
+            psi = {"E01lo": planes[: w[0]], "H02hi": planes[nx - w[1] :]}
+        host = {"E": (planes,) * 3, "H": (planes,) * 3, "psi": psi, "J": ()}
         store = window._Chunks(subs, host, {}, nx, window.jax.devices()[0])
         assert store.data[("E", 0)][0].sharding.memory_kind == "pinned_host"
-        chunk = lambda c, data=store.data[("E", 0)]: np.asarray(data[c])[:, 0, 0]
+        first = lambda xs: np.concatenate([np.asarray(x)[:, 0, 0] for x in xs])
         for k, r in enumerate(rs):
-            ring = np.concatenate([chunk(c) for c in store.ring_ids[k]])
+            ring = first(store.ring(k, ("E", 0)))
             assert np.array_equal(ring, r.planes)
-            own = np.concatenate([chunk(c) for c in store.own_ids[k]])
-            assert np.array_equal(own, np.arange(r.lo, r.hi))
-            assert np.array_equal(np.concatenate([ring[a:b] for a, b in store.own_bounds[k]]), own)
+            down = {n: (ids, bd) for n, ids, bd in store.down[k]}
+            ids, bd = down[("E", 0)]
+            assert np.array_equal(first(store.data[("E", 0)][c] for c in ids), np.arange(r.lo, r.hi))
+            assert np.array_equal(np.concatenate([ring[a:b] for a, b in bd]), np.arange(r.lo, r.hi))
+            for key, face in psi.items():
+                name = ("psi", key)
+                assert (name in store.up[k]) == r.edge
+                if r.edge:
+                    assert np.array_equal(first(store.ring(k, name)), face[:, 0, 0])
+                mine = [p for p in face[:, 0, 0] if r.lo <= p < r.hi]
+                if mine:
+                    ids, bd = down[name]
+                    assert np.array_equal(np.concatenate([face[a:b, 0, 0] for a, b in bd]), mine)
+                else:
+                    assert name not in down
         for c in range(len(store.cuts) - 1):
             assert store.last_reader[c] == max(k for k, r in enumerate(rs) if store.cuts[c] in r.planes)
 

@@ -39,9 +39,10 @@ Host memory. Two paths (:func:`host_memory_path`; ``run_window(host_memory=...)`
 
 * ``"pinned"`` (the default where the device has a ``pinned_host`` memory kind: GPUs, and
   the CPU backend of JAX >= 0.10, so the CPU tests run it): the x-split leaves (E, H, the
-  y/z CPML psi, J/P, the x-split coefficients) are JAX arrays in ``pinned_host`` memory, cut
-  along x into chunks at every slab boundary and every ring piece's ends (:class:`_Chunks`),
-  so a slab's ring is a list of whole chunks. A pass moves them with one batched
+  CPML psi, J/P, the x-split coefficients) are JAX arrays in ``pinned_host`` memory, cut
+  along x into chunks at every slab boundary, every ring piece's ends and the x-CPML's
+  inner faces (:class:`_Chunks`), so a slab's ring is a list of whole chunks (the psi of
+  the x faces, L planes each, go whole to the edge rings). A pass moves them with one batched
   ``jax.device_put`` to the device (page-locked: the full link rate, ~53 GB/s measured on
   the H100 against 1.4-9 GB/s from NumPy), concatenates the ring on the device, runs it, and
   ``device_put``-s only its owned chunks back to pinned memory, all asynchronous: slab
@@ -49,8 +50,8 @@ Host memory. Two paths (:func:`host_memory_path`; ``run_window(host_memory=...)`
   host waits for slab k - 1 before sending slab k + 1: about four slab states on the
   device, :func:`slab_for_budget`). The pass reads the chunks of the pass's start (a chunk
   is dropped after its last reader is sent; the new ones are kept apart), so no copy of the
-  whole state is made. The small parts (x-face psi, DFT sums, probes, the TF/SF line) take
-  the NumPy path below. On a GPU XLA's pinned pool is limited to
+  whole state is made. The small parts (DFT sums, probes, the TF/SF line) take the NumPy
+  path's write-back (sent back through pinned memory too). On a GPU XLA's pinned pool is limited to
   ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` (default 64 GiB) and keeps what it allocated, so the
   chunks plus the result's NumPy E and H must fit host RAM: otherwise the NumPy path
   (a warning; a ResourceError when ``"pinned"`` was asked for).
@@ -457,7 +458,7 @@ _owned_jit = jax.jit(_owned, static_argnames=("q0", "q1"))
 
 def _write_back(sub: _Sub, out, host, plan, rec, probes_out, done, big=True):
     """The slab's owned planes into ``host``; ``big=False`` (the pinned path): only the
-    small parts (x-face psi, DFT sums, probes), the x-split leaves went back as chunks."""
+    small parts (DFT sums, probes), the x-split leaves and psi went back as chunks."""
     ring, nx = sub.ring, plan.shape[0]
     a, b = ring.lo, ring.hi
     for f in ("E", "H") if big else ():
@@ -467,10 +468,6 @@ def _write_back(sub: _Sub, out, host, plan, rec, probes_out, done, big=True):
         if k[1] != "0":
             if big:
                 host["psi"][k][a:b] = v
-            continue
-        if not big:  # already the owned planes (_face_psi_bounds)
-            i0, i1 = dict((key, (i0, i1)) for key, i0, i1 in _face_psi_bounds(ring, host["psi"], nx))[k]
-            host["psi"][k][i0:i1] = v
             continue
         L = v.shape[0]
         start = 0 if k.endswith("lo") else nx - L
@@ -661,66 +658,44 @@ def _concat(lists, axes):
 
 @partial(jax.jit, static_argnames=("bounds", "axes"))
 def _split(leaves, bounds, axes):
-    """The owned chunks of each leaf: local planes ``bounds`` (one (start, stop) per chunk)."""
+    """The owned chunks of each leaf: its local planes ``bounds`` (one (start, stop) per chunk)."""
     return tuple(
-        tuple(jax.lax.slice_in_dim(x, a, b, axis=ax) for a, b in bounds) for x, ax in zip(leaves, axes)
+        tuple(jax.lax.slice_in_dim(x, a, b, axis=ax) for a, b in bd)
+        for x, bd, ax in zip(leaves, bounds, axes)
     )
 
 
-def _face_psi_bounds(ring: _Ring, psi: dict, nx: int) -> tuple:
-    """(key, i0, i1): the planes ``[i0, i1)`` of each x-face psi array (L planes at the
-    face) that the slab owns (an edge ring holds the face arrays whole)."""
-    out = []
-    for k, v in psi.items() if ring.edge else ():
-        if k[1] == "0":
-            L = np.shape(v)[0]
-            start = 0 if k.endswith("lo") else nx - L
-            p0, p1 = max(ring.lo, start), min(ring.hi, start + L)
-            if p0 < p1:
-                out.append((k, p0 - start, p1 - start))
-    return tuple(out)
-
-
-@partial(jax.jit, static_argnames=("psi_bounds",))
-def _owned_small(state, psi_bounds):
-    """What the pinned path returns besides the chunks: the owned planes of the x-face psi,
-    the DFT sums, the TF/SF line, the step."""
-    psi = {k: state["psi"][k][i0:i1] for k, i0, i1 in psi_bounds}
-    return {"E": (), "H": (), "psi": psi, "dft": state["dft"], "J": (), "aux": state["aux"], "n": state["n"]}
+@jax.jit
+def _owned_small(state):
+    """What the pinned path returns besides the chunks: the DFT sums, the TF/SF line, the step."""
+    return {"E": (), "H": (), "psi": {}, "dft": state["dft"], "J": (), "aux": state["aux"], "n": state["n"]}
 
 
 class _Chunks:
-    """The x-split leaves (E, H, psi of the y/z CPML, dispersive currents J and the x-split
+    """The x-split leaves (E, H, the CPML psi, dispersive currents J and the x-split
     coefficients) as JAX arrays in the device's ``pinned_host`` memory, each cut along x at
-    ``cuts``: every slab boundary and every ring piece's ends, so that a slab's owned planes
-    and its ring are whole chunks. ``data[name][c]``: chunk ``c`` of leaf ``name``, planes
-    ``[cuts[c], cuts[c + 1])``; names ``("E", c)``, ``("H", c)``, ``("psi", key)``,
-    ``("J", i)`` (state) and ``("coef", key, i)`` (coefficients, never written)."""
+    ``cuts``: every slab boundary, every ring piece's ends and the x-CPML's inner faces, so
+    that a slab's owned planes and its ring are whole chunks. ``data[name][c]``: chunk
+    ``c`` of leaf ``name``, global planes ``[cuts[c], cuts[c + 1])``, None outside the
+    leaf's planes ``[start, stop)`` (the x-face psi: the L planes at its face, held whole
+    by the edge rings); names ``("E", c)``, ``("H", c)``, ``("psi", key)``, ``("J", i)``
+    (state) and ``("coef", key, i)`` (coefficients, never written)."""
 
     def __init__(self, subs, host, arrays, nx, device, zero_state: bool = False):
         self.pinned = jax.sharding.SingleDeviceSharding(device, memory_kind="pinned_host")
         self.dev = jax.sharding.SingleDeviceSharding(device, memory_kind=device.default_memory().kind)
-        cuts = {0, nx}
-        for s in subs:
-            cuts |= {s.ring.lo, s.ring.hi} | {p for piece in s.ring.pieces for p in piece}
-        self.cuts = sorted(cuts)
-        nc = len(self.cuts) - 1
-        span = lambda a, b: [c for c in range(nc) if a <= self.cuts[c] and self.cuts[c + 1] <= b]
-        self.ring_ids = [sum((span(a, b) for a, b in s.ring.pieces), []) for s in subs]
-        self.own_ids = [span(s.ring.lo, s.ring.hi) for s in subs]
-        self.own_bounds = []
-        for s, ids in zip(subs, self.own_ids):
-            q0 = s.ring.own[0]
-            self.own_bounds.append(
-                tuple((q0 + self.cuts[c] - s.ring.lo, q0 + self.cuts[c + 1] - s.ring.lo) for c in ids)
-            )
-        self.last_reader = [max(k for k, ids in enumerate(self.ring_ids) if c in ids) for c in range(nc)]
-        self.axes, self.data = {}, {}
-        self.J_tree = jax.tree_util.tree_structure(host["J"])
+        self.start, self.stop, self.axes, self.data = {}, {}, {}, {}
         state = [(("E", c), x) for c, x in enumerate(host["E"])] + [
             (("H", c), x) for c, x in enumerate(host["H"])
         ]
-        state += [(("psi", k), v) for k, v in host["psi"].items() if k[1] != "0"]
+        for k, v in host["psi"].items():
+            name = ("psi", k)
+            state.append((name, v))
+            if k[1] == "0":  # the x faces: L planes
+                L = np.shape(v)[0]
+                self.start[name] = 0 if k.endswith("lo") else nx - L
+                self.stop[name] = self.start[name] + L
+        self.J_tree = jax.tree_util.tree_structure(host["J"])
         state += [(("J", i), x) for i, x in enumerate(jax.tree_util.tree_leaves(host["J"]))]
         coef = []
         for k, v in arrays.items():
@@ -729,45 +704,74 @@ class _Chunks:
             coef += [
                 (("coef", k, i), x) for i, x in enumerate(jax.tree_util.tree_leaves(v)) if _x_split(x, nx)
             ]
+        cuts = {0, nx} | set(self.start.values()) | set(self.stop.values())
+        for s in subs:
+            cuts |= {s.ring.lo, s.ring.hi} | {p for piece in s.ring.pieces for p in piece}
+        self.cuts = sorted(cuts)
+        nc = len(self.cuts) - 1
+        span = lambda a, b: [c for c in range(nc) if a <= self.cuts[c] and self.cuts[c + 1] <= b]
+        self.ring_ids = [sum((span(a, b) for a, b in s.ring.pieces), []) for s in subs]
+        self.own_ids = [span(s.ring.lo, s.ring.hi) for s in subs]
+        self.last_reader = [max(k for k, ids in enumerate(self.ring_ids) if c in ids) for c in range(nc)]
         for name, x in state + coef:
             self.add(name, x, 0 if name[0] != "coef" else np.ndim(x) - 3, zero_state and name[0] != "coef")
         self.state_names = tuple(n for n, _ in state)
         self.coef_names = tuple(n for n, _ in coef)
         self.resident = None  # one slab: the coefficients stay on the device
         if len(subs) == 1:
-            lists = jax.device_put(
-                [[self.data[n][c] for c in self.ring_ids[0]] for n in self.coef_names], self.dev
-            )
+            lists = jax.device_put([self.ring(0, n) for n in self.coef_names], self.dev)
             self.resident = dict(zip(self.coef_names, _concat(lists, axes=self.axes_of(self.coef_names))))
+        # per ring: the leaves sent (the x-face psi to edge rings only), those returned with
+        # their owned chunks and those chunks' planes in the leaf's ring-local array
+        names = self.state_names + (self.coef_names if self.resident is None else ())
+        self.up, self.down = [], []
+        for k, s in enumerate(subs):
+            self.up.append(tuple(n for n in names if s.ring.edge or n not in self.start))
+            down = []
+            for n in self.state_names:
+                ids = [c for c in self.own_ids[k] if self.data[n][c] is not None]
+                if ids and (s.ring.edge or n not in self.start):
+                    # the leaf's local plane of global plane p: through the ring's pieces
+                    # (full leaves) or from the face (x-face psi, held whole)
+                    if n in self.start:
+                        q = lambda p, n=n: p - self.start[n]
+                    else:
+                        q = lambda p, s=s: s.ring.own[0] + p - s.ring.lo
+                    down.append((n, tuple(ids), tuple((q(self.cuts[c]), q(self.cuts[c + 1])) for c in ids)))
+            self.down.append(tuple(down))
         # each sub's small coefficient leaves, on the device once
         self.small = []
         for s in subs:
             leaves = jax.tree_util.tree_leaves(s.arrays)
             self.small.append(jax.device_put([x for x in leaves if not isinstance(x, _Slot)], self.dev))
-        nbytes = lambda names, ids: sum(self.data[n][c].nbytes for n in names for c in ids)
-        up_names = self.state_names + (self.coef_names if self.resident is None else ())
-        self.bytes_up = sum(nbytes(up_names, ids) for ids in self.ring_ids)  # per pass
-        self.bytes_down = sum(nbytes(self.state_names, ids) for ids in self.own_ids)
+        size = lambda n, ids: sum(self.data[n][c].nbytes for c in ids if self.data[n][c] is not None)
+        self.bytes_up = sum(
+            size(n, self.ring_ids[k]) for k in range(len(subs)) for n in self.up[k]
+        )  # per pass
+        self.bytes_down = sum(size(n, ids) for d in self.down for n, ids, _ in d)
+
+    def ring(self, k, name) -> list:
+        """Ring ``k``'s chunks of leaf ``name``, in the ring's plane order."""
+        return [self.data[name][c] for c in self.ring_ids[k] if self.data[name][c] is not None]
 
     def add(self, name, x, axis, zero=False):
         """Leaf ``x`` (NumPy) as pinned chunks, one at a time (device_put copies: the NumPy
         array is never aliased); ``zero``: ``x`` is zeros, made on the device and sent."""
         x = np.asarray(x)
-        sl = lambda c: x[(slice(None),) * axis + (slice(self.cuts[c], self.cuts[c + 1]),)]
-        if zero:  # one device buffer per chunk shape, copied to each chunk
-            zeros = {}
-            for c in range(len(self.cuts) - 1):
+        a0, a1 = self.start.get(name, 0), self.stop.get(name, self.cuts[-1])
+        ids = [c for c in range(len(self.cuts) - 1) if a0 <= self.cuts[c] and self.cuts[c + 1] <= a1]
+        sl = lambda c: x[(slice(None),) * axis + (slice(self.cuts[c] - a0, self.cuts[c + 1] - a0),)]
+        self.data[name] = [None] * (len(self.cuts) - 1)
+        zeros = {}  # one device buffer per chunk shape, copied to each chunk
+        for c in ids:
+            if zero:
                 shape = sl(c).shape
                 if shape not in zeros:
                     zeros[shape] = jnp.zeros(shape, x.dtype, device=self.dev)
-            self.data[name] = [
-                jax.device_put(zeros[sl(c).shape], self.pinned) for c in range(len(self.cuts) - 1)
-            ]
-            jax.block_until_ready(self.data[name])
-        else:
-            self.data[name] = [
-                jax.device_put(np.ascontiguousarray(sl(c)), self.pinned) for c in range(len(self.cuts) - 1)
-            ]
+                self.data[name][c] = jax.device_put(zeros[shape], self.pinned)
+            else:
+                self.data[name][c] = jax.device_put(np.ascontiguousarray(sl(c)), self.pinned)
+        jax.block_until_ready(self.data[name])
         self.axes[name] = axis
 
     def axes_of(self, names):
@@ -782,7 +786,7 @@ class _Chunks:
         """``host`` with the chunked state leaves replaced by :class:`_Slot` (NumPy freed)."""
         host["E"] = tuple(_Slot(("E", c)) for c in range(3))
         host["H"] = tuple(_Slot(("H", c)) for c in range(3))
-        host["psi"] = {k: (v if k[1] == "0" else _Slot(("psi", k))) for k, v in host["psi"].items()}
+        host["psi"] = {k: _Slot(("psi", k)) for k in host["psi"]}
         n_j = self.J_tree.num_leaves
         host["J"] = jax.tree_util.tree_unflatten(self.J_tree, [_Slot(("J", i)) for i in range(n_j)])
 
@@ -833,14 +837,11 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
     (``device_put``, asynchronous) while slab k runs, slab k's owned chunks come back to
     pinned memory while slab k + 1 runs; a slab's ring is concatenated on the device. The
     small parts (x-face psi, DFT sums, probes) take the NumPy path's write-back."""
-    up_names = store.state_names + (store.coef_names if store.resident is None else ())
-    up_axes = store.axes_of(up_names)
     nxt = {name: list(store.data[name]) for name in store.state_names}
 
     def upload(k):
-        ids = store.ring_ids[k]
-        lists = jax.device_put([[store.data[nm][c] for c in ids] for nm in up_names], store.dev)
-        for c in ids:  # the pass's input chunk is not read again (its new version is in nxt)
+        lists = jax.device_put([store.ring(k, nm) for nm in store.up[k]], store.dev)
+        for c in store.ring_ids[k]:  # the pass's input chunk is not read again (its new version is in nxt)
             if store.last_reader[c] == k:
                 for nm in store.state_names:
                     store.data[nm][c] = None
@@ -855,7 +856,7 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
     lists = upload(0)
     for k, s in enumerate(subs):
         ring_in, lists = lists, None  # dropped once concatenated
-        big = dict(zip(up_names, _concat(ring_in, axes=up_axes)))
+        big = dict(zip(store.up[k], _concat(ring_in, axes=store.axes_of(store.up[k]))))
         del ring_in
         if store.resident is not None:
             big.update(store.resident)
@@ -874,19 +875,20 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
         del big, small, leaves
         res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
         del st, arr
+        down = store.down[k]
         outs = _split(
-            tuple(store.leaf(res, nm) for nm in store.state_names),
-            bounds=store.own_bounds[k],
-            axes=store.axes_of(store.state_names),
+            tuple(store.leaf(res, nm) for nm, _, _ in down),
+            bounds=tuple(bd for _, _, bd in down),
+            axes=store.axes_of([nm for nm, _, _ in down]),
         )
-        out = _owned_small(res, psi_bounds=_face_psi_bounds(s.ring, host["psi"], plan.shape[0]))
+        out = _owned_small(res)
         del res
         # everything back to pinned memory (page-locked: the link's rate; np.asarray a view)
         ran = fin  # on the device: ready when slab k has run (its copies back may still go on)
         back, (out, rec, fin) = jax.device_put((outs, (out, rec, fin)), store.pinned)
         del outs
-        for nm, chunks in zip(store.state_names, back):
-            for c, x in zip(store.own_ids[k], chunks):
+        for (nm, ids, _), chunks in zip(down, back):
+            for c, x in zip(ids, chunks):
                 nxt[nm][c] = x
         if prev_fin is not None:  # slab k - 1 done (slab k runs): bounds the device's memory
             t0 = time.perf_counter()
