@@ -27,10 +27,10 @@ above, d/d Re m           4.7e-10       1.2e-8        6.2e-10
 above, d/d Im m           1.6e-10       7.3e-10       6.2e-11
 above single, d/d Re m    4.7e-6        8.6e-5        7.9e-5
 above single, d/d Im m    1.1e-7        1.0e-5        2.9e-6
-below, d/d Re m           BELOW_RE
-below, d/d Im m           BELOW_IM
-below single, d/d Re m    BELOW_SRE
-below single, d/d Im m    BELOW_SIM
+below, d/d Re m           2.2e-10       2.3e-10       6.4e-10
+below, d/d Im m           2.3e-9        1.2e-9        8.5e-11
+below single, d/d Re m    2.5e-6        2.4e-5        4.9e-6
+below single, d/d Im m    2.5e-5        1.2e-5        7.7e-6
 above, d/d eq_rad         1.9e-7        3.7e-8        2.8e-7
 below, d/d eq_rad         3.3e-8        1.9e-8        3.2e-8
 above, d/d Re n_sub       5.0e-7        6.9e-8        6.7e-8
