@@ -19,7 +19,8 @@ import numpy as np
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, require_int, require_positive, require_range
 from ..layout import as_layout
-from .groups import groups
+from . import sommerfeld as som
+from .groups import groups, warm
 from .results import DipoleFields, GreenResult
 from .stack import Stack
 from .traced import concrete, integrals, is_traced
@@ -62,6 +63,53 @@ def _assemble(I, phi, sel, want_h: bool):
     """Tensors G and G_H (N, 3, 3) from the integrals I (N, nsel) (the others are zero),
     on the device."""
     return _assemble_cs(I, jnp.cos(phi), jnp.sin(phi), jnp.cos(2 * phi), jnp.sin(2 * phi), sel, want_h)
+
+
+@partial(jax.jit, static_argnames=("sel", "want_h", "want_e", "total", "contract"))
+def _finish(I, phi, R, in_s, ks, k0, pm, sel, want_h: bool, want_e: bool, total: bool, contract: bool):
+    """One device program for the end of a map: the tensors from the integrals, the direct
+    term added at the points ``in_s`` (the source's medium) for ``total``, and with
+    ``contract`` the fields ``E, H = G pm, G_H pm`` (N, 3) instead of G, G_H (N, 3, 3)."""
+    G, GH = _assemble(I, phi, sel, want_h)
+    if total:
+        safe = jnp.where(in_s[:, None], R, 1.0)  # the other points' R may be anything
+        G0, GH0 = _free_space(ks, k0, safe)
+        G = G + jnp.where(in_s[:, None, None], G0.astype(G.dtype), 0)
+        if want_h:
+            GH = GH + jnp.where(in_s[:, None, None], GH0.astype(G.dtype), 0)
+    if not contract:
+        return G, GH
+    hi = jax.lax.Precision.HIGHEST  # no TF32 on the GPU in single precision
+    E = jnp.matmul(G, pm, precision=hi) if want_e else None
+    H = jnp.matmul(GH, pm, precision=hi) if want_h else None
+    return E, H
+
+
+def _finish_args(I, phi, R, in_s, ks, k0, pm, p):
+    """The arguments of :func:`_finish` on the device (``R``, ``in_s``, ``ks``, ``k0``:
+    None unless the total field is asked for)."""
+    put = jax.device_put
+    return (
+        put(np.asarray(I, p.complex)),
+        put(np.asarray(phi, p.real)),
+        None if R is None else put(np.asarray(R, p.real)),
+        None if in_s is None else put(np.asarray(in_s, bool)),
+        None if ks is None else put(np.asarray(ks, p.complex)),
+        k0,
+        None if pm is None else put(pm),
+    )
+
+
+def _finish_spec(N: int, nsel: int, total: bool, contract: bool, p):
+    """The shapes of :func:`_finish_args` for :func:`sommerfeld.warm`."""
+    sd = jax.ShapeDtypeStruct
+    cdt, rdt = np.dtype(p.complex), np.dtype(p.real)
+    tot = (sd((N, 3), rdt), sd((N,), bool), sd((), cdt), sd((), np.float64, weak_type=True))
+    return (
+        (sd((N, nsel), cdt), sd((N,), rdt))
+        + (tot if total else (None,) * 4)
+        + (sd((3,), cdt) if contract else None,)
+    )
 
 
 def _assemble_cs(I, c, s, c2, s2, sel, want_h: bool):
@@ -185,6 +233,22 @@ def _run(
         layout=as_layout(layout),
     )
     N = len(pts)
+    want_h = any(i >= 5 for i in sel)
+    want_e = any(i < 5 for i in sel)
+    total = part == "total"
+    contract = moment is not None
+    in_s = layer == s
+    ks = k0 * np.sqrt(complex(eps[s]))
+    ks = -ks if ks.imag < 0 else ks
+    pm = None
+    if contract:  # contract on the device: only (N, 3) comes back
+        cdt = np.dtype(p.complex)
+        pm = np.asarray(moment, cdt) * cdt.type(k0**2)  # on the device in _finish_args
+    fin = dict(sel=tuple(sel), want_h=want_h, want_e=want_e, total=total, contract=contract)
+    if plan is None:  # every compilation of the map started now, side by side
+        with precision_scope():
+            warm(ctx, sel, batch)
+            som.warm(_finish, _finish_spec(N, len(sel), total, contract, p), **fin)
     I = np.zeros((N, len(sel)), complex)
     err = np.zeros(N)
     n_nodes = 0
@@ -221,24 +285,13 @@ def _run(
             I[g.idx] = k
             err[g.idx] = e.sum(1) / scale
             phi[g.idx] = g.phi
-        want_h = any(i >= 5 for i in sel)
-        G, GH = _assemble(jnp.asarray(I, p.complex), jnp.asarray(phi, p.real), tuple(sel), want_h)
-        if part == "total":
-            in_s = np.nonzero(layer == s)[0]
-            if len(in_s):
-                ks = k0 * np.sqrt(complex(eps[s]))
-                ks = -ks if ks.imag < 0 else ks
-                G0, GH0 = _free_space(jnp.asarray(ks, p.complex), k0, jnp.asarray(R[in_s], p.real))
-                G = G.at[in_s].add(G0.astype(G.dtype))
-                if want_h:
-                    GH = GH.at[in_s].add(GH0.astype(G.dtype))
-        if moment is not None:  # contract on the device: only (N, 3) comes back
-            pm = jnp.asarray(moment, G.dtype) * k0**2
-            hi = jax.lax.Precision.HIGHEST  # no TF32 on the GPU in single precision
-            E = np.asarray(jnp.matmul(G, pm, precision=hi)) if any(i < 5 for i in sel) else None
-            H = np.asarray(jnp.matmul(GH, pm, precision=hi)) if want_h else None
+        args = _finish_args(I, phi, *((R, in_s, ks, float(k0)) if total else (None,) * 4), pm, p)
+        A, B = som.call(_finish, *args, **fin)
+        if contract:
+            E = np.asarray(A) if want_e else None
+            H = np.asarray(B) if want_h else None
             return GreenResult(pts, None, None, err, n_nodes, part, tuple(stats), E, H)
-        G, GH = np.asarray(G), (np.asarray(GH) if want_h else None)
+        G, GH = np.asarray(A), (np.asarray(B) if want_h else None)
     return GreenResult(pts, G, GH, err, n_nodes, part, tuple(stats))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 
 from ..errors import ConfigError
@@ -96,6 +96,11 @@ class _Group:
         self.rho, self.phi, self.zu, self.zd, self.h = geometry
         n = ctx["stack"].n_media
         self.has_up, self.has_dn = m < n - 1, m > 0
+        # the kernels see a one-sided medium as "up" only: below the stack's last interface
+        # exp(-i kz zd) = exp(i kz (-zd)) with the down coefficients (bit for bit the same
+        # products), so the top and bottom media share one compiled kernel
+        self.flip = self.has_dn and not self.has_up
+        self.z_up = -self.zd if self.flip else self.zu
         self.orders = som.orders_of(sel)
         self.path = som.choose_path(
             ctx["k0"], ctx["eps"], float(self.rho.max()), float(self.h.min()), ctx["rtol"], ctx["wavelength"]
@@ -117,17 +122,32 @@ class _Group:
                 self.sel,
                 c["cdtype"],
             )
+            if self.flip:
+                coef = coef[..., ::-1]
             out.append((kr, wk, wg, coef, kzm, real))
         return out
+
+    def _statics(self, real):
+        return dict(
+            orders=self.orders,
+            bessel_real=real,
+            has_up=self.has_up or self.has_dn,
+            has_dn=self.has_up and self.has_dn,
+        )
 
     def refine(self, extra=()):
         c = self.ctx
         if self.report is not None:
             self.report(0, "refine")
         sample = np.union1d(_sample(self.rho, self.h, 48, c["rng"]), np.asarray(extra, int))
-        sample = np.resize(sample, -(-len(sample) // 64) * 64)  # fixed sizes: one compilation
-        args = [jnp.asarray(a[sample], c["rdtype"]) for a in (self.rho, self.zu, self.zd)]
-        step = 15 * 256
+        tile = som.REFINE_POINTS
+        sample = np.resize(sample, -(-len(sample) // tile) * tile)  # whole tiles: one compilation
+        rdt = c["rdtype"]
+        tiles = [
+            [_put(a[sample[t : t + tile]], rdt) for a in (self.rho, self.z_up, self.zd)]
+            for t in range(0, len(sample), tile)
+        ]
+        step = som.REFINE_CHUNK
         for _ in range(som.MAX_ROUNDS):
             parts = []
             for which, (kr, wk, wg, coef, kzm, real) in zip(("ellipse", "tail"), self._tables()):
@@ -142,21 +162,27 @@ class _Group:
                         kzm[sl],
                         step,
                         c,
+                        host_weights=True,
                     )
-                    k_, g_ = som.panel_sums(
-                        k_,
-                        w_[:, 0],
-                        w_[:, 1],
-                        coef_,
-                        kzm_,
-                        *args,
-                        self.orders,
-                        real,
-                        self.has_up,
-                        self.has_dn,
-                    )
-                    ks.append(np.asarray(k_)[:, : n // 15])
-                    gs.append(np.asarray(g_)[:, : n // 15])
+                    wk_, wg_ = (_put(w_[:, j], c["cdtype"]) for j in (0, 1))
+                    n_blocks = np.int32(-(-n // som.REFINE_BLOCK))
+                    kt, gt = [], []
+                    for args in tiles:
+                        k_t, g_t = som.call(
+                            som.panel_sums,
+                            k_,
+                            wk_,
+                            wg_,
+                            coef_,
+                            kzm_,
+                            *args,
+                            n_blocks=n_blocks,
+                            **self._statics(real),
+                        )
+                        kt.append(np.asarray(k_t)[:, : n // 15])
+                        gt.append(np.asarray(g_t)[:, : n // 15])
+                    ks.append(np.concatenate(kt, 0))
+                    gs.append(np.concatenate(gt, 0))
                 parts.append((which, np.concatenate(ks, 1), np.concatenate(gs, 1)))
             total = sum(k.sum(1) for _, k, _ in parts)  # (S, nsel)
             scale = np.maximum(np.linalg.norm(total, axis=1), 1e-300)
@@ -195,7 +221,7 @@ class _Group:
         n = len(self.idx)
         lay = c.get("layout")  # None: one device (see distributed.py for several)
         if lay is None:
-            size = batch if n > batch else max(16, 1 << (n - 1).bit_length())
+            size = point_chunk(n, batch)
         else:
             from . import distributed
 
@@ -208,19 +234,19 @@ class _Group:
                 wl[-15:] = wk[-15:]
             for a in range(0, len(kr), som.CHUNK):
                 sl = slice(a, a + som.CHUNK)
-                nodes = som.CHUNK  # the last chunk: the smallest of CHUNK / 2^j that holds it
-                while nodes // 2 >= len(kr[sl]) and nodes // 2 >= 2 * block:
-                    nodes //= 2
+                # one chunk size for all: the kernel loops over the valid blocks only
                 k_, w_, coef_, kzm_ = _padded(
                     kr[sl].real if real else kr[sl],
                     np.stack([wk[sl], wk[sl] - wg[sl], wl[sl]], 1),
                     coef[sl],
                     kzm[sl],
-                    nodes,
+                    som.CHUNK,
                     c,
                     host_weights=True,
                 )
-                chunks.append((k_, jnp.asarray(som.weight_matrix(w_, block)), coef_, kzm_, real))
+                W = som.weight_matrix(w_, block)
+                n_blocks = np.int32(-(-len(kr[sl]) // block))
+                chunks.append((k_, _put(W, W.dtype), coef_, kzm_, real, n_blocks))
         if lay is not None:
             chunks = distributed.replicate(chunks, lay)
         res_k = np.zeros((n, S), complex)
@@ -232,20 +258,16 @@ class _Group:
             P = len(self.rho[sl])
             if lay is None:
                 pts = [
-                    jnp.asarray(np.pad(v[sl], (0, size - P), mode="edge"), rdt)
-                    for v in (self.rho, self.zu, self.zd)
+                    _put(np.pad(v[sl], (0, size - P), mode="edge"), rdt)
+                    for v in (self.rho, self.z_up, self.zd)
                 ]
-                acc = (
-                    jnp.zeros((size, S), c["cdtype"]),
-                    jnp.zeros((size, S), rdt),
-                    jnp.zeros((size, S), c["cdtype"]),
-                )
+                acc = tuple(_put(np.zeros((size, S)), t) for t in (c["cdtype"], rdt, c["cdtype"]))
             else:  # points split over the devices, node tables replicated
-                pts = [distributed.put_points(v[sl], size, rdt, lay) for v in (self.rho, self.zu, self.zd)]
+                pts = [distributed.put_points(v[sl], size, rdt, lay) for v in (self.rho, self.z_up, self.zd)]
                 acc = tuple(distributed.zeros((size, S), t, lay) for t in (c["cdtype"], rdt, c["cdtype"]))
-            for k_, w_, coef_, kzm_, real in chunks:
-                acc = som.integrate(
-                    acc, k_, w_, coef_, kzm_, *pts, self.orders, real, self.has_up, self.has_dn
+            for k_, w_, coef_, kzm_, real, n_blocks in chunks:
+                acc = som.call(
+                    som.integrate, acc, k_, w_, coef_, kzm_, *pts, n_blocks=n_blocks, **self._statics(real)
                 )
             K, err, last = (np.asarray(x)[:P] for x in acc)
             q = np.exp(-self.h[sl] * w_last)
@@ -265,8 +287,32 @@ def _padded(kr, w, coef, kzm, size: int, c, host_weights: bool = False):
     coef_ = np.concatenate([coef, np.repeat(coef[-1:], pad, 0)])
     kzm_ = np.concatenate([kzm, np.repeat(kzm[-1:], pad, 0)])
     kdt = c["rdtype"] if real else c["cdtype"]
-    w_ = w_ if host_weights else jnp.asarray(w_, c["cdtype"])
-    return jnp.asarray(kr_, kdt), w_, jnp.asarray(coef_), jnp.asarray(kzm_)
+    w_ = w_ if host_weights else _put(w_, c["cdtype"])
+    return _put(kr_, kdt), w_, _put(coef_, coef_.dtype), _put(kzm_, kzm_.dtype)
+
+
+def _put(a, dtype) -> jax.Array:
+    """A host array on the default device in ``dtype`` (a transfer: ``jnp.asarray`` of a
+    NumPy array without a dtype compiles a small program per shape)."""
+    return jax.device_put(np.ascontiguousarray(a, dtype=dtype))
+
+
+#: smallest point chunk on a GPU: below ~8192 points x 30 nodes per step the device is not
+#: filled, so padding a small group up to it costs little and saves compilations
+GPU_MIN_POINTS = 8192
+
+
+def point_chunk(n: int, batch: int, platform: str | None = None) -> int:
+    """Points per integration call for a group of ``n`` points: ``batch`` for groups that
+    fill it, else the smallest of floor * 4^j that holds them (floor 16 on a CPU, 8192 on a
+    GPU), at most ``batch``: a few sizes per map, each one compilation per kernel."""
+    if n >= batch:
+        return batch
+    platform = platform or jax.default_backend()
+    size = 16 if platform == "cpu" else GPU_MIN_POINTS
+    while size < n:
+        size *= 4
+    return min(size, batch)
 
 
 def _octaves(ctx, m: int):
@@ -301,3 +347,67 @@ def groups(ctx, sel):
             done += len(sub)
             if callback is not None:
                 g.report(len(sub), "done")
+
+
+def warm(ctx, sel, batch: int) -> None:
+    """Start compiling (in the background, side by side) every kernel the map of ``ctx``
+    will call on one device: the refinement's and the integration's, complex (ellipse) and
+    real (tail) nodes, for each kind of medium (one- or two-sided) and point chunk size.
+    Each group's quadrature path is chosen first, so a map refused for it (ConfigError)
+    starts no compilation."""
+    if ctx.get("layout") is not None:
+        return
+    S, n = len(sel), ctx["stack"].n_media
+    cdt, rdt = np.dtype(ctx["cdtype"]), np.dtype(ctx["rdtype"])
+    orders = som.orders_of(sel)
+
+    def spec(shape, dtype):
+        return jax.ShapeDtypeStruct(shape, dtype)
+
+    i32 = spec((), np.int32)
+    block, RC, C = 30, som.REFINE_CHUNK, som.CHUNK
+    seen = set()
+    for m in (int(m) for m in np.unique(ctx["layer"])):
+        two = 0 < m < n - 1
+        _, geo, octave = _octaves(ctx, m)
+        sizes = set()
+        for o in np.unique(octave):
+            sub = octave == o
+            # the group's path first: a map that cannot be integrated fails before compiling
+            som.choose_path(
+                ctx["k0"],
+                ctx["eps"],
+                float(geo[0][sub].max()),
+                float(geo[4][sub].min()),
+                ctx["rtol"],
+                ctx["wavelength"],
+            )
+            sizes.add(point_chunk(int(sub.sum()), batch))
+        for real in (False, True):
+            kdt = rdt if real else cdt
+            wdt = np.dtype(np.float64) if real else np.dtype(np.complex128)
+            statics = dict(orders=orders, bessel_real=real, has_up=True, has_dn=two)
+            if ("refine", two, real) not in seen:
+                seen.add(("refine", two, real))
+                pts = [spec((som.REFINE_POINTS,), rdt)] * 3
+                args = (
+                    spec((RC,), kdt),
+                    spec((RC,), cdt),
+                    spec((RC,), cdt),
+                    spec((RC, S, 2), cdt),
+                    spec((RC,), cdt),
+                )
+                som.warm(som.panel_sums, args + tuple(pts), dict(n_blocks=i32), **statics)
+            for size in sizes:
+                if ("integrate", two, real, size) in seen:
+                    continue
+                seen.add(("integrate", two, real, size))
+                acc = (spec((size, S), cdt), spec((size, S), rdt), spec((size, S), cdt))
+                args = (
+                    acc,
+                    spec((C,), kdt),
+                    spec((C // block, block, 5), wdt),
+                    spec((C, S, 2), cdt),
+                    spec((C,), cdt),
+                )
+                som.warm(som.integrate, args + (spec((size,), rdt),) * 3, dict(n_blocks=i32), **statics)

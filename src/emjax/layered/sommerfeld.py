@@ -18,12 +18,16 @@ from above in practice).
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..backend import precision_scope
 from ..errors import ConfigError
 from .bessel import jn012
 from .coefficients import BESSEL_ORDER, integrand_coefficients
@@ -166,17 +170,39 @@ def select_bessel(total, J, orders):
     return jnp.stack([total[..., i] * J[n] for i, n in enumerate(orders)], axis=-1)
 
 
+REFINE_POINTS = 64  # sample points per call of panel_sums (fixed: one compilation)
+REFINE_BLOCK = 15 * 16  # nodes per loop step of panel_sums
+REFINE_CHUNK = 15 * 256  # nodes per call of panel_sums
+
+
 @partial(jax.jit, static_argnames=("orders", "bessel_real", "has_up", "has_dn"))
-def panel_sums(kr, wk, wg, coef, kzm, rho, zu, zd, orders, bessel_real, has_up, has_dn):
-    """Per-panel Kronrod and Gauss sums, (P, n_panels, nsel) each; nodes grouped by 15."""
-    total, J = integrand(kr, coef, kzm, rho, zu, zd, bessel_real, has_up, has_dn)
-    f = select_bessel(total, J, orders)
-    P, N, S = f.shape
-    f = f.reshape(P, N // 15, 15, S)
-    return (
-        jnp.einsum("pnks,nk->pns", f, wk.reshape(-1, 15), precision=HIGHEST),
-        jnp.einsum("pnks,nk->pns", f, wg.reshape(-1, 15), precision=HIGHEST),
-    )
+def panel_sums(kr, wk, wg, coef, kzm, rho, zu, zd, n_blocks, orders, bessel_real, has_up, has_dn):
+    """Per-panel Kronrod and Gauss sums, (P, n_panels, nsel) each; nodes grouped by 15.
+
+    The nodes (a fixed REFINE_CHUNK, padded) are taken REFINE_BLOCK at a time for the first
+    ``n_blocks`` (a traced int32: no recompilation per node count) blocks; panels beyond
+    them come back zero."""
+    P, N, S = rho.shape[0], kr.shape[0], coef.shape[1]
+    pb = REFINE_BLOCK // 15
+
+    def body(i, carry):
+        K, G = carry
+        a = i * REFINE_BLOCK
+
+        def sl(x):
+            return jax.lax.dynamic_slice_in_dim(x, a, REFINE_BLOCK, 0)
+
+        total, J = integrand(sl(kr), sl(coef), sl(kzm), rho, zu, zd, bessel_real, has_up, has_dn)
+        f = select_bessel(total, J, orders).reshape(P, pb, 15, S)
+        k = jnp.einsum("pnks,nk->pns", f, sl(wk).reshape(-1, 15), precision=HIGHEST)
+        g = jnp.einsum("pnks,nk->pns", f, sl(wg).reshape(-1, 15), precision=HIGHEST)
+        return (
+            jax.lax.dynamic_update_slice_in_dim(K, k, i * pb, 1),
+            jax.lax.dynamic_update_slice_in_dim(G, g, i * pb, 1),
+        )
+
+    zero = jnp.zeros((P, N // 15, S), coef.dtype)
+    return jax.lax.fori_loop(0, n_blocks, body, (zero, zero))
 
 
 CHUNK = 15 * 64  # nodes per call of integrate (fixed shapes: one compilation per variant)
@@ -197,37 +223,38 @@ def weight_matrix(w, block: int):
     return W
 
 
-@partial(jax.jit, static_argnames=("orders", "bessel_real", "has_up", "has_dn"), donate_argnames=("acc",))
-def integrate(acc, kr, W, coef, kzm, rho, zu, zd, orders, bessel_real, has_up, has_dn):
+@partial(jax.jit, static_argnames=("orders", "bessel_real", "has_up", "has_dn"))
+def integrate(acc, kr, W, coef, kzm, rho, zu, zd, orders, bessel_real, has_up, has_dn, n_blocks=None):
     """Add one chunk of nodes to the accumulators ``acc = (K, err, last)`` of all points.
 
     ``W`` (n_blocks, block, 2 q + 1) from :func:`weight_matrix` (padded nodes: zero
     weights). The loop runs over blocks of nodes (whole panels), vectorised over points
     (P,); the integrand of a block is evaluated once and contracted with W. K, last:
     (P, nsel) complex; err (P, nsel): sum over panels of |K - G| above rounding level.
+    ``n_blocks`` (a traced int32; None: all): only the first blocks are evaluated, so one
+    compiled chunk size serves every node count.
     """
     nb, block, ncol = W.shape
     q = block // 15
     floor = 64 * jnp.finfo(rho.dtype).eps  # rounding-level differences are no error signal
-
-    def body(carry, blk):
-        K, err, last = carry
-        k, w, c, z = blk
-        total, J = integrand(k, c, z, rho, zu, zd, bessel_real, has_up, has_dn)
-        f = select_bessel(total, J, orders)  # (P, block, S)
-        r = jnp.einsum("pbs,bw->psw", f, w, precision=HIGHEST)  # (P, S, 2q + 1)
-        kp, d = r[..., :q], r[..., q : 2 * q]
-        d = jnp.maximum(jnp.abs(d) - floor * 2 * jnp.abs(kp), 0)
-        return (K + kp.sum(-1), err + d.sum(-1), last + r[..., 2 * q]), None
-
     xs = (
         kr.reshape(nb, block),
         W.astype(coef.dtype),
         coef.reshape(nb, block, *coef.shape[1:]),
         kzm.reshape(nb, block),
     )
-    acc, _ = jax.lax.scan(body, acc, xs)
-    return acc
+
+    def body(i, carry):
+        K, err, last = carry
+        k, w, c, z = (jax.lax.dynamic_index_in_dim(x, i, keepdims=False) for x in xs)
+        total, J = integrand(k, c, z, rho, zu, zd, bessel_real, has_up, has_dn)
+        f = select_bessel(total, J, orders)  # (P, block, S)
+        r = jnp.einsum("pbs,bw->psw", f, w, precision=HIGHEST)  # (P, S, 2q + 1)
+        kp, d = r[..., :q], r[..., q : 2 * q]
+        d = jnp.maximum(jnp.abs(d) - floor * 2 * jnp.abs(kp), 0)
+        return (K + kp.sum(-1), err + d.sum(-1), last + r[..., 2 * q])
+
+    return jax.lax.fori_loop(0, nb if n_blocks is None else n_blocks, body, tuple(acc))
 
 
 def coefficient_table(kr, k0, eps, interfaces, z_src, s, m, sel, cdtype):
@@ -241,3 +268,50 @@ def coefficient_table(kr, k0, eps, interfaces, z_src, s, m, sel, cdtype):
 
 def orders_of(sel) -> tuple:
     return tuple(BESSEL_ORDER[i] for i in sel)
+
+
+# Compilations started ahead, in threads (XLA compiles with the GIL released): a map knows
+# every kernel shape it needs before it starts (fixed node chunks, bucketed point counts),
+# so they compile side by side instead of one after another on first use.
+_POOL: ThreadPoolExecutor | None = None
+_WARM: dict = {}
+_LOCK = threading.Lock()
+
+
+def _key(fn, args, kwargs, static):
+    leaves = jax.tree_util.tree_leaves((args, kwargs))
+    shapes = tuple(
+        (tuple(a.shape), np.dtype(a.dtype).name) if hasattr(a, "dtype") else ((), np.asarray(a).dtype.name)
+        for a in leaves
+    )
+    return (fn.__name__, shapes, tuple(sorted(static.items())))
+
+
+def _compile(fn, args, kwargs, static):
+    with precision_scope():
+        fn.lower(*args, **kwargs, **static).compile()
+
+
+def warm(fn, args, kwargs=None, **static) -> None:
+    """Compile ``fn`` (jitted) for these arguments (``jax.ShapeDtypeStruct`` leaves) in the
+    background; :func:`call` with matching arguments waits for it (then jit finds it in its
+    cache: no second compilation)."""
+    kwargs = kwargs or {}
+    key = _key(fn, args, kwargs, static)
+    global _POOL
+    with _LOCK:
+        if key in _WARM:
+            return
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)))
+        _WARM[key] = _POOL.submit(_compile, fn, args, kwargs, static)
+
+
+def call(fn, *args, n_blocks=None, **static):
+    """``fn(*args, **static)`` (with ``n_blocks`` where given) once a compilation of it
+    started by :func:`warm` has finished (a failed one is left to jit to report)."""
+    kwargs = {} if n_blocks is None else dict(n_blocks=n_blocks)
+    fut = _WARM.get(_key(fn, args, kwargs, static))
+    if fut is not None:
+        fut.exception()  # waits; errors surface from the call itself
+    return fn(*args, **kwargs, **static)
