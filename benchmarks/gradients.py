@@ -8,9 +8,10 @@ FDTD: an n^3 grid with CPML(10), a Ricker dipole, eps = 1 + 0.5 U(0, 1) per cell
 permittivity array is the parameter), ``--steps`` steps; objective: a probe's energy
 ``sum E_z(t)^2``. Forward = ``jax.jit`` of the objective (the traced path: one ``lax.scan``);
 gradient = ``jax.jit(jax.value_and_grad)`` with checkpointed segments of ``remat`` steps
-(default sqrt(steps)); both in float32 and float64 (``--precision``). The concrete
-``fdtd.run`` (the chunked loop a user runs without gradients) is timed too: the honest
-denominator for "what does a gradient cost over a plain run".
+(default sqrt(steps)) through emjax.fdtd.adjoint (``--adjoint custom``, the default) or JAX's
+own reverse mode of the scan (``--adjoint autodiff``); both in float32 and float64
+(``--precision``). The concrete ``fdtd.run`` (the chunked loop a user runs without
+gradients) is timed too: the honest denominator for "what does a gradient cost over a plain run".
 
 FDFD 2-D TM: ``fdfd.tm_field`` on an n x n grid (PML 20) with an eps = 1 + U(0, 1) design
 region, a plane wave; objective: |E_z|^2 summed over a line of nodes. Forward = SuperLU
@@ -45,9 +46,12 @@ def _timed(fn, *args, repeats=3):
     return first, best
 
 
-def bench_fdtd(n: int, steps: int, precision: str, remat: int | None):
+def bench_fdtd(n: int, steps: int, precision: str, remat, adjoint: str = "custom", sigma: float = 0.0):
     from emjax import fdtd
     from emjax.backend import precision_scope
+    from emjax.fdtd import simulation
+
+    simulation.ADJOINT = adjoint
 
     shape = (n, n, n)
     c = n // 2
@@ -55,7 +59,8 @@ def bench_fdtd(n: int, steps: int, precision: str, remat: int | None):
     def sim(eps):
         g = fdtd.Grid(shape, dx=0.05, boundary=fdtd.CPML(10), precision=precision)
         src = fdtd.PointDipole((c - n // 4, c, c), 2, fdtd.Ricker(frequency=0.8))
-        return fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=(fdtd.Probe((c + n // 4, c, c), 2),))
+        probes = (fdtd.Probe((c + n // 4, c, c), 2),)
+        return fdtd.GridSimulation(g, eps=eps, sigma=sigma, sources=(src,), probes=probes)
 
     def loss(eps):
         r = fdtd.run(sim(eps), steps, remat=remat)
@@ -82,6 +87,8 @@ def bench_fdtd(n: int, steps: int, precision: str, remat: int | None):
         steps=steps,
         precision=precision,
         remat=remat,
+        adjoint=adjoint,
+        sigma=sigma,
         forward_compile_s=f_first - f_warm,
         forward_s=f_warm,
         grad_compile_s=g_first - g_warm,
@@ -147,6 +154,13 @@ def main(argv=None):
     p.add_argument("--fdtd", type=int, action="append", help="FDTD grid edge n (repeatable)")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--remat", type=int, default=None)
+    p.add_argument(
+        "--adjoint",
+        action="append",
+        choices=("custom", "autodiff"),
+        help="FDTD reverse mode: emjax.fdtd.adjoint (default) or JAX's through the scan (repeatable)",
+    )
+    p.add_argument("--sigma", type=float, default=0.0, help="FDTD conductivity (lossy: ca traced too)")
     p.add_argument("--precision", action="append", choices=("single", "double"))
     p.add_argument("--fdfd", type=int, action="append", help="FDFD grid edge n (repeatable)")
     a = p.parse_args(argv)
@@ -155,8 +169,9 @@ def main(argv=None):
     dev = jax.devices()[0]
     for n in [k for k in a.fdtd or [] if k > 0]:
         for prec in a.precision or ["single", "double"]:
-            r = bench_fdtd(n, a.steps, prec, a.remat)
-            print(json.dumps({"device": dev.device_kind, **r}), flush=True)
+            for adj in a.adjoint or ["custom"]:
+                r = bench_fdtd(n, a.steps, prec, a.remat, adj, a.sigma)
+                print(json.dumps({"device": dev.device_kind, **r}), flush=True)
     for n in [k for k in a.fdfd or [] if k > 0]:
         print(json.dumps({"device": dev.device_kind, **bench_fdfd(n)}), flush=True)
 
