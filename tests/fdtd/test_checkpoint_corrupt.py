@@ -155,3 +155,18 @@ def test_a_bad_checkpoint_is_left_in_place(tmp_path, good):
     with pytest.raises(ConfigError):
         fdtd.run(_sim(), 20, chunk=5, checkpoint=path)
     assert path.read_bytes() == before
+
+
+def test_an_unwritable_checkpoint_path_is_a_config_error(tmp_path):
+    """A checkpoint under a file (no such folder): a ConfigError naming the path, not
+    NumPy's FileNotFoundError about a temporary name."""
+    (tmp_path / "afile").write_text("x")
+    path = tmp_path / "afile" / "run.npz"
+    with pytest.raises(ConfigError, match=r"checkpoint '.*afile/run.npz' cannot be written"):
+        fdtd.run(_sim(), 10, chunk=5, checkpoint=path)
+
+
+def test_saving_leaves_no_temporary_files(tmp_path):
+    path = tmp_path / "run.npz"
+    fdtd.run(_sim(), 10, chunk=5, checkpoint=path)
+    assert [p.name for p in tmp_path.iterdir()] == ["run.npz"]

@@ -13,7 +13,6 @@ a run on any layout (one device included) resumes from a checkpoint written on a
 
 from __future__ import annotations
 
-import os
 import zipfile
 from pathlib import Path
 
@@ -54,11 +53,24 @@ def save(path: Path, state, recs, plan) -> None:
     data["probes"] = np.concatenate(recs) if recs else np.zeros((0,))
     data["fingerprint"] = np.array(fingerprint(plan))
     old = _shard_names(path)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **data)
-    os.replace(tmp, path)  # atomic: a crash never leaves a half-written checkpoint
+    _write_npz(path, data)  # atomic: a crash never leaves a half-written checkpoint
     for name in old:  # a sharded run's files, resumed here on one device
         path.with_name(name).unlink(missing_ok=True)
+
+
+def _write_npz(path: Path, data: dict) -> None:
+    """``np.savez`` to a temporary file in ``path``'s folder, then ``os.replace``
+    (:func:`emjax.io.atomic_path`); a path that cannot be written is a ConfigError naming it."""
+    from ..io import atomic_path
+
+    try:
+        with atomic_path(path) as tmp:
+            np.savez(tmp, **data)
+    except OSError as exc:
+        raise ConfigError(
+            f"checkpoint {str(path)!r} cannot be written ({exc.strerror or exc}); "
+            "name a file in a writable folder"
+        ) from None
 
 
 def _shard_names(path: Path) -> list:
@@ -238,9 +250,7 @@ def save_sharded(path: Path, state, recs, plan, axes) -> None:
             block = np.asarray(sh.data)[(slice(None),) * ax + (slice(0, max(stop - start, 0)),)]
             mine.setdefault(k, {})[f"leaf{i}"] = block
     for k, data in mine.items():
-        tmp = path.with_name(names[k] + ".tmp.npz")
-        np.savez(tmp, **data)
-        os.replace(tmp, path.with_name(names[k]))
+        _write_npz(path.with_name(names[k]), data)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
@@ -253,9 +263,7 @@ def save_sharded(path: Path, state, recs, plan, axes) -> None:
     data["fingerprint"] = np.array(fingerprint(plan))
     data["shards"] = np.array(names)
     data["split_axes"] = np.array([-1 if a is None else a for a in axes])
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **data)
-    os.replace(tmp, path)  # the index last: a crash leaves the previous index and its shards
+    _write_npz(path, data)  # the index last: a crash leaves the previous index and its shards
     for name in old:
         if name not in names:
             path.with_name(name).unlink(missing_ok=True)

@@ -125,11 +125,13 @@ class Grid:
     precision: str = "single"
 
     def __post_init__(self):
-        if len(self.shape) != 3:
+        if isinstance(self.shape, (str, bytes)) or np.ndim(self.shape) != 1 or len(self.shape) != 3:
             raise ConfigError(f"shape must be (nx, ny, nz), got {self.shape!r}")
         shape = tuple(require_int(f"shape[{i}]", n, 1, 2**31 - 1) for i, n in enumerate(self.shape))
         object.__setattr__(self, "shape", shape)
-        require_positive("dx", self.dx)
+        if isinstance(self.dx, (str, bytes, bool)):
+            raise ConfigError(f"dx must be a number > 0 (the cell size), got {self.dx!r}")
+        object.__setattr__(self, "dx", require_positive("dx", self.dx))
         if self.order not in (2, 4):
             raise ConfigError(f"order must be 2 or 4, got {self.order!r}")
         b = self.boundary if isinstance(self.boundary, tuple) else (self.boundary,) * 3
@@ -150,7 +152,10 @@ class Grid:
         if self.courant is None:
             object.__setattr__(self, "courant", 0.99 * limit)
         else:
+            if isinstance(self.courant, (str, bytes, bool)):
+                raise ConfigError(f"courant must be a number in (0, {limit:.6g}], got {self.courant!r}")
             c = require_finite("courant", self.courant)
+            object.__setattr__(self, "courant", c)
             if not 0.0 < c <= limit:
                 raise ConfigError(
                     f"courant must be in (0, {limit:.6g}] (the stability limit "

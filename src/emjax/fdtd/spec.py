@@ -80,6 +80,14 @@ class GridSimulation:
                 raise ConfigError(f"{name} must be a scalar or of shape {self.grid.shape}, got {np.shape(v)}")
             if is_traced(v):
                 continue
+            kind = np.asarray(v).dtype.kind
+            if kind == "c":
+                raise ConfigError(
+                    f"{name} must be real, got a complex value: a lossy medium takes sigma "
+                    "(conductivity, >= 0) or a dispersive material (materials.Drude/Lorentz)"
+                )
+            if kind not in "iuf":
+                raise ConfigError(f"{name} must be a number or an array of numbers, got {v!r}"[:200])
             if np.ndim(v) == 0 and not np.isfinite(v):
                 raise ConfigError(f"{name} must be finite, got {v!r}")
             if np.ndim(v) and not np.all(np.isfinite(v)):

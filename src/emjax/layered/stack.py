@@ -61,7 +61,10 @@ class Stack:
     z_top: float = 0.0
 
     def __post_init__(self):
-        eps = tuple(self.eps) if not isinstance(self.eps, (str, bytes)) else None
+        try:  # a list, a tuple or an array of media; not a string, a number or None
+            eps = tuple(self.eps) if not isinstance(self.eps, (str, bytes, dict)) else None
+        except TypeError:
+            eps = None
         if eps is None or len(eps) < 2:
             raise ConfigError(f"Stack.eps must list at least two media (top and bottom), got {self.eps!r}")
         eps = tuple(_check_eps(f"Stack.eps[{i}]", e) for i, e in enumerate(eps))
