@@ -340,6 +340,17 @@ def _advance(plan, arrays, state, steps: int):
     return state, rec, finite
 
 
+def default_chunk(steps: int, n_cells: int) -> int:
+    """Steps per device call of a concrete run (progress and checkpoints come between
+    calls): ~5% of the run, at least 50 steps, but no more than ~2 s of work at a
+    conservative rate (1e10 cell updates/s on a GPU, 2e8 on a CPU), so a long run on a big
+    grid reports every few seconds; one chunk length (plus the last) keeps it at one or two
+    compilations."""
+    rate = 2e8 if jax.default_backend() == "cpu" else 1e10
+    cap = max(1, int(2.0 * rate / max(n_cells, 1)))
+    return max(1, min(steps, max(steps // 20, 50), cap))
+
+
 def remat_segment(steps: int) -> int:
     """Default steps per rematerialized segment of a traced run: ``round(sqrt(steps))``.
 
@@ -477,11 +488,15 @@ def run(
 
     ``out_of_core``: the calculation window of :mod:`emjax.fdtd.window` (issue 19): the
     state in host memory, slabs along x advanced ``th`` steps per visit on the device.
-    ``None`` (default): used automatically, with ``th = 64``, when a concrete one-device run
-    on a GPU does not fit the device's memory; ``False``: never; ``True`` or a dict
-    ``{"th": ..., "slab": ..., "device_bytes": ...}``: always (``device_bytes`` sets the slab
-    from a device budget, default half the device's memory). No checkpoint or layout with it
-    (yet); bit for bit the in-memory result on the CPU.
+    ``None`` (default): used automatically when a concrete one-device run on a GPU does not
+    fit the device's memory; ``False``: never; ``True`` or a dict ``{"th": ..., "slab": ...,
+    "device_bytes": ..., "host_memory": ...}``: always (``device_bytes`` sets the slab from a
+    device budget, default half the device's memory; ``th`` default: the rate model's best,
+    :func:`emjax.fdtd.window.choose_th`; ``host_memory`` "pinned" or "numpy", default pinned
+    where the device has it). No checkpoint or layout with it (yet); bit for bit the
+    in-memory result on the CPU. XLA caps pinned host memory on a GPU at
+    ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` (default 64, read when JAX starts): set it higher
+    for grids whose fields exceed it, or the window falls back to NumPy (slower link).
     """
     from . import physical
 
@@ -510,7 +525,7 @@ def run(
         check_memory(sim.memory_bytes(), f"FDTD on a {shape_txt} grid")
     else:  # each device holds its slab (plus replicated x-CPML windows: small)
         check_memory(sim.memory_bytes() // lay.n, f"FDTD on a {shape_txt} grid split over {lay.n} devices")
-    chunk = chunk or max(1, min(steps, max(steps // 20, 50)))
+    chunk = chunk or default_chunk(steps, sim.grid.n_cells)
     if (
         sim.grid.precision == "double"
         and not jax.config.jax_enable_x64
@@ -682,15 +697,17 @@ def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, lay
     if out_of_core is True:
         opts = {}
     elif isinstance(out_of_core, dict):
-        unknown = set(out_of_core) - {"th", "slab", "device_bytes"}
+        unknown = set(out_of_core) - {"th", "slab", "device_bytes", "host_memory"}
         if unknown:
             raise ConfigError(
-                f"out_of_core: unknown key(s) {sorted(unknown)}; allowed: th, slab, device_bytes"
+                f"out_of_core: unknown key(s) {sorted(unknown)}; allowed: th, slab, device_bytes, host_memory"
             )
         opts = dict(out_of_core)
     else:
         raise ConfigError(f"out_of_core must be None, True, False or a dict, got {out_of_core!r}")
-    opts.setdefault("th", 64)
     if opts.get("slab") is None and opts.get("device_bytes") is None:
         opts["device_bytes"] = int(0.5 * device_memory_bytes())
+    if opts.get("th") is None:  # the rate model's best for an H100-class device and link
+        budget = opts.get("device_bytes") or device_memory_bytes()
+        opts["th"] = window.choose_th(sim, budget, 3.3e10, 5e10, 5e10)[0]
     return window.run_window(sim, steps, initial=initial, progress=progress, **opts)
