@@ -64,6 +64,7 @@ def _eps():
     return jnp.asarray(1.0 + 0.5 * np.random.default_rng(0).random(SHAPE))
 
 
+@pytest.mark.slow
 def test_lossy_run_same_gradient_as_autodiff_and_takes_the_custom_path(monkeypatch):
     """sigma > 0: ca, cb and src_cb are all traced; 50 steps in segments of 7 (an uneven
     last one)."""
