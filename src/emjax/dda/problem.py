@@ -110,8 +110,11 @@ class DDAProblem:
                 f"polarizability must be one of CM(), RR(), LDR(), FCD(); got {self.polarizability!r}"
             )
         precision(self.precision)
-        if len(self.orientation) != 3:
-            raise ConfigError("orientation must be three Euler angles (alpha, beta, gamma) in degrees")
+        if isinstance(self.orientation, str) or len(self.orientation) != 3:
+            raise ConfigError(
+                "orientation must be three Euler angles (alpha, beta, gamma) in degrees, got "
+                f"{self.orientation!r} (a random-orientation average: emjax.dda.average(problem, ...))"
+            )
         for name, a in zip(("alpha", "beta", "gamma"), self.orientation):
             require_finite(f"orientation.{name}", a)
         theta = tuple(np.arange(181.0)) if self.theta is None else tuple(float(t) for t in self.theta)

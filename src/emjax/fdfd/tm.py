@@ -451,6 +451,8 @@ def _grid(size, resolution, frequency, pml, center, averaging, half: bool) -> _G
     f = require_positive("frequency", frequency)
     if averaging not in ("subpixel", "staircase"):
         raise ConfigError(f"averaging must be subpixel or staircase, got {averaging!r}")
+    if isinstance(size, str) or np.ndim(size) != 1 or len(size) != 2:
+        raise ConfigError(f"size must be two positive lengths (sx, sy), got {size!r}")
     sx, sy = (require_positive(f"size[{k}]", v) for k, v in enumerate(size))
     dx = 1.0 / res
     L = pml.thickness

@@ -525,7 +525,11 @@ def run(
         check_memory(sim.memory_bytes(), f"FDTD on a {shape_txt} grid")
     else:  # each device holds its slab (plus replicated x-CPML windows: small)
         check_memory(sim.memory_bytes() // lay.n, f"FDTD on a {shape_txt} grid split over {lay.n} devices")
-    chunk = chunk or default_chunk(steps, sim.grid.n_cells)
+    chunk = default_chunk(steps, sim.grid.n_cells) if chunk is None else require_int("chunk", chunk, 1)
+    if checkpoint is not None and not is_traced((sim.eps, sim.sigma, initial)):
+        from ..io import check_output_file
+
+        check_output_file(checkpoint, "checkpoint")  # before any step is computed
     if (
         sim.grid.precision == "double"
         and not jax.config.jax_enable_x64
