@@ -8,12 +8,18 @@ sin t``, then the real axis from ``2a`` to ``k_max`` where the slowest integrand
 travels). ``b <= 1 / rho_max`` keeps ``J_n(k_rho rho)`` from growing more than ``e``.
 
 As in the GPU scheme of Quinto et al. (PIER 2011), all observation points share one set of
-integration nodes: the loop runs over blocks of nodes (``lax.scan``), vectorised over
+integration nodes: the loop runs over blocks of nodes (``lax.fori_loop``), vectorised over
 points. The nodes are Gauss-Kronrod (7, 15) panels; the panel set is refined adaptively on a
 sample of the points (the extremes of rho and of the decay distance, plus a random subset)
 until ``sum over panels |K15 - G7| <= rtol * |I|`` for every sample point, and the final pass
 returns that estimate for every point (K15 is the value; the G7 difference bounds its error
 from above in practice).
+
+Compilations (issue 12): the kernels take fixed node chunks (``CHUNK``, ``REFINE_CHUNK``)
+with the count of valid blocks as a traced argument, and points in a few bucketed sizes
+(``groups.point_chunk``), so a map compiles each kernel once per kind of node (complex
+ellipse, real tail), of medium (one- or two-sided) and point bucket, not per group or node
+count; :func:`warm` compiles a map's kernels side by side in threads when it starts.
 """
 
 from __future__ import annotations
