@@ -280,6 +280,7 @@ def orders_of(sel) -> tuple:
 # every kernel shape it needs before it starts (fixed node chunks, bucketed point counts),
 # so they compile side by side instead of one after another on first use.
 _POOL: ThreadPoolExecutor | None = None
+WARM_ENV = "EMJAX_LAYERED_WARM"  # "0": no compilation ahead (for comparisons)
 _WARM: dict = {}
 _LOCK = threading.Lock()
 
@@ -301,7 +302,9 @@ def _compile(fn, args, kwargs, static):
 def warm(fn, args, kwargs=None, **static) -> None:
     """Compile ``fn`` (jitted) for these arguments (``jax.ShapeDtypeStruct`` leaves) in the
     background; :func:`call` with matching arguments waits for it (then jit finds it in its
-    cache: no second compilation)."""
+    cache: no second compilation). ``EMJAX_LAYERED_WARM=0`` turns this off."""
+    if os.environ.get(WARM_ENV, "1").strip().lower() in ("0", "off", "no", "false"):
+        return  # each kernel then compiles on its first call, one after another
     kwargs = kwargs or {}
     key = _key(fn, args, kwargs, static)
     global _POOL
