@@ -11,6 +11,9 @@ the Jacobi-QMR solve of the same size when both ran.
 
     PYTHONPATH=src python3 benchmarks/fdfd_multigrid.py --sizes 32 48 64
     PYTHONPATH=src python3 benchmarks/fdfd_multigrid.py --sizes 64 128 256 --solvers jacobi-qmr mg-pcocg
+
+The 2-core CPU's lines (a loaded box: times vary by tens of percent, iterations do not) are in
+benchmarks/results/cpu-2core-fdfd-multigrid.jsonl.
 """
 
 from __future__ import annotations
