@@ -133,7 +133,7 @@ def test_iterative_options():
         Multigrid(levels=0)
 
 
-def _sphere_solve(solver, size=1.3):
+def _sphere_solve(solver, size=1.3, obj=None):
     from emjax.fdfd import PlaneWave3D, solve_3d
     from emjax.fdfd.config import build_fdfd
 
@@ -145,7 +145,7 @@ def _sphere_solve(solver, size=1.3):
         "size": [size] * 3,
         "polarization": [0.0, 0.0, 1.0],
         "direction": [1.0, 0.0, 0.0],
-        "objects": [{"shape": "sphere", "center": [0.0, 0.0, 0.0], "radius": 0.25, "eps": 4.0}],
+        "objects": [obj or {"shape": "sphere", "center": [0.0, 0.0, 0.0], "radius": 0.25, "eps": 4.0}],
     }
     p = build_fdfd(cfg)
     return solve_3d(
@@ -181,3 +181,16 @@ def test_right_bicgstab_multigrid_solve_equals_the_jacobi_qmr_solve():
     assert mg.stats["converged"]
     err = np.linalg.norm(mg.Es - ref.Es) / np.linalg.norm(ref.Es)
     assert err < 1e-6, err
+
+
+@pytest.mark.slow
+def test_multigrid_with_a_pec_sphere():
+    """Conductor edges (fixed rows) pass through the cycle unchanged: same field as Jacobi-QMR
+    (measured 1.5e-8 apart, 318 against 738 iterations)."""
+    pec = {"shape": "sphere", "center": [0.0, 0.0, 0.0], "radius": 0.3, "material": "pec"}
+    ref = _sphere_solve(Iterative(QMR(rtol=1e-8, maxiter=20_000)), size=1.4, obj=pec)
+    mg = _sphere_solve(
+        Iterative(QMR(rtol=1e-8, maxiter=5_000), preconditioner="multigrid"), size=1.4, obj=pec
+    )
+    assert mg.stats["converged"]
+    assert np.linalg.norm(mg.Es - ref.Es) / np.linalg.norm(ref.Es) < 1e-6
