@@ -75,7 +75,7 @@ def _bad_files(tmp_path, good):
     files["foreign npz"] = (p, r"is not an emjax FDTD checkpoint \(no fingerprint, probes\)")
     p = tmp_path / "a_folder.npz"
     p.mkdir()
-    files["folder"] = (p, r"is not a readable emjax FDTD checkpoint")
+    files["folder"] = (p, r"is not a readable emjax FDTD checkpoint|is a folder; give a file name")
     p = tmp_path / "leafless.npz"
     _rewrite(p, good, leaf0=None)
     files["missing array"] = (p, r"holds \d+ state arrays, this run's state \d+ \(missing leaf0\)")
@@ -108,7 +108,8 @@ def test_run_refuses_a_bad_checkpoint_naming_the_file(tmp_path, good, case):
     with pytest.raises(ConfigError, match=message) as e:
         fdtd.run(_sim(), 20, chunk=5, checkpoint=path)
     assert str(path) in str(e.value) and "\n" not in str(e.value)
-    assert "delete it to start afresh" in str(e.value)
+    if case != "folder":  # run() refuses a folder before reading it (io.check_output_file)
+        assert "delete it to start afresh" in str(e.value)
 
 
 @pytest.mark.parametrize("case", CASES)
