@@ -263,7 +263,7 @@ def test_config_mapping_3d_and_solver():
         build_fdfd({**base, "polarization": [1, 0, 1]})
     with pytest.raises(ConfigError, match=r"objects\[0\] \(sphere\) spans z"):
         build_fdfd({**base, "objects": [{"shape": "sphere", "center": [0, 0, 1.2], "radius": 0.2, "eps": 2}]})
-    with pytest.raises(ConfigError, match="rtol and maxiter apply to qmr and bicgstab"):
+    with pytest.raises(ConfigError, match="rtol and maxiter apply to qmr, bicgstab and multigrid"):
         build_fdfd({**base, "solver": {"type": "direct", "rtol": 1e-3}})
     assert p.stencil == "yee"
     with pytest.raises(ConfigError, match='stencil = "compact" is 2-D only'):

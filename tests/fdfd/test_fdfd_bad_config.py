@@ -86,7 +86,7 @@ CASES = [
     (("monostatic",), {}, r"^\[monostatic\]\.angles is required"),
     (("solver", "type"), "gmres", r"^\[solver\]\.type must be one of direct, qmr, bicgstab"),
     (("solver", "type"), "bicgstab", r"^\[solver\]\.type = 'bicgstab': the 2-D solvers are direct only"),
-    (("solver", "rtol"), 1e-3, r"^\[solver\]: rtol and maxiter apply to qmr and bicgstab"),
+    (("solver", "rtol"), 1e-3, r"^\[solver\]: rtol and maxiter apply to qmr, bicgstab and multigrid"),
 ]
 CASES_3D = [
     (("solver", "rtol"), 1.0, r"^\[solver\]\.rtol must be a number in \(0, 1\)"),

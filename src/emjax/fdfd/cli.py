@@ -44,7 +44,7 @@ def add_bench(bench) -> None:
         metavar="N",
         help=f"N x N (x N) nodes, PML included (repeatable; default 2-D {PAPER_SIZES_2D}, 3-D {SIZES_3D})",
     )
-    b.add_argument("--solver", default="auto", choices=["auto", "direct", "qmr", "bicgstab"])
+    b.add_argument("--solver", default="auto", choices=["auto", "direct", "qmr", "bicgstab", "multigrid"])
     b.add_argument("--precision", default="double", choices=["single", "double"])
     b.add_argument("--out", type=Path, help="append the records to this JSON list")
     b.add_argument("--json", action="store_true")

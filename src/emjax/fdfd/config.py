@@ -96,7 +96,7 @@ SHAPE_KEYS = {
         "ellipsoid": {"semi_axes", "rotation"},
     },
 }
-SOLVER_TYPES = ("direct", "qmr", "bicgstab")
+SOLVER_TYPES = ("direct", "qmr", "bicgstab", "multigrid")
 
 
 @dataclass(frozen=True, eq=False)
@@ -292,7 +292,9 @@ def _solver(cfg, dims: int):
         )
     if kind in ("direct", "auto"):
         if set(table) & {"rtol", "maxiter"}:
-            raise ConfigError(f"[solver]: rtol and maxiter apply to qmr and bicgstab, not {kind!r}")
+            raise ConfigError(
+                f"[solver]: rtol and maxiter apply to qmr, bicgstab and multigrid, not {kind!r}"
+            )
         if kind == "auto":
             return None, kind
     from ..krylov import QMR, BiCGStab
@@ -300,6 +302,10 @@ def _solver(cfg, dims: int):
 
     if kind == "direct":
         return Direct(), kind
+    if kind == "multigrid":  # COCG preconditioned by the shifted-Laplacian V-cycle
+        from ..krylov.preconditioned import PCOCG
+
+        return Iterative(method=PCOCG(rtol=rtol, maxiter=maxiter), preconditioner="multigrid"), kind
     method = (QMR if kind == "qmr" else BiCGStab)(rtol=rtol, maxiter=maxiter)
     return Iterative(method=method), kind
 
