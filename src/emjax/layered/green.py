@@ -185,6 +185,8 @@ def _run(
     plan=None,
     layout=None,
 ) -> GreenResult:
+    if not isinstance(stack, Stack):
+        raise ConfigError(f"stack must be an emjax.layered.Stack, got {type(stack).__name__}")
     if stack.traced or is_traced(source) or is_traced(points) or is_traced(moment):
         return _run_traced(
             stack,
