@@ -54,7 +54,7 @@ from .. import krylov
 from ..backend import precision_scope
 from ..errors import ConfigError
 from ..layered import green_tensor
-from ..layered.traced import is_traced, primal
+from ..tracing import is_traced, primal
 from . import interaction, observables
 from .lattice import Lattice
 from .matvec import sqrt_alpha_grid

@@ -173,8 +173,8 @@ class DDAProblem:
                 "prop: with a substrate the incidence must come from above (prop_z < 0) or "
                 f"below (prop_z > 0); prop_z = 0 (grazing) is not allowed, got prop = {self.prop}"
             )
-        from ..layered.traced import is_traced as _traced
-        from ..layered.traced import primal
+        from ..tracing import is_traced as _traced
+        from ..tracing import primal
 
         bottom = primal(eps[-1]) if _traced(eps) else eps[-1]  # None: abstract (inside jit)
         if pz > 0 and bottom is not None and abs(complex(bottom).imag) > 1e-12:

@@ -31,8 +31,8 @@ import numpy as np
 
 from ..errors import ConfigError, require_finite
 from ..layered import Stack, green_tensor
-from ..layered.traced import is_traced, primal
 from ..materials import _as_complex
+from ..tracing import is_traced, primal
 from .interaction import fft_shape
 
 #: relative accuracy asked of the Sommerfeld integrals (layered's Gauss-Kronrod estimate);

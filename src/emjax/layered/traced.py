@@ -26,36 +26,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ConfigError
+from ..tracing import is_traced, primal  # noqa: F401  (shared; re-exported here)
 from . import sommerfeld as som
 from .bessel import jn012
 from .coefficients import integrand_coefficients
 
 BLOCK = 15 * 16  # nodes per step of the scan (whole panels)
-
-
-def is_traced(x) -> bool:
-    """True when ``x`` (a scalar, array or nested list/tuple of them) holds a JAX tracer."""
-    if isinstance(x, jax.core.Tracer):
-        return True
-    if isinstance(x, (list, tuple)):
-        return any(is_traced(v) for v in x)
-    return False
-
-
-def primal(x):
-    """The concrete value of ``x`` (tracers unwrapped to their primal), or None where it is
-    abstract (inside jit/vmap). Lists/tuples are converted element by element."""
-    if isinstance(x, (list, tuple)):
-        vals = [primal(v) for v in x]
-        return None if any(v is None for v in vals) else np.asarray(vals)
-    while isinstance(x, jax.core.Tracer):
-        try:
-            x = x.to_concrete_value()
-        except Exception:  # noqa: BLE001  (abstract tracers raise or return None)
-            return None
-        if x is None:
-            return None
-    return np.asarray(x)
 
 
 def concrete(name: str, x):
