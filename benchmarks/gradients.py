@@ -149,6 +149,69 @@ def bench_fdfd(n: int, repeats: int = 3):
     )
 
 
+def bench_fdfd3d(n: int, repeats: int = 2):
+    """3-D FDFD (``fdfd.field_3d``): |E_x|^2 over a plane behind an eps 2.5+0.1i sphere,
+    n^3 nodes at 10 per wavelength (PML 8), QMR rtol 1e-8; forward = the solve, gradient =
+    the solve + the adjoint solve (the same device solver on the transposed system)."""
+    from emjax import fdfd, geometry, krylov, scene
+    from emjax.backend import precision_scope
+
+    res, pml = 10.0, fdfd.SCPML(8)
+    side = (n - 1 - 16) / res
+    solver = fdfd.Iterative(krylov.QMR(rtol=1e-8, maxiter=50_000, chunk=100))
+    wave = fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0))
+    sc = scene.Scene([scene.Object(geometry.Sphere(), 2.5 + 0.1j, size=side / 3)])
+    r = fdfd.solve_3d((side,) * 3, res, 1.0, wave, sc, pml=pml, solver=solver)
+    eps0, origin = np.asarray(r.eps), (r.x[0], r.y[0], r.z[0])
+
+    def loss(eps):
+        e = fdfd.field_3d(eps, res, 1.0, wave, pml, solver=solver, origin=origin)
+        return jnp.sum(jnp.abs(e[0, :, :, -12]) ** 2)
+
+    with precision_scope():
+        e = jnp.asarray(eps0)
+        f_first, f_warm = _timed(loss, e, repeats=repeats)
+        g_first, g_warm = _timed(jax.value_and_grad(loss), e, repeats=repeats)
+    return dict(
+        solver="fdfd3d",
+        n=n,
+        forward_s=f_warm,
+        grad_s=g_warm,
+        grad_over_forward=g_warm / f_warm,
+        forward_first_s=f_first,
+        grad_first_s=g_first,
+    )
+
+
+def bench_layered(points: int, repeats: int = 2):
+    """Layered Green's tensor on a line of ``points`` observers above a film (eps 4+0.1i,
+    d = 0.2) on glass; objective sum |G|^2; gradient with respect to (Re eps, Im eps, d, z of
+    the source). Forward = the same function at concrete values (the normal path)."""
+    from emjax.backend import precision_scope
+    from emjax.layered import Stack, green_tensor
+
+    pts = np.stack([np.linspace(-2, 2, points), np.zeros(points), np.full(points, 0.7)], axis=1)
+
+    def loss(q):
+        st = Stack(eps=[1.0, q[0] + 1j * q[1], 2.25], thickness=[q[2]])
+        G = green_tensor(st, 1.0, (0.0, 0.0, q[3]), pts)
+        return jnp.sum(jnp.abs(jnp.asarray(G)) ** 2)
+
+    with precision_scope():
+        q = jnp.asarray([4.0, 0.1, 0.2, 0.3])
+        f_first, f_warm = _timed(loss, np.asarray(q), repeats=repeats)
+        g_first, g_warm = _timed(jax.value_and_grad(loss), q, repeats=repeats)
+    return dict(
+        solver="layered",
+        points=points,
+        forward_s=f_warm,
+        grad_s=g_warm,
+        grad_over_forward=g_warm / f_warm,
+        forward_first_s=f_first,
+        grad_first_s=g_first,
+    )
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--fdtd", type=int, action="append", help="FDTD grid edge n (repeatable)")
@@ -163,10 +226,18 @@ def main(argv=None):
     p.add_argument("--sigma", type=float, default=0.0, help="FDTD conductivity (lossy: ca traced too)")
     p.add_argument("--precision", action="append", choices=("single", "double"))
     p.add_argument("--fdfd", type=int, action="append", help="FDFD grid edge n (repeatable)")
+    p.add_argument("--fdfd3d", type=int, action="append", help="3-D FDFD grid edge n (repeatable)")
+    p.add_argument("--layered", type=int, action="append", help="layered map points (repeatable)")
     a = p.parse_args(argv)
+    dev = jax.devices()[0]
+    for n in a.fdfd3d or []:
+        print(json.dumps({"device": dev.device_kind, **bench_fdfd3d(n)}), flush=True)
+    for n in a.layered or []:
+        print(json.dumps({"device": dev.device_kind, **bench_layered(n)}), flush=True)
+    if a.fdtd is None and a.fdfd is None and (a.fdfd3d or a.layered):
+        return
     if a.fdtd is None and a.fdfd is None:
         a.fdtd, a.fdfd = [32], [200]
-    dev = jax.devices()[0]
     for n in [k for k in a.fdtd or [] if k > 0]:
         for prec in a.precision or ["single", "double"]:
             for adj in a.adjoint or ["custom"]:
