@@ -875,6 +875,17 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
         del big, small, leaves
         res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
         del st, arr
+        ran = fin  # on the device: ready when slab k has run (its copies back may still go on)
+        if prev_fin is not None:  # slab k - 1 done (slab k runs): bounds the device's memory
+            t0 = time.perf_counter()
+            prev_fin.block_until_ready()
+            wait[0] += time.perf_counter() - t0
+        prev_fin = ran
+        # slab k + 1's chunks are enqueued before slab k's copies back: a copy back waits for
+        # slab k to finish, and an upload queued behind it could not overlap slab k's compute
+        # (measured on the H100: up, down and compute ran in series with the other order)
+        if k + 1 < len(subs):
+            lists = upload(k + 1)
         down = store.down[k]
         outs = _split(
             tuple(store.leaf(res, nm) for nm, _, _ in down),
@@ -884,19 +895,11 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
         out = _owned_small(res)
         del res
         # everything back to pinned memory (page-locked: the link's rate; np.asarray a view)
-        ran = fin  # on the device: ready when slab k has run (its copies back may still go on)
         back, (out, rec, fin) = jax.device_put((outs, (out, rec, fin)), store.pinned)
         del outs
         for (nm, ids, _), chunks in zip(down, back):
             for c, x in zip(ids, chunks):
                 nxt[nm][c] = x
-        if prev_fin is not None:  # slab k - 1 done (slab k runs): bounds the device's memory
-            t0 = time.perf_counter()
-            prev_fin.block_until_ready()
-            wait[0] += time.perf_counter() - t0
-        prev_fin = ran
-        if k + 1 < len(subs):
-            lists = upload(k + 1)
         if prev is not None:
             pending.append(prev)
         prev = (k, out, rec, fin)
