@@ -5,6 +5,7 @@ solved) with a one-line ConfigError naming the field by its table path and what 
 import copy
 
 import pytest
+from config_edit import edited
 
 from emjax import ConfigError
 from emjax.fdfd.config import build_fdfd, resolution_warnings
@@ -36,16 +37,7 @@ BASE_3D = {
 
 
 def _with(path, value, base=BASE):
-    cfg = copy.deepcopy(base)
-    *head, last = path
-    t = cfg
-    for k in head:
-        t = t[k]
-    if value is KeyError:
-        del t[last]
-    else:
-        t[last] = value
-    return cfg
+    return edited(base, path, value)
 
 
 O = "objects"

@@ -5,6 +5,7 @@ import copy
 import warnings
 
 import pytest
+from config_edit import edited
 
 from emjax import ConfigError
 from emjax.fdtd.config import build_fdtd
@@ -20,16 +21,7 @@ BASE = {
 
 
 def _with(path, value):
-    cfg = copy.deepcopy(BASE)
-    *head, last = path
-    t = cfg
-    for k in head:
-        t = t[k]
-    if value is KeyError:
-        del t[last]
-    else:
-        t[last] = value
-    return cfg
+    return edited(BASE, path, value)
 
 
 CASES = [

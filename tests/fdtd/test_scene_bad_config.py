@@ -6,6 +6,7 @@ import copy
 import warnings
 
 import pytest
+from config_edit import edited
 
 from emjax import ConfigError
 from emjax.fdtd.scene_config import build_physical
@@ -33,16 +34,7 @@ BASE = {
 
 
 def _with(path, value):
-    cfg = copy.deepcopy(BASE)
-    *head, last = path
-    t = cfg
-    for k in head:
-        t = t[k]
-    if value is KeyError:
-        del t[last]
-    else:
-        t[last] = value
-    return cfg
+    return edited(BASE, path, value)
 
 
 S, O, SRC, M = "simulation", "objects", "sources", "monitors"

@@ -4,6 +4,7 @@ with a one-line ConfigError naming the field and what is allowed (issue 12)."""
 import copy
 
 import pytest
+from config_edit import edited
 
 from emjax import ConfigError
 from emjax.layered.config import build_layered
@@ -20,16 +21,7 @@ BASE = {
 
 
 def _with(path, value):
-    cfg = copy.deepcopy(BASE)
-    *head, last = path
-    t = cfg
-    for k in head:
-        t = t[k]
-    if value is KeyError:
-        del t[last]
-    else:
-        t[last] = value
-    return cfg
+    return edited(BASE, path, value)
 
 
 CASES = [
