@@ -86,6 +86,39 @@ def _check_outputs(args, checkpoint) -> None:
             check_npz(checkpoint, "[run].checkpoint")
 
 
+#: runs of at least this many cell updates say at once how big they are (~1 s at 32 G cell/s)
+BIG_RUN = 3e10
+
+
+def announce(grid, steps: int, memory_bytes=None, stream=None, bandwidth=None) -> str | None:
+    """For a run of >= ``BIG_RUN`` cell updates, one line on stderr before the first step:
+    the grid, the steps, the device memory and a floor on the time (the cell updates at the
+    device's peak memory bandwidth, 18 values read or written per cell and step: the fields
+    and their update coefficients); the time left then follows the first chunk. Returns the
+    line (None for a small run)."""
+    import sys
+
+    import numpy as np
+
+    from ..backend import peak_bandwidth, precision
+    from ..progress import duration
+
+    updates = float(grid.n_cells) * int(steps)
+    if updates < BIG_RUN:
+        return None
+    shape = "x".join(str(n) for n in grid.shape)
+    text = f"fdtd: {shape} = {grid.n_cells:.3g} cells x {steps} steps ({updates:.3g} cell updates)"
+    if memory_bytes:
+        text += f", ~{memory_bytes / 1e9:.3g} GB of fields and coefficients"
+    bw = peak_bandwidth() if bandwidth is None else bandwidth
+    if bw:
+        item = np.dtype(precision(grid.precision).real).itemsize
+        text += f"; at least {duration(updates * 18 * item / bw)} at this device's peak memory bandwidth"
+    text += "; time left after the first chunk"
+    print(text, file=sys.stderr if stream is None else stream, flush=True)
+    return text
+
+
 def _progress(total: int, checkpoint):
     """The ``progress(done, total)`` callback of a run: one line on stderr at most every
     2 s at chunk ends (steps, steps/s, time left), the last state repeated every 10 s while
@@ -127,6 +160,7 @@ def run(args, argv) -> int:
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
     steps = _steps(args, steps)
     _check_outputs(args, checkpoint)
+    announce(sim.grid, steps, sim.memory_bytes())
     t0 = time.perf_counter()
     progress = _progress(steps, checkpoint)
     try:
@@ -170,6 +204,7 @@ def _run_physical(args, cfg) -> int:
     _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
     total = steps if steps is not None else int(math.ceil(until / sim.grid.dt))
+    announce(sim.grid, total)
     progress = _progress(total, checkpoint)
     try:
         res = run_physical(
