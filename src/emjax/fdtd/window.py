@@ -873,19 +873,19 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
             tree, [big[x.name] if isinstance(x, _Slot) else next(it) for x in leaves]
         )
         del big, small, leaves
-        res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
-        del st, arr
-        ran = fin  # on the device: ready when slab k has run (its copies back may still go on)
-        if prev_fin is not None:  # slab k - 1 done (slab k runs): bounds the device's memory
+        if prev_fin is not None:  # slab k - 1 done: bounds the device's memory
             t0 = time.perf_counter()
             prev_fin.block_until_ready()
             wait[0] += time.perf_counter() - t0
-        prev_fin = ran
-        # slab k + 1's chunks are enqueued before slab k's copies back: a copy back waits for
-        # slab k to finish, and an upload queued behind it could not overlap slab k's compute
-        # (measured on the H100: up, down and compute ran in series with the other order)
+        # slab k + 1's chunks are enqueued before slab k's computation: a copy waits for the
+        # work enqueued on the device before it, so an upload issued after slab k's dispatch
+        # would run after slab k instead of beside it (benchmarks/pinned_overlap.py, H100:
+        # six 2 GB slabs 0.407 s this way, the overlapped model's 0.407 s; 0.615 s the other way)
         if k + 1 < len(subs):
             lists = upload(k + 1)
+        res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
+        del st, arr
+        prev_fin = fin  # on the device: ready when slab k has run (its copies back may still go on)
         down = store.down[k]
         outs = _split(
             tuple(store.leaf(res, nm) for nm, _, _ in down),
