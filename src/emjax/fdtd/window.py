@@ -750,9 +750,17 @@ class _Chunks:
         )  # per pass
         self.bytes_down = sum(size(n, ids) for d in self.down for n, ids, _ in d)
 
-    def ring(self, k, name) -> list:
-        """Ring ``k``'s chunks of leaf ``name``, in the ring's plane order."""
-        return [self.data[name][c] for c in self.ring_ids[k] if self.data[name][c] is not None]
+    def ring(self, k, name, data=None) -> list:
+        """Ring ``k``'s chunks of leaf ``name``, in the ring's plane order (from ``data``
+        where it holds ``name``: the next pass's state)."""
+        src = data[name] if data is not None and name in data else self.data[name]
+        return [src[c] for c in self.ring_ids[k] if src[c] is not None]
+
+    @property
+    def ahead(self) -> bool:
+        """Whether the next pass's first ring goes up while this pass's last slab runs (two
+        slabs or more; its chunks of the last slab's planes come from the device)."""
+        return len(self.ring_ids) >= 2
 
     def add(self, name, x, axis, zero=False):
         """Leaf ``x`` (NumPy) as pinned chunks, one at a time (device_put copies: the NumPy
@@ -832,19 +840,35 @@ def _pass_numpy(subs, host, plan, n, probes, done, pool, last_reader, device, de
     return all([f.result() for f in futures]), prev[1]
 
 
-def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_reader, wait):
+def _pass_pinned(
+    subs, store: _Chunks, host, plan, n, probes, done, pool, last_reader, wait, first=None, ahead=False
+):
     """One pass, the x-split leaves in pinned chunks: slab k + 1's chunks go to the device
     (``device_put``, asynchronous) while slab k runs, slab k's owned chunks come back to
     pinned memory while slab k + 1 runs; a slab's ring is concatenated on the device. The
-    small parts (x-face psi, DFT sums, probes) take the NumPy path's write-back."""
+    small parts (x-face psi, DFT sums, probes) take the NumPy path's write-back. ``first``:
+    slab 0's ring, uploaded by the previous pass; ``ahead`` (:attr:`_Chunks.ahead`): the
+    next pass's first ring goes up while this pass's last slab runs (returned third), so
+    that no pass starts with the device waiting for its first upload."""
     nxt = {name: list(store.data[name]) for name in store.state_names}
 
-    def upload(k):
-        lists = jax.device_put([store.ring(k, nm) for nm in store.up[k]], store.dev)
+    def upload(k, data, later=frozenset()):
+        """Ring k's chunks to the device, per leaf in ring order; chunks in ``later`` (of
+        state leaves) are left as their ids, to be filled by the caller."""
+        want = []
+        for nm in store.up[k]:
+            src = data[nm] if nm in data else store.data[nm]
+            ids = [c for c in store.ring_ids[k] if src[c] is not None]
+            want.append((ids, [src[c] for c in ids if c not in later or nm not in data]))
+        sent = jax.device_put([x for _, x in want], store.dev)
+        lists = []
+        for nm, (ids, _), got in zip(store.up[k], want, sent):
+            it = iter(got)
+            lists.append([c if c in later and nm in data else next(it) for c in ids])
         for c in store.ring_ids[k]:  # the pass's input chunk is not read again (its new version is in nxt)
-            if store.last_reader[c] == k:
+            if store.last_reader[c] == k and c not in later:
                 for nm in store.state_names:
-                    store.data[nm][c] = None
+                    data[nm][c] = None
         return lists
 
     def finish(j, out, rec, fin, done):  # in a worker: the small parts (pinned: views) to NumPy
@@ -852,8 +876,8 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
         _write_back(subs[j], out, host, plan, np.asarray(rec), probes, done, big=False)
         return bool(fin)
 
-    pending, futures, prev, prev_fin = [], [], None, None
-    lists = upload(0)
+    pending, futures, prev, prev_fin, following = [], [], None, None, None
+    lists = first if first is not None else upload(0, store.data)
     for k, s in enumerate(subs):
         ring_in, lists = lists, None  # dropped once concatenated
         big = dict(zip(store.up[k], _concat(ring_in, axes=store.axes_of(store.up[k]))))
@@ -882,7 +906,11 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
         # would run after slab k instead of beside it (benchmarks/pinned_overlap.py, H100:
         # six 2 GB slabs 0.407 s this way, the overlapped model's 0.407 s; 0.615 s the other way)
         if k + 1 < len(subs):
-            lists = upload(k + 1)
+            lists = upload(k + 1, store.data)
+        elif ahead:  # slabs 0 .. K - 2 have sent their new chunks (pending copies) to nxt;
+            # the last slab's (wall or ghost planes) are taken from its result on the device
+            late = frozenset(store.ring_ids[0]) & frozenset(store.own_ids[k])
+            following = upload(0, nxt, later=late)
         res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
         del st, arr
         prev_fin = fin  # on the device: ready when slab k has run (its copies back may still go on)
@@ -892,6 +920,12 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
             bounds=tuple(bd for _, _, bd in down),
             axes=store.axes_of([nm for nm, _, _ in down]),
         )
+        if following is not None:  # the next pass's first ring: the last slab's chunks as they are
+            mine = {(nm, c): x for (nm, ids, _), xs in zip(down, outs) for c, x in zip(ids, xs)}
+            following = [
+                [x if not isinstance(x, int) else mine[nm, x] for x in xs]
+                for nm, xs in zip(store.up[0], following)
+            ]
         out = _owned_small(res)
         del res
         # everything back to pinned memory (page-locked: the link's rate; np.asarray a view)
@@ -910,7 +944,7 @@ def _pass_pinned(subs, store: _Chunks, host, plan, n, probes, done, pool, last_r
     futures += [pool.submit(finish, *p, done) for p in pending + [prev]]
     finite = all([f.result() for f in futures])
     store.data.update(nxt)
-    return finite, prev[1]
+    return finite, prev[1], following
 
 
 def run_window(
@@ -996,13 +1030,18 @@ def run_window(
                     bytes_up=store.bytes_up,
                     bytes_down=store.bytes_down,
                     memory_kind=kind,
+                    ahead=store.ahead,
                 )
         pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
+        first = None  # the pinned path: the next pass's first ring, already on its way up
         while done < steps:
             n = min(th, steps - done)
             t0 = time.perf_counter()
             if store is not None:
-                finite, last = _pass_pinned(subs, store, host, plan, n, probes, done, pool, last_reader, wait)
+                ahead = store.ahead and done + n < steps
+                finite, last, first = _pass_pinned(
+                    subs, store, host, plan, n, probes, done, pool, last_reader, wait, first, ahead
+                )
             else:
                 finite, last = _pass_numpy(
                     subs, host, plan, n, probes, done, pool, last_reader, device, dev_arrays

@@ -152,4 +152,8 @@ def fdtd_window_sweep(
             serial = dev.platform == "cpu"
             row["t_residual_s"] = row["t_slab_s"] - ((t_c + t_t) if serial else max(t_c, t_t))
         row.update(r_dev=r_dev, b_link=b_link, b_up=up, b_down=down, bytes_in=b_in, bytes_out=b_out)
+        stats = jax.devices()[0].memory_stats() or {}
+        if "peak_bytes_in_use" in stats:  # the process's peak so far (the device budget's check)
+            row["device_peak_gb"] = round(stats["peak_bytes_in_use"] / 1e9, 2)
+            row["device_limit_gb"] = round(stats.get("bytes_limit", 0) / 1e9, 2)
         yield row
