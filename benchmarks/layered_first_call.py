@@ -63,9 +63,13 @@ def main() -> None:
     jax.block_until_ready(r.E if hasattr(r, "E") else r)
     t_second = time.perf_counter() - t
     out = dict(
-        device=str(dev), import_s=round(t_import, 2), backend_s=round(t_backend, 2),
-        first_call_s=round(t_first, 2), second_call_s=round(t_second, 2),
-        process_s=round(time.perf_counter() - T0, 2), compiles_first=n_first,
+        device=str(dev),
+        import_s=round(t_import, 2),
+        backend_s=round(t_backend, 2),
+        first_call_s=round(t_first, 2),
+        second_call_s=round(t_second, 2),
+        process_s=round(time.perf_counter() - T0, 2),
+        compiles_first=n_first,
         compile_s_sum=round(sum(c for _, c in compiles[:n_first]), 2),
         slowest=sorted(compiles[:n_first], key=lambda x: -x[1])[:8],
     )

@@ -53,8 +53,9 @@ def main() -> None:
         yd = jax.device_put(y, P)
         return compute(x), z, yd
 
-    fused = jax.jit(fused_body.__wrapped__ if hasattr(fused_body, "__wrapped__") else fused_body,
-                    out_shardings=(D, D, P))
+    fused = jax.jit(
+        fused_body.__wrapped__ if hasattr(fused_body, "__wrapped__") else fused_body, out_shardings=(D, D, P)
+    )
 
     def timed(f, reps=3):
         f()
