@@ -47,14 +47,66 @@ def same(sim, steps, th, slab, host_memory=None, ahead=None):
     else:
         assert stats["host_memory"] == (host_memory or "numpy")
     assert b.total_steps == a.total_steps == steps
-    assert np.array_equal(np.asarray(a.E), b.E), np.max(np.abs(np.asarray(a.E) - b.E))
-    assert np.array_equal(np.asarray(a.H), b.H), np.max(np.abs(np.asarray(a.H) - b.H))
-    assert np.array_equal(np.asarray(a.probes), b.probes)
-    for x, y in zip(a.dft, b.dft):
-        for f in "EH":
-            assert np.array_equal(np.asarray(x[f]), y[f])
-    assert np.abs(b.E).max() > 1e-3  # the test has fields to compare
+    equal(a, b)
     return a, b
+
+
+def equal(a, b):
+    """Two runs' E, H, probes and DFT sums equal bit for bit."""
+    assert np.array_equal(np.asarray(a.E), np.asarray(b.E)), np.max(np.abs(np.asarray(a.E) - b.E))
+    assert np.array_equal(np.asarray(a.H), np.asarray(b.H)), np.max(np.abs(np.asarray(a.H) - b.H))
+    assert np.asarray(a.probes).shape == np.asarray(b.probes).shape
+    assert np.array_equal(np.asarray(a.probes), np.asarray(b.probes))
+    for x, y in zip(a.dft, b.dft, strict=True):
+        for f in "EH":
+            assert np.array_equal(np.asarray(x[f]), np.asarray(y[f]))
+    assert np.abs(np.asarray(b.E)).max() > 1e-3  # the test has fields to compare
+
+
+class _Stop(Exception):
+    pass
+
+
+def stop_at(step):
+    """A progress callback that ends the run (like a killed job) once ``step`` is done."""
+
+    def progress(done, total):
+        if done >= step:
+            raise _Stop(done)
+
+    return progress
+
+
+def test_checkpoint_resume_mid_pass_and_across_run_kinds(tmp_path):
+    """Checkpoints of the window: th = 3 with a checkpoint every 5 steps (a pass is cut at
+    step 5, mid-way through the second pass of three steps), the run stopped there and
+    resumed, bit for bit the uninterrupted in-memory run (pinned and NumPy paths); the
+    window's checkpoint resumes fdtd.run and fdtd.run's resumes the window (one format)."""
+    g = fdtd.Grid((21, 12, 12), dx=0.05, boundary=fdtd.CPML(4))
+    probes = (fdtd.Probe((2, 6, 6), 2), fdtd.Probe((16, 6, 6), 1, "H"))
+    mons = (fdtd.DFTPlane(0, 16, (0.8, 1.5)), fdtd.DFTPlane(2, 8, (1.5,)))
+    sim = fdtd.GridSimulation(g, sources=(dip((9, 6, 6)),), probes=probes, monitors=mons)
+    ref = fdtd.run(sim, 11)
+    for host_memory in (None, "numpy"):
+        ck = tmp_path / f"window-{host_memory}.npz"
+        kw = dict(th=3, slab=8, checkpoint=ck, chunk=5, host_memory=host_memory)
+        with pytest.raises(_Stop):
+            window.run_window(sim, 11, progress=stop_at(5), **kw)
+        stats, seen = {}, []
+        equal(ref, window.run_window(sim, 11, stats=stats, progress=lambda d, n: seen.append(d), **kw))
+        assert stats["host_memory"] == (host_memory or "pinned")
+        assert seen == [8, 10, 11]  # resumed at step 5; passes cut at the checkpoint at 10
+    ck = tmp_path / "window-then-run.npz"
+    with pytest.raises(_Stop):
+        window.run_window(sim, 11, th=3, slab=8, checkpoint=ck, chunk=5, progress=stop_at(5))
+    equal(ref, fdtd.run(sim, 11, chunk=5, checkpoint=ck))
+    ck = tmp_path / "run-then-window.npz"
+    with pytest.raises(_Stop):
+        fdtd.run(sim, 11, chunk=4, checkpoint=ck, progress=stop_at(4))
+    equal(ref, window.run_window(sim, 11, th=3, slab=8, checkpoint=ck, chunk=4))
+    ck.write_bytes(b"not a checkpoint")
+    with pytest.raises(ConfigError, match="not a readable emjax FDTD checkpoint"):
+        window.run_window(sim, 11, th=3, slab=8, checkpoint=ck)
 
 
 def test_cpml_dipole_probes_monitors_2nd_order():
@@ -210,7 +262,7 @@ def test_4th_order_cpml_long():
 def test_run_out_of_core_entry():
     """``fdtd.run(..., out_of_core={...})`` goes through the window (bit for bit the
     in-memory run); ``out_of_core=False`` and the default on the CPU stay in memory; a
-    checkpoint, a layout or an unknown option with it are refused, naming them."""
+    layout, remat, a bad chunk or an unknown option with it are refused, naming them."""
     g = fdtd.Grid((17, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
     sim = fdtd.GridSimulation(g, sources=(dip((8, 5, 5)),), probes=(fdtd.Probe((12, 5, 5), 2),))
     a = fdtd.run(sim, 9)
@@ -219,8 +271,10 @@ def test_run_out_of_core_entry():
     assert np.array_equal(np.asarray(a.probes), b.probes)
     c = fdtd.run(sim, 9, out_of_core=False)
     assert np.array_equal(np.asarray(a.E), np.asarray(c.E))
-    with pytest.raises(ConfigError, match="checkpoint, layout or remat"):
-        fdtd.run(sim, 9, out_of_core=True, checkpoint="x.npz")
+    with pytest.raises(ConfigError, match="no layout or remat"):
+        fdtd.run(sim, 9, out_of_core=True, layout=1, remat=3)
+    with pytest.raises(ConfigError, match="chunk"):
+        fdtd.run(sim, 9, out_of_core=True, chunk=0)
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['tile'\]"):
         fdtd.run(sim, 9, out_of_core={"tile": 3})
     with pytest.raises(ConfigError, match="out_of_core must be"):

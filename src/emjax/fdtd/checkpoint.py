@@ -230,6 +230,93 @@ def load_host(path: Path, template, plan):
     return state, ([probes] if probes.size else [])
 
 
+def load_into(path: Path, leaves, plan) -> np.ndarray:
+    """Resume into NumPy arrays: the checkpoint ``path`` (either format) copied into
+    ``leaves`` (the state's leaves, in its flattening order, written in place: the window
+    run's host state); returns the probe records. A one-file checkpoint is read one array
+    at a time (a grid that fills the host's memory has room for one more leaf, not a
+    second state); every check of :func:`load_host` first."""
+    import zlib
+
+    path = Path(path)
+    f = _read_npz(path, "checkpoint", keys=("fingerprint", "probes", "shards"))
+    if "shards" in f:  # a sharded run's index: through load_host
+        template = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(list(leaves)), list(leaves))
+        state, recs = load_host(path, template, plan)
+        for dst, src in zip(leaves, state):
+            np.copyto(dst, src)
+        return np.concatenate(recs) if recs else np.zeros((0,))
+    probes = None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            names = set(z.files)
+            _check_header(path, z, names, len(leaves), plan)
+            for i, dst in enumerate(leaves):
+                x = z[f"leaf{i}"]
+                _check_leaf(path, i, x, dst)
+                np.copyto(dst, x)
+                del x
+            probes = z["probes"]
+    except ConfigError:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        why = str(exc).split("\n")[0] or type(exc).__name__
+        if isinstance(exc, ValueError) and "pickle" in why:
+            why = "not a NumPy .npz archive"
+        raise ConfigError(
+            f"checkpoint {str(path)!r} is not a readable emjax FDTD checkpoint (corrupt, truncated or "
+            f"another kind of file: {why}); {_HINT}"
+        ) from None
+    if probes.ndim < 1 or not np.issubdtype(probes.dtype, np.number):
+        raise ConfigError(
+            f"checkpoint {str(path)!r}: bad probe records ({probes.dtype}, {probes.shape}); {_HINT}"
+        )
+    return probes
+
+
+def _check_header(path, z, names, n_leaves, plan) -> None:
+    missing = [k for k in ("fingerprint", "probes") if k not in names]
+    if missing:
+        raise ConfigError(
+            f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (no {', '.join(missing)}); {_HINT}"
+        )
+    saved = z["fingerprint"]
+    if saved.dtype.kind != "U" or saved.shape != ():
+        raise ConfigError(
+            f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (a bad fingerprint); {_HINT}"
+        )
+    if str(saved) != fingerprint(plan):
+        diff = _fingerprint_difference(str(saved), fingerprint(plan))
+        raise ConfigError(
+            f"checkpoint {str(path)!r} belongs to a different simulation"
+            + (f" ({diff})" if diff else " (grid, materials, probes or monitors differ)")
+            + f"; {_HINT}"
+        )
+    have = {k for k in names if k.startswith("leaf")}
+    want = {f"leaf{i}" for i in range(n_leaves)}
+    if have != want:
+        lost, extra = sorted(want - have)[:3], sorted(have - want)[:3]
+        which = "missing " + ", ".join(lost) if lost else "extra " + ", ".join(extra)
+        raise ConfigError(
+            f"checkpoint {str(path)!r} holds {len(have)} state arrays, this run's state {n_leaves} "
+            f"({which}); it belongs to a different simulation; {_HINT}"
+        )
+
+
+def _check_leaf(path, i, x, dst) -> None:
+    want = np.dtype(dst.dtype)
+    if x.shape != np.shape(dst):
+        raise ConfigError(
+            f"checkpoint {str(path)!r}: state array leaf{i} has shape {x.shape}, this run needs "
+            f"{np.shape(dst)}; it belongs to a different simulation; {_HINT}"
+        )
+    if x.dtype.kind != want.kind or (want.kind in "fc" and x.dtype != want):
+        raise ConfigError(
+            f"checkpoint {str(path)!r}: state array leaf{i} is {x.dtype}, this run needs {want} "
+            f"(another precision or field type); {_HINT}"
+        )
+
+
 def save_sharded(path: Path, state, recs, plan, axes) -> None:
     """Write a checkpoint of a sharded run (``axes``: per leaf, its x axis or None) as an
     index and one file per shard (see the module docstring)."""

@@ -493,8 +493,9 @@ def run(
     "device_bytes": ..., "host_memory": ...}``: always (``device_bytes`` sets the slab from a
     device budget, default 80% of the device's free memory; ``th`` default: the rate model's best,
     :func:`emjax.fdtd.window.choose_th`; ``host_memory`` "pinned" or "numpy", default pinned
-    where the device has it). No checkpoint or layout with it (yet); bit for bit the
-    in-memory result on the CPU. XLA caps pinned host memory on a GPU at
+    where the device has it). ``checkpoint`` as above (every ``chunk`` steps, the same
+    format: a window run resumes an in-memory run's checkpoint and the other way round);
+    no layout with it (yet); bit for bit the in-memory result on the CPU. XLA caps pinned host memory on a GPU at
     ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` (default 64, read when JAX starts): set it higher
     for grids whose fields exceed it, or the window falls back to NumPy (slower link).
     """
@@ -518,7 +519,7 @@ def run(
 
             out_of_core = sim.memory_bytes() > 0.9 * device_memory_bytes()
     if out_of_core:
-        return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat)
+        return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk)
     lay = as_layout(layout)
     shape_txt = "x".join(map(str, sim.grid.shape))
     if lay is None:
@@ -691,13 +692,15 @@ def _stack(F):
     return jnp.stack(F)
 
 
-def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat):
+def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk=None):
     """``run`` through the calculation window (emjax.fdtd.window)."""
     from ..backend import device_memory_bytes
     from . import window
 
-    if checkpoint is not None or as_layout(layout) is not None or remat is not None:
-        raise ConfigError("out_of_core: a window run takes no checkpoint, layout or remat (yet)")
+    if as_layout(layout) is not None or remat is not None:
+        raise ConfigError("out_of_core: a window run takes no layout or remat (yet)")
+    if chunk is not None:
+        chunk = require_int("chunk", chunk, 1)
     if out_of_core is True:
         opts = {}
     elif isinstance(out_of_core, dict):
@@ -716,4 +719,6 @@ def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, lay
         # the duplex and the serial model), and the serial model picks the measured best th
         budget = opts.get("device_bytes") or device_memory_bytes()
         opts["th"] = window.choose_th(sim, budget, 3.3e10, 5e10)[0]
-    return window.run_window(sim, steps, initial=initial, progress=progress, **opts)
+    return window.run_window(
+        sim, steps, initial=initial, progress=progress, checkpoint=checkpoint, chunk=chunk, **opts
+    )

@@ -102,6 +102,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -109,6 +110,7 @@ import numpy as np
 
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_int
+from . import checkpoint as checkpoint_mod
 from . import simulation as sim_mod
 from . import tfsf as tfsf_mod
 from .monitors import DFTField, _extent
@@ -812,6 +814,32 @@ class _Chunks:
         return out
 
 
+class _Gathered:
+    """A leaf in pinned chunks, assembled into one NumPy array when NumPy asks for it (a
+    checkpoint writes one leaf at a time)."""
+
+    def __init__(self, store: _Chunks, name):
+        self.store, self.name = store, name
+
+    def __array__(self, dtype=None, copy=None):
+        parts = [np.asarray(x) for x in self.store.data[self.name] if x is not None]
+        x = np.concatenate(parts, axis=self.store.axes[self.name])
+        return x if dtype is None else x.astype(dtype)
+
+
+def _save_checkpoint(path, host, store, probes, plan) -> None:
+    """The window's state in :func:`emjax.fdtd.checkpoint.save`'s format (the in-memory
+    state's leaves in its order), each chunked leaf gathered only while it is written."""
+    state = dict(host)
+    state["dft"] = tuple(host["dft"])
+    leaves = jax.tree_util.tree_leaves(state)
+    leaves = [_Gathered(store, x.name) if isinstance(x, _Slot) else np.asarray(x) for x in leaves]
+    data = {f"leaf{i}": v for i, v in enumerate(leaves)}
+    data["probes"] = np.asarray(probes) if len(probes) else np.zeros((0,))
+    data["fingerprint"] = np.array(checkpoint_mod.fingerprint(plan))
+    checkpoint_mod._write_npz(path, data)
+
+
 def _pass_numpy(subs, host, plan, n, probes, done, pool, last_reader, device, dev_arrays):
     """One pass, the state in NumPy arrays (pageable host memory)."""
 
@@ -960,6 +988,8 @@ def run_window(
     progress: Callable[[int, int], None] | None = None,
     host_memory: str | None = None,
     stats: dict | None = None,
+    chunk: int | None = None,
+    checkpoint=None,
 ) -> FDTDResult:
     """Advance ``steps`` steps with the state in host memory, slab by slab (see the module
     docstring): the same :class:`FDTDResult` as :func:`emjax.fdtd.run` (bit for bit on the
@@ -969,11 +999,20 @@ def run_window(
     ``progress(done, steps)`` after each pass. ``host_memory``: None (pinned where the
     device offers it), ``"pinned"`` or ``"numpy"`` (:func:`host_memory_path`). ``stats``: a
     dict, filled with the path taken, the bytes moved per pass each way, the chunk count
-    and the seconds the host waited for the device (pinned path). Returns E, H as NumPy
-    arrays."""
+    and the seconds the host waited for the device (pinned path). ``checkpoint``: a file
+    written atomically every ``chunk`` steps (a pass ends there) in the format of
+    :func:`emjax.fdtd.run`'s (either run resumes the other's); if it exists, the run resumes
+    from it. Returns E, H as NumPy arrays."""
     _check(sim, th)
     steps = require_int("steps", steps, 1)
     th = require_int("th", th, 1)
+    if checkpoint is not None:
+        from ..io import check_output_file
+
+        checkpoint = Path(checkpoint)
+        check_output_file(checkpoint, "checkpoint")  # before any step is computed
+        chunk = max(th, sim_mod.default_chunk(steps, sim.grid.n_cells)) if chunk is None else chunk
+        chunk = require_int("chunk", chunk, 1)
     nx = sim.grid.shape[0]
     if slab is None:
         slab = slab_for_budget(sim, th, device_bytes) if device_bytes is not None else nx
@@ -984,6 +1023,12 @@ def run_window(
         g = sim.grid
         dtype = precision(g.precision).real
         plan, arrays, host = _global_setup(sim, steps, dtype, initial)
+        resumed = None
+        if checkpoint is not None and checkpoint.exists():  # into the host state, leaf by leaf
+            resumed = checkpoint_mod.load_into(checkpoint, jax.tree_util.tree_leaves(host), plan)
+            if int(host["n"]) > steps:
+                at = int(host["n"])
+                raise ConfigError(f"checkpoint {checkpoint} is at step {at}, beyond steps = {steps}")
         host["dft"] = list(host["dft"])
         field_dtype = host["E"][0].dtype
         walled = g.bloch_phases[0] is not None or plan.walls[0]
@@ -1001,6 +1046,8 @@ def run_window(
             readers = [j for j, t in enumerate(subs) if j != k and own & set(t.ring.planes.tolist())]
             last_reader.append(max(readers, default=-1))
         probes = np.zeros((steps, len(sim.probes)), field_dtype)
+        if resumed is not None and resumed.size:
+            probes[: len(resumed)] = resumed
         why = None
         if path == "pinned":  # the pool must hold the chunks (+ ~3 slabs in flight)
             leaves = jax.tree_util.tree_leaves((host["E"], host["H"], host["psi"], host["J"], arrays))
@@ -1015,10 +1062,10 @@ def run_window(
                 )
                 path = "numpy"
                 subs = [_sub_problem(sim, plan, arrays, s.ring) for s in subs]
-        done, compile_s, t_run, timed, seen = 0, 0.0, 0.0, 0, set()
+        done, compile_s, t_run, timed, seen = int(host["n"]), 0.0, 0.0, 0, set()
         store, dev_arrays, wait = None, None, [0.0]
         if path == "pinned":
-            store = _Chunks(subs, host, arrays, nx, device, zero_state=initial is None)
+            store = _Chunks(subs, host, arrays, nx, device, zero_state=initial is None and resumed is None)
             store.slots(host)
         elif len(subs) == 1:
             dev_arrays = [jax.device_put(subs[0].arrays, device)]
@@ -1038,9 +1085,13 @@ def run_window(
         first = None  # the pinned path: the next pass's first ring, already on its way up
         while done < steps:
             n = min(th, steps - done)
+            saving = False
+            if checkpoint is not None:  # a pass ends at each checkpoint
+                n = min(n, (done // chunk + 1) * chunk - done)
+                saving = (done + n) % chunk == 0 or done + n == steps
             t0 = time.perf_counter()
             if store is not None:
-                ahead = store.ahead and done + n < steps
+                ahead = store.ahead and done + n < steps and not saving
                 finite, last, first = _pass_pinned(
                     subs, store, host, plan, n, probes, done, pool, last_reader, wait, first, ahead
                 )
@@ -1060,7 +1111,12 @@ def run_window(
                 seen.add(n)
             if not finite:
                 pool.shutdown()
-                raise FloatingPointError(f"FDTD fields became NaN/Inf by step {done} (window run)")
+                raise FloatingPointError(
+                    f"FDTD fields became NaN/Inf by step {done} (window run); the last checkpoint, "
+                    "if any, holds the state before this pass"
+                )
+            if saving:
+                _save_checkpoint(checkpoint, host, store, probes[:done], plan)
             if progress is not None:
                 progress(done, steps)
         pool.shutdown()
