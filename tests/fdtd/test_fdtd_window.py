@@ -93,7 +93,10 @@ def test_checkpoint_resume_mid_pass_and_across_run_kinds(tmp_path):
         with pytest.raises(_Stop):
             window.run_window(sim, 11, progress=stop_at(5), **kw)
         stats, seen = {}, []
-        equal(ref, window.run_window(sim, 11, stats=stats, progress=lambda d, n: seen.append(d), **kw))
+        equal(
+            ref,
+            window.run_window(sim, 11, stats=stats, progress=lambda d, n, seen=seen: seen.append(d), **kw),
+        )
         assert stats["host_memory"] == (host_memory or "pinned")
         assert seen == [8, 10, 11]  # resumed at step 5; passes cut at the checkpoint at 10
     ck = tmp_path / "window-then-run.npz"
