@@ -496,8 +496,9 @@ def run(
     where the device has it). ``checkpoint`` as above (every ``chunk`` steps, the same
     format: a window run resumes an in-memory run's checkpoint and the other way round);
     no layout with it (yet); bit for bit the in-memory result on the CPU. XLA caps pinned
-    host memory on a GPU at ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` (default 64, read when JAX starts): set it higher
-    for grids whose fields exceed it, or the window falls back to NumPy (slower link).
+    host memory on a GPU at ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` (default 64, read when
+    JAX starts): set it higher for grids whose fields exceed it, or the window falls back
+    to NumPy (slower link).
     """
     from . import physical
 
