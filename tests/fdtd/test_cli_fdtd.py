@@ -78,3 +78,42 @@ def test_fdtd_tfsf_flux_box_config(tmp_path, capsys):
     cfg.write_text(base.replace("{d}", "+w"))
     assert main(["fdtd", str(cfg)]) == 1
     assert "direction" in capsys.readouterr().err
+
+
+def test_fdtd_out_of_core_from_toml(tmp_path, capsys):
+    """``[run] out_of_core = true, th = 3`` runs the calculation window from the command
+    line: the same probes and flux as the in-memory run of the same file (bit for bit on the
+    CPU); the window keys are refused with out_of_core = false, and a bad value names the
+    field and what is allowed."""
+    from emjax.errors import ConfigError
+    from emjax.fdtd.config import out_of_core_option
+
+    base = (
+        "[grid]\nshape = [21, 14, 14]\ndx = 0.05\npml_thickness = 4\n[run]\nsteps = 9\n{run}"
+        '[[sources]]\ntype = "dipole"\nindex = [10, 7, 7]\ncomponent = "z"\nfrequency = 1.0\n'
+        '[[probes]]\nindex = [15, 7, 7]\ncomponent = "z"\n'
+    )
+    cfg = tmp_path / "w.toml"
+    results = []
+    for run in ("", "out_of_core = true\nth = 3\n"):
+        cfg.write_text(base.format(run=run))
+        assert main(["fdtd", str(cfg), "--json"]) == 0
+        results.append(json.loads(capsys.readouterr().out.strip()))
+    assert results[0]["probes_max_abs"] == results[1]["probes_max_abs"] > 0
+    assert out_of_core_option({"run": {"th": 4}}) == {"th": 4}
+    assert out_of_core_option({"run": {"device_gb": 2}}) == {"device_bytes": 2_000_000_000}
+    assert out_of_core_option({"run": {}}) is None and out_of_core_option({}) is None
+    assert out_of_core_option({"run": {"out_of_core": True}}) is True
+    assert out_of_core_option({"run": {"out_of_core": False}}) is False
+    for bad, field in (
+        ({"out_of_core": "yes"}, r"\[run\].out_of_core must be"),
+        ({"out_of_core": False, "th": 3}, r"\[run\].th and \[run\].device_gb"),
+        ({"th": 0}, r"\[run\].th must be an integer in \[1"),
+        ({"device_gb": -1}, r"\[run\].device_gb must be > 0"),
+    ):
+        with pytest.raises(ConfigError, match=field):
+            out_of_core_option({"run": bad})
+        cfg.write_text(base.format(run="".join(f"{k} = {json.dumps(v)}\n" for k, v in bad.items())))
+        assert main(["fdtd", str(cfg)]) == 1
+        err = capsys.readouterr().err
+        assert "[run]." in err and "Traceback" not in err

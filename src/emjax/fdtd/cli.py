@@ -8,10 +8,12 @@ import math
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..config import load_toml
 from ..errors import ConfigError
 from ..io import check_npz, check_output_file, prepare_output_dir, staged_outputs
-from .config import build_fdtd
+from .config import build_fdtd, out_of_core_option
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
 
@@ -164,7 +166,15 @@ def run(args, argv) -> int:
     t0 = time.perf_counter()
     progress = _progress(steps, checkpoint)
     try:
-        res = fdtd.run(sim, steps, chunk=chunk, checkpoint=checkpoint, progress=progress, layout=args.devices)
+        res = fdtd.run(
+            sim,
+            steps,
+            chunk=chunk,
+            checkpoint=checkpoint,
+            progress=progress,
+            layout=args.devices,
+            out_of_core=out_of_core_option(cfg),
+        )
     finally:
         progress.reporter.close()
     boxes = box_results(res, len(cfg.get("flux_boxes", [])))
@@ -176,6 +186,8 @@ def run(args, argv) -> int:
         "compile_s": res.compile_seconds,
         "device": device_description(),
     }
+    if len(sim.probes):
+        summary["probes_max_abs"] = float(np.max(np.abs(np.asarray(res.probes))))
     if args.out is not None:
         from ..io import save_dataset
         from .plot import plot_fdtd
@@ -215,6 +227,7 @@ def _run_physical(args, cfg) -> int:
             checkpoint=checkpoint,
             progress=progress,
             layout=args.devices,
+            out_of_core=out_of_core_option(cfg),
         )
     finally:
         progress.reporter.close()

@@ -86,6 +86,36 @@ def _outside_pml(idx, shape, pml, where: str, what: str = "index") -> None:
             )
 
 
+#: [run] keys of the calculation window (both FDTD configs)
+OUT_OF_CORE_KEYS = frozenset({"out_of_core", "th", "device_gb"})
+
+
+def out_of_core_option(cfg: dict):
+    """``[run].out_of_core`` ("auto", true or false), ``th`` and ``device_gb`` as
+    :func:`emjax.fdtd.run`'s ``out_of_core``: None (auto: the window when the grid does not
+    fit the GPU), False, True or ``{"th": .., "device_bytes": ..}``."""
+    run = Table(cfg.get("run"), "[run]")
+    mode = run.get("out_of_core", "auto")
+    if mode not in ("auto", True, False):
+        raise ConfigError(f'[run].out_of_core must be "auto", true or false, got {mode!r}')
+    th = run.int("th", default=None, lo=1)
+    gb = run.positive("device_gb", default=None)
+    if (th is not None or gb is not None) and mode is False:
+        raise ConfigError(
+            "[run].th and [run].device_gb set the calculation window: not with out_of_core = false"
+        )
+    if mode is False:
+        return False
+    opts = {}
+    if th is not None:
+        opts["th"] = th
+    if gb is not None:
+        opts["device_bytes"] = int(gb * 1e9)
+    if mode == "auto" and not opts:
+        return None
+    return opts if opts else True
+
+
 def build_fdtd(cfg: dict):
     """(GridSimulation, steps, chunk, checkpoint) from a parsed TOML config. Every key is
     checked (type, range, required) before anything grid-sized is allocated; sources,
@@ -229,7 +259,8 @@ def build_fdtd(cfg: dict):
         probes=tuple(probes),
         monitors=tuple(monitors),
     )
-    run = Table(cfg.get("run"), "[run]", {"steps", "chunk", "checkpoint"})
+    run = Table(cfg.get("run"), "[run]", {"steps", "chunk", "checkpoint"} | OUT_OF_CORE_KEYS)
+    out_of_core_option(cfg)
     steps = run.int("steps", lo=1)
     chunk = run.int("chunk", default=None, lo=1)
     ck = run.table.get("checkpoint")

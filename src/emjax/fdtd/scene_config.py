@@ -54,7 +54,7 @@ import warnings
 
 from ..config import Table, dispersive_material
 from ..errors import ConfigError
-from .config import _highest_frequency, _resolution, waveform
+from .config import _highest_frequency, _resolution, out_of_core_option, waveform
 
 TOP_KEYS = {"simulation", "objects", "sources", "monitors", "probes", "run"}
 SIM_KEYS = {
@@ -84,7 +84,7 @@ MONITOR_KEYS = {
     "field_plane": {"type", "frequencies", "center", "size", "name"},
 }
 PROBE_KEYS = {"position", "component", "field"}
-RUN_KEYS = {"steps", "until", "chunk", "checkpoint"}
+RUN_KEYS = {"steps", "until", "chunk", "checkpoint", "out_of_core", "th", "device_gb"}
 BOUNDARIES = ("cpml", "pec", "periodic", "bloch")
 #: fewer cells than this across an object's smallest extent: a warning (it is barely resolved)
 MIN_FEATURE_CELLS = 2
@@ -396,4 +396,5 @@ def build_physical(cfg: dict):
     until = run.real("until", default=None, lo=0, lo_open=True)
     chunk = run.int("chunk", default=None, lo=1)
     checkpoint = run.string("checkpoint", default=None, what="a file path (a string)")
+    out_of_core_option(cfg)
     return sim, steps, until, chunk, checkpoint
