@@ -935,13 +935,17 @@ def _pass_pinned(
         # work enqueued on the device before it, so an upload issued after slab k's dispatch
         # would run after slab k instead of beside it (benchmarks/pinned_overlap.py, H100:
         # six 2 GB slabs 0.407 s this way, the overlapped model's 0.407 s; 0.615 s the other way)
+        t1 = time.perf_counter()
         if k + 1 < len(subs):
             lists = upload(k + 1, store.data)
         elif ahead:  # slabs 0 .. K - 2 have sent their new chunks (pending copies) to nxt;
             # the last slab's (wall or ghost planes) are taken from its result on the device
             late = frozenset(store.ring_ids[0]) & frozenset(store.own_ids[k])
             following = upload(0, nxt, later=late)
+        t2 = time.perf_counter()
         res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
+        wait[1] += t2 - t1  # host seconds between slab k - 1's end and slab k's dispatch:
+        wait[2] += time.perf_counter() - t2  # issuing the upload, dispatching the step loop
         del st, arr
         prev_fin = fin  # on the device: ready when slab k has run (its copies back may still go on)
         down = store.down[k]
@@ -1063,7 +1067,7 @@ def run_window(
                 path = "numpy"
                 subs = [_sub_problem(sim, plan, arrays, s.ring) for s in subs]
         done, compile_s, t_run, timed, seen = int(host["n"]), 0.0, 0.0, 0, set()
-        store, dev_arrays, wait = None, None, [0.0]
+        store, dev_arrays, wait = None, None, [0.0, 0.0, 0.0]
         if path == "pinned":
             store = _Chunks(subs, host, arrays, nx, device, zero_state=initial is None and resumed is None)
             store.slots(host)
@@ -1122,6 +1126,7 @@ def run_window(
         pool.shutdown()
         if stats is not None:
             stats["wait_s"] = wait[0]
+            stats["upload_issue_s"], stats["dispatch_s"] = wait[1], wait[2]
         if store is not None:
             E = store.gather("E", g.shape, field_dtype)
             H = store.gather("H", g.shape, field_dtype)

@@ -136,6 +136,8 @@ def fdtd_window_sweep(
                 bytes_down_pass=stats["bytes_down"],
                 chunks=stats["chunks"],
                 wait_s=round(stats["wait_s"], 3),
+                upload_issue_s=round(stats["upload_issue_s"], 3),
+                dispatch_s=round(stats["dispatch_s"], 3),
             )
         # measured seconds per slab and pass (the timed passes), against the model's parts
         row["t_slab_s"] = res.seconds / (res.steps / th) / -(-n // s)
