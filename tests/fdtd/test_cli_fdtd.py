@@ -107,6 +107,7 @@ def test_fdtd_out_of_core_from_toml(tmp_path, capsys):
     assert out_of_core_option({"run": {"out_of_core": False}}) is False
     for bad, field in (
         ({"out_of_core": "yes"}, r"\[run\].out_of_core must be"),
+        ({"out_of_core": 0}, r"\[run\].out_of_core must be"),
         ({"out_of_core": False, "th": 3}, r"\[run\].th and \[run\].device_gb"),
         ({"th": 0}, r"\[run\].th must be an integer in \[1"),
         ({"device_gb": -1}, r"\[run\].device_gb must be > 0"),

@@ -77,6 +77,14 @@ def stop_at(step):
     return progress
 
 
+def test_checkpoint_interval_default():
+    """A window run's default checkpoint interval: ~10 minutes of work (2e8 cell updates/s
+    on the CPU), a multiple of th, at most the run."""
+    assert window.checkpoint_every(1000, 10**6, 3) == 1000
+    assert window.checkpoint_every(10**6, 10**9, 32) == 96  # 120 steps -> a multiple of 32
+    assert window.checkpoint_every(10**6, 10**12, 8) == 8  # never less than one pass
+
+
 def test_checkpoint_resume_mid_pass_and_across_run_kinds(tmp_path):
     """Checkpoints of the window: th = 3 with a checkpoint every 5 steps (a pass is cut at
     step 5, mid-way through the second pass of three steps), the run stopped there and

@@ -96,7 +96,7 @@ def out_of_core_option(cfg: dict):
     fit the GPU), False, True or ``{"th": .., "device_bytes": ..}``."""
     run = Table(cfg.get("run"), "[run]")
     mode = run.get("out_of_core", "auto")
-    if mode not in ("auto", True, False):
+    if not (isinstance(mode, bool) or mode == "auto"):  # 0 and 1 are not booleans here
         raise ConfigError(f'[run].out_of_core must be "auto", true or false, got {mode!r}')
     th = run.int("th", default=None, lo=1)
     gb = run.positive("device_gb", default=None)

@@ -493,8 +493,9 @@ def run(
     "device_bytes": ..., "host_memory": ...}``: always (``device_bytes`` sets the slab from a
     device budget, default 80% of the device's free memory; ``th`` default: the rate model's best,
     :func:`emjax.fdtd.window.choose_th`; ``host_memory`` "pinned" or "numpy", default pinned
-    where the device has it). ``checkpoint`` as above (every ``chunk`` steps, the same
-    format: a window run resumes an in-memory run's checkpoint and the other way round);
+    where the device has it). ``checkpoint`` as above (every ``chunk`` steps, by default
+    ~10 minutes of work, :func:`emjax.fdtd.window.checkpoint_every`; the same format: a
+    window run resumes an in-memory run's checkpoint and the other way round);
     no layout with it (yet); bit for bit the in-memory result on the CPU. XLA caps pinned
     host memory on a GPU at ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` (default 64, read when
     JAX starts): set it higher for grids whose fields exceed it, or the window falls back
