@@ -383,3 +383,22 @@ def test_choose_th_balances_link_and_ghosts():
     assert rate == window.model_rate(3e10, 5e9, th_slow, slab, 2, **kw)
     for th in (1, 2, 4, 8, 16, 32):
         assert window.model_rate(3e10, 5e9, th, window.slab_for_budget(sim, th, budget), 2, **kw) <= rate
+
+
+def test_too_big_for_the_device_and_the_window_says_why(monkeypatch):
+    """On a GPU a run that does not fit goes through the window; one the window cannot take
+    (subpixel averaging) is refused before any allocation with both reasons: its size against
+    the free memory, and what the window lacks. Faked here: a GPU backend with 1 MB free."""
+    import emjax.backend
+
+    g = fdtd.Grid((24, 24, 24), dx=0.05, boundary=fdtd.CPML(6))
+    inv = np.zeros((3, 3, 4, 4, 4))
+    for c in range(3):
+        inv[c, c] = 0.5
+    sim = fdtd.GridSimulation(g, sources=(dip((12, 12, 12)),), subpixel=fdtd.SubpixelBox((10, 10, 10), inv))
+    monkeypatch.setattr(simulation.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(emjax.backend, "device_memory_bytes", lambda device=None: 10**6)
+    with pytest.raises(ResourceError, match=r"24x24x24 grid needs about .* GB.*does not support subpixel"):
+        fdtd.run(sim, 4)
+    assert window.unsupported(sim).startswith("subpixel")
+    assert window.unsupported(fdtd.GridSimulation(g, sources=(dip((12, 12, 12)),))) is None

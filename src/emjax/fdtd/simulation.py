@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..backend import check_memory, precision, precision_scope
-from ..errors import ConfigError, require_int, require_positive
+from ..errors import ConfigError, ResourceError, require_int, require_positive
 from ..layout import Layout, as_layout
 from ..materials import DrudePole
 from . import checkpoint as checkpoint_mod
@@ -520,6 +520,17 @@ def run(
             from ..backend import device_memory_bytes
 
             out_of_core = sim.memory_bytes() > 0.9 * device_memory_bytes()
+            from .window import unsupported
+
+            why = unsupported(sim) if out_of_core else None
+            if why is not None:  # too big for the device, and the window cannot take it
+                shape_txt = "x".join(map(str, sim.grid.shape))
+                raise ResourceError(
+                    f"FDTD on a {shape_txt} grid needs about {sim.memory_bytes() / 1e9:.2f} GB, more "
+                    f"than the {device_memory_bytes() / 1e9:.2f} GB free on the device; the out-of-core "
+                    f"window (state in host memory) does not support {why}; use a coarser grid, "
+                    "single precision, or a device with more memory"
+                )
     if out_of_core:
         return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk)
     lay = as_layout(layout)

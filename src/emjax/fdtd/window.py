@@ -208,22 +208,29 @@ def _global_setup(sim: GridSimulation, steps: int, dtype, initial):
     return plan, jax.tree_util.tree_map(np.asarray, arrays), state
 
 
+def unsupported(sim: GridSimulation) -> str | None:
+    """Why the window cannot run ``sim`` (None: it can)."""
+    if is_traced((sim.eps, sim.sigma)):
+        return "traced (differentiated) inputs (use fdtd.run)"
+    if sim.subpixel is not None:
+        return "subpixel averaging (a Simulation with subpixel=False staircases instead)"
+    if sim.grid.bloch_phases[0] is not None:
+        return "a Bloch boundary along x (the slab axis)"
+    for s in sim.sources:
+        if isinstance(s, TFSF) and s.oblique:
+            return (
+                "oblique TF/SF incidence (its incident field is evaluated at absolute positions; "
+                "use incidence along an axis)"
+            )
+    return None
+
+
 def _check(sim: GridSimulation, th: int):
     if not isinstance(sim, GridSimulation):
         raise ConfigError("run_window needs a GridSimulation (a physical Simulation: its .to_grid()[0])")
-    g = sim.grid
-    if is_traced((sim.eps, sim.sigma)):
-        raise ConfigError("run_window: traced (differentiated) inputs are not supported; use fdtd.run")
-    if sim.subpixel is not None:
-        raise ConfigError("run_window: subpixel boxes are not supported by the window (use fdtd.run)")
-    if g.bloch_phases[0] is not None:
-        raise ConfigError("run_window: a Bloch boundary along x (the slab axis) is not supported")
-    for s in sim.sources:
-        if isinstance(s, TFSF) and s.oblique:
-            raise ConfigError(
-                "run_window: oblique TF/SF incidence is not supported by the window (its incident "
-                "field is evaluated at absolute positions); use incidence along an axis"
-            )
+    why = unsupported(sim)
+    if why is not None:
+        raise ConfigError(f"run_window: the window does not support {why}")
 
 
 def _take(x, pieces, axis=0):
