@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from emjax.fdtd.window_bench import fdtd_window_sweep as sweep
@@ -51,9 +50,9 @@ def main(argv=None):
     ap.add_argument("--host-memory", choices=["auto", "pinned", "numpy"], default="auto")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    if "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB" not in os.environ:  # read when the GPU backend starts
-        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        os.environ["XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"] = str(int(0.9 * ram / 2**30))
+    from emjax.backend import raise_pinned_host_limit
+
+    raise_pinned_host_limit()  # 90% of host RAM when unset (read when the GPU backend starts)
     rows = sweep(
         args.n,
         args.th,

@@ -95,6 +95,24 @@ def enable_compilation_cache(path: str | None = None) -> str | None:
     return path
 
 
+PINNED_LIMIT_ENV = "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB"
+
+
+def raise_pinned_host_limit(fraction: float = 0.9) -> None:
+    """Set ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` to ``fraction`` of the host's RAM when it is
+    unset, so that the FDTD window's pinned chunks may use the host's memory rather than
+    XLA's default 64 GiB cap (which sends bigger grids to the slower NumPy path). XLA reads
+    it when the GPU backend starts: the ``emjax`` command calls this first; a Python user
+    calls it (or exports the variable) before JAX touches a device."""
+    if PINNED_LIMIT_ENV in os.environ:
+        return
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    os.environ[PINNED_LIMIT_ENV] = str(max(1, int(fraction * ram / 2**30)))
+
+
 def default_device() -> jax.Device:
     return jax.devices()[0]
 

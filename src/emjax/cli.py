@@ -71,8 +71,9 @@ def _cmd_info(args, argv) -> int:
 def _dispatch(args, argv) -> int:
     if args.command == "info":
         return _cmd_info(args, argv)
-    from .backend import enable_compilation_cache
+    from .backend import enable_compilation_cache, raise_pinned_host_limit
 
+    raise_pinned_host_limit()  # before any device starts: the FDTD window's pinned chunks
     enable_compilation_cache()
     if args.command == "bench":
         return _slice_cli(args.bench_command).run_bench(args, argv)

@@ -575,6 +575,19 @@ def slab_for_budget(sim: GridSimulation, th: int, device_bytes: float) -> int:
     return min(s, sim.grid.shape[0])
 
 
+#: the NumPy path's largest ring leaf on a GPU (bytes): 1200^3 float32 on the H100 failed
+#: with CUDA_ERROR_LAUNCH_FAILED with 2 GB leaves (slab 284) and ran with 1 GB (slab 106)
+NUMPY_LEAF_BYTES = 1 << 30
+
+
+def numpy_slab_cap(sim: GridSimulation, th: int) -> int:
+    """The largest slab of the NumPy host path on a GPU: each leaf of a ring (slab + ghosts)
+    at most :data:`NUMPY_LEAF_BYTES` (pageable copies of bigger arrays failed on the H100)."""
+    item = np.dtype(precision(sim.grid.precision).real).itemsize
+    plane = sim.grid.n_cells // sim.grid.shape[0]
+    return max(1, NUMPY_LEAF_BYTES // (plane * item) - 2 * ghost(sim.grid.order, th))
+
+
 def choose_th(
     sim: GridSimulation,
     device_bytes: float,
@@ -653,7 +666,8 @@ def _pinned_fits(need: int, fields: int, device) -> str | None:
     if need > limit:
         return (
             f"the pinned chunks need {need / 2**30:.1f} GiB, more than XLA's pinned host pool "
-            f"({limit / 2**30:.0f} GiB: set XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB before JAX starts)"
+            f"({limit / 2**30:.0f} GiB: set XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB before JAX starts, "
+            "or call emjax.backend.raise_pinned_host_limit())"
         )
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if need + fields > 0.95 * ram:
@@ -1041,6 +1055,7 @@ def run_window(
         chunk = checkpoint_every(steps, sim.grid.n_cells, th) if chunk is None else chunk
         chunk = require_int("chunk", chunk, 1)
     nx = sim.grid.shape[0]
+    derived = slab is None and device_bytes is not None  # the budget's slab (NumPy path: capped)
     if slab is None:
         slab = slab_for_budget(sim, th, device_bytes) if device_bytes is not None else nx
     slab = require_int("slab", slab, 1, nx)
@@ -1062,19 +1077,6 @@ def run_window(
         L = plan.pml[0]
         w_lo = max(L if "lo" in plan.pml_faces[0] else 0, 2) if walled else 0
         w_hi = max(L if "hi" in plan.pml_faces[0] else 0, 2) if walled else 0
-        subs = [
-            _sub_problem(sim, plan, arrays, r, slots=path == "pinned")
-            for r in rings(nx, slab, ghost(g.order, th), walled, w_lo, w_hi)
-        ]
-        # the last slab (of this pass) that reads each slab's owned planes
-        last_reader = []
-        for k, s in enumerate(subs):
-            own = set(range(s.ring.lo, s.ring.hi))
-            readers = [j for j, t in enumerate(subs) if j != k and own & set(t.ring.planes.tolist())]
-            last_reader.append(max(readers, default=-1))
-        probes = np.zeros((steps, len(sim.probes)), field_dtype)
-        if resumed is not None and resumed.size:
-            probes[: len(resumed)] = resumed
         why = None
         if path == "pinned":  # the pool must hold the chunks (+ ~3 slabs in flight)
             leaves = jax.tree_util.tree_leaves((host["E"], host["H"], host["psi"], host["J"], arrays))
@@ -1088,7 +1090,21 @@ def run_window(
                     f"run_window: the NumPy host path instead of pinned memory: {why}", stacklevel=2
                 )
                 path = "numpy"
-                subs = [_sub_problem(sim, plan, arrays, s.ring) for s in subs]
+        if path == "numpy" and derived and device.platform != "cpu":
+            slab = min(slab, numpy_slab_cap(sim, th))
+        subs = [
+            _sub_problem(sim, plan, arrays, r, slots=path == "pinned")
+            for r in rings(nx, slab, ghost(g.order, th), walled, w_lo, w_hi)
+        ]
+        # the last slab (of this pass) that reads each slab's owned planes
+        last_reader = []
+        for k, s in enumerate(subs):
+            own = set(range(s.ring.lo, s.ring.hi))
+            readers = [j for j, t in enumerate(subs) if j != k and own & set(t.ring.planes.tolist())]
+            last_reader.append(max(readers, default=-1))
+        probes = np.zeros((steps, len(sim.probes)), field_dtype)
+        if resumed is not None and resumed.size:
+            probes[: len(resumed)] = resumed
         done, compile_s, t_run, timed, seen = int(host["n"]), 0.0, 0.0, 0, set()
         store, dev_arrays, wait = None, None, [0.0, 0.0, 0.0]
         if path == "pinned":
@@ -1098,7 +1114,7 @@ def run_window(
             dev_arrays = [jax.device_put(subs[0].arrays, device)]
         del arrays
         if stats is not None:
-            stats.update(host_memory=path, slabs=len(subs), fallback=why)
+            stats.update(host_memory=path, slabs=len(subs), slab=slab, fallback=why)
             if store is not None:
                 kind = store.data[("E", 0)][0].sharding.memory_kind  # where the chunks are
                 stats.update(
