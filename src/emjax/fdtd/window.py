@@ -575,19 +575,6 @@ def slab_for_budget(sim: GridSimulation, th: int, device_bytes: float) -> int:
     return min(s, sim.grid.shape[0])
 
 
-#: the NumPy path's largest ring leaf on a GPU (bytes): 1200^3 float32 on the H100 failed
-#: with CUDA_ERROR_LAUNCH_FAILED with 2 GB leaves (slab 284) and ran with 1 GB (slab 106)
-NUMPY_LEAF_BYTES = 1 << 30
-
-
-def numpy_slab_cap(sim: GridSimulation, th: int) -> int:
-    """The largest slab of the NumPy host path on a GPU: each leaf of a ring (slab + ghosts)
-    at most :data:`NUMPY_LEAF_BYTES` (pageable copies of bigger arrays failed on the H100)."""
-    item = np.dtype(precision(sim.grid.precision).real).itemsize
-    plane = sim.grid.n_cells // sim.grid.shape[0]
-    return max(1, NUMPY_LEAF_BYTES // (plane * item) - 2 * ghost(sim.grid.order, th))
-
-
 def choose_th(
     sim: GridSimulation,
     device_bytes: float,
@@ -1055,7 +1042,6 @@ def run_window(
         chunk = checkpoint_every(steps, sim.grid.n_cells, th) if chunk is None else chunk
         chunk = require_int("chunk", chunk, 1)
     nx = sim.grid.shape[0]
-    derived = slab is None and device_bytes is not None  # the budget's slab (NumPy path: capped)
     if slab is None:
         slab = slab_for_budget(sim, th, device_bytes) if device_bytes is not None else nx
     slab = require_int("slab", slab, 1, nx)
@@ -1090,8 +1076,6 @@ def run_window(
                     f"run_window: the NumPy host path instead of pinned memory: {why}", stacklevel=2
                 )
                 path = "numpy"
-        if path == "numpy" and derived and device.platform != "cpu":
-            slab = min(slab, numpy_slab_cap(sim, th))
         subs = [
             _sub_problem(sim, plan, arrays, r, slots=path == "pinned")
             for r in rings(nx, slab, ghost(g.order, th), walled, w_lo, w_hi)
