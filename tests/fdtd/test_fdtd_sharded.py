@@ -165,6 +165,7 @@ def test_sharded_equals_one_device_on_four_devices():
     _report(run_with_devices(4, FOUR))
 
 
+@pytest.mark.slow  # 4th order with CPML windows over three devices (the fast suite: four devices)
 def test_sharded_equals_one_device_on_eight_devices():
     _report(run_with_devices(8, EIGHT))
 

@@ -85,28 +85,44 @@ def test_checkpoint_interval_default():
     assert window.checkpoint_every(10**6, 10**12, 8) == 8  # never less than one pass
 
 
-def test_checkpoint_resume_mid_pass_and_across_run_kinds(tmp_path):
-    """Checkpoints of the window: th = 3 with a checkpoint every 5 steps (a pass is cut at
-    step 5, mid-way through the second pass of three steps), the run stopped there and
-    resumed, bit for bit the uninterrupted in-memory run (pinned and NumPy paths); the
-    window's checkpoint resumes fdtd.run and fdtd.run's resumes the window (one format)."""
+def _checkpoint_case():
     g = fdtd.Grid((21, 12, 12), dx=0.05, boundary=fdtd.CPML(4))
     probes = (fdtd.Probe((2, 6, 6), 2), fdtd.Probe((16, 6, 6), 1, "H"))
     mons = (fdtd.DFTPlane(0, 16, (0.8, 1.5)), fdtd.DFTPlane(2, 8, (1.5,)))
-    sim = fdtd.GridSimulation(g, sources=(dip((9, 6, 6)),), probes=probes, monitors=mons)
+    return fdtd.GridSimulation(g, sources=(dip((9, 6, 6)),), probes=probes, monitors=mons)
+
+
+def _stop_and_resume(sim, ref, ck, host_memory=None):
+    """th = 3 with a checkpoint every 5 steps (a pass is cut at step 5, mid-way through the
+    second pass of three steps): stopped there, resumed, bit for bit ``ref``."""
+    kw = dict(th=3, slab=8, checkpoint=ck, chunk=5, host_memory=host_memory)
+    with pytest.raises(_Stop):
+        window.run_window(sim, 11, progress=stop_at(5), **kw)
+    stats, seen = {}, []
+    equal(ref, window.run_window(sim, 11, stats=stats, progress=lambda d, n: seen.append(d), **kw))
+    assert stats["host_memory"] == (host_memory or "pinned")
+    assert seen == [8, 10, 11]  # resumed at step 5; passes cut at the checkpoint at 10
+
+
+def test_checkpoint_resume_mid_pass(tmp_path):
+    """A window run (pinned path) stopped at a checkpoint mid-pass and resumed equals the
+    uninterrupted in-memory run bit for bit; a corrupt checkpoint is refused by name."""
+    sim = _checkpoint_case()
     ref = fdtd.run(sim, 11)
-    for host_memory in (None, "numpy"):
-        ck = tmp_path / f"window-{host_memory}.npz"
-        kw = dict(th=3, slab=8, checkpoint=ck, chunk=5, host_memory=host_memory)
-        with pytest.raises(_Stop):
-            window.run_window(sim, 11, progress=stop_at(5), **kw)
-        stats, seen = {}, []
-        equal(
-            ref,
-            window.run_window(sim, 11, stats=stats, progress=lambda d, n, seen=seen: seen.append(d), **kw),
-        )
-        assert stats["host_memory"] == (host_memory or "pinned")
-        assert seen == [8, 10, 11]  # resumed at step 5; passes cut at the checkpoint at 10
+    _stop_and_resume(sim, ref, tmp_path / "window.npz")
+    ck = tmp_path / "bad.npz"
+    ck.write_bytes(b"not a checkpoint")
+    with pytest.raises(ConfigError, match="not a readable emjax FDTD checkpoint"):
+        window.run_window(sim, 11, th=3, slab=8, checkpoint=ck)
+
+
+@pytest.mark.slow
+def test_checkpoint_resume_numpy_path_and_across_run_kinds(tmp_path):
+    """The same on the NumPy host path; the window's checkpoint resumes fdtd.run and
+    fdtd.run's resumes the window (one format)."""
+    sim = _checkpoint_case()
+    ref = fdtd.run(sim, 11)
+    _stop_and_resume(sim, ref, tmp_path / "numpy.npz", host_memory="numpy")
     ck = tmp_path / "window-then-run.npz"
     with pytest.raises(_Stop):
         window.run_window(sim, 11, th=3, slab=8, checkpoint=ck, chunk=5, progress=stop_at(5))
@@ -115,9 +131,6 @@ def test_checkpoint_resume_mid_pass_and_across_run_kinds(tmp_path):
     with pytest.raises(_Stop):
         fdtd.run(sim, 11, chunk=4, checkpoint=ck, progress=stop_at(4))
     equal(ref, window.run_window(sim, 11, th=3, slab=8, checkpoint=ck, chunk=4))
-    ck.write_bytes(b"not a checkpoint")
-    with pytest.raises(ConfigError, match="not a readable emjax FDTD checkpoint"):
-        window.run_window(sim, 11, th=3, slab=8, checkpoint=ck)
 
 
 def test_cpml_dipole_probes_monitors_2nd_order():
