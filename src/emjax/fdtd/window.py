@@ -213,7 +213,7 @@ def unsupported(sim: GridSimulation) -> str | None:
     if is_traced((sim.eps, sim.sigma)):
         return "traced (differentiated) inputs (use fdtd.run)"
     if sim.subpixel is not None:
-        return "subpixel averaging (a Simulation with subpixel=False staircases instead)"
+        return 'subpixel averaging (a Simulation with averaging="staircase" can use it)'
     if sim.grid.bloch_phases[0] is not None:
         return "a Bloch boundary along x (the slab axis)"
     for s in sim.sources:
