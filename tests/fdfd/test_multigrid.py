@@ -43,7 +43,7 @@ def test_level_operator_is_the_shifted_laplacian():
         np.testing.assert_allclose(out, lam * np.stack([f, 2 * f, -f]), rtol=0, atol=1e-10 * abs(lam))
 
 
-@pytest.mark.parametrize("shape", [(8, 8, 8), (9, 6, 7)])
+@pytest.mark.parametrize("shape", [pytest.param((8, 8, 8), marks=pytest.mark.slow), (9, 6, 7)])
 def test_restriction_is_the_scaled_transpose_of_interpolation(shape):
     with precision_scope():
         rng = np.random.default_rng(1)

@@ -86,8 +86,9 @@ def test_checkpoint_interval_default():
 
 
 def _checkpoint_case():
+    """test_cpml_dipole_probes_monitors_2nd_order's simulation (its compiled slabs reused)."""
     g = fdtd.Grid((21, 12, 12), dx=0.05, boundary=fdtd.CPML(4))
-    probes = (fdtd.Probe((2, 6, 6), 2), fdtd.Probe((16, 6, 6), 1, "H"))
+    probes = (fdtd.Probe((2, 6, 6), 2), fdtd.Probe((10, 6, 6), 2), fdtd.Probe((16, 6, 6), 1, "H"))
     mons = (fdtd.DFTPlane(0, 16, (0.8, 1.5)), fdtd.DFTPlane(2, 8, (1.5,)))
     return fdtd.GridSimulation(g, sources=(dip((9, 6, 6)),), probes=probes, monitors=mons)
 
@@ -287,13 +288,12 @@ def test_run_out_of_core_entry():
     """``fdtd.run(..., out_of_core={...})`` goes through the window (bit for bit the
     in-memory run); ``out_of_core=False`` and the default on the CPU stay in memory; a
     layout, remat, a bad chunk or an unknown option with it are refused, naming them."""
-    g = fdtd.Grid((17, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
-    sim = fdtd.GridSimulation(g, sources=(dip((8, 5, 5)),), probes=(fdtd.Probe((12, 5, 5), 2),))
-    a = fdtd.run(sim, 9)
-    b = fdtd.run(sim, 9, out_of_core={"th": 4, "slab": 6})
+    sim = _checkpoint_case()  # compiled slabs shared with the tests around it
+    a = fdtd.run(sim, 11)
+    b = fdtd.run(sim, 11, out_of_core={"th": 3, "slab": 8})
     assert isinstance(b.E, np.ndarray) and np.array_equal(np.asarray(a.E), b.E)
     assert np.array_equal(np.asarray(a.probes), b.probes)
-    c = fdtd.run(sim, 9, out_of_core=False)
+    c = fdtd.run(sim, 11, out_of_core=False)
     assert np.array_equal(np.asarray(a.E), np.asarray(c.E))
     with pytest.raises(ConfigError, match="no layout or remat"):
         fdtd.run(sim, 9, out_of_core=True, layout=1, remat=3)
