@@ -100,8 +100,6 @@ def announce(grid, steps: int, memory_bytes=None, stream=None, bandwidth=None) -
     line (None for a small run)."""
     import sys
 
-    import numpy as np
-
     from ..backend import peak_bandwidth, precision
     from ..progress import duration
 
