@@ -40,7 +40,12 @@ def _sim(order=2):
 
 @pytest.mark.parametrize(
     "inplace, order",
-    [((True, True, True), 2), ((True, False, True), 2), ((False, True, False), 2), ((True, True, True), 4)],
+    [
+        ((True, True, True), 2),
+        pytest.param((True, False, True), 2, marks=pytest.mark.slow),  # mixed: the slow set
+        pytest.param((False, True, False), 2, marks=pytest.mark.slow),
+        ((True, True, True), 4),
+    ],
 )
 def test_inplace_equals_padded(monkeypatch, inplace, order):
     sim = _sim(order)
