@@ -123,13 +123,18 @@ def _read_npz(path: Path, what: str, keys=None) -> dict:
     except FileNotFoundError:
         raise ConfigError(f"{what} {str(path)!r} is missing; {_HINT}") from None
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-        why = str(exc).split("\n")[0] or type(exc).__name__
-        if isinstance(exc, ValueError) and "pickle" in why:
-            why = "not a NumPy .npz archive"
-        raise ConfigError(
-            f"{what} {str(path)!r} is not a readable emjax FDTD checkpoint (corrupt, truncated or "
-            f"another kind of file: {why}); {_HINT}"
-        ) from None
+        _unreadable(path, exc, what)
+
+
+def _unreadable(path: Path, exc: Exception, what: str = "checkpoint"):
+    """The ConfigError for a file NumPy or zipfile could not read (instead of their message)."""
+    why = str(exc).split("\n")[0] or type(exc).__name__
+    if isinstance(exc, ValueError) and "pickle" in why:
+        why = "not a NumPy .npz archive"
+    raise ConfigError(
+        f"{what} {str(path)!r} is not a readable emjax FDTD checkpoint (corrupt, truncated or "
+        f"another kind of file: {why}); {_HINT}"
+    ) from None
 
 
 def _fingerprint_difference(saved: str, current: str) -> str:
@@ -155,23 +160,7 @@ def load_host(path: Path, template, plan):
     path = Path(path)
     f = _read_npz(path, "checkpoint")
     leaves, treedef = jax.tree_util.tree_flatten(template)
-    missing = [k for k in ("fingerprint", "probes") if k not in f]
-    if missing:
-        raise ConfigError(
-            f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (no {', '.join(missing)}); {_HINT}"
-        )
-    saved = f["fingerprint"]
-    if saved.dtype.kind != "U" or saved.shape != ():
-        raise ConfigError(
-            f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (a bad fingerprint); {_HINT}"
-        )
-    if str(saved) != fingerprint(plan):
-        diff = _fingerprint_difference(str(saved), fingerprint(plan))
-        raise ConfigError(
-            f"checkpoint {str(path)!r} belongs to a different simulation"
-            + (f" ({diff})" if diff else " (grid, materials, probes or monitors differ)")
-            + f"; {_HINT}"
-        )
+    _check_fingerprint(path, f, plan)
     data = {k: v for k, v in f.items() if k.startswith("leaf")}
     probes = f["probes"]
     shard_files = [str(x) for x in f["shards"]] if "shards" in f else []
@@ -199,33 +188,12 @@ def load_host(path: Path, template, plan):
                 raise ConfigError(
                     f"checkpoint {str(path)!r}: the shards of {k} do not fit together ({exc}); {_HINT}"
                 ) from None
-    absent = [f"leaf{i}" for i in range(len(leaves)) if f"leaf{i}" not in data]
-    extra = sorted(set(data) - {f"leaf{i}" for i in range(len(leaves))})
-    if absent or extra:
-        which = "missing " + ", ".join(absent[:3]) if absent else "extra " + ", ".join(extra[:3])
-        raise ConfigError(
-            f"checkpoint {str(path)!r} holds {len(data)} state arrays, this run's state "
-            f"{len(leaves)} ({which}); "
-            f"it belongs to a different simulation; {_HINT}"
-        )
-    loaded = []
-    for i, leaf in enumerate(leaves):
-        x, want = data[f"leaf{i}"], np.dtype(getattr(leaf, "dtype", np.asarray(leaf).dtype))
-        if x.shape != np.shape(leaf):
-            raise ConfigError(
-                f"checkpoint {str(path)!r}: state array leaf{i} has shape {x.shape}, this run needs "
-                f"{np.shape(leaf)}; it belongs to a different simulation; {_HINT}"
-            )
-        if x.dtype.kind != want.kind or (want.kind in "fc" and x.dtype != want):
-            raise ConfigError(
-                f"checkpoint {str(path)!r}: state array leaf{i} is {x.dtype}, this run needs {want} "
-                f"(another precision or field type); {_HINT}"
-            )
-        loaded.append(np.asarray(x, dtype=want))
-    if probes.ndim < 1 or not np.issubdtype(probes.dtype, np.number):
-        raise ConfigError(
-            f"checkpoint {str(path)!r}: bad probe records ({probes.dtype}, {probes.shape}); {_HINT}"
-        )
+    _check_leaf_names(path, data, len(leaves))
+    loaded = [
+        np.asarray(data[f"leaf{i}"], dtype=_check_leaf(path, i, data[f"leaf{i}"], x))
+        for i, x in enumerate(leaves)
+    ]
+    _check_probes(path, probes)
     state = jax.tree_util.tree_unflatten(treedef, loaded)
     return state, ([probes] if probes.size else [])
 
@@ -241,16 +209,14 @@ def load_into(path: Path, leaves, plan) -> np.ndarray:
     path = Path(path)
     f = _read_npz(path, "checkpoint", keys=("fingerprint", "probes", "shards"))
     if "shards" in f:  # a sharded run's index: through load_host
-        template = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(list(leaves)), list(leaves))
-        state, recs = load_host(path, template, plan)
+        state, recs = load_host(path, list(leaves), plan)
         for dst, src in zip(leaves, state):
             np.copyto(dst, src)
         return np.concatenate(recs) if recs else np.zeros((0,))
-    probes = None
     try:
         with np.load(path, allow_pickle=False) as z:
-            names = set(z.files)
-            _check_header(path, z, names, len(leaves), plan)
+            _check_fingerprint(path, z, plan)
+            _check_leaf_names(path, [k for k in z.files if k.startswith("leaf")], len(leaves))
             for i, dst in enumerate(leaves):
                 x = z[f"leaf{i}"]
                 _check_leaf(path, i, x, dst)
@@ -260,27 +226,20 @@ def load_into(path: Path, leaves, plan) -> np.ndarray:
     except ConfigError:
         raise
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-        why = str(exc).split("\n")[0] or type(exc).__name__
-        if isinstance(exc, ValueError) and "pickle" in why:
-            why = "not a NumPy .npz archive"
-        raise ConfigError(
-            f"checkpoint {str(path)!r} is not a readable emjax FDTD checkpoint (corrupt, truncated or "
-            f"another kind of file: {why}); {_HINT}"
-        ) from None
-    if probes.ndim < 1 or not np.issubdtype(probes.dtype, np.number):
-        raise ConfigError(
-            f"checkpoint {str(path)!r}: bad probe records ({probes.dtype}, {probes.shape}); {_HINT}"
-        )
+        _unreadable(path, exc)
+    _check_probes(path, probes)
     return probes
 
 
-def _check_header(path, z, names, n_leaves, plan) -> None:
-    missing = [k for k in ("fingerprint", "probes") if k not in names]
+def _check_fingerprint(path, f, plan) -> None:
+    """``f`` (a dict or an open .npz) holds a fingerprint and probes, and the fingerprint is
+    ``plan``'s."""
+    missing = [k for k in ("fingerprint", "probes") if k not in f]
     if missing:
         raise ConfigError(
             f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (no {', '.join(missing)}); {_HINT}"
         )
-    saved = z["fingerprint"]
+    saved = f["fingerprint"]
     if saved.dtype.kind != "U" or saved.shape != ():
         raise ConfigError(
             f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (a bad fingerprint); {_HINT}"
@@ -292,28 +251,42 @@ def _check_header(path, z, names, n_leaves, plan) -> None:
             + (f" ({diff})" if diff else " (grid, materials, probes or monitors differ)")
             + f"; {_HINT}"
         )
-    have = {k for k in names if k.startswith("leaf")}
-    want = {f"leaf{i}" for i in range(n_leaves)}
-    if have != want:
-        lost, extra = sorted(want - have)[:3], sorted(have - want)[:3]
-        which = "missing " + ", ".join(lost) if lost else "extra " + ", ".join(extra)
+
+
+def _check_leaf_names(path, names, n_leaves: int) -> None:
+    """The state arrays ``names`` are exactly leaf0 .. leaf{n_leaves - 1}."""
+    absent = [f"leaf{i}" for i in range(n_leaves) if f"leaf{i}" not in names]
+    extra = sorted(set(names) - {f"leaf{i}" for i in range(n_leaves)})
+    if absent or extra:
+        which = "missing " + ", ".join(absent[:3]) if absent else "extra " + ", ".join(extra[:3])
         raise ConfigError(
-            f"checkpoint {str(path)!r} holds {len(have)} state arrays, this run's state {n_leaves} "
-            f"({which}); it belongs to a different simulation; {_HINT}"
+            f"checkpoint {str(path)!r} holds {len(names)} state arrays, this run's state "
+            f"{n_leaves} ({which}); "
+            f"it belongs to a different simulation; {_HINT}"
         )
 
 
-def _check_leaf(path, i, x, dst) -> None:
-    want = np.dtype(dst.dtype)
-    if x.shape != np.shape(dst):
+def _check_leaf(path, i, x, leaf) -> np.dtype:
+    """Saved array ``x`` fits state leaf ``i`` (shape, kind and float precision); returns
+    the leaf's dtype."""
+    want = np.dtype(getattr(leaf, "dtype", np.asarray(leaf).dtype))
+    if x.shape != np.shape(leaf):
         raise ConfigError(
             f"checkpoint {str(path)!r}: state array leaf{i} has shape {x.shape}, this run needs "
-            f"{np.shape(dst)}; it belongs to a different simulation; {_HINT}"
+            f"{np.shape(leaf)}; it belongs to a different simulation; {_HINT}"
         )
     if x.dtype.kind != want.kind or (want.kind in "fc" and x.dtype != want):
         raise ConfigError(
             f"checkpoint {str(path)!r}: state array leaf{i} is {x.dtype}, this run needs {want} "
             f"(another precision or field type); {_HINT}"
+        )
+    return want
+
+
+def _check_probes(path, probes) -> None:
+    if probes.ndim < 1 or not np.issubdtype(probes.dtype, np.number):
+        raise ConfigError(
+            f"checkpoint {str(path)!r}: bad probe records ({probes.dtype}, {probes.shape}); {_HINT}"
         )
 
 
