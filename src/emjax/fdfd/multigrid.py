@@ -265,24 +265,6 @@ class VCycle:
         return self.free * self._cycle(0, self.free * r) + (1 - self.free) * r
 
 
-@jax.tree_util.register_pytree_node_class
-class RightPreconditioned:
-    """``y -> A(B(y))``: solve ``A B y = b``, then ``x = B y`` (same residual as ``x``'s)."""
-
-    def __init__(self, A, B):
-        self.A, self.B = A, B
-
-    def tree_flatten(self):
-        return (self.A, self.B), None
-
-    @classmethod
-    def tree_unflatten(cls, aux, leaves):
-        return cls(*leaves)
-
-    def __call__(self, y):
-        return self.A(self.B(y))
-
-
 def _coarsen_1d(pos, imid):
     """Coarse points and inverse midpoints of one axis from the fine ones (numpy, (3, n) and
     (3, n + 1)): coarse point I = fine midpoint 2I + 1, coarse midpoint J = fine midpoint 2J."""
