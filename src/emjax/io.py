@@ -6,7 +6,9 @@ Output paths are checked before a computation starts (:func:`prepare_output_dir`
 :func:`check_output_file`: created, writable, not a file where a folder is expected) and
 written atomically (:func:`atomic_path`, :func:`write_text`, :func:`staged_outputs`: a
 temporary file in the same folder, then ``os.replace``), so a long run never ends in an
-unwritable path and a kill never leaves a half-written file in place of a good one.
+unwritable path and a kill never leaves a half-written file in place of a good one. The
+commands' run folders (``--out``, ``--overwrite``, fresh ``runNNN_...`` folders) are
+:mod:`emjax.outdir`'s.
 
 xarray and the NetCDF engine are imported inside the functions, so ``import emjax.io``
 works where they are not installed (the solvers never need them).

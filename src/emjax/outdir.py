@@ -246,7 +246,12 @@ class OutputFolder:
                     break
                 except FileExistsError:
                     continue
-            return self._move_into(stage, target)
+            try:
+                return self._move_into(stage, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    target.rmdir()  # the claimed name, if nothing reached it
+                raise
         if not self.out.exists():
             try:
                 os.rename(stage, self.out)
