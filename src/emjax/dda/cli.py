@@ -361,27 +361,24 @@ def _check_outputs(args, cfg):
     return folder
 
 
-def _description(result, average: bool = False) -> str:
-    """ADDA's run folder name: shape, dipoles along x, the first refractive index."""
-    m = complex(result.problem.refractive_indices()[0])
-    text = f"{result.problem.shape.name}_g{result.lattice.shape[0]}_m{m.real:.6g}"
-    return text + ("_avg" if average else "")
-
-
-def _write_outputs(result, solver, folder, command: str, config) -> None:
+def _write_outputs(result, solver, folder, command: str, config, average: bool = False) -> None:
+    """result.nc, ADDA's files and mueller.png into the run folder (named as ADDA's: shape,
+    dipoles along x, the first refractive index)."""
     from ..io import save_dataset
-    from .adda_files import write_adda_outputs
+    from .adda_files import write_adda_average_outputs, write_adda_outputs
     from .plot import plot_mueller
 
+    solver = getattr(result, "solver", None) or solver
     ds = result.to_xarray()
-    ds.attrs["solver"] = repr(result.solver or solver)
-    ds.attrs["command"] = command
-    notes = {"solver": repr(result.solver or solver)}
-    if config is not None:
-        notes["config file"] = str(config)
-    with folder.writing(_description(result), command) as stage:
+    ds.attrs["solver"], ds.attrs["command"] = repr(solver), command
+    notes = {"solver": repr(solver)} | ({} if config is None else {"config file": str(config)})
+    m = complex(result.problem.refractive_indices()[0])
+    name = f"{result.problem.shape.name}_g{result.lattice.shape[0]}_m{m.real:.6g}"
+    name += "_avg" if average else ""
+    with folder.writing(name, command) as stage:
         save_dataset(ds, stage / "result.nc")
-        write_adda_outputs(result, stage, command=command, notes=notes)
+        write = write_adda_average_outputs if average else write_adda_outputs
+        write(result, stage, command=command, notes=notes)
         plot_mueller(result, stage / "mueller.png")
 
 
@@ -496,21 +493,7 @@ def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature, folder) -> in
             )
     finally:
         progress.close()
-    command = shlex.join(["emjax", *argv])
-    from ..io import save_dataset
-    from .adda_files import write_adda_average_outputs
-    from .plot import plot_mueller
-
-    ds = result.to_xarray()
-    ds.attrs["solver"] = repr(solver)
-    ds.attrs["command"] = command
-    notes = {"solver": repr(solver)}
-    if args.config is not None:
-        notes["config file"] = str(args.config)
-    with folder.writing(_description(result, average=True), command) as stage:
-        save_dataset(ds, stage / "result.nc")
-        write_adda_average_outputs(result, stage, command=command, notes=notes)
-        plot_mueller(result, stage / "mueller.png")
+    _write_outputs(result, solver, folder, shlex.join(["emjax", *argv]), args.config, average=True)
     if args.json:
         s = result.summary()
         print(json.dumps({k: finite_or_none(s[k]) for k in AVERAGE_JSON_KEYS}, allow_nan=False), flush=True)
