@@ -108,6 +108,7 @@ JSON_KEYS = (
     "iterations",
     "converged",
     "seconds",
+    "out",
 )
 
 
@@ -292,8 +293,8 @@ def _progress_label(label: str) -> str:
     return label if " " in label else f"polarization {label}"
 
 
-def _summary_json(result) -> str:
-    s = result.summary()
+def _summary_json(result, out) -> str:
+    s = {**result.summary(), "out": str(out)}
     for name, xy in (("Cext", result.Cext_xy), ("Cabs", result.Cabs_xy)):  # per polarization
         s[f"{name}_x"], s[f"{name}_y"] = (float(v) for v in xy)
     return json.dumps({k: finite_or_none(s[k]) for k in JSON_KEYS}, allow_nan=False)
@@ -402,7 +403,7 @@ def run(args, argv) -> int:
         progress.close()
     command = shlex.join(["emjax", *argv])
     _write_outputs(result, solver, folder, command, args.config)
-    print(_summary_json(result) if args.json else _summary_text(result, solver), flush=True)
+    print(_summary_json(result, folder.path) if args.json else _summary_text(result, solver), flush=True)
     if not args.json:
         print(f"  outputs written to {folder.path}")
     bad = [
@@ -442,6 +443,7 @@ AVERAGE_JSON_KEYS = (
     "error_estimate",
     "converged",
     "seconds",
+    "out",
 )
 
 
@@ -495,7 +497,7 @@ def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature, folder) -> in
         progress.close()
     _write_outputs(result, solver, folder, shlex.join(["emjax", *argv]), args.config, average=True)
     if args.json:
-        s = result.summary()
+        s = {**result.summary(), "out": str(folder.path)}
         print(json.dumps({k: finite_or_none(s[k]) for k in AVERAGE_JSON_KEYS}, allow_nan=False), flush=True)
     else:
         print(_average_text(result, solver), flush=True)
