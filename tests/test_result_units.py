@@ -131,6 +131,9 @@ def test_fdtd_scene_result_names_and_steps(tmp_path, capsys, monkeypatch):
         assert ds["x"].values[0] == pytest.approx(-0.8 - 4 * 0.1)  # the CPML's outer corner
     assert (out / "xz cut.nc").is_file() and (out / "xz cut.png").is_file()
     assert assert_units(out) == ["result.nc", "xz cut.nc"]
+    with xr.open_dataset(out / "xz cut.nc") as fields:
+        assert "perfect conductor (PEC)" in fields["Ex_real"].attrs["long_name"]
+        assert fields["x"].attrs["units"] == "length" and fields["frequency"].attrs["units"] == "1 / length"
     (fig,) = [f for f in figures if any(ax.get_title() == "cross sections" for ax in f.axes)]
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert len(panels) == 5  # probe, probe spectrum, cross sections, flux monitors, |E|

@@ -247,8 +247,10 @@ def label_field_plane(ds, normalized: bool):
     """Units and descriptions on a :meth:`Result.field_plane` Dataset (in place; returned)."""
     unit = "1" if normalized else DFT_UNITS
     per = " / the incident plane wave's amplitude at each frequency" if normalized else ""
+    pec = "; E at the Yee positions inside a perfect conductor (PEC) is 0, a node averages those around it"
     for c in ("Ex", "Ey", "Ez", "Hx", "Hy", "Hz"):
-        ds[c].attrs.update(units=unit, long_name=f"complex amplitude of {c} at the grid's nodes{per}")
+        text = f"complex amplitude of {c} at the grid's nodes{per}" + (pec if c[0] == "E" else "")
+        ds[c].attrs.update(units=unit, long_name=text)
     ds["frequency"].attrs["units"] = "1 / length"
     for ax in ds["Ex"].dims[1:]:
         ds[ax].attrs["units"] = "length"
