@@ -127,7 +127,8 @@ def test_fdtd_scene_result_names_and_steps(tmp_path, capsys, monkeypatch):
         assert "towards +z" in ds["behind"].attrs["long_name"]
         assert not [v for v in ds.data_vars if v.startswith("flux")]
         assert ds.attrs["steps"] == 12 and ds.attrs["timed_steps"] < 12
-        assert ds["probes"].shape == (12, 1)
+        assert ds["probes"].shape == (12, 1) and list(ds["probe_field"].values) == ["Ex"]
+        assert abs(float(ds["probe_x"][0]) - 0.2) <= 0.05 and abs(float(ds["probe_z"][0]) - 0.5) <= 0.05
         assert ds["x"].values[0] == pytest.approx(-0.8 - 4 * 0.1)  # the CPML's outer corner
     assert (out / "xz cut.nc").is_file() and (out / "xz cut.png").is_file()
     assert assert_units(out) == ["result.nc", "xz cut.nc"]

@@ -122,7 +122,17 @@ def _common(result, origin=(0.0, 0.0, 0.0)):
     coords = {
         "time": ("time", np.asarray(result.times), {"units": "length / c"}),
         "probe": ("probe", np.arange(len(sim.probes)), {"units": "1", "long_name": "probe number"}),
+        "probe_field": (
+            "probe",
+            [f"{p.field}{'xyz'[p.component]}" for p in sim.probes],
+            {"units": "1", "long_name": "the field component each probe records"},
+        ),
     }
+    for ax in range(3):
+        name = f"probe_{'xyz'[ax]}"
+        pos = [origin[ax] + p.index[ax] * g.dx for p in sim.probes]
+        text = f"{'xyz'[ax]} of the probe's cell corner (the component sits at its Yee position)"
+        coords[name] = ("probe", np.asarray(pos, float), {"units": "length", "long_name": text})
     E = np.asarray(result.E)
     data["E_mid_z"] = (
         ("component", "x", "y"),
