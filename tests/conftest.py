@@ -15,3 +15,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _own_working_folder(tmp_path_factory, monkeypatch):
+    """Each test runs in a fresh empty folder: a command run without --out writes a new
+    runNNN_... folder in the current one, never into the checkout."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))

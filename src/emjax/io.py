@@ -6,7 +6,9 @@ Output paths are checked before a computation starts (:func:`prepare_output_dir`
 :func:`check_output_file`: created, writable, not a file where a folder is expected) and
 written atomically (:func:`atomic_path`, :func:`write_text`, :func:`staged_outputs`: a
 temporary file in the same folder, then ``os.replace``), so a long run never ends in an
-unwritable path and a kill never leaves a half-written file in place of a good one.
+unwritable path and a kill never leaves a half-written file in place of a good one. The
+commands' run folders (``--out``, ``--overwrite``, fresh ``runNNN_...`` folders) are
+:mod:`emjax.outdir`'s.
 
 xarray and the NetCDF engine are imported inside the functions, so ``import emjax.io``
 works where they are not installed (the solvers never need them).
@@ -30,6 +32,7 @@ from .errors import ConfigError
 __all__ = [
     "DATASET_SUFFIXES",
     "atomic_path",
+    "check_folder_of",
     "check_npz",
     "check_output_file",
     "complex_str",
@@ -58,6 +61,19 @@ def prepare_output_dir(path, what: str = "--out") -> Path:
             pass
     except OSError as exc:
         raise ConfigError(f"{what}: cannot write to {str(path)!r}: {_reason(exc)}") from None
+    return path
+
+
+def check_folder_of(path) -> Path:
+    """The folder ``path`` is to be written in must exist (as ADDA, nothing is created): a
+    :class:`ConfigError` naming it otherwise, and ``path`` must not be a folder."""
+    path = Path(path)
+    folder = path.parent
+    if path.is_dir():
+        raise ConfigError(f"cannot write {str(path)!r}: it is a folder; give a file name")
+    if not folder.is_dir():
+        why = "is a file, not a folder" if folder.exists() else "does not exist (create it first)"
+        raise ConfigError(f"cannot write {str(path)!r}: the folder {str(folder)!r} {why}")
     return path
 
 
@@ -197,12 +213,14 @@ def save_dataset(ds, path) -> Path:
     """Write ``ds`` to ``path`` (``.nc``: NetCDF4, ``.h5``/``.hdf5``: HDF5; both via h5netcdf).
 
     Complex variables are split into ``*_real``/``*_imag``. Written atomically (a
-    temporary file in the same folder, then renamed). Returns the path written.
+    temporary file in the same folder, then renamed); the folder must exist. Returns the
+    path written.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in DATASET_SUFFIXES:
         raise ConfigError(f"path must end in one of {DATASET_SUFFIXES}, got {str(path)!r}")
+    check_folder_of(path)
     ds = _split_complex(ds.copy())
     ds.attrs = _netcdf_attrs(ds.attrs)
     for name in ds.variables:

@@ -25,6 +25,7 @@ from emjax.config import parse_refractive_index
 from emjax.dda.cli import JSON_KEYS, build_dda
 from emjax.dda.options import dda_config
 from emjax.errors import ConfigError
+from tests.netcdf_units import assert_units
 
 BASE = ["dda", "--shape", "sphere", "--size", "2", "--grid", "8", "--ntheta", "19"]
 SMALL = [*BASE, "--m", "1.5+0.01j"]
@@ -103,6 +104,7 @@ def test_dda_text_summary(capsys):
 def test_out_netcdf(out_run):
     xr = pytest.importorskip("xarray")
     _, s, folder, _ = out_run
+    assert assert_units(folder) == ["result.nc"]
     with xr.open_dataset(folder / "result.nc", engine="h5netcdf") as ds:
         for name in (
             "Cext",
@@ -384,6 +386,7 @@ def test_orient_avg_json_and_adda_files(capsys, tmp_path):
         assert ds["mueller"].shape == (19, 4, 4)
         assert float(ds["weight"].sum()) == pytest.approx(1.0)
     assert (tmp_path / "mueller.png").stat().st_size > 0
+    assert assert_units(tmp_path) == ["result.nc"]
 
 
 def test_orient_avg_missing_its_accuracy_is_not_converged(capsys):

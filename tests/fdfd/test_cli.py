@@ -14,6 +14,7 @@ from scipy.special import h1vp, hankel1, jv, jvp
 from emjax import ConfigError, geometry, scene
 from emjax.cli import main
 from emjax.fdfd.config import build_fdfd, resolution_warnings
+from tests.netcdf_units import assert_units
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "fdfd_cylinder.toml"
 
@@ -117,6 +118,7 @@ def test_out_files_and_monostatic_te(tmp_path, capsys):
     with xr.open_dataset(out / "fields.nc") as ds:
         assert ds["Hz_real"].shape == (37, 37) and "inverse_eps_x_real" in ds
         assert ds["x"].values[0] == pytest.approx(-0.9 + 0.025)  # TE's H_z at the cell centres
+    assert assert_units(out) == ["fields.nc", "rcs.nc"]
 
 
 def test_example_pec_cylinder(tmp_path, capsys):
@@ -291,6 +293,7 @@ def test_not_converged_exit_2(tmp_path, capsys):
     assert len(s["rcs_E"]) == len(s["rcs_H"]) == 7
     assert "NOT CONVERGED" in err and "Traceback" not in err
     assert (out / "rcs.nc").exists() and (out / "rcs.png").exists() and (out / "field.png").exists()
+    assert assert_units(out) == ["rcs.nc"]
 
 
 def test_bench_small(capsys):

@@ -9,6 +9,7 @@ import pytest
 import xarray as xr
 
 from emjax.cli import main
+from tests.netcdf_units import assert_units
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "fdtd_dipole_cells.toml"
 
@@ -21,7 +22,9 @@ def test_fdtd_example_runs_and_writes(tmp_path, capsys):
     assert summary["steps"] == 120 and summary["cells_per_s"] > 0
     ds = xr.open_dataset(out / "result.nc")
     assert ds["probes"].shape == (120, 2) and ds["flux0"].shape == (5,)
+    assert ds.attrs["steps"] == 120 and ds["x"].attrs["units"] == "length"
     assert (out / "fdtd.png").stat().st_size > 10_000
+    assert assert_units(out) == ["result.nc"]
 
 
 def test_fdtd_bad_config(tmp_path, capsys):

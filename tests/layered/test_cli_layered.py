@@ -8,6 +8,7 @@ import pytest
 import xarray as xr
 
 from emjax.cli import main
+from tests.netcdf_units import assert_units
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "layered_dipole.toml"
 
@@ -30,6 +31,7 @@ def test_layered_config_runs_and_writes(tmp_path, capsys):
     assert summary["points"] == 120 and summary["max_error_estimate"] < 1e-7
     ds = xr.open_dataset(out / "fields.nc")
     assert ds["E_real"].shape == (12, 10, 3)
+    assert assert_units(out) == ["fields.nc"]
     assert np.allclose(ds["x"].values, np.linspace(-64, 63, 12))
     assert (out / "fields.png").stat().st_size > 10_000
 

@@ -17,7 +17,6 @@ import json
 import shlex
 import sys
 import warnings
-from pathlib import Path
 
 from ..config import append_json, finite_or_none, parse_refractive_index, refractive_indices
 from ..errors import ConfigError, require_finite, require_int
@@ -109,6 +108,7 @@ JSON_KEYS = (
     "iterations",
     "converged",
     "seconds",
+    "out",
 )
 
 
@@ -293,8 +293,8 @@ def _progress_label(label: str) -> str:
     return label if " " in label else f"polarization {label}"
 
 
-def _summary_json(result) -> str:
-    s = result.summary()
+def _summary_json(result, out) -> str:
+    s = {**result.summary(), "out": str(out)}
     for name, xy in (("Cext", result.Cext_xy), ("Cabs", result.Cabs_xy)):  # per polarization
         s[f"{name}_x"], s[f"{name}_y"] = (float(v) for v in xy)
     return json.dumps({k: finite_or_none(s[k]) for k in JSON_KEYS}, allow_nan=False)
@@ -346,31 +346,40 @@ def _summary_text(result, solver) -> str:
     return "\n".join(out)
 
 
-def _check_outputs(cfg) -> None:
-    """--out (a folder) and --checkpoint (a file) writable, before any solve."""
-    from ..io import check_output_file, prepare_output_dir
+def _check_outputs(args, cfg):
+    """The output folder (--out, the config's ``out``, or a fresh runNNN_dda_...) and
+    --checkpoint (a file) writable, before any solve; returns the :class:`OutputFolder`."""
+    from ..io import check_output_file
+    from ..outdir import OutputFolder
 
-    if cfg.get("out") is not None:
-        prepare_output_dir(cfg["out"])
+    what = "--out" if getattr(args, "out", None) is not None or cfg.get("out") is None else "out"
+    folder = OutputFolder(
+        cfg.get("out"), method=COMMAND, overwrite=getattr(args, "overwrite", False), what=what
+    )
+    folder.check()
     if cfg.get("checkpoint") is not None:
         check_output_file(cfg["checkpoint"], "--checkpoint")
+    return folder
 
 
-def _write_outputs(result, solver, folder: Path, command: str, config) -> None:
-    from ..io import save_dataset, staged_outputs
-    from .adda_files import write_adda_outputs
+def _write_outputs(result, solver, folder, command: str, config, average: bool = False) -> None:
+    """result.nc, ADDA's files and mueller.png into the run folder (named as ADDA's: shape,
+    dipoles along x, the first refractive index)."""
+    from ..io import save_dataset
+    from .adda_files import write_adda_average_outputs, write_adda_outputs
     from .plot import plot_mueller
 
-    folder.mkdir(parents=True, exist_ok=True)
+    solver = getattr(result, "solver", None) or solver
     ds = result.to_xarray()
-    ds.attrs["solver"] = repr(result.solver or solver)
-    ds.attrs["command"] = command
-    notes = {"solver": repr(result.solver or solver)}
-    if config is not None:
-        notes["config file"] = str(config)
-    with staged_outputs(folder) as stage:  # each file replaced atomically at the end
+    ds.attrs["solver"], ds.attrs["command"] = repr(solver), command
+    notes = {"solver": repr(solver)} | ({} if config is None else {"config file": str(config)})
+    m = complex(result.problem.refractive_indices()[0])
+    name = f"{result.problem.shape.name}_g{result.lattice.shape[0]}_m{m.real:.6g}"
+    name += "_avg" if average else ""
+    with folder.writing(name, command) as stage:
         save_dataset(ds, stage / "result.nc")
-        write_adda_outputs(result, stage, command=command, notes=notes)
+        write = write_adda_average_outputs if average else write_adda_outputs
+        write(result, stage, command=command, notes=notes)
         plot_mueller(result, stage / "mueller.png")
 
 
@@ -379,9 +388,9 @@ def run(args, argv) -> int:
     cfg = dda_config(args)
     problem, solver = build_dda(cfg)
     quadrature = build_average(cfg)
-    _check_outputs(cfg)
+    folder = _check_outputs(args, cfg)
     if quadrature is not None:
-        return _cmd_dda_average(args, argv, cfg, problem, solver, quadrature)
+        return _cmd_dda_average(args, argv, cfg, problem, solver, quadrature, folder)
     from . import solve
 
     progress = _Progress()
@@ -393,11 +402,10 @@ def run(args, argv) -> int:
     finally:
         progress.close()
     command = shlex.join(["emjax", *argv])
-    if cfg["out"] is not None:
-        _write_outputs(result, solver, Path(cfg["out"]), command, args.config)
-    print(_summary_json(result) if args.json else _summary_text(result, solver), flush=True)
-    if cfg["out"] is not None and not args.json:
-        print(f"  outputs written to {cfg['out']}")
+    _write_outputs(result, solver, folder, command, args.config)
+    print(_summary_json(result, folder.path) if args.json else _summary_text(result, solver), flush=True)
+    if not args.json:
+        print(f"  outputs written to {folder.path}")
     bad = [
         f"polarization {label}: {msg}"
         for label, ok, msg in zip("XY", result.converged, result.solver_messages, strict=True)
@@ -435,6 +443,7 @@ AVERAGE_JSON_KEYS = (
     "error_estimate",
     "converged",
     "seconds",
+    "out",
 )
 
 
@@ -465,7 +474,7 @@ def _average_text(result, solver) -> str:
     return "\n".join(out)
 
 
-def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature) -> int:
+def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature, folder) -> int:
     import numpy as np
 
     from . import average
@@ -486,31 +495,13 @@ def _cmd_dda_average(args, argv, cfg, problem, solver, quadrature) -> int:
             )
     finally:
         progress.close()
-    command = shlex.join(["emjax", *argv])
-    if cfg["out"] is not None:
-        from ..io import save_dataset, staged_outputs
-        from .adda_files import write_adda_average_outputs
-        from .plot import plot_mueller
-
-        folder = Path(cfg["out"])
-        folder.mkdir(parents=True, exist_ok=True)
-        ds = result.to_xarray()
-        ds.attrs["solver"] = repr(solver)
-        ds.attrs["command"] = command
-        notes = {"solver": repr(solver)}
-        if args.config is not None:
-            notes["config file"] = str(args.config)
-        with staged_outputs(folder) as stage:  # each file replaced atomically at the end
-            save_dataset(ds, stage / "result.nc")
-            write_adda_average_outputs(result, stage, command=command, notes=notes)
-            plot_mueller(result, stage / "mueller.png")
+    _write_outputs(result, solver, folder, shlex.join(["emjax", *argv]), args.config, average=True)
     if args.json:
-        s = result.summary()
+        s = {**result.summary(), "out": str(folder.path)}
         print(json.dumps({k: finite_or_none(s[k]) for k in AVERAGE_JSON_KEYS}, allow_nan=False), flush=True)
     else:
         print(_average_text(result, solver), flush=True)
-        if cfg["out"] is not None:
-            print(f"  outputs written to {cfg['out']}")
+        print(f"  outputs written to {folder.path}")
     n_bad = int(np.sum(~np.asarray(result.converged)))
     bad = [f"{n_bad} of {result.converged.size} orientation/polarization solves"] if n_bad else []
     if not result.accuracy_met:

@@ -175,7 +175,7 @@ def dda_to_xarray(result):
         "polarization": (
             "polarization",
             list(POLARIZATIONS),
-            {"long_name": "incident polarization (lab axis of E)"},
+            {**one, "long_name": "incident polarization (lab axis of E)"},
         ),
         "theta": (
             "theta",
@@ -187,11 +187,11 @@ def dda_to_xarray(result):
             np.asarray(result.phi, float),
             {"units": "deg", "long_name": "azimuth of the scattering plane (90 = yz)"},
         ),
-        "element": ("element", list(AMPLITUDE_ELEMENTS)),
-        "row": ("row", np.arange(1, 5)),
-        "col": ("col", np.arange(1, 5)),
-        "iteration": ("iteration", np.arange(data["residual_history"][1].shape[1])),
-        "domain": ("domain", np.arange(alpha.shape[-1])),
+        "element": ("element", list(AMPLITUDE_ELEMENTS), {**one, "long_name": "amplitude matrix element"}),
+        "row": ("row", np.arange(1, 5), {**one, "long_name": "Mueller matrix row"}),
+        "col": ("col", np.arange(1, 5), {**one, "long_name": "Mueller matrix column"}),
+        "iteration": ("iteration", np.arange(data["residual_history"][1].shape[1]), one),
+        "domain": ("domain", np.arange(alpha.shape[-1]), {**one, "long_name": "material domain number"}),
     }
     attrs = {
         **_result_attrs(result, "emjax DDA result"),
@@ -250,9 +250,13 @@ def averaged_to_xarray(result):
             np.asarray(result.theta, float),
             {"units": "deg", "long_name": "scattering angle"},
         ),
-        "polarization": ("polarization", list(POLARIZATIONS)),
-        "row": ("row", np.arange(1, 5)),
-        "col": ("col", np.arange(1, 5)),
+        "polarization": (
+            "polarization",
+            list(POLARIZATIONS),
+            {**one, "long_name": "incident polarization (lab axis of E)"},
+        ),
+        "row": ("row", np.arange(1, 5), {**one, "long_name": "Mueller matrix row"}),
+        "col": ("col", np.arange(1, 5), {**one, "long_name": "Mueller matrix column"}),
     }
     attrs = {
         **_result_attrs(result, "emjax DDA result, averaged over random orientation"),

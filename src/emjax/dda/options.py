@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..config import Table, load_toml, number
 from ..errors import ConfigError
+from ..outdir import add_output_arguments
 
 #: defaults of ``emjax dda`` (None: let the Python API decide)
 DDA_DEFAULTS = {
@@ -205,12 +206,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="skip the integration of Csca and g over all directions",
     )
-    g.add_argument(
-        "--out",
-        type=Path,
-        metavar="DIR",
-        help="write result.nc, CrossSec-X/Y, mueller, log, mueller.png here",
-    )
+    add_output_arguments(g, "result.nc, CrossSec-X/Y (CrossSec with --orient avg), mueller, log, mueller.png")
     g.add_argument("--json", action="store_true", help="print one line of JSON (and nothing else) on stdout")
     p.add_argument(
         "--config",

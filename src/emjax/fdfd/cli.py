@@ -9,12 +9,14 @@ results are still written; status and residual on stderr).
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
 
 from ..config import finite_or_none, load_toml
-from ..io import check_output_file, prepare_output_dir, staged_outputs
+from ..io import check_output_file
+from ..outdir import OutputFolder, add_output_arguments, config_description
 from .config import build_fdfd, resolution_warnings
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
@@ -29,7 +31,7 @@ def add_command(sub) -> None:
     """Register ``emjax fdfd`` in the subparsers ``sub``."""
     p = sub.add_parser("fdfd", help="frequency-domain scattering: radar cross sections (2-D and 3-D)")
     p.add_argument("config", type=Path, help="TOML file (see examples/fdfd_cylinder.toml)")
-    p.add_argument("--out", type=Path, help="write rcs.nc, rcs.png, field.png (and 2-D: fields.nc) here")
+    add_output_arguments(p, "rcs.nc, rcs.png, field.png (and 2-D: fields.nc)")
     p.add_argument("--json", action="store_true", help="one-line JSON summary on stdout")
 
 
@@ -50,11 +52,6 @@ def add_bench(bench) -> None:
     b.add_argument("--json", action="store_true")
 
 
-def check_writable(out: Path) -> None:
-    """Create ``out`` and check a file can be written there (before a long solve)."""
-    prepare_output_dir(out)
-
-
 def _text(summary: dict) -> str:
     lines = []
     for k, v in summary.items():
@@ -71,8 +68,7 @@ def run(args, argv) -> int:
     problem = build_fdfd(load_toml(args.config))
     for w in resolution_warnings(problem):
         print(f"emjax: warning: {w}", file=sys.stderr)
-    if args.out is not None:
-        check_writable(args.out)
+    folder = OutputFolder(args.out, method=COMMAND, overwrite=args.overwrite).check()
 
     last = [time.perf_counter()]
 
@@ -83,22 +79,21 @@ def run(args, argv) -> int:
 
     result = solve_rcs(problem, progress=progress)
     summary = result.summary()
-    if args.out is not None:
-        from ..io import save_dataset
-        from .plot import plot_field, plot_rcs
+    from ..io import save_dataset
+    from .plot import plot_field, plot_rcs
 
-        with staged_outputs(args.out) as stage:  # each file replaced atomically at the end
-            save_dataset(result.to_xarray(), stage / "rcs.nc")
-            if problem.dims == 2:
-                save_dataset(result.fields_to_xarray(), stage / "fields.nc")
-            plot_rcs(result, stage / "rcs.png")
-            plot_field(result, stage / "field.png")
-        summary["out"] = str(args.out)
+    with folder.writing(config_description(args.config, COMMAND), shlex.join(["emjax", *argv])) as stage:
+        save_dataset(result.to_xarray(), stage / "rcs.nc")
+        if problem.dims == 2:
+            save_dataset(result.fields_to_xarray(), stage / "fields.nc")
+        plot_rcs(result, stage / "rcs.png")
+        plot_field(result, stage / "field.png")
+    summary["out"] = str(folder.path)
     summary = {k: finite_or_none(v) for k, v in summary.items()}
     print(json.dumps(summary) if args.json else _text(summary))
     if not result.converged:
         st = result.stats
-        where = f" (written to {args.out})" if args.out is not None else ""
+        where = f" (written to {folder.path})"
         print(
             f"\n*** NOT CONVERGED *** the {st['solver']} solve stopped at relative residual "
             f"{st.get('residual')} after {st['iterations']} iterations: {st.get('message', '')}"

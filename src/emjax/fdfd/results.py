@@ -136,18 +136,32 @@ class RCSResult:
         r = self.field
         sx, sy = r.interior(p.pml_cells)
         name = "Ez" if p.polarization == "TM" else "Hz"
-        unit = {"units": "incident amplitude"}
+        ratio = "in units of the incident plane wave's amplitude"
+        pec = "; 0 at the nodes inside a perfect conductor (PEC)" if name == "Ez" else ""
         data = {
-            name: (("x", "y"), np.asarray(r.Ez)[sx, sy], unit),
-            f"{name}_scattered": (("x", "y"), np.asarray(r.Es)[sx, sy], unit),
+            name: (
+                ("x", "y"),
+                np.asarray(r.Ez)[sx, sy],
+                {"units": "1", "long_name": f"total {name}, {ratio}{pec}"},
+            ),
+            f"{name}_scattered": (
+                ("x", "y"),
+                np.asarray(r.Es)[sx, sy],
+                {"units": "1", "long_name": f"scattered {name} (total - incident), {ratio}"},
+            ),
         }
         if p.polarization == "TM":
-            data["eps"] = (("x", "y"), np.asarray(r.eps)[sx, sy], {"units": "relative"})
+            text = "relative permittivity at the E_z nodes; inf at the nodes inside a perfect conductor (PEC)"
+            data["eps"] = (("x", "y"), np.asarray(r.eps)[sx, sy], {"units": "1", "long_name": text})
         else:
+            text = (
+                "1 / relative permittivity at the E_x nodes; 0 on the edges inside a perfect conductor "
+                "(PEC; conformal: times the edge's open fraction)"
+            )
             data["inverse_eps_x"] = (
                 ("x", "y"),
                 np.asarray(r.eps)[sx, sy],
-                {"units": "relative", "at": "E_x nodes"},
+                {"units": "1", "at": "E_x nodes", "long_name": text},
             )
         coords = {"x": np.asarray(r.x)[sx], "y": np.asarray(r.y)[sy]}
         ds = xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=self._attrs())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import time
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import numpy as np
 
 from ..config import load_toml
 from ..errors import ConfigError
-from ..io import check_npz, check_output_file, prepare_output_dir, staged_outputs
+from ..io import check_npz, check_output_file
+from ..outdir import OutputFolder, add_output_arguments, config_description
 from .config import build_fdtd, out_of_core_option
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
@@ -30,7 +32,11 @@ def add_command(sub) -> None:
         "or cell indices with [grid] (examples/fdtd_dipole_cells.toml)",
     )
     p.add_argument("--steps", type=int, help="override [run].steps")
-    p.add_argument("--out", type=Path, help="write result.nc and fdtd.png here")
+    add_output_arguments(
+        p,
+        "result.nc, fdtd.png (physical units: also spectra.json, and NAME.nc, NAME.png per field_plane "
+        "monitor; cell indices: flux_boxes.json with [[flux_boxes]])",
+    )
     p.add_argument("--json", action="store_true", help="one-line JSON summary on stdout")
     p.add_argument(
         "--devices", type=int, metavar="N", help="run on N devices, the grid split in slabs along x"
@@ -78,14 +84,14 @@ def _steps(args, steps):
     return args.steps
 
 
-def _check_outputs(args, checkpoint) -> None:
-    """--out and [run].checkpoint writable, before the first step."""
-    if args.out is not None:
-        prepare_output_dir(args.out)
+def _check_outputs(args, checkpoint) -> OutputFolder:
+    """--out (or the fresh run folder) and [run].checkpoint writable, before the first step."""
+    folder = OutputFolder(args.out, method=COMMAND, overwrite=args.overwrite).check()
     if checkpoint is not None:
         check_output_file(checkpoint, "[run].checkpoint")
         if Path(checkpoint).exists():  # to resume from: readable, an emjax checkpoint
             check_npz(checkpoint, "[run].checkpoint")
+    return folder
 
 
 #: runs of at least this many cell updates say at once how big they are (~1 s at 32 G cell/s)
@@ -156,10 +162,10 @@ def run(args, argv) -> int:
             "indices (examples/fdtd_dipole_cells.toml)"
         )
     if "simulation" in cfg:  # physical units: a scene
-        return _run_physical(args, cfg)
+        return _run_physical(args, argv, cfg)
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
     steps = _steps(args, steps)
-    _check_outputs(args, checkpoint)
+    folder = _check_outputs(args, checkpoint)
     announce(sim.grid, steps, sim.memory_bytes())
     t0 = time.perf_counter()
     progress = _progress(steps, checkpoint)
@@ -186,24 +192,23 @@ def run(args, argv) -> int:
     }
     if len(sim.probes):
         summary["probes_max_abs"] = float(np.max(np.abs(np.asarray(res.probes))))
-    if args.out is not None:
-        from ..io import save_dataset
-        from .plot import plot_fdtd
-        from .results import fdtd_to_xarray
+    from ..io import save_dataset
+    from .plot import plot_fdtd
+    from .results import fdtd_to_xarray
 
-        with staged_outputs(args.out) as stage:  # each file replaced atomically at the end
-            save_dataset(fdtd_to_xarray(res, boxes), stage / "result.nc")
-            plot_fdtd(res, stage / "fdtd.png", boxes)
-            if boxes:
-                (stage / "flux_boxes.json").write_text(json.dumps(boxes, indent=1))
-        summary["out"] = str(args.out)
+    with folder.writing(config_description(args.config, COMMAND), _command(argv)) as stage:
+        save_dataset(fdtd_to_xarray(res, boxes), stage / "result.nc")
+        plot_fdtd(res, stage / "fdtd.png", boxes)
+        if boxes:
+            (stage / "flux_boxes.json").write_text(json.dumps(boxes, indent=1))
+    summary["out"] = str(folder.path)
     if boxes:
         summary["flux_boxes"] = boxes
     print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
     return 0
 
 
-def _run_physical(args, cfg) -> int:
+def _run_physical(args, argv, cfg) -> int:
     from ..backend import device_description
     from .physical import run as run_physical
     from .scene_config import build_physical
@@ -211,7 +216,7 @@ def _run_physical(args, cfg) -> int:
     sim, steps, until, chunk, checkpoint = build_physical(cfg)
     if args.steps is not None:
         steps, until = _steps(args, steps), None
-    _check_outputs(args, checkpoint)
+    folder = _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
     total = steps if steps is not None else int(math.ceil(until / sim.grid.dt))
     announce(sim.grid, total)
@@ -247,23 +252,27 @@ def _run_physical(args, cfg) -> int:
         if name != "cross_sections" and name not in fields:
             spectra[name] = {"frequency": res.frequencies(name).tolist(), "flux": res.flux(name).tolist()}
     summary.update(spectra)
-    if args.out is not None:
-        from ..io import save_dataset
-        from .plot import plot_fdtd, plot_field_plane
-        from .results import fdtd_to_xarray
+    from ..io import save_dataset
+    from .plot import plot_field_plane, plot_physical
+    from .results import physical_to_xarray
 
-        with staged_outputs(args.out) as stage:  # each file replaced atomically at the end
-            save_dataset(fdtd_to_xarray(raw), stage / "result.nc")
-            plot_fdtd(raw, stage / "fdtd.png")
-            (stage / "spectra.json").write_text(json.dumps(spectra, indent=1))
-            for name in fields:  # each FieldPlane: complex Ex .. Hz split into _real / _imag
-                ds = res.field_plane(name)
-                save_dataset(ds, stage / f"{name}.nc")
-                plot_field_plane(ds, stage / f"{name}.png")
-                summary.setdefault("field_planes", []).append(str(args.out / f"{name}.nc"))
-        summary["out"] = str(args.out)
+    with folder.writing(config_description(args.config, COMMAND), _command(argv)) as stage:
+        save_dataset(physical_to_xarray(res), stage / "result.nc")
+        plot_physical(res, stage / "fdtd.png")
+        (stage / "spectra.json").write_text(json.dumps(spectra, indent=1))
+        for name in fields:  # each FieldPlane: complex Ex .. Hz split into _real / _imag
+            ds = res.field_plane(name)
+            save_dataset(ds, stage / f"{name}.nc")
+            plot_field_plane(ds, stage / f"{name}.png")
+    if fields:
+        summary["field_planes"] = [str(folder.path / f"{name}.nc") for name in fields]
+    summary["out"] = str(folder.path)
     print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
     return 0
+
+
+def _command(argv) -> str:
+    return shlex.join(["emjax", *argv])
 
 
 def run_bench(args, argv) -> int:

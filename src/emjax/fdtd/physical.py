@@ -458,6 +458,7 @@ class Result:
         import xarray as xr
 
         from .monitors import field_on_nodes
+        from .results import label_field_plane
 
         idx = self._planes(name)
         mon = self.grid_simulation.monitors[idx[0]] if not isinstance(idx, tuple) else None
@@ -477,7 +478,19 @@ class Result:
         data.update({f"H{'xyz'[c]}": (dims, H[:, c]) for c in range(3)})
         ds = xr.Dataset(data, coords=coords)
         ds.attrs["plane"] = f"{'xyz'[mon.axis]} = {sim.origin[mon.axis] + mon.index * sim.dx:.6g}"
-        return ds
+        return label_field_plane(ds, normalize)
+
+    def to_xarray(self):
+        """Cross sections, named flux spectra, probes and mid-z E (:func:`physical_to_xarray`)."""
+        from .results import physical_to_xarray
+
+        return physical_to_xarray(self)
+
+    def save(self, path):
+        """Write :meth:`to_xarray` to ``path`` (``.nc``, ``.h5``)."""
+        from ..io import save_dataset
+
+        return save_dataset(self.to_xarray(), path)
 
     def flux(self, name: str) -> np.ndarray:
         """Flux spectrum of a FluxPlane (towards +axis) or the outward flux of a FluxBox."""

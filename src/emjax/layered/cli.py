@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from ..config import load_toml
 from ..errors import require_int
-from ..io import prepare_output_dir, staged_outputs
+from ..outdir import OutputFolder, add_output_arguments, config_description
 from ..progress import Reporter
 from .config import build_layered
 
@@ -58,7 +59,7 @@ def add_command(sub) -> None:
     """Register ``emjax layered`` in the subparsers ``sub``."""
     p = sub.add_parser("layered", help="fields of a dipole in a planar multilayer (Sommerfeld integrals)")
     p.add_argument("config", type=Path, help="TOML file (see examples/layered_dipole.toml)")
-    p.add_argument("--out", type=Path, help="write fields.nc and fields.png here")
+    add_output_arguments(p, "fields.nc and fields.png")
     p.add_argument("--json", action="store_true", help="one-line JSON summary on stdout")
     p.add_argument(
         "--devices", type=int, default=None, metavar="N", help="spread the points over the first N devices"
@@ -84,8 +85,8 @@ def run(args, argv) -> int:
     from .groups import reporting
 
     kwargs, shape, axes = build_layered(load_toml(args.config))
-    if args.out is not None:
-        prepare_output_dir(args.out)  # before the integrals: never lose a long map to a bad path
+    # before the integrals: never lose a long map to a bad path
+    folder = OutputFolder(args.out, method=COMMAND, overwrite=args.overwrite).check()
     t0 = time.perf_counter()
     if args.devices is not None:
         kwargs["layout"] = args.devices
@@ -102,16 +103,15 @@ def run(args, argv) -> int:
         "max_abs_E": float(np.max(np.abs(res.E))),
         "device": device_description(),
     }
-    if args.out is not None:
-        from ..io import save_dataset
-        from .plot import plot_layered_map
-        from .results import layered_to_xarray
+    from ..io import save_dataset
+    from .plot import plot_layered_map
+    from .results import layered_to_xarray
 
-        with staged_outputs(args.out) as stage:  # each file replaced atomically at the end
-            save_dataset(layered_to_xarray(res, shape, axes), stage / "fields.nc")
-            comp = int(np.argmax(np.abs(res.p)))
-            plot_layered_map(res, shape, axes, stage / "fields.png", component=comp)
-        summary["out"] = str(args.out)
+    with folder.writing(config_description(args.config, COMMAND), shlex.join(["emjax", *argv])) as stage:
+        save_dataset(layered_to_xarray(res, shape, axes), stage / "fields.nc")
+        comp = int(np.argmax(np.abs(res.p)))
+        plot_layered_map(res, shape, axes, stage / "fields.png", component=comp)
+    summary["out"] = str(folder.path)
     print(json.dumps(summary) if args.json else "\n".join(f"{k:20s} {v}" for k, v in summary.items()))
     return 0
 

@@ -64,7 +64,8 @@ class DipoleFields:
 
 
 def layered_to_xarray(result, shape=None, axes=None):
-    """Dipole fields in a stack -> Dataset with E, H (point, component) complex.
+    """Dipole fields in a stack -> Dataset with E, H (point, component) complex (a field that
+    was not computed, all NaN, is left out; attribute ``fields`` names those present).
 
     ``shape = (n1, n2)`` and ``axes = ("x", "z")``: the points are a plane map in C order
     (index 1 slowest); E and H then get dims (axes[0], axes[1], component) with coordinates.
@@ -73,7 +74,10 @@ def layered_to_xarray(result, shape=None, axes=None):
 
     pts = np.asarray(result.points)
     comp = ["x", "y", "z"]
-    units = {"units": "p / (eps0 L^3) (E); Z0 H in the same units (H)"}
+    units = {
+        "E": {"units": "p / (eps0 length^3)", "long_name": "electric field, E = k0^2 G p"},
+        "H": {"units": "p / (eps0 length^3)", "long_name": "Z0 H (H times the impedance of free space)"},
+    }
     attrs = {
         "emjax_version": version(),
         "wavelength": result.wavelength,
@@ -87,29 +91,38 @@ def layered_to_xarray(result, shape=None, axes=None):
         "seconds": result.seconds,
         "convention": "exp(-i omega t); E = k0^2 G p with curl curl G - k0^2 eps G = I delta",
     }
+    # a field not computed (dipole_fields(fields="E") or "H") is all NaN: left out
+    fields = {k: np.asarray(getattr(result, k)) for k in ("E", "H")}
+    fields = {k: v for k, v in fields.items() if not np.all(np.isnan(v))}
+    attrs["fields"] = "".join(fields)
+    error = {"units": "1", "long_name": "estimated error of the integrated part, relative to its norm"}
+    length = {"units": "length"}
+    component = ("component", comp, {"units": "1", "long_name": "Cartesian component"})
     if shape is None:
         dims = ("point", "component")
-        data = {
-            "E": (dims, np.asarray(result.E), units),
-            "H": (dims, np.asarray(result.H), units),
-            "error_estimate": (("point",), np.asarray(result.error), {"units": "relative"}),
-        }
+        data = {k: (dims, v, units[k]) for k, v in fields.items()}
+        data["error_estimate"] = (("point",), np.asarray(result.error), error)
         coords = {
-            "component": comp,
-            "x": ("point", pts[:, 0]),
-            "y": ("point", pts[:, 1]),
-            "z": ("point", pts[:, 2]),
+            "component": component,
+            "x": ("point", pts[:, 0], length),
+            "y": ("point", pts[:, 1], length),
+            "z": ("point", pts[:, 2], length),
         }
-        return xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=attrs)
-    n1, n2 = shape
-    a1, a2 = axes
-    idx = {"x": 0, "y": 1, "z": 2}
-    grid = pts.reshape(n1, n2, 3)
-    dims = (a1, a2, "component")
-    data = {
-        "E": (dims, np.asarray(result.E).reshape(n1, n2, 3), units),
-        "H": (dims, np.asarray(result.H).reshape(n1, n2, 3), units),
-        "error_estimate": ((a1, a2), np.asarray(result.error).reshape(n1, n2), {"units": "relative"}),
-    }
-    coords = {"component": comp, a1: grid[:, 0, idx[a1]], a2: grid[0, :, idx[a2]]}
-    return xr.Dataset({k: xr.Variable(*v) for k, v in data.items()}, coords=coords, attrs=attrs)
+    else:
+        n1, n2 = shape
+        a1, a2 = axes
+        idx = {"x": 0, "y": 1, "z": 2}
+        grid = pts.reshape(n1, n2, 3)
+        dims = (a1, a2, "component")
+        data = {k: (dims, v.reshape(n1, n2, 3), units[k]) for k, v in fields.items()}
+        data["error_estimate"] = ((a1, a2), np.asarray(result.error).reshape(n1, n2), error)
+        coords = {
+            "component": component,
+            a1: (a1, grid[:, 0, idx[a1]], length),
+            a2: (a2, grid[0, :, idx[a2]], length),
+        }
+    return xr.Dataset(
+        {k: xr.Variable(*v) for k, v in data.items()},
+        coords={k: xr.Variable(*v) for k, v in coords.items()},
+        attrs=attrs,
+    )
