@@ -83,7 +83,7 @@ def _check_outputs(args, checkpoint) -> None:
     if args.out is not None:
         prepare_output_dir(args.out)
     if checkpoint is not None:
-        check_output_file(checkpoint, "[run].checkpoint")
+        check_output_file(checkpoint, "[run].checkpoint", create_folder=False)
         if Path(checkpoint).exists():  # to resume from: readable, an emjax checkpoint
             check_npz(checkpoint, "[run].checkpoint")
 
