@@ -561,7 +561,7 @@ def run(
         arrays, pml = _coefficients(sim, dtype)
         plan = make_plan(sim, steps, dtype, arrays, pml, layout)
         state = _initial_state(sim, plan, dtype, initial)
-        concrete = checkpoint is not None and not is_traced((arrays, state))  # what it was written for:
+        concrete = checkpoint is not None and not is_traced((arrays, state))  # then fingerprint it
         fp = checkpoint_mod.Fingerprint(plan, arrays, initial) if concrete else None
         if is_traced((arrays, state)):
             if plan.layout is not None:
