@@ -290,7 +290,7 @@ def test_cli_refuses_a_changed_config_naming_what_differs(tmp_path, cli_checkpoi
     assert re.search(message, lines[0]), lines[0]
 
 
-@pytest.mark.filterwarnings("ignore:sources\[0\]: only .* cells per wavelength")
+@pytest.mark.filterwarnings(r"ignore:sources\[0\]: only .* cells per wavelength")
 @pytest.mark.parametrize("case", ["eps", "object centre", "source position", "monitor frequencies"])
 def test_python_refuses_a_changed_physical_simulation(tmp_path, cli_checkpoint, case):
     """The same refusals through fdtd.run on the physical Simulation the config builds."""
@@ -341,3 +341,44 @@ def test_load_host_takes_the_fingerprint(written):
     template = sm._initial_state(sim, plan, np.float32, None)
     with pytest.raises(ConfigError, match=MAT):
         ckmod.load_host(written, template, fingerprint.Fingerprint(plan, arrays))
+
+
+def test_the_window_run_refuses_another_problems_checkpoint(tmp_path, written):
+    """The out-of-core window reads the same fingerprint: a changed eps or source is refused
+    before any pass."""
+    from emjax.fdtd import window
+
+    ck = tmp_path / "run.npz"
+    for change, message in ((dict(eps_in=12.0), MAT), (dict(src=(3, 6, 5)), SRC)):
+        shutil.copy(written, ck)
+        with pytest.raises(ConfigError, match=message):
+            window.run_window(_grid_sim(**change), 20, th=2, slab=6, checkpoint=ck, chunk=10)
+    with pytest.raises(ConfigError, match=r"^checkpoint: the folder .* does not exist"):
+        window.run_window(_grid_sim(), 20, th=2, slab=6, checkpoint=tmp_path / "nodir" / "w.npz")
+
+
+def test_tfsf_and_bloch_inputs_are_covered():
+    """A TF/SF box's place, its plane wave's direction and polarization and its waveform are
+    sources; a Bloch wavenumber is a boundary."""
+    from emjax.scattering import PlaneWave
+
+    def sim(lo=3, pol=(1.0, 0.0, 0.0), direction=(0.0, 0.0, 1.0), f=0.8):
+        g = fdtd.Grid((N, N, N), dx=0.1, boundary=fdtd.CPML(2))
+        tf = fdtd.TFSF((lo, 3, 4), (9, 9, 8), PlaneWave(direction, pol), fdtd.Ricker(frequency=f))
+        return fdtd.GridSimulation(g, sources=(tf,))
+
+    base = _digests(sim())
+    assert _changed(base, _digests(sim())) == []
+    assert _changed(base, _digests(sim(lo=4))) == ["sources"]
+    assert _changed(base, _digests(sim(pol=(0.0, 1.0, 0.0)))) == ["sources"]
+    assert _changed(base, _digests(sim(direction=(0.0, 0.0, -1.0)))) == ["sources"]
+    assert _changed(base, _digests(sim(f=0.9))) == ["sources"]
+
+    def cell(k=0.5):
+        g = fdtd.Grid((N, N, N), dx=0.1, boundary=(fdtd.Bloch(k), fdtd.Periodic(), fdtd.CPML(2)))
+        src = fdtd.PlaneSource(2, 3, 0, fdtd.Ricker(frequency=0.8), k=(k, 0.0, 0.0))
+        return fdtd.GridSimulation(g, sources=(src,))
+
+    base = _digests(cell())
+    assert _changed(base, _digests(cell())) == []
+    assert _changed(base, _digests(cell(0.6))) == ["sources", "boundaries"]  # the sheet's phase too

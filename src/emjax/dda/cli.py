@@ -353,7 +353,7 @@ def _check_outputs(cfg) -> None:
     if cfg.get("out") is not None:
         prepare_output_dir(cfg["out"])
     if cfg.get("checkpoint") is not None:
-        check_output_file(cfg["checkpoint"], "--checkpoint")
+        check_output_file(cfg["checkpoint"], "--checkpoint", create_folder=False)
 
 
 def _write_outputs(result, solver, folder: Path, command: str, config) -> None:
