@@ -457,7 +457,8 @@ def run(
 
     ``checkpoint``: a file (.npz) written atomically at every chunk boundary with the whole
     state and the probe records so far. If it exists when ``run`` starts, the run resumes
-    from it (bit for bit the same as an uninterrupted run); delete it to start afresh.
+    from it (bit for bit the same as an uninterrupted run) when it was written for the same
+    problem (:mod:`emjax.fdtd.fingerprint`; else a ConfigError naming what differs).
 
     Differentiation: a :class:`GridSimulation` whose ``eps`` or ``sigma`` (or ``initial``)
     holds JAX tracers (``jax.grad``, ``jax.jvp``, ``jax.jit`` of a function of them) runs
