@@ -239,6 +239,7 @@ BASE = dict(
 PHYSICAL = {
     "eps": (dict(eps=12.0), MAT),
     "object size": (dict(osize=0.3), MAT),
+    "object size within a cell": (dict(osize=0.22), MAT),  # subpixel averaging sees it
     "object centre": (dict(ocenter="[0.1, 0, 0]"), MAT),
     "averaging": (dict(avg="staircase"), MAT),
     "source position": (dict(spos="[0.1, 0.1, -0.1]"), SRC),
@@ -382,3 +383,50 @@ def test_tfsf_and_bloch_inputs_are_covered():
     base = _digests(cell())
     assert _changed(base, _digests(cell())) == []
     assert _changed(base, _digests(cell(0.6))) == ["sources", "boundaries"]  # the sheet's phase too
+
+
+CELLS = """
+[grid]
+shape = [14, 14, 14]
+dx = 0.1
+pml_thickness = 3
+[run]
+steps = {steps}
+chunk = 5
+checkpoint = "{ck}"
+[[sources]]
+type = "dipole"
+index = [5, 7, 7]
+component = "z"
+waveform = "ricker"
+frequency = 0.5
+[[blocks]]
+lo = [7, 5, 5]
+hi = [10, 9, 9]
+eps = {eps}
+[[probes]]
+index = [11, 7, 7]
+component = "z"
+"""
+
+
+@pytest.mark.slow  # one more compilation (~6 s); the physical config's CLI tests are fast
+def test_cli_cell_index_config_refuses_a_changed_block_eps(tmp_path, capsys):
+    """The ``[grid]`` form: written by one command, refused for another block eps by the
+    next, resumed by a third with the same config to the uninterrupted probes."""
+    ck = tmp_path / "cells.npz"
+
+    def cfg(eps, steps, name="cells.toml", path=ck):
+        p = tmp_path / name
+        p.write_text(CELLS.format(eps=eps, steps=steps, ck=path))
+        return str(p)
+
+    assert _cli(["fdtd", cfg(4.0, 10), "--json"], capsys)[0] == 0
+    code, out = _cli(["fdtd", cfg(9.0, 20)], capsys)
+    lines = [line for line in out.err.splitlines() if not line.startswith("emjax: warning:")]
+    assert code == 1 and len(lines) == 1 and re.search(MAT, lines[0]), out.err
+    code, out = _cli(["fdtd", cfg(4.0, 20), "--json"], capsys)
+    resumed = json.loads(out.out.strip().splitlines()[-1])
+    code, out = _cli(["fdtd", cfg(4.0, 20, "full.toml", tmp_path / "full.npz"), "--json"], capsys)
+    full = json.loads(out.out.strip().splitlines()[-1])
+    assert resumed["probes_max_abs"] == full["probes_max_abs"] > 0

@@ -16,7 +16,8 @@ source's 1-D grid, sized for the whole run, ties a checkpoint to it).
 
 Grid and precision are stored as text (reported with both values); the others as SHA-256
 digests. Every coefficient depends on the grid and the precision, so when one of those
-differs only it is named.
+differs only it is named. The digests are taken once per run that has a checkpoint (a
+4M-cell grid with per-cell eps and sigma: 0.2 s on a 2-core CPU).
 """
 
 from __future__ import annotations
