@@ -117,6 +117,8 @@ def load(path, fp: str) -> dict:
                 )
             angles = data["angles"]
             fields = {name: data[name] for name in _FIELDS if name in data.files}
+    except ConfigError:
+        raise
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         why = str(exc).split("\n")[0] or type(exc).__name__
         raise ConfigError(f"checkpoint {str(path)!r} cannot be read ({why}); {hint}") from None
