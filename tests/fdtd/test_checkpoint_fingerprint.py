@@ -432,3 +432,15 @@ def test_cli_cell_index_config_refuses_a_changed_block_eps(tmp_path, capsys):
     code, out = _cli(["fdtd", cfg(4.0, 20, "full.toml", tmp_path / "full.npz"), "--json"], capsys)
     full = json.loads(out.out.strip().splitlines()[-1])
     assert resumed["probes_max_abs"] == full["probes_max_abs"] > 0
+
+
+@pytest.mark.parametrize("lossy", [False, True])
+def test_window_and_in_memory_runs_share_the_fingerprint(lossy):
+    """The window's host copies of the coefficients (NumPy) digest like the in-memory run's
+    (JAX arrays; a lossless ca is a 0-d array in one and the other): each resumes the
+    other's checkpoint."""
+    from emjax.fdtd import window
+
+    sim = _grid_sim(sigma=0.2 if lossy else 0.0, drude=3.0)
+    plan, arrays, _ = window._global_setup(sim, 20, np.float32, None)
+    assert fingerprint.Fingerprint(plan, arrays).digests == _digests(sim)

@@ -111,8 +111,9 @@ def digests(plan, arrays: dict, initial=None) -> dict:
     dt = plan.dt
     real = np.dtype(arrays["cb"].dtype)  # the coefficients' precision (no host copy here)
     parts = {k: [] for k in LABELS if k not in _TEXT}
-    for name in sorted(arrays):
-        parts[_kind_of_array(name)].append(f"{name}={describe(arrays[name], dt)}")
+    for name in sorted(arrays):  # every leaf as an array (a NumPy scalar, a 0-d NumPy or JAX array alike)
+        leaves = jax.tree_util.tree_leaves(arrays[name])
+        parts[_kind_of_array(name)].append(f"{name}=" + ",".join(_array_text(x) for x in leaves))
     parts["materials"] += [
         describe((plan.n_poles, plan.n_lorentz, plan.has_pec), dt),
         describe((plan.subpixel, plan.subpixel_poles, plan.subpixel_inline), dt),
