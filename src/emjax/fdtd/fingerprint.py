@@ -54,7 +54,9 @@ def _array_text(x) -> str:
 def _waveform_samples(f, dt: float) -> str:
     """A callable that is not a dataclass (a user's function): its values at the times
     the step evaluates sources (whole and half steps) over the first 4096 steps and on a
-    geometric set of later ones."""
+    geometric set of later ones up to 1e8 (a function of one time only: the first 512
+    steps). One that cannot be evaluated here gets a text no other run shares: its
+    checkpoint resumes only in the same process."""
     n = np.unique(np.concatenate([np.arange(4096), np.geomspace(4096, 1e8, 400).astype(np.int64)]))
     t = np.concatenate([n, n + 0.5]) * dt
     with jax.enable_x64(True):
