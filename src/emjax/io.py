@@ -77,16 +77,23 @@ def check_folder_of(path) -> Path:
     return path
 
 
-def check_output_file(path, what: str) -> Path:
+def check_output_file(path, what: str, create_folder: bool = True) -> Path:
     """Check the file ``path`` can be written (its folder created if missing, not a folder
     itself, the folder writable) before the computation; an existing file is kept (a
-    checkpoint to resume, a JSON list to append to)."""
+    checkpoint to resume, a JSON list to append to). ``create_folder=False`` (checkpoints:
+    a mistyped folder would otherwise start a run that never resumes) refuses a missing
+    folder instead of creating it."""
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{what}: {str(path)!r} is a folder; give a file name")
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{what}: {str(folder)!r} is a file, not a folder")
+    if not create_folder and not folder.exists():
+        raise ConfigError(
+            f"{what}: the folder {str(folder)!r} of {str(path)!r} does not exist; create it or name a "
+            "file in an existing folder"
+        )
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".emjax-write-check-"):

@@ -18,16 +18,16 @@ def _sim(nz=10):
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
-    """A good checkpoint after 10 steps, its bytes, and the (template, plan) that run()
-    hands to checkpoint.load when resuming it."""
+    """A good checkpoint after 10 steps, its bytes, and the (template, fingerprint) that
+    run() hands to checkpoint.load when resuming it."""
     path = tmp_path_factory.mktemp("ck") / "good.npz"
     fdtd.run(_sim(), 10, chunk=5, checkpoint=path)
     seen = {}
     original = ckmod.load
 
-    def spy(p, template, plan):
-        seen["args"] = (template, plan)
-        return original(p, template, plan)
+    def spy(p, template, fp):
+        seen["args"] = (template, fp)
+        return original(p, template, fp)
 
     ckmod.load = spy
     try:
@@ -115,22 +115,22 @@ def test_run_refuses_a_bad_checkpoint_naming_the_file(tmp_path, good, case):
 @pytest.mark.parametrize("case", CASES)
 def test_load_host_refuses_a_bad_checkpoint_naming_the_file(tmp_path, good, case):
     path, message = _bad_files(tmp_path, good)[case]
-    template, plan = good[2]
+    template, fp = good[2]
     with pytest.raises(ConfigError, match=message) as e:
-        ckmod.load_host(path, template, plan)
+        ckmod.load_host(path, template, fp)
     assert str(path) in str(e.value)
 
 
 def test_the_good_checkpoint_loads(good):
-    template, plan = good[2]
-    state, recs = ckmod.load_host(good[0], template, plan)
+    template, fp = good[2]
+    state, recs = ckmod.load_host(good[0], template, fp)
     assert int(state["n"]) == 10 and recs and recs[0].shape[0] == 10
 
 
 def test_checkpoint_of_another_grid_names_what_differs(good):
     with pytest.raises(
         ConfigError,
-        match=r"belongs to a different simulation \(shape \(10, 10, 10\) there, \(10, 10, 12\) here\)",
+        match=r"for a different problem: grid differs \(shape \(10, 10, 10\) there, \(10, 10, 12\) here\)",
     ) as e:
         fdtd.run(_sim(nz=12), 20, checkpoint=good[0])
     assert str(good[0]) in str(e.value)
@@ -140,12 +140,12 @@ def test_checkpoint_of_another_plan_names_what_differs(good):
     g = fdtd.Grid((10, 10, 10), dx=0.1, boundary=fdtd.PEC())
     src = fdtd.PointDipole((5, 5, 5), 2, fdtd.Ricker(frequency=0.8))
     sim = fdtd.GridSimulation(g, sources=(src,))  # no probe
-    with pytest.raises(ConfigError, match=r"different simulation \(number of probes 1 there, 0 here\)"):
+    with pytest.raises(ConfigError, match=r"different problem: monitors and probes \(.*\) differ;"):
         fdtd.run(sim, 20, checkpoint=good[0])
     sim = fdtd.GridSimulation(
         fdtd.Grid((10, 10, 10), dx=0.1, courant=0.5, boundary=fdtd.PEC()), sources=(src,)
     )
-    with pytest.raises(ConfigError, match=r"different simulation \(dt .* there, 0.05 here"):
+    with pytest.raises(ConfigError, match=r"different problem: grid differs \(dt .* there, 0.05 here\)"):
         fdtd.run(sim, 20, checkpoint=good[0])
 
 

@@ -358,7 +358,7 @@ def _check_outputs(args, cfg):
     )
     folder.check()
     if cfg.get("checkpoint") is not None:
-        check_output_file(cfg["checkpoint"], "--checkpoint")
+        check_output_file(cfg["checkpoint"], "--checkpoint", create_folder=False)
     return folder
 
 

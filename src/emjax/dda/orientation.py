@@ -40,6 +40,7 @@ import numpy as np
 from .. import krylov
 from ..backend import check_memory, device_memory_bytes, precision, precision_scope
 from ..errors import ConfigError, require_int
+from ..io import check_output_file
 from ..layout import as_layout
 from ..scattering import OrientationAverage, euler_matrix, mueller_from_amplitude, scattering_basis
 from . import average_checkpoint, interaction, observables
@@ -136,6 +137,8 @@ def average(
     max_batch = require_int("max_batch", max_batch, 1, 1_000_000)
     if variant not in interaction.LAYOUTS:
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
+    if checkpoint is not None:  # before any solve: a mistyped folder is not created
+        check_output_file(checkpoint, "checkpoint", create_folder=False)
     with precision_scope():
         return _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint, layout)
 
@@ -169,6 +172,14 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
     cdt = precision(problem.precision).complex
     vdt = np.complex128
     lat = problem.lattice()
+    results: dict = {}  # key -> per-node record (a checkpoint first: refused before any set-up)
+    fp = average_checkpoint.fingerprint(problem, lat, q.n_alpha, solver)
+    if checkpoint is not None:
+        for (beta, gamma), rec in average_checkpoint.load(checkpoint, fp).items():
+            key = q.key(beta, gamma)
+            if key is not None:
+                results.setdefault(key, rec)
+        timings["resumed_orientations"] = len(results)
     grid, k, d = lat.shape, problem.k, lat.d
     ms = problem.refractive_indices()
     pol = problem.polarizability
@@ -204,15 +215,6 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
     else:  # as many as fit in half the free memory
         fit = int(max(0.5 * device_memory_bytes() - fixed, 0) // (2 * per_rhs))
         nodes_per_batch = max(1, min(max_batch, fit)) * (1 if lay is None else lay.n)
-
-    results: dict = {}  # key -> per-node record
-    fp = average_checkpoint.fingerprint(problem, q.n_alpha, solver)
-    if checkpoint is not None:
-        for (beta, gamma), rec in average_checkpoint.load(checkpoint, fp).items():
-            key = q.key(beta, gamma)
-            if key is not None:
-                results.setdefault(key, rec)
-        timings["resumed_orientations"] = len(results)
 
     def solve_nodes(keys, label):
         t_solve = time.perf_counter()

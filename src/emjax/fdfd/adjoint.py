@@ -69,9 +69,11 @@ def _matrix(eps, shape, dx, omega, pml, stencil):
 
 def _cached_factor(arrays, key, factor):
     """``factor()`` (a SuperLU factorization), kept in a small LRU cache keyed by the bytes
-    of ``arrays`` and ``key`` (shared by the TM and TE adjoints)."""
-    digest = hashlib.sha1(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)).hexdigest()
-    k = (digest, *key)
+    of ``arrays`` (with their dtypes and shapes: equal bytes of another dtype are another
+    matrix) and ``key`` (shared by the TM and TE adjoints)."""
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    digest = hashlib.sha256(b"".join(a.tobytes() for a in arrays)).hexdigest()
+    k = (digest, tuple((a.dtype.str, a.shape) for a in arrays), *key)
     if k in _CACHE:
         _CACHE.move_to_end(k)
         return _CACHE[k]

@@ -390,8 +390,9 @@ _CACHE: dict = {}
 
 
 def _executable(method, kind, data, B, c, lu):
-    """The compiled program (cached per shapes and device) and the seconds compiling it took."""
-    key = (method, kind, data.shape, B.shape, c, lu, str(default_device()))
+    """The compiled program (cached per shapes, dtypes and device) and the seconds compiling
+    it took."""
+    key = (method, kind, data.shape, str(data.dtype), B.shape, str(B.dtype), c, lu, str(default_device()))
     if key in _CACHE:
         return _CACHE[key], 0.0
     t0 = time.perf_counter()

@@ -1,5 +1,6 @@
 """Checkpoints of an FDTD run: the whole state and the probe records, written atomically
-at chunk boundaries; a fingerprint of the simulation guards against resuming another one.
+at chunk boundaries; a fingerprint of everything that changes the answer
+(:mod:`emjax.fdtd.fingerprint`) guards against resuming another problem.
 
 One device: one ``.npz`` file (``leaf{i}``: the state's leaves). Several devices
 (:func:`save_sharded`): the file named ``path`` is an index holding the replicated leaves,
@@ -22,36 +23,21 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import sharded
+from .fingerprint import Fingerprint, difference
 
 
-def fingerprint(plan) -> str:
-    return repr(
-        (
-            plan.shape,
-            plan.dx,
-            plan.dt,
-            plan.order,
-            plan.pml,
-            plan.pml_faces,
-            plan.walls,
-            len(plan.probes),
-            len(plan.monitors),
-            plan.n_poles,
-            plan.n_lorentz,
-            plan.has_pec,
-            plan.aux_len,
-            plan.subpixel,
-            plan.subpixel_poles,
-            plan.subpixel_inline,
-        )
-    )
+def save(path: Path, state, recs, fp: Fingerprint) -> None:
+    leaves = [np.asarray(v) for v in jax.tree_util.tree_leaves(state)]
+    save_leaves(path, leaves, np.concatenate(recs) if recs else np.zeros((0,)), fp)
 
 
-def save(path: Path, state, recs, plan) -> None:
-    leaves = jax.tree_util.tree_leaves(state)
-    data = {f"leaf{i}": np.asarray(v) for i, v in enumerate(leaves)}
-    data["probes"] = np.concatenate(recs) if recs else np.zeros((0,))
-    data["fingerprint"] = np.array(fingerprint(plan))
+def save_leaves(path: Path, leaves, probes, fp: Fingerprint) -> None:
+    """The one-file checkpoint of the state ``leaves`` (arrays, or objects NumPy turns into
+    arrays one at a time while the file is written: the window's chunked leaves), the probe
+    records ``probes`` and the run's fingerprint ``fp``."""
+    data = {f"leaf{i}": v for i, v in enumerate(leaves)}
+    data["probes"] = np.asarray(probes) if len(probes) else np.zeros((0,))
+    data["fingerprint"] = np.array(fp.text)
     old = _shard_names(path)
     _write_npz(path, data)  # atomic: a crash never leaves a half-written checkpoint
     for name in old:  # a sharded run's files, resumed here on one device
@@ -83,30 +69,11 @@ def _shard_names(path: Path) -> list:
         return []  # not a checkpoint: nothing of ours to remove
 
 
-FINGERPRINT_FIELDS = (
-    "shape",
-    "dx",
-    "dt",
-    "order",
-    "pml",
-    "pml_faces",
-    "walls",
-    "number of probes",
-    "number of monitors",
-    "n_poles",
-    "n_lorentz",
-    "has_pec",
-    "aux_len",
-    "subpixel",
-    "subpixel_poles",
-    "subpixel_inline",
-)
-
 _HINT = "delete it to start afresh, or name another file"
 
 
-def load(path: Path, template, plan):
-    state, recs = load_host(path, template, plan)
+def load(path: Path, template, fp: Fingerprint):
+    state, recs = load_host(path, template, fp)
     return jax.tree_util.tree_map(jnp.asarray, state), recs
 
 
@@ -137,30 +104,16 @@ def _unreadable(path: Path, exc: Exception, what: str = "checkpoint"):
     ) from None
 
 
-def _fingerprint_difference(saved: str, current: str) -> str:
-    """Which of the plan's fields differ, e.g. ``shape (24, 20, 16) there, (24, 20, 18)
-    here``; empty if the fingerprints cannot be compared field by field."""
-    import ast
-
-    try:
-        a, b = ast.literal_eval(saved), ast.literal_eval(current)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return ""
-    if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == len(FINGERPRINT_FIELDS)):
-        return ""
-    diff = [f"{n} {x!r} there, {y!r} here" for n, x, y in zip(FINGERPRINT_FIELDS, a, b) if x != y]
-    return "; ".join(diff[:3])
-
-
-def load_host(path: Path, template, plan):
+def load_host(path: Path, template, fp: Fingerprint):
     """The state (NumPy leaves of ``template``'s logical shapes and dtypes) and the probe
     records of a checkpoint of either format. A file that is not a readable checkpoint
-    (corrupt, truncated, foreign) or one of another simulation raises a
-    :class:`ConfigError` naming the file and what is wrong."""
+    (corrupt, truncated, foreign) or one written for another problem (``fp``: this run's
+    :class:`~emjax.fdtd.fingerprint.Fingerprint`) raises a :class:`ConfigError` naming the
+    file and what is wrong (for another problem: what differs)."""
     path = Path(path)
     f = _read_npz(path, "checkpoint")
     leaves, treedef = jax.tree_util.tree_flatten(template)
-    _check_fingerprint(path, f, plan)
+    _check_fingerprint(path, f, fp)
     data = {k: v for k, v in f.items() if k.startswith("leaf")}
     probes = f["probes"]
     shard_files = [str(x) for x in f["shards"]] if "shards" in f else []
@@ -198,7 +151,7 @@ def load_host(path: Path, template, plan):
     return state, ([probes] if probes.size else [])
 
 
-def load_into(path: Path, leaves, plan) -> np.ndarray:
+def load_into(path: Path, leaves, fp: Fingerprint) -> np.ndarray:
     """Resume into NumPy arrays: the checkpoint ``path`` (either format) copied into
     ``leaves`` (the state's leaves, in its flattening order, written in place: the window
     run's host state); returns the probe records. A one-file checkpoint is read one array
@@ -209,13 +162,13 @@ def load_into(path: Path, leaves, plan) -> np.ndarray:
     path = Path(path)
     f = _read_npz(path, "checkpoint", keys=("fingerprint", "probes", "shards"))
     if "shards" in f:  # a sharded run's index: through load_host
-        state, recs = load_host(path, list(leaves), plan)
+        state, recs = load_host(path, list(leaves), fp)
         for dst, src in zip(leaves, state):
             np.copyto(dst, src)
         return np.concatenate(recs) if recs else np.zeros((0,))
     try:
         with np.load(path, allow_pickle=False) as z:
-            _check_fingerprint(path, z, plan)
+            _check_fingerprint(path, z, fp)
             _check_leaf_names(path, [k for k in z.files if k.startswith("leaf")], len(leaves))
             for i, dst in enumerate(leaves):
                 x = z[f"leaf{i}"]
@@ -231,9 +184,9 @@ def load_into(path: Path, leaves, plan) -> np.ndarray:
     return probes
 
 
-def _check_fingerprint(path, f, plan) -> None:
+def _check_fingerprint(path, f, fp: Fingerprint) -> None:
     """``f`` (a dict or an open .npz) holds a fingerprint and probes, and the fingerprint is
-    ``plan``'s."""
+    ``fp``'s: else a ConfigError naming what differs (:func:`fingerprint.difference`)."""
     missing = [k for k in ("fingerprint", "probes") if k not in f]
     if missing:
         raise ConfigError(
@@ -244,13 +197,14 @@ def _check_fingerprint(path, f, plan) -> None:
         raise ConfigError(
             f"checkpoint {str(path)!r} is not an emjax FDTD checkpoint (a bad fingerprint); {_HINT}"
         )
-    if str(saved) != fingerprint(plan):
-        diff = _fingerprint_difference(str(saved), fingerprint(plan))
+    diff = difference(str(saved), fp)
+    if diff == "old":
         raise ConfigError(
-            f"checkpoint {str(path)!r} belongs to a different simulation"
-            + (f" ({diff})" if diff else " (grid, materials, probes or monitors differ)")
-            + f"; {_HINT}"
+            f"checkpoint {str(path)!r} was written by an earlier emjax whose fingerprint does not "
+            f"cover materials, sources or monitors, so it cannot be checked against this problem; {_HINT}"
         )
+    if diff is not None:
+        raise ConfigError(f"checkpoint {str(path)!r} was written for a different problem: {diff}; {_HINT}")
 
 
 def _check_leaf_names(path, names, n_leaves: int) -> None:
@@ -290,9 +244,10 @@ def _check_probes(path, probes) -> None:
         )
 
 
-def save_sharded(path: Path, state, recs, plan, axes) -> None:
+def save_sharded(path: Path, state, recs, fp: Fingerprint, axes) -> None:
     """Write a checkpoint of a sharded run (``axes``: per leaf, its x axis or None) as an
     index and one file per shard (see the module docstring)."""
+    plan = fp.plan
     nx = plan.shape[0]
     leaves = jax.tree_util.tree_leaves(state)
     n_dev = plan.layout.n
@@ -320,7 +275,7 @@ def save_sharded(path: Path, state, recs, plan, axes) -> None:
     old = _shard_names(path)
     data = {f"leaf{i}": sharded.host_copy(v) for i, (v, ax) in enumerate(zip(leaves, axes)) if ax is None}
     data["probes"] = np.concatenate(recs) if recs else np.zeros((0,))
-    data["fingerprint"] = np.array(fingerprint(plan))
+    data["fingerprint"] = np.array(fp.text)
     data["shards"] = np.array(names)
     data["split_axes"] = np.array([-1 if a is None else a for a in axes])
     _write_npz(path, data)  # the index last: a crash leaves the previous index and its shards

@@ -88,7 +88,7 @@ def _check_outputs(args, checkpoint) -> OutputFolder:
     """--out (or the fresh run folder) and [run].checkpoint writable, before the first step."""
     folder = OutputFolder(args.out, method=COMMAND, overwrite=args.overwrite).check()
     if checkpoint is not None:
-        check_output_file(checkpoint, "[run].checkpoint")
+        check_output_file(checkpoint, "[run].checkpoint", create_folder=False)
         if Path(checkpoint).exists():  # to resume from: readable, an emjax checkpoint
             check_npz(checkpoint, "[run].checkpoint")
     return folder

@@ -457,7 +457,8 @@ def run(
 
     ``checkpoint``: a file (.npz) written atomically at every chunk boundary with the whole
     state and the probe records so far. If it exists when ``run`` starts, the run resumes
-    from it (bit for bit the same as an uninterrupted run); delete it to start afresh.
+    from it (bit for bit the same as an uninterrupted run) when it was written for the same
+    problem (:mod:`emjax.fdtd.fingerprint`; else a ConfigError naming what differs).
 
     Differentiation: a :class:`GridSimulation` whose ``eps`` or ``sigma`` (or ``initial``)
     holds JAX tracers (``jax.grad``, ``jax.jvp``, ``jax.jit`` of a function of them) runs
@@ -543,7 +544,7 @@ def run(
     if checkpoint is not None and not is_traced((sim.eps, sim.sigma, initial)):
         from ..io import check_output_file
 
-        check_output_file(checkpoint, "checkpoint")  # before any step is computed
+        check_output_file(checkpoint, "checkpoint", create_folder=False)  # before any step
     if (
         sim.grid.precision == "double"
         and not jax.config.jax_enable_x64
@@ -561,15 +562,17 @@ def run(
         arrays, pml = _coefficients(sim, dtype)
         plan = make_plan(sim, steps, dtype, arrays, pml, layout)
         state = _initial_state(sim, plan, dtype, initial)
+        concrete = checkpoint is not None and not is_traced((arrays, state))  # then fingerprint it
+        fp = checkpoint_mod.Fingerprint(plan, arrays, initial) if concrete else None
         if is_traced((arrays, state)):
             if plan.layout is not None:
                 raise ConfigError("a traced (differentiated) FDTD run runs on one device: layout=None")
             return _run_traced(sim, plan, arrays, state, steps, checkpoint, remat)
         if plan.layout is not None:
-            return _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress)
+            return _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, fp)
         recs = []
         if checkpoint is not None and Path(checkpoint).exists():
-            state, recs = checkpoint_mod.load(Path(checkpoint), state, plan)
+            state, recs = checkpoint_mod.load(Path(checkpoint), state, fp)
         done = int(state["n"])
         if done > steps:
             raise ConfigError(f"checkpoint {checkpoint} is at step {done}, beyond steps = {steps}")
@@ -596,7 +599,7 @@ def run(
                     "sources); the last checkpoint, if any, holds the state before this chunk"
                 )
             if checkpoint is not None:
-                checkpoint_mod.save(Path(checkpoint), state, recs, plan)
+                checkpoint_mod.save(Path(checkpoint), state, recs, fp)
             if progress is not None:
                 progress(done, steps)
         probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))
@@ -640,7 +643,7 @@ def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResul
     )
 
 
-def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -> FDTDResult:
+def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, fp) -> FDTDResult:
     """The loop of :func:`run` on several devices (``plan.layout``; see sharded.py)."""
     g = sim.grid
     lay, nx = plan.layout, g.shape[0]
@@ -648,7 +651,7 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -
     arrays = sharded.place(arrays, axes[0], lay, nx)
     recs = []
     if checkpoint is not None and Path(checkpoint).exists():
-        host, recs = checkpoint_mod.load_host(Path(checkpoint), state, plan)
+        host, recs = checkpoint_mod.load_host(Path(checkpoint), state, fp)
         state = host
     state = sharded.place(state, axes[1], lay, nx)
     done = int(sharded.host_copy(state["n"]))
@@ -677,7 +680,7 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress) -
                 "sources); the last checkpoint, if any, holds the state before this chunk"
             )
         if checkpoint is not None:
-            checkpoint_mod.save_sharded(Path(checkpoint), state, recs, plan, axes[1])
+            checkpoint_mod.save_sharded(Path(checkpoint), state, recs, fp, axes[1])
         if progress is not None:
             progress(done, steps)
     probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))

@@ -68,19 +68,20 @@ class TFSF:
             require_int(f"TFSF.lo[{ax}]", self.lo[ax], 2, shape[ax] - 3)
             require_int(f"TFSF.hi[{ax}]", self.hi[ax], self.lo[ax] + 2, shape[ax] - 2)
 
-    def __hash__(self):
-        return hash(
-            (
-                tuple(self.lo),
-                tuple(self.hi),
-                tuple(self.wave.direction),
-                tuple(np.real(self.wave.polarization)),
-                self.waveform,
-            )
+    def _key(self) -> tuple:
+        return (
+            tuple(self.lo),
+            tuple(self.hi),
+            tuple(float(v) for v in self.wave.direction),
+            tuple(float(v) for v in np.real(self.wave.polarization)),
+            self.waveform,
         )
 
-    def __eq__(self, other):
-        return isinstance(other, TFSF) and hash(self) == hash(other)
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):  # by value, not by hash: a step's plan holding it keys the jit cache
+        return isinstance(other, TFSF) and self._key() == other._key()
 
 
 def aux_length(src: TFSF, shape, steps: int, courant: float) -> int:

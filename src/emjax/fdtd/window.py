@@ -848,20 +848,14 @@ class _Gathered:
         return x if dtype is None else x.astype(dtype)
 
 
-def _save_checkpoint(path, host, store, probes, plan) -> None:
+def _save_checkpoint(path, host, store, probes, fp) -> None:
     """The window's state in :func:`emjax.fdtd.checkpoint.save`'s format (the in-memory
     state's leaves in its order), each chunked leaf gathered only while it is written."""
     state = dict(host)
     state["dft"] = tuple(host["dft"])
     leaves = jax.tree_util.tree_leaves(state)
     leaves = [_Gathered(store, x.name) if isinstance(x, _Slot) else np.asarray(x) for x in leaves]
-    data = {f"leaf{i}": v for i, v in enumerate(leaves)}
-    data["probes"] = np.asarray(probes) if len(probes) else np.zeros((0,))
-    data["fingerprint"] = np.array(checkpoint_mod.fingerprint(plan))
-    old = checkpoint_mod._shard_names(path)  # a sharded run's files, resumed here
-    checkpoint_mod._write_npz(path, data)
-    for name in old:
-        path.with_name(name).unlink(missing_ok=True)
+    checkpoint_mod.save_leaves(path, leaves, probes, fp)
 
 
 def _pass_numpy(subs, host, plan, n, probes, done, pool, last_reader, device, dev_arrays):
@@ -1038,7 +1032,7 @@ def run_window(
         from ..io import check_output_file
 
         checkpoint = Path(checkpoint)
-        check_output_file(checkpoint, "checkpoint")  # before any step is computed
+        check_output_file(checkpoint, "checkpoint", create_folder=False)  # before any step
         chunk = checkpoint_every(steps, sim.grid.n_cells, th) if chunk is None else chunk
         chunk = require_int("chunk", chunk, 1)
     nx = sim.grid.shape[0]
@@ -1051,9 +1045,10 @@ def run_window(
         g = sim.grid
         dtype = precision(g.precision).real
         plan, arrays, host = _global_setup(sim, steps, dtype, initial)
+        fp = None if checkpoint is None else checkpoint_mod.Fingerprint(plan, arrays, initial)
         resumed = None
         if checkpoint is not None and checkpoint.exists():  # into the host state, leaf by leaf
-            resumed = checkpoint_mod.load_into(checkpoint, jax.tree_util.tree_leaves(host), plan)
+            resumed = checkpoint_mod.load_into(checkpoint, jax.tree_util.tree_leaves(host), fp)
             if int(host["n"]) > steps:
                 at = int(host["n"])
                 raise ConfigError(f"checkpoint {checkpoint} is at step {at}, beyond steps = {steps}")
@@ -1143,7 +1138,7 @@ def run_window(
                         "if any, holds the state before this pass"
                     )
                 if saving:
-                    _save_checkpoint(checkpoint, host, store, probes[:done], plan)
+                    _save_checkpoint(checkpoint, host, store, probes[:done], fp)
                 if progress is not None:
                     progress(done, steps)
         if stats is not None:
