@@ -78,13 +78,15 @@ def _point_source_far_field_error(n, dx):
 
 
 def test_far_field_of_a_point_source():
-    """Each component u_c = c exp(ik|r - r0|) / |r - r0| (an off-centre point source) on the
-    Yee lattices, box of side 1.4 wavelengths: the transform gives F_c = c exp(-ik rhat.r0)
-    to 1.6% at 20 samples per wavelength and 0.4% at 40 (measured 1.56% and 0.39%: second
-    order, the centred normal difference and the trapezoid rule)."""
+    """Each component u_c = c exp(ik|r - r0|) / |r - r0| (an off-centre point source, the
+    continuum's field) sampled on the Yee lattices, box of side 1.4 wavelengths: the
+    transform, exact for the grid's own fields (its kernel is the lattice's plane wave with
+    the lattice's wavenumber; tests/fdfd/test_cross_sections_3d.py), gives the continuum's
+    F_c = c exp(-ik rhat.r0) to 2.6% at 20 samples per wavelength and 0.65% at 40 (measured
+    2.54% and 0.64%: second order, the continuum field is not a lattice solution)."""
     e20 = _point_source_far_field_error(49, 1 / 20)
     e40 = _point_source_far_field_error(77, 1 / 40)
-    assert e20 < 0.016 and e40 < 0.0045, (e20, e40)
+    assert e20 < 0.026 and e40 < 0.0065, (e20, e40)
     assert e20 / e40 > 3.5, (e20, e40)
 
 
