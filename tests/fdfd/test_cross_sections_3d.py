@@ -39,7 +39,7 @@ def test_lossless_sphere_absorbs_nothing_and_the_box_does_not_matter():
     cs = [fdfd.cross_sections_3d(r, margin=m) for m in (1, 2)]
     for c in cs:
         assert c["Csca"] > 0 and abs(c["Cabs"]) < 1e-6 * c["Csca"], c
-        assert abs(c["Cext"] - c["Csca"] - c["Cabs"]) < 1e-12 * c["Csca"], c
+        assert abs(c["Cext"] - c["Csca"] - c["Cabs"]) < 1e-9 * c["Csca"], c
     for key in ("Csca", "Cext"):
         assert abs(cs[0][key] - cs[1][key]) < 1e-6 * cs[0]["Csca"], cs
     for m, c in zip((1, 2), cs):
@@ -62,7 +62,7 @@ def test_lossy_sphere_flux_absorption_equals_volume_loss():
     volume = omega * float(np.sum(np.imag(eps) * np.abs(r.E) ** 2)) * r.dx**3
     assert cs["Cabs"] > 0.1 * cs["Csca"], cs
     assert abs(cs["Cabs"] - volume) < 1e-6 * volume, (cs, volume)
-    assert abs(cs["Cext"] - cs["Csca"] - cs["Cabs"]) < 1e-12 * cs["Cext"]
+    assert abs(cs["Cext"] - cs["Csca"] - cs["Cabs"]) < 1e-9 * cs["Cext"]
 
 
 @pytest.mark.slow  # ~1-2 minutes on 2 cores
@@ -89,3 +89,15 @@ def test_lossless_sphere_vs_mie():
         s = fdfd.rcs_3d(r, theta, plane)
         keep = sigma >= 0.01 * sigma.max()
         assert np.max(np.abs(10 * np.log10(s[keep] / sigma[keep]))) < 0.5, plane
+
+
+@pytest.mark.slow  # a second compiled operator (conformal conductor): ~10 s on 2 cores
+def test_pec_sphere_absorbs_nothing():
+    """A perfectly conducting sphere (radius 0.1 wavelength, conformal edges) absorbs
+    nothing: |Cabs| / Csca below 1e-6 through two boxes (measured 1.4e-8 and 4e-9), the
+    optical theorem equal to the flux Cext (measured 3e-9)."""
+    r = _sphere(0.1, scene.PEC, 0.6, 20, 4)
+    for m in (1, 2):
+        c = fdfd.cross_sections_3d(r, margin=m)
+        assert c["Csca"] > 0 and abs(c["Cabs"]) < 1e-6 * c["Csca"], c
+        assert abs(_optical_theorem(r, m) - c["Cext"]) < 1e-6 * c["Cext"], c
