@@ -10,9 +10,11 @@ H*) . n dS``:
 
 with (a, b, c) cyclic for the face normal to a, E on the box's surface and H half a cell
 outside it (every edge on the surface counts fully, also those on the box's edges and
-corners). Its real part is ``-omega sum_box Im(eps) |E|^2 dx^3``: zero for lossless media, so
-the flux of a field that solves the vacuum equations between two boxes is the same through
-both, to the solver's residual (no quadrature error, no far-field approximation).
+corners). For a field that solves the grid's equations in the box (the total field), its
+real part is ``-omega sum_box Im(eps) |E|^2 dx^3``: zero for lossless media. So the flux of
+a field that solves the vacuum equations between two boxes (the scattered field off the
+scatterer) is the same through both, to the solver's residual: no quadrature error, no
+far-field approximation.
 
 H is the discrete curl of the stored E (mu = 1 off the PML); the incident field is the
 result's ``E - Es`` (the grid's own plane wave). The cross sections divide the powers by the
@@ -49,14 +51,14 @@ def box_bounds(result, margin: int) -> tuple:
     eps = np.asarray(result.eps)
     inside = np.zeros(shape, bool)
     inside[lo[0] + 1 : hi[0], lo[1] + 1 : hi[1], lo[2] + 1 : hi[2]] = True
+    ring = ~inside  # the nodes on the box's surface and one layer either side of it
+    ring[: lo[0] - 1] = ring[hi[0] + 2 :] = False
+    ring[:, : lo[1] - 1] = ring[:, hi[1] + 2 :] = False
+    ring[:, :, : lo[2] - 1] = ring[:, :, hi[2] + 2 :] = False
     for c in range(3):
-        ring = ~inside
-        ring[: lo[0] - 1] = ring[hi[0] + 2 :] = False
-        ring[:, : lo[1] - 1] = ring[:, hi[1] + 2 :] = False
-        ring[:, :, : lo[2] - 1] = ring[:, :, hi[2] + 2 :] = False
         if np.any(eps[c][ring] != 1):
             raise ConfigError(
-                f"margin {margin}: the integration box crosses the scene; give a larger margin or enlarge "
+                f"margin {margin}: the integration box crosses the scene; give a smaller margin or enlarge "
                 "the region"
             )
     return lo, hi
