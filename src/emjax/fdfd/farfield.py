@@ -59,7 +59,10 @@ def scattering_width(result, phi_deg, margin: int | None = None, pml: int | None
     if np.any(result.eps[i0 : i1 + 1, j0 : j1 + 1][[0, -1]] != 1) or np.any(
         result.eps[i0 : i1 + 1, j0 : j1 + 1][:, [0, -1]] != 1
     ):
-        raise ConfigError("scattering_width: the contour crosses the scene; enlarge the region")
+        raise ConfigError(
+            f"scattering_width: margin {m}: the contour crosses the scene; give a smaller margin or enlarge "
+            "the region"
+        )
     dx = x[1] - x[0]
     k = 2 * math.pi * result.frequency
     phi = np.deg2rad(phi)

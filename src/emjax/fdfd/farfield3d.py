@@ -115,7 +115,10 @@ def far_field_3d(result, rhat, margin: int | None = None) -> np.ndarray:
         shell = np.ones(sub.shape, bool)
         shell[2:-2, 2:-2, 2:-2] = False
         if np.any(sub[shell] != 1):
-            raise ConfigError("far field: the integration box crosses the scene; enlarge the region")
+            raise ConfigError(
+                f"far field: margin {m}: the integration box crosses the scene; give a smaller margin or "
+                "enlarge the region"
+            )
         u = Es[c]
         pos = [axes[a] + (0.5 * dx if a == c else 0.0) for a in range(3)]
         phase = [np.exp(-1j * np.outer(k * rhat[:, a], pos[a])) for a in range(3)]  # (P, n_a)
