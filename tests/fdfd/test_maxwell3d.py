@@ -78,13 +78,15 @@ def _point_source_far_field_error(n, dx):
 
 
 def test_far_field_of_a_point_source():
-    """Each component u_c = c exp(ik|r - r0|) / |r - r0| (an off-centre point source) on the
-    Yee lattices, box of side 1.4 wavelengths: the transform gives F_c = c exp(-ik rhat.r0)
-    to 1.6% at 20 samples per wavelength and 0.4% at 40 (measured 1.56% and 0.39%: second
-    order, the centred normal difference and the trapezoid rule)."""
+    """Each component u_c = c exp(ik|r - r0|) / |r - r0| (an off-centre point source, the
+    continuum's field) sampled on the Yee lattices, box of side 1.4 wavelengths: the
+    transform, exact for the grid's own fields (its kernel is the lattice's plane wave with
+    the lattice's wavenumber; tests/fdfd/test_cross_sections_3d.py), gives the continuum's
+    F_c = c exp(-ik rhat.r0) to 2.6% at 20 samples per wavelength and 0.65% at 40 (measured
+    2.54% and 0.64%: second order, the continuum field is not a lattice solution)."""
     e20 = _point_source_far_field_error(49, 1 / 20)
     e40 = _point_source_far_field_error(77, 1 / 40)
-    assert e20 < 0.016 and e40 < 0.0045, (e20, e40)
+    assert e20 < 0.026 and e40 < 0.0065, (e20, e40)
     assert e20 / e40 > 3.5, (e20, e40)
 
 
@@ -92,7 +94,7 @@ def test_far_field_of_a_point_source():
 def test_pec_sphere_vs_mie():
     """PEC sphere, radius 0.25 wavelength (ka = pi/2), 16 cells per wavelength, conformal
     (Dey-Mittra) edges and faces: bistatic RCS in both planes within 0.5 dB of Mie (measured
-    0.19 dB E-plane, 0.07 dB H-plane; staircased: 3.1 dB)."""
+    0.25 dB in both; staircased: 3.1 dB)."""
     r = fdfd.solve_3d(
         (1.0,) * 3,
         16,
@@ -114,7 +116,7 @@ def test_dielectric_sphere_oblique_incidence_vs_mie():
     """eps = 2.25 sphere (radius 0.25), a wave along (1, 1, 1) with E along (1, -1, 0), 16
     cells per wavelength (the radius is 4 cells), subpixel (Kottke's diagonal): the RCS in
     both planes follows Mie within 0.7 dB where it is above -20 dB of its peak and within 6%
-    of the peak everywhere (measured 0.53 dB E-plane, 0.33 dB H-plane; 5.1% of the peak).
+    of the peak everywhere (measured 0.45 dB E-plane, 0.25 dB H-plane; 4.3% of the peak).
     Exercises the oblique discrete plane wave and the planes built from an arbitrary direction."""
     d = np.array([1.0, 1.0, 1.0]) / np.sqrt(3)
     e = np.array([1.0, -1.0, 0.0]) / np.sqrt(2)
@@ -337,8 +339,9 @@ def test_reciprocity_of_dipoles():
 @pytest.mark.slow
 def test_reciprocity_of_plane_waves():
     """The far-field form, e_b . F(rhat; d_a, e_a) = e_a . F(-d_a; -rhat, e_b), on the same
-    scene at 16 cells per wavelength, within 2.5% (measured 1.56%: each side carries the far-field
-    transform's own O(dx^2) error, 1.6% at 20 samples per wavelength for a point source)."""
+    scene at 16 cells per wavelength, to 1e-6 (measured 1.7e-8: the transform's kernel is the
+    grid's own plane wave, so the grid's reciprocity carries over exactly; what is left is
+    the solver tolerance, 1e-8)."""
     da, ea = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])
     rhat = np.array([0.6, 0.5, -0.62])
     rhat /= np.linalg.norm(rhat)
@@ -350,7 +353,7 @@ def test_reciprocity_of_plane_waves():
     )
     fa = fdfd.far_field_3d(a, rhat[None])[0] @ eb
     fb = fdfd.far_field_3d(b, -da[None])[0] @ ea
-    assert abs(fa - fb) < 0.025 * abs(fa), (fa, fb)
+    assert abs(fa - fb) < 1e-6 * abs(fa), (fa, fb)
 
 
 def test_percomponent_operator_equals_stacked():

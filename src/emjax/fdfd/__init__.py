@@ -1,14 +1,16 @@
-"""Finite-difference frequency-domain solver on the Yee grid (issue 14).
+"""Finite-difference frequency-domain solver on the Yee grid.
 
 Natural units as the FDTD (eps0 = mu0 = c = 1, fields ~ exp(-i omega t), frequencies = 1 /
 wavelength). 2-D TM (E_z) and TE (H_z) with SuperLU, 3-D with QMR/BiCGStab on the device
 (or SuperLU), stretched-coordinate PML (3-D: UPML too), plane waves in the scattered-field
 formulation and point sources, on an :mod:`emjax.scene` with subpixel averaging and
-conformal perfect conductors; radar cross sections from near-to-far-field transforms.
+conformal perfect conductors; radar cross sections from near-to-far-field transforms, 3-D
+cross sections from the grid's Poynting fluxes.
 
-The slice: operators (Yee differences, SC-PML) -> tm, pec2d (2-D) | operator3d, pec3d,
-maxwell3d, solvers (3-D) -> farfield, farfield3d (RCS) -> config, rcs, results, plot, cli,
-bench; public names load on first use (see ``emjax._lazy``).
+The slice: operators (Yee differences, SC-PML) -> specs2d, tm, pec2d (2-D) | operator3d,
+pec3d, maxwell3d, solvers (3-D) -> farfield, farfield3d, flux3d (RCS, cross sections) ->
+config, rcs, results, plot, cli, bench; public names load on first use (see
+``emjax._lazy``).
 """
 
 from typing import TYPE_CHECKING

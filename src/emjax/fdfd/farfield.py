@@ -19,29 +19,53 @@ import math
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require_int
 
 
-def scattering_width(result, phi_deg, margin: int | None = None, pml: int = 12) -> np.ndarray:
+def scattering_width(result, phi_deg, margin: int | None = None, pml: int | None = None) -> np.ndarray:
     """sigma(phi) (length) of a plane-wave result of :func:`solve_tm` / :func:`solve_te` at
     the angles ``phi_deg`` (degrees from +x), from the scattered field on the rectangle
-    ``margin`` samples inside the PML (``pml``: its thickness in cells; default margin 3)."""
+    ``margin`` samples (default 3) inside the PML. The PML's thickness is the result's own
+    (``result.pml_cells``); ``pml`` is accepted only when it agrees with it."""
+    if not hasattr(result, "Ez"):
+        raise ConfigError(
+            f"scattering_width needs a 2-D result of solve_tm / solve_te, got {type(result).__name__} "
+            "(a 3-D result: use rcs_3d or cross_sections_3d)"
+        )
     if result.Es is None:
         raise ConfigError("scattering_width needs a plane-wave result (its scattered field)")
+    L = getattr(result, "pml_cells", None)
+    if pml is not None:
+        p = require_int("scattering_width: pml", pml, 0)
+        if L is not None and p != L:
+            raise ConfigError(
+                f"scattering_width: pml={p} disagrees with the result's PML of {L} cells; leave pml out "
+                "(the result's own is used)"
+            )
+        L = p
+    if L is None:
+        raise ConfigError("scattering_width: the result does not record its PML; give pml= (cells)")
     u = np.asarray(result.Es)
     x, y = np.asarray(result.x), np.asarray(result.y)
-    m = 3 if margin is None else int(margin)
-    i0, i1 = pml + m, len(x) - 1 - pml - m
-    j0, j1 = pml + m, len(y) - 1 - pml - m
+    m = 3 if margin is None else require_int("scattering_width: margin", margin, 1)
+    phi = _angles("scattering_width: phi_deg", phi_deg)
+    i0, i1 = L + m, len(x) - 1 - L - m
+    j0, j1 = L + m, len(y) - 1 - L - m
     if i1 - i0 < 4 or j1 - j0 < 4:
-        raise ConfigError("scattering_width: the contour leaves no room; enlarge the region")
+        raise ConfigError(
+            f"scattering_width: margin {m} leaves no room for the contour inside the PML ({L} cells); "
+            "give a smaller margin or enlarge the region"
+        )
     if np.any(result.eps[i0 : i1 + 1, j0 : j1 + 1][[0, -1]] != 1) or np.any(
         result.eps[i0 : i1 + 1, j0 : j1 + 1][:, [0, -1]] != 1
     ):
-        raise ConfigError("scattering_width: the contour crosses the scene; enlarge the region")
+        raise ConfigError(
+            f"scattering_width: margin {m}: the contour crosses the scene; give a smaller margin or enlarge "
+            "the region"
+        )
     dx = x[1] - x[0]
     k = 2 * math.pi * result.frequency
-    phi = np.deg2rad(np.atleast_1d(np.asarray(phi_deg, float)))
+    phi = np.deg2rad(phi)
     c, s = np.cos(phi), np.sin(phi)
     w = np.full(i1 - i0 + 1, dx)
     w[0] = w[-1] = dx / 2
@@ -81,3 +105,14 @@ def _polynomial(F: np.ndarray, z: np.ndarray) -> np.ndarray:
         acc *= z
         acc += f[:, None]
     return acc
+
+
+def _angles(name: str, values) -> np.ndarray:
+    """Finite angles in degrees as a 1-D float array, else one ConfigError line."""
+    try:
+        a = np.atleast_1d(np.asarray(values, float))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be numbers (degrees), got {values!r}") from None
+    if a.ndim != 1 or not a.size or not np.all(np.isfinite(a)):
+        raise ConfigError(f"{name} must be a non-empty list of finite angles (degrees), got {values!r}")
+    return a

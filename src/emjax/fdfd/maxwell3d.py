@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..backend import precision, precision_scope
-from ..errors import ConfigError, ResourceError, require_positive
+from ..errors import ConfigError, ResourceError, require_finite, require_positive
 from ..layout import as_layout
 from .operator3d import Scaled, build_operator, probe_diagonal, probe_matrix
 from .operators import SCPML
@@ -155,6 +155,8 @@ def _grid3(size, resolution, frequency, pml, center) -> _Grid3:
         raise ConfigError(f"size and center must be three numbers each, got {size!r}, {center!r}")
     for k, v in enumerate(size):
         require_positive(f"size[{k}]", v)
+    for k, v in enumerate(center):
+        require_finite(f"center[{k}]", v)
     if res / f < 5:
         raise ConfigError(
             f"resolution {res:g} per unit length is {res / f:.2f} cells per wavelength; at least 5 are needed"
@@ -266,7 +268,19 @@ def _trilinear(position, axes, dx: float, c: int):
 def field_at(result, points) -> np.ndarray:
     """E (P, 3) at ``points`` (P, 3) by trilinear interpolation of each component on its own
     lattice (the transpose of how :class:`PointDipole3D` spreads its current)."""
-    pts = np.atleast_2d(np.asarray(points, float))
+    if not hasattr(result, "z") or np.ndim(getattr(result, "E", None)) != 4:
+        raise ConfigError(
+            f"field_at needs a 3-D result of solve_3d, got {type(result).__name__} (a 2-D result holds "
+            "its field on the grid: result.Ez at result.x, result.y)"
+        )
+    try:
+        pts = np.atleast_2d(np.asarray(points, float))
+    except (TypeError, ValueError):
+        raise ConfigError(f"field_at: points must be (x, y, z) triples, got {points!r}") from None
+    if pts.ndim != 2 or pts.shape[1] != 3 or not len(pts):
+        raise ConfigError(f"field_at: points must be (x, y, z) triples, shape (P, 3); got shape {pts.shape}")
+    if not np.all(np.isfinite(pts)):
+        raise ConfigError("field_at: points must be finite (x, y, z) triples; got NaN or inf")
     axes = (np.asarray(result.x), np.asarray(result.y), np.asarray(result.z))
     E = np.asarray(result.E)
     out = np.zeros((len(pts), 3), complex)
@@ -274,7 +288,8 @@ def field_at(result, points) -> np.ndarray:
         for c in range(3):
             nodes, i0 = _trilinear(pt, axes, result.dx, c)
             if not all(0 <= i and i + 1 < len(a) for i, a in zip(i0, axes)):
-                raise ConfigError(f"field_at: point {pt.tolist()} lies outside the grid")
+                box = ", ".join(f"[{a[0] + result.dx / 2:g}, {a[-1]:g})" for a in axes)
+                raise ConfigError(f"field_at: point {pt.tolist()} lies outside the grid (x, y, z in {box})")
             out[p, c] = sum(w * E[c][idx] for idx, w in nodes)
     return out
 

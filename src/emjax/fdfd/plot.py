@@ -70,11 +70,11 @@ def plot_field(result, path) -> Path:
     or |E| on the plane z = center (3-D), with the objects' outlines."""
     p = result.problem
     r = result.field
-    L = p.pml_cells
+    L = r.pml_cells  # the field's own grid
     fig = new_figure((6, 5))
     ax = fig.add_subplot(1, 1, 1)
     if p.dims == 2:
-        sx, sy = r.interior(L)
+        sx, sy = r.interior()
         mag = np.abs(np.asarray(r.Ez)[sx, sy])
         eps = np.asarray(r.eps)[sx, sy]
         x, y = np.asarray(r.x)[sx], np.asarray(r.y)[sy]

@@ -145,10 +145,9 @@ def solve_rcs(problem: FDFDProblem, progress=None) -> RCSResult:
     if problem.dims == 2:
         from .farfield import scattering_width
 
-        L = problem.pml_cells
-        rcs = {"rcs": scattering_width(first, problem.rcs_angles, pml=L)}
+        rcs = {"rcs": scattering_width(first, problem.rcs_angles)}
         inc = [] if problem.monostatic_angles is None else problem.monostatic_angles
-        mono = [float(scattering_width(r, [a + 180.0], pml=L)[0]) for r, a in zip(rest, inc)]
+        mono = [float(scattering_width(r, [a + 180.0])[0]) for r, a in zip(rest, inc)]
     else:
         from .farfield3d import rcs_3d
 

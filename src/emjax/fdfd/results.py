@@ -134,7 +134,7 @@ class RCSResult:
         if p.dims != 2:
             raise NotImplementedError("fields_to_xarray: 2-D results only (3-D fields stay in .field)")
         r = self.field
-        sx, sy = r.interior(p.pml_cells)
+        sx, sy = r.interior()  # outside the field's own PML
         name = "Ez" if p.polarization == "TM" else "Hz"
         ratio = "in units of the incident plane wave's amplitude"
         pec = "; 0 at the nodes inside a perfect conductor (PEC)" if name == "Ez" else ""

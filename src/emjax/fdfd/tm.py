@@ -45,54 +45,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._repr import concise_repr
-from ..errors import ConfigError, ConvergenceError, require_positive
+from ..errors import ConfigError, ConvergenceError, require_finite, require_positive
 from .operators import SCPML, UPML, derivatives
 from .pec2d import pec_index, te_open_fractions, tm_rows
+from .specs2d import LineSource, PlaneWave2D, TMResult
 
 STENCILS = ("compact", "yee")
 _W = 1.0 / 12.0  # the compact stencil's neighbour weight (module docstring)
-
-
-@dataclass(frozen=True)
-class LineSource:
-    """A line current ``current`` (per unit length, along z) through ``position`` (x, y),
-    placed at the nearest E_z node."""
-
-    position: tuple = (0.0, 0.0)
-    current: complex = 1.0
-
-
-@dataclass(frozen=True)
-class PlaneWave2D:
-    """A unit plane wave E_z = exp(i k (x cos phi + y sin phi)), ``angle`` phi in degrees."""
-
-    angle: float = 0.0
-
-
-@dataclass(frozen=True, eq=False)
-class TMResult:
-    """E_z on the nodes (``x`` by ``y``): ``Ez`` the total field, ``Es`` the scattered one
-    (plane waves; None for line sources), ``eps`` at the nodes, solve statistics."""
-
-    __repr__ = concise_repr
-
-    x: np.ndarray
-    y: np.ndarray
-    frequency: float
-    Ez: np.ndarray
-    Es: np.ndarray | None
-    eps: np.ndarray
-    stats: dict = field(default_factory=dict)
-
-    def interior(self, pml: int) -> tuple:
-        """Slices of the nodes outside a PML of ``pml`` cells."""
-        return (slice(pml, len(self.x) - pml), slice(pml, len(self.y) - pml))
 
 
 def _permittivity(material, omega: float, component: int = 2) -> complex:
@@ -454,6 +418,9 @@ def _grid(size, resolution, frequency, pml, center, averaging, half: bool) -> _G
     if isinstance(size, str) or np.ndim(size) != 1 or len(size) != 2:
         raise ConfigError(f"size must be two positive lengths (sx, sy), got {size!r}")
     sx, sy = (require_positive(f"size[{k}]", v) for k, v in enumerate(size))
+    if isinstance(center, str) or np.ndim(center) != 1 or len(center) != 2:
+        raise ConfigError(f"center must be two finite numbers (x, y), got {center!r}")
+    center = tuple(require_finite(f"center[{k}]", v) for k, v in enumerate(center))
     dx = 1.0 / res
     L = pml.thickness
     shape = (int(round(sx * res)) + 1 + 2 * L, int(round(sy * res)) + 1 + 2 * L)
@@ -573,9 +540,9 @@ def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps, solver="a
         stats["note"] = note
     args = (g.x, g.y, g.frequency)
     if incident is None:
-        return TMResult(*args, sol[:, 0].reshape(g.shape), None, field_eps, stats)
+        return TMResult(*args, sol[:, 0].reshape(g.shape), None, field_eps, stats, g.pml.thickness)
     out = [
-        TMResult(*args, s_.reshape(g.shape) + inc, s_.reshape(g.shape), field_eps, stats)
+        TMResult(*args, s_.reshape(g.shape) + inc, s_.reshape(g.shape), field_eps, stats, g.pml.thickness)
         for s_, inc in zip(sol.T, incident)
     ]
     return out if isinstance(source, (list, tuple)) else out[0]
