@@ -66,7 +66,9 @@ What the GPU kernel must do (written here as the CPU-checked reference of the sa
 :func:`traversal.pass_pallas` holds a whole window as values: right for ``interpret=True``
 and for the logic, not for a GPU (a 512-plane column is far more than an SM holds). The
 GPU kernel keeps the same tiles (y, z), the same halos and the same per-cell arithmetic
-(:mod:`emjax.fdtd.blocked.tile`), and marches along x inside the program:
+(:mod:`emjax.fdtd.blocked.tile`), and marches along x inside the program, in the order
+that ``advance(..., march=True)`` runs plane by plane in plain JAX (:mod:`.march`; the
+tests compare it with the XLA step, unwritten planes poisoned with NaN):
 
 1. Program (CTA) per (y, z) tile; loop ``k = 0 .. nx + TH`` over x planes. Level ``t``
    (``t = 0 .. TH-1``) updates H^(t+1/2) and then E^(t+1) on plane ``k - 1 - t``: H at
@@ -248,10 +250,10 @@ def _pass(plan, cfg, tiling, kernel, interpret, arrays, pc, kinds, carry, k):
 
 @partial(
     jax.jit,
-    static_argnames=("plan", "steps", "th", "tile", "kernel", "interpret"),
+    static_argnames=("plan", "steps", "th", "tile", "kernel", "interpret", "march"),
     donate_argnames=("state",),
 )
-def _advance(plan, arrays, state, steps, th, tile, kernel, interpret):
+def _advance(plan, arrays, state, steps, th, tile, kernel, interpret, march):
     cfg = config(plan)
     dtype = state["E"][0].dtype
     coefs, kinds = coefficients(plan, arrays, dtype)
@@ -260,11 +262,11 @@ def _advance(plan, arrays, state, steps, th, tile, kernel, interpret):
     # every pass the same program (one trace, one kernel): the last one, if TH does not
     # divide the steps, runs ``rest`` steps with the TH-deep halo (more than it needs)
     per_pass = jnp.asarray([th] * n_pass + ([rest] if rest else []), jnp.int32)
-    tiling = Tiling(plan.shape, tile, th)
+    tiling = Tiling(plan.shape, tile, th, march)
     pc = traversal.pad_inputs(coefs, kinds, tiling)
     body = lambda c, k: _pass(plan, cfg, tiling, kernel, interpret, arrays, pc, kinds, c, k)  # noqa: E731
     carry, rec = jax.lax.scan(body, carry, per_pass)
-    rec = rec.reshape((-1,) + rec.shape[2:])[:steps]
+    rec = rec.reshape((rec.shape[0] * rec.shape[1],) + rec.shape[2:])[:steps]
     E, H, psi, n = carry
     new = {**state, "E": E, "H": H, "psi": psi_from_full(plan, psi, state["psi"]), "n": n}
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
@@ -272,14 +274,25 @@ def _advance(plan, arrays, state, steps, th, tile, kernel, interpret):
 
 
 def advance(
-    plan, arrays, state, steps: int, *, th: int = 4, tile=(64, 16, 16), kernel="pallas", interpret=None
+    plan,
+    arrays,
+    state,
+    steps: int,
+    *,
+    th: int = 4,
+    tile=(64, 16, 16),
+    kernel="pallas",
+    interpret=None,
+    march: bool = False,
 ):
     """``steps`` steps of ``state`` (as :func:`emjax.fdtd.step.advance`: the same state,
     records ``(steps, n_probes)`` and finiteness flag) in passes of ``th`` steps over tiles
     of ``tile`` cells (x, y, z; an entry >= the axis's length leaves it whole).
 
     ``kernel``: "pallas" (one ``pallas_call`` per pass; ``interpret`` None: interpret mode
-    on the CPU) or "xla" (the same passes in plain JAX: a loop over tiles)."""
+    on the CPU) or "xla" (the same passes in plain JAX: a loop over tiles). ``march``: each
+    tile updated plane by plane along x in the order the GPU kernel must follow
+    (:mod:`emjax.fdtd.blocked.march`; x tiled, or walled)."""
     why = unsupported(plan)
     if why is not None:
         raise ConfigError(f"the blocked FDTD kernel does not support {why}; use the XLA step")
@@ -295,8 +308,12 @@ def advance(
         raise ConfigError(f"kernel must be 'pallas' or 'xla', got {kernel!r}")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ConfigError(f"steps must be an integer >= 1, got {steps!r}")
+    if march and tile[0] >= plan.shape[0] and not plan.walls[0]:
+        raise ConfigError(
+            "march=True needs x tiled (tile[0] < nx) or walled (PEC or CPML along x): a periodic "
+            "x axis wraps the planes before the first into the march"
+        )
     if interpret is None:
         interpret = jax.default_backend() == "cpu"
-    return _advance(
-        plan, arrays, state, int(steps), int(th), tuple(int(b) for b in tile), kernel, bool(interpret)
-    )
+    tile = tuple(int(b) for b in tile)
+    return _advance(plan, arrays, state, int(steps), int(th), tile, kernel, bool(interpret), bool(march))

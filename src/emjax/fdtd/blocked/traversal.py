@@ -24,17 +24,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
+from . import march as march_mod
 from . import tile as tile_mod
 
 
 @dataclass(frozen=True)
 class Tiling:
     """Static tiling of a grid of ``shape`` for passes of ``th`` steps (``tile``: cells per
-    tile along x, y, z; an entry >= the axis's length leaves that axis whole)."""
+    tile along x, y, z; an entry >= the axis's length leaves that axis whole; ``march``:
+    each tile updated plane by plane along x in the GPU kernel's order, :mod:`.march`)."""
 
     shape: tuple
     tile: tuple
     th: int
+    march: bool = False
 
     @property
     def tiled(self) -> tuple:
@@ -120,7 +123,8 @@ def _run_tile(cfg, tiling, th, w, state_w, src_values, idx, steps):
     for a in range(3):
         w[f"own{a}"] = tiling.own(a, idx[a])
     E, H, psi = state_w
-    return tile_mod.advance(cfg, w, E, H, psi, src_values, th, steps)
+    fn = march_mod.advance if tiling.march else tile_mod.advance
+    return fn(cfg, w, E, H, psi, src_values, th, steps)
 
 
 def _interior(x, tiling: Tiling):
