@@ -72,10 +72,11 @@ def test_pallas_interpret_cpml_dielectric_th_not_dividing():
     _compare(_cpml_dielectric(), 23, th=4, tile=(16, 5, 4), kernel="pallas")
 
 
+@pytest.mark.slow
 def test_xla_traversal_x_tiled_periodic_kappa_pec_cells():
     """Every axis tiled (x too), a periodic axis, a CPML with kappa > 1 on the high x face
-    only, per-node eps, per-cell PEC, a dipole on a PEC wall, windows wider than the grid
-    (TH 5 > the tile: the halo wraps around z twice)."""
+    only, per-node eps, per-cell PEC, a dipole on a PEC wall, windows longer than the axis
+    (z: tiles of 3 with 5-deep halos, 13 cells of 10, some cells twice in a window)."""
     shape = (16, 12, 10)
     rng = np.random.default_rng(2)
     g = fdtd.Grid(

@@ -90,6 +90,18 @@ tests compare it with the XLA step, unwritten planes poisoned with NaN):
    neighbour tile still reads the halo): ping-pong two copies of E and H (2x memory of
    the fields) or write only after all neighbours have read (not expressible across CTAs).
 
+Pallas on a GPU (JAX 0.10): ``pl.pallas_call`` lowers to Mosaic GPU (Hopper and newer; a
+Pallas "thread" is a warpgroup of 128 CUDA threads running array code in lockstep;
+``plgpu.kernel(..., scratch_shapes=[plgpu.SMEM(shape, dtype)])`` for shared-memory
+scratch, ``plgpu.emit_pipeline`` for GMEM -> SMEM pipelines, ``plgpu.load(ref, layout=)``
+into registers) or, best effort only, to Triton (no explicit shared memory, power-of-two
+block shapes, no slicing of values: shifts are loads at offset addresses). What is checked
+here in interpret mode on the CPU: inputs and outputs in ``pl.ANY`` memory read and written
+at dynamic windows (``ref[pl.ds(start, size), ...]``), a ``lax.fori_loop`` of steps inside
+the kernel, per-program output blocks (``BlockSpec`` with ``None`` dimensions), and the
+march's plane order (:mod:`.march`). ``jax.experimental.pallas.mosaic_gpu`` itself does not
+import without ``absl`` (in JAX's CUDA extras), so the SMEM rings are not interpreted here.
+
 Not yet: DFT monitors (accumulate per step from the levels' planes, or from records kept
 per TH block), TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch
 phases, the 4th-order stencil (halo 2 planes per step), several devices (shards would
