@@ -7,9 +7,11 @@ PYTHONPATH=src python3 benchmarks/fdtd_blocked.py --n 64 --steps 8      # a CPU 
 PYTHONPATH=src python3 benchmarks/fdtd_blocked.py --out results/h100-fdtd-blocked.jsonl
 
 Rows (one JSON line each, stdout and --out): ``path`` "xla" (emjax.fdtd.step.advance),
-"blocked-pallas" (one pallas_call per pass; compiled for the device, not interpreted) or
-"blocked-xla" (the same passes in plain JAX, a loop over tiles: the traversal's reference,
-not a fast path); ``compile_s`` (the first call: trace + compile + one run) apart from
+"blocked-pallas-march" (one pallas_call per pass, each program marching along x with rings
+of planes: the GPU-shaped kernel; compiled for the device, not interpreted),
+"blocked-pallas" (the same without the march: whole windows as values; not in the default
+paths) or "blocked-xla" (the passes in plain JAX, a loop over tiles: the traversal's
+reference, not a fast path); ``compile_s`` (the first call: trace + compile + one run) apart from
 ``seconds`` (the second call, the rate's time), ``cells_per_s``, the model's bytes per cell
 update (:func:`bytes_model`, also for XLA: 18 values per update) and ``rel_err`` against the
 XLA fields after the same steps. A path that fails to compile or run gives a row with
@@ -78,7 +80,7 @@ def main(argv=None):
     ap.add_argument(
         "--tile", type=int, nargs=3, default=None, help="x y z cells per tile (default: x whole, 16 16)"
     )
-    ap.add_argument("--paths", nargs="+", default=["xla", "blocked-pallas", "blocked-xla"])
+    ap.add_argument("--paths", nargs="+", default=["xla", "blocked-pallas-march", "blocked-xla"])
     ap.add_argument("--budget", type=float, default=200.0, help="start no new row after this many seconds")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
@@ -112,10 +114,11 @@ def main(argv=None):
                 fn = engine.advance
                 row["bytes_per_update"] = 18 * 4
             else:
-                kernel = "pallas" if path == "blocked-pallas" else "xla"
+                kernel = "xla" if path == "blocked-xla" else "pallas"
+                march = path == "blocked-pallas-march"
                 t = tile if kernel == "pallas" else (n, 64, 64)  # the reference: fewer, bigger tiles
-                fn = lambda p, ar, s, k, kernel=kernel, t=t: blocked.advance(  # noqa: E731
-                    p, ar, s, k, th=a.th, tile=t, kernel=kernel, interpret=False
+                fn = lambda p, ar, s, k, kernel=kernel, t=t, m=march: blocked.advance(  # noqa: E731
+                    p, ar, s, k, th=a.th, tile=t, kernel=kernel, interpret=False, march=m
                 )
                 row["tile"] = list(t)
                 row["bytes_per_update"] = round(bytes_model(t, (n,) * 3, a.th), 2)

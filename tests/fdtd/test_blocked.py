@@ -134,21 +134,24 @@ def test_unsupported_and_bad_arguments():
 
 
 def test_x_march_order_cpml_dielectric():
-    """The plane-by-plane x-march (the GPU kernel's order; unwritten planes are NaN, so a
-    plane read too early fails the comparison) on the CPML/dielectric grid, x whole and
-    walled, y and z tiled, 23 steps in passes of 4."""
-    _compare(_cpml_dielectric(), 23, th=4, tile=(16, 5, 4), kernel="xla", march=True)
+    """The Pallas kernel with the x-march (the GPU kernel's order and working set: planes
+    read and written one at a time, rings of 3 planes per level, NaN before their first
+    write) on the CPML/dielectric grid, x whole and walled, y and z tiled, 23 steps in
+    passes of 4."""
+    _compare(_cpml_dielectric(), 23, th=4, tile=(16, 5, 4), kernel="pallas", march=True)
 
 
 @pytest.mark.slow
 def test_x_march_in_x_tiles_periodic():
-    """The march inside x tiles (windows with x halos) on a periodic grid, Pallas kernel."""
+    """The march inside x tiles (windows with x halos) on a periodic grid: the Pallas
+    kernel (planes from and to global memory) and the plain-JAX passes."""
     shape = (12, 10, 8)
     rng = np.random.default_rng(3)
     g = fdtd.Grid(shape, 1.0, boundary=(Periodic(), CPML(thickness=2), Periodic()), precision="double")
     src = fdtd.PointDipole((2, 5, 7), 1, fdtd.GaussianPulse(frequency=0.2, bandwidth=0.5))
     sim = fdtd.GridSimulation(g, eps=1 + rng.random(shape), sigma=0.02 * rng.random(shape), sources=(src,))
-    _compare(sim, 7, th=3, tile=(5, 4, 8), kernel="pallas", march=True)
+    for kernel in ("pallas", "xla"):
+        _compare(sim, 7, th=3, tile=(5, 4, 8), kernel=kernel, march=True)
     with precision_scope():
         plan, arrays, state = _setup(sim, 2)
     with pytest.raises(ConfigError, match=r"^march=True needs x tiled"):

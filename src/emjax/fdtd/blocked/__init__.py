@@ -63,21 +63,20 @@ CPML's psi is read and written only in the tiles that cut its slabs.
 
 What the GPU kernel must do (written here as the CPU-checked reference of the same passes)
 -------------------------------------------------------------------------------------------
-:func:`traversal.pass_pallas` holds a whole window as values: right for ``interpret=True``
-and for the logic, not for a GPU (a 512-plane column is far more than an SM holds). The
-GPU kernel keeps the same tiles (y, z), the same halos and the same per-cell arithmetic
-(:mod:`emjax.fdtd.blocked.tile`), and marches along x inside the program, in the order
-that ``advance(..., march=True)`` runs plane by plane in plain JAX (:mod:`.march`; the
-tests compare it with the XLA step, unwritten planes poisoned with NaN):
+With ``march=False``, :func:`traversal.pass_pallas` holds a whole window as values: right
+for ``interpret=True`` and for the logic, not for a GPU (a 512-plane column is far more
+than an SM holds). With ``march=True`` (x whole and walled, or x tiled) each program
+marches along x: it reads one plane of its window per iteration from global memory, keeps
+rings of 3 planes per time level as loop-carried values and writes one plane of its cells
+per iteration (:mod:`.march`; the tests compare it with the XLA step, in interpret mode).
+That is the kernel to compile for the GPU first. What it must become there:
 
-1. Program (CTA) per (y, z) tile; loop ``k = 0 .. nx + TH`` over x planes. Level ``t``
-   (``t = 0 .. TH-1``) updates H^(t+1/2) and then E^(t+1) on plane ``k - 1 - t``: H at
-   plane ``i`` needs E^t at ``i``, ``i + 1`` (the plane level ``t - 1`` produced one
-   iteration earlier), E at ``i`` needs H^(t+1/2) at ``i - 1``, ``i``. Each level keeps a
-   ring of 2 planes of E and H of the window (shared memory), level 0 reads plane ``k``
-   from global memory, level ``TH - 1`` writes the tile's cells of its plane to global
-   memory. Along x the march needs no halo (no redundant work); x-periodic grids start
-   the march with the planes ``nx - TH .. nx - 1`` (a prologue), walled x needs none.
+1. Program (CTA) per (y, z) tile; loop ``k = 0 .. nx + TH - 1`` over x planes, level
+   ``t`` on plane ``k - 1 - t`` (:mod:`.march` has the order and its dependencies). The
+   rings (3 planes of E, H, psi per level, ``(TH + 1) x 3`` planes per component) must sit
+   in shared memory (``plgpu.SMEM`` scratch, slot ``p % 3``) or registers, not in the
+   loop carry as values if the compiler spills them to local memory. Along x no halo (no
+   redundant work) when x is walled; a periodic x needs x tiles (windows with an x halo).
 2. Per plane the window's y/z differences are shifts of a shared-memory plane by one
    (``pl.ds(1, ...)`` reads) and each level's update is elementwise over the plane:
    128-thread warpgroups (Mosaic GPU) or a (by + 2TH) x (bz + 2TH) block (Triton:

@@ -161,6 +161,62 @@ def pass_xla(cfg, tiling: Tiling, th: int, coefs: dict, kinds: dict, E, H, psi, 
     return jax.lax.fori_loop(0, n_tiles, body, init)
 
 
+def _march_kernel(cfg, tiling, th, kinds, coef_keys, psi_keys, in_refs, out_refs, idx):
+    """A program's body with the x-march (:func:`march.march`): planes read from and written
+    to global memory one at a time, rings of 3 planes per level in between."""
+    n_f = 6 + len(psi_keys)
+    s = [tiling.start(a, idx[a]) for a in range(3)]
+    W, h, b = tiling.window, tiling.halo, tiling.block
+    yz = (pl.ds(s[1], W[1]), pl.ds(s[2], W[2]))
+    field_refs = in_refs[:n_f]
+    coef_refs = dict(zip(coef_keys, in_refs[n_f:-2]))
+    sv = in_refs[-2][...]
+    k_steps = in_refs[-1][0]
+    own = [tiling.own(a, idx[a]) for a in range(3)]
+    fixed = {
+        k: window_of(r, kinds[k], tiling, idx)
+        for k, r in coef_refs.items()
+        if kinds[k] in (("line", 1), ("line", 2), "whole")
+    }
+    fixed.update(own1=own[1], own2=own[2])
+
+    def load(q):
+        planes = [r[(pl.ds(s[0] + q, 1), *yz)] for r in field_refs]
+        return tuple(planes[:3]), tuple(planes[3:6]), dict(zip(psi_keys, planes[6:]))
+
+    def coef_at(p):
+        w = dict(fixed)
+        two = lambda x, ax=0: jnp.concatenate([x, x], axis=ax)  # noqa: E731
+        for k, r in coef_refs.items():
+            kind = kinds[k]
+            if kind == ("line", 0):
+                w[k] = two(r[pl.ds(s[0] + p, 1)])
+            elif kind == "grid":
+                w[k] = two(r[(pl.ds(s[0] + p, 1), *yz)])
+            elif kind == "comp":
+                w[k] = two(r[(slice(None), pl.ds(s[0] + p, 1), *yz)], 1)
+        w["own0"] = two(jax.lax.dynamic_slice_in_dim(own[0], p, 1))
+        return w
+
+    def store(out, p, valid, E_p, H_p, P_p):
+        inside = valid & (p >= h[0]) & (p < h[0] + b[0])
+
+        @pl.when(inside)
+        def _():
+            at = (pl.ds(s[0] + p - h[0], 1), pl.ds(s[1], b[1]), pl.ds(s[2], b[2]))
+            for ref, x in zip(out_refs[:n_f], (*E_p, *H_p, *(P_p[k] for k in psi_keys))):
+                ref[at] = x[:, h[1] : h[1] + b[1], h[2] : h[2] + b[2]]
+
+        return out
+
+    dtype = out_refs[0].dtype
+    _, rec = march_mod.march(
+        cfg, th, k_steps, W[0], (W[1], W[2]), dtype, psi_keys, load, coef_at, store, (), sv
+    )
+    if cfg.probes:
+        out_refs[-1][...] = rec
+
+
 def pass_pallas(
     cfg, tiling: Tiling, th: int, coefs: dict, kinds: dict, E, H, psi, src_values, steps, interpret: bool
 ):
@@ -183,6 +239,8 @@ def pass_pallas(
     def kernel(*refs):
         in_refs, out_refs = refs[: len(ins)], refs[len(ins) :]
         idx = tuple(pl.program_id(a) for a in range(3))
+        if tiling.march:
+            return _march_kernel(cfg, tiling, th, kinds, coef_keys, psi_keys, in_refs, out_refs, idx)
         win = lambda r: window_of(r, "grid", tiling, idx)  # noqa: E731
         fields = [win(r) for r in in_refs[:n_f]]
         w = {k: window_of(r, kinds[k], tiling, idx) for k, r in zip(coef_keys, in_refs[n_f:-2])}
