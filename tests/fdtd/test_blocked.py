@@ -135,7 +135,7 @@ def test_unsupported_and_bad_arguments():
 
 def test_x_march_order_cpml_dielectric():
     """The Pallas kernel with the x-march (the GPU kernel's order and working set: planes
-    read and written one at a time, rings of 3 planes per level, NaN before their first
+    read and written one at a time, rings of 2 planes per level, NaN before their first
     write) on the CPML/dielectric grid, x whole and walled, y and z tiled, 23 steps in
     passes of 4."""
     _compare(_cpml_dielectric(), 23, th=4, tile=(16, 5, 4), kernel="pallas", march=True)

@@ -26,8 +26,9 @@ This is the calculation window of :mod:`emjax.fdtd.window` one level down (host 
 device there, device memory -> shared memory / registers here) and the seed paper's
 DiamondTorre idea (a region advanced TH steps per load). Diamond (skewed) tiles avoid the
 redundant halo work, but each tile then depends on its neighbours' results within the
-pass: a dependency order (wavefronts of CTAs) that a Pallas grid cannot express (its
-programs are independent) and that costs synchronisation. The overlapped tile is the one
+pass: a dependency order (wavefronts of CTAs) that one Pallas call cannot express (its
+programs are independent; a call per wavefront pays a launch and a pass each) and that
+costs synchronisation. The overlapped tile is the one
 Pallas can write as one ``pallas_call`` and the one whose logic the CPU can check
 (``interpret=True``); its cost is the halo's redundant updates, bounded below.
 
@@ -48,18 +49,29 @@ times the XLA step's (~40 flops: 12 differences, their scalings, the two updates
 whole (marched inside the kernel, below) and by = bz = 32: TH = 4 gives W/B = 1.56 and
 15.4 B/update in float32 (4.7x less than 72), TH = 8 gives W/B = 2.25 and 9.75 B/update.
 
-What fits on chip decides. Marching along x, each time level keeps about 2 planes of E and
-H of its window: 6 x 2 x (by + 2TH)(bz + 2TH) x 4 B, 77 KB per level at by = bz = 32,
-TH = 4, so four levels (308 KB) exceed an H100 SM's 228 KB of shared memory. by = bz = 16,
-TH = 4: 28 KB per level, 110 KB for four (two CTAs per SM), W/B = 2.25, 19.5 B/update:
-a global-memory limit of 3.35e12 / 19.5 = 172 G cell/s. The arithmetic, 2.25 x 40 = 90
-flops per useful update, allows 67e12 / 90 = 740 G cell/s (float32, no tensor cores): not
-the limit. Shared memory traffic (~18 accesses of 4 B per window cell and step, x 2.25 =
-160 B per useful update) against ~33 TB/s (132 SMs x 128 B/clock x 1.98 GHz) allows ~200
-G cell/s: the same order as global memory. Expected: 120-170 G cell/s float32 in vacuum
-on an H100 (3.3-4.7x the XLA step), about half in float64 (bytes and shared memory
-double). A dielectric adds ``cb`` (+2.3 B/update, ~10%), a lossy one ``ca`` too; the
-CPML's psi is read and written only in the tiles that cut its slabs.
+What fits on chip decides. Marching along x (:mod:`.march`), time level ``t = 0 .. TH``
+keeps a ring of 2 planes of each of the 6 components of its window (level ``t`` reads E
+on planes ``p, p + 1`` and H on ``p - 1, p``; the tests fail with 1): ``12 (TH + 1)``
+planes of ``(by + 2TH)(bz + 2TH)`` values per program. Float32 on an H100 (228 KB of
+shared memory per SM):
+
+* by = bz = 16, TH = 4: 24 x 24 window, 2.3 KB a plane, 60 planes = 138 KB (one program
+  per SM); W/B = 2.25, 19.5 B/update, a global-memory limit of 3.35e12 / 19.5 = 172 G
+  cell/s;
+* by = bz = 16, TH = 3: 22 x 22, 48 planes = 93 KB (two programs per SM); W/B = 1.89,
+  23.1 B/update, 145 G cell/s;
+* by = bz = 32 needs 384 KB at TH = 4: too big.
+
+The CPML's psi planes are better read and written straight from global memory at each
+level than kept in rings (x-CPML psi in every tile would add 4 components, 92 KB at the
+first setting): they exist on 2 x 10 of 512 planes. The arithmetic, 2.25 x ~40 = 90 flops
+per useful update, allows 67e12 / 90 = 740 G cell/s (float32, no tensor cores): not the
+limit. Shared-memory traffic (~18 accesses of 4 B per window cell and step, x 2.25 = 160
+B per useful update) against ~33 TB/s (132 SMs x 128 B/clock x 1.98 GHz) allows ~200 G
+cell/s: the same order as global memory. Expected: 100-150 G cell/s float32 in vacuum on
+an H100 (70-85% of the 145-172 limits; 3-4x the XLA step), about half in float64 (bytes,
+planes and shared memory double: TH = 3 or smaller tiles). A dielectric adds ``cb`` (+2.3
+B/update, ~10%), a lossy one ``ca`` too.
 
 What the GPU kernel must do (written here as the CPU-checked reference of the same passes)
 -------------------------------------------------------------------------------------------
@@ -67,14 +79,14 @@ With ``march=False``, :func:`traversal.pass_pallas` holds a whole window as valu
 for ``interpret=True`` and for the logic, not for a GPU (a 512-plane column is far more
 than an SM holds). With ``march=True`` (x whole and walled, or x tiled) each program
 marches along x: it reads one plane of its window per iteration from global memory, keeps
-rings of 3 planes per time level as loop-carried values and writes one plane of its cells
+rings of 2 planes per time level as loop-carried values and writes one plane of its cells
 per iteration (:mod:`.march`; the tests compare it with the XLA step, in interpret mode).
 That is the kernel to compile for the GPU first. What it must become there:
 
 1. Program (CTA) per (y, z) tile; loop ``k = 0 .. nx + TH - 1`` over x planes, level
    ``t`` on plane ``k - 1 - t`` (:mod:`.march` has the order and its dependencies). The
-   rings (3 planes of E, H, psi per level, ``(TH + 1) x 3`` planes per component) must sit
-   in shared memory (``plgpu.SMEM`` scratch, slot ``p % 3``) or registers, not in the
+   rings (2 planes of E, H per level, ``(TH + 1) x 2`` planes per component) must sit
+   in shared memory (``plgpu.SMEM`` scratch, slot ``p % 2``) or registers, not in the
    loop carry as values if the compiler spills them to local memory. Along x no halo (no
    redundant work) when x is walled; a periodic x needs x tiles (windows with an x halo).
 2. Per plane the window's y/z differences are shifts of a shared-memory plane by one

@@ -16,12 +16,13 @@ this order) updates plane ``p = k - 1 - t``:
   it only reaches cells the halo gives up);
 * the walls, PEC cells, sources and probes of plane ``p`` at step ``t``;
 
-and the last level's plane ``k - TH`` is the output. Level ``t`` reads planes ``p - 1 ..
-p + 1`` of its input, so each level holds a ring of 3 planes of E, H (and psi in CPML
-tiles), plus its E on plane 0: ``(TH + 1) x 3`` planes per field component in flight, the
-working set of the shared-memory budget in the package docstring. The rings start as NaN:
-a plane read before it is written poisons the result (a stale plane from three iterations
-back gives wrong values), so the comparisons with the XLA step check the order. The
+and the last level's plane ``k - TH`` is the output. Level ``t`` reads E on planes ``p``,
+``p + 1`` and H on ``p - 1``, ``p`` (each read before the level writes its plane), so each
+level holds a ring of :data:`RING` = 2 planes of E, H (and psi), plus its E on plane 0:
+``(TH + 1) x 2`` planes per field component in flight, the working set of the shared-
+memory budget in the package docstring. The rings start as NaN: a plane read before it is
+written poisons the result (a stale plane from two iterations back gives wrong values), so
+the comparisons with the XLA step check the order and the ring size (1 plane fails). The
 march needs the planes before the first (a periodic x axis wraps them in): x must be
 tiled (a window, whose halo absorbs it) or walled (PEC or CPML).
 """
@@ -102,21 +103,24 @@ def _level(cfg, wp, t, E_p, E_n, H_old, psi_p, H_prev, src_values):
     return E_new, H_new, psi_new, vals
 
 
+RING = 2  # planes per ring: level t reads planes p and p + 1 (E), p - 1 and p (H)
+
+
 def _slot(ring, q):
-    return jax.lax.dynamic_slice_in_dim(ring, q % 3, 1, 0)
+    return jax.lax.dynamic_slice_in_dim(ring, q % RING, 1, 0)
 
 
 def _set(ring, q, x):
-    return jax.lax.dynamic_update_slice_in_dim(ring, x, q % 3, 0)
+    return jax.lax.dynamic_update_slice_in_dim(ring, x, q % RING, 0)
 
 
 def march(cfg, th, steps, nx, plane, dtype, psi_keys, load, coef_at, store, out, src_values):
-    """The march over ``nx`` planes with rings of 3 planes per level (the GPU kernel's
+    """The march over ``nx`` planes with rings of 2 planes per level (the GPU kernel's
     working set). ``load(q)``: the input's (E, H, psi) planes at ``q`` (any finite values
     for ``q >= nx``); ``coef_at(p)``: the inputs at plane ``p`` twice (:func:`_window_at`);
     ``store(out, p, valid, E, H, psi)``: the result's plane ``p`` (``valid`` False: off the
     grid), returns the new ``out``. Returns (out, records ``(th, n_probes)``)."""
-    nan = jnp.full((3,) + plane, jnp.nan, dtype)
+    nan = jnp.full((RING,) + plane, jnp.nan, dtype)
     ring = lambda: (tuple(nan for _ in range(3)), tuple(nan for _ in range(3)), {k: nan for k in psi_keys})  # noqa: E731
     rings = [ring() for _ in range(th + 1)]  # level t: E^t, H^(t-1/2), psi after t steps
     first = [tuple(nan[:1] for _ in range(3)) for _ in range(th + 1)]  # E^t on plane 0

@@ -163,7 +163,7 @@ def pass_xla(cfg, tiling: Tiling, th: int, coefs: dict, kinds: dict, E, H, psi, 
 
 def _march_kernel(cfg, tiling, th, kinds, coef_keys, psi_keys, in_refs, out_refs, idx):
     """A program's body with the x-march (:func:`march.march`): planes read from and written
-    to global memory one at a time, rings of 3 planes per level in between."""
+    to global memory one at a time, rings of 2 planes per level in between."""
     n_f = 6 + len(psi_keys)
     s = [tiling.start(a, idx[a]) for a in range(3)]
     W, h, b = tiling.window, tiling.halo, tiling.block
