@@ -152,7 +152,7 @@ def main():
 def emjax_cases(n, precisions, hlo_dir):
     """emjax's own step (bench fdtd) beside the minimal loops, and its compiled HLO."""
     from emjax import fdtd
-    from emjax.fdtd import simulation as S
+    from emjax.fdtd import step as S
     from emjax.fdtd.bench import fdtd_benchmark
 
     for p in precisions:
@@ -165,18 +165,18 @@ def emjax_cases(n, precisions, hlo_dir):
                 c = n // 2
                 src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
                 sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),))
-                orig = S._advance
+                orig = S.advance
                 captured: dict = {}
 
                 def spy(plan, arrays, state, steps, _o=orig, captured=captured):
                     captured["txt"] = _o.lower(plan, arrays, state, steps).compile().as_text()
                     return _o(plan, arrays, state, steps)
 
-                S._advance = spy
+                S.advance = spy
                 try:
                     fdtd.run(sim, 2, chunk=2)
                 finally:
-                    S._advance = orig
+                    S.advance = orig
                 with open(f"{hlo_dir}/emjax-{boundary}-{p}-{n}.hlo.txt", "w") as fh:
                     fh.write(captured["txt"])
 

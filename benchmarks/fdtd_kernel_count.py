@@ -8,11 +8,11 @@ add between the H and the E pass (BENCHMARKS.md, issue 13).
 import re
 import sys
 
-import emjax.fdtd.simulation as S
+import emjax.fdtd.step as S
 from emjax.fdtd.bench import fdtd_benchmark
 
 captured = {}
-orig = S._advance
+orig = S.advance
 
 
 def spy(plan, arrays, state, steps):
@@ -21,7 +21,7 @@ def spy(plan, arrays, state, steps):
     return orig(plan, arrays, state, steps)
 
 
-S._advance = spy
+S.advance = spy
 for m in sys.argv[1:]:
     captured.clear()
     r = fdtd_benchmark(256, 200, material=m)

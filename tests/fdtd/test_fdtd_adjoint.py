@@ -15,6 +15,7 @@ from emjax import fdtd
 from emjax.backend import precision_scope
 from emjax.fdtd import adjoint
 from emjax.fdtd import simulation as sim_mod
+from emjax.fdtd import step as engine
 from emjax.materials import Dispersive, DrudePole
 from emjax.scattering import PlaneWave
 
@@ -117,8 +118,8 @@ def test_subpixel_and_dispersive_runs_take_jax_reverse_mode():
     mat = Dispersive(eps_inf=1.0, poles=(DrudePole(omega_p=1.0, gamma=0.1),))
     drude = fdtd.GridSimulation(g, dispersive=(mat, np.ones(SHAPE, bool)))
     with precision_scope():
-        arrays, pml = sim_mod._coefficients(drude, jnp.float64)
-        plan = sim_mod.make_plan(drude, 10, jnp.float64, arrays, pml)
+        arrays, pml = engine.coefficients(drude, jnp.float64)
+        plan = engine.make_plan(drude, 10, jnp.float64, arrays, pml)
     assert not adjoint.applicable(plan)
 
 
@@ -167,10 +168,10 @@ def test_transposed_step_variants(kw):
 def _check_step_transpose(sim):
     with precision_scope():
         dt = jnp.float64
-        arrays, pml = sim_mod._coefficients(sim, dt)
-        plan = sim_mod.make_plan(sim, 10, dt, arrays, pml)
+        arrays, pml = engine.coefficients(sim, dt)
+        plan = engine.make_plan(sim, 10, dt, arrays, pml)
         assert adjoint.hand_written(plan)
-        st = sim_mod._initial_state(sim, plan, dt, None)
+        st = engine.initial_state(sim, plan, dt, None)
         rng = np.random.default_rng(1)
 
         def rand(x):

@@ -14,6 +14,7 @@ from emjax import fdtd
 from emjax.backend import precision, precision_scope
 from emjax.errors import ConfigError, ResourceError
 from emjax.fdtd import simulation, window
+from emjax.fdtd import step as engine
 from emjax.materials import Dispersive, DrudePole, LorentzPole
 from emjax.scattering import PlaneWave
 
@@ -30,12 +31,12 @@ def same(sim, steps, th, slab, host_memory=None, ahead=None):
     ``host_memory`` (None: pinned_host memory, which this JAX's CPU backend offers);
     ``ahead``: whether the pinned path must upload each next pass's first ring early."""
     seen = []
-    orig = simulation._advance
-    simulation._advance = lambda plan, *a: seen.append(plan) or orig(plan, *a)
+    orig = engine.advance
+    engine.advance = lambda plan, *a: seen.append(plan) or orig(plan, *a)
     try:
         a = fdtd.run(sim, steps)
     finally:
-        simulation._advance = orig
+        engine.advance = orig
     with precision_scope():
         dtype = precision(sim.grid.precision).real
         assert window._global_setup(sim, steps, dtype, None)[0] == seen[0]

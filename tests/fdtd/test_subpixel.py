@@ -184,7 +184,7 @@ def test_box_padded_equals_in_place(monkeypatch):
     the same fields, off-diagonal terms included, to rounding (float64: the two paths sum the
     symmetrized correction's eight terms in different orders; after 150 steps the largest
     difference is 2.4e-12 of the peak)."""
-    from emjax.fdtd import simulation as S
+    from emjax.fdtd import step as S
 
     rng = np.random.default_rng(5)
     shape = (9, 9, 9)
@@ -227,7 +227,7 @@ def test_inline_correction_equals_node_lists(monkeypatch):
     give the same fields to float64 rounding, off-diagonal tensors and a Drude interface's
     pole nodes included."""
     from emjax import geometry, materials, scene
-    from emjax.fdtd import simulation as S
+    from emjax.fdtd import step as S
 
     def sim(material):
         return fdtd.Simulation(

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from emjax import fdtd
-from emjax.fdtd import simulation as S
+from emjax.fdtd import step as S
 from emjax.materials import Dispersive, DrudePole, LorentzPole
 
 

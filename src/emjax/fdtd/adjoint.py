@@ -41,6 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import step as engine
+
 __all__ = ["applicable", "advance"]
 
 DIAGONAL = ("ca", "cb")  # coefficients acting on E node by node
@@ -93,9 +95,7 @@ def _advance(plan, diff_keys, const, diff, state, steps, segment):
 
 
 def _step(plan, arrays, state, z=None):
-    from .simulation import _step as step
-
-    return step(plan, arrays, state, None, z=z)
+    return engine.step(plan, arrays, state, None, z=z)
 
 
 def _scan(plan, arrays, state, K):
@@ -233,7 +233,7 @@ def _slab_diff_T(g_vs, axis, start, L, n, forward: bool, inv_dx):
 
 
 def _curl_T(plan, arrays, g_curl, g_psi_new, kind):
-    """Transpose of simulation._curl (2nd order): the cotangents of the curl (3 full arrays)
+    """Transpose of step.curl (2nd order): the cotangents of the curl (3 full arrays)
     and of the new psi slabs -> (cotangent of the differentiated field, of the old psi)."""
     from .pml import pad_to
 

@@ -2,7 +2,7 @@
 
 Differences wrap around (``jnp.roll``), so the grid is periodic; PEC walls zero the
 tangential E on the planes ``i = 0`` afterwards, and the CPML adds its slab corrections
-(see pml.py; the curls are assembled in simulation.py). Everything is element-wise on whole
+(see pml.py; the curls are assembled in step.py). Everything is element-wise on whole
 arrays so XLA fuses one step into few passes over memory.
 """
 

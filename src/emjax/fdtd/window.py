@@ -6,7 +6,7 @@ The whole state (E, H, CPML psi, Drude/Lorentz currents, DFT sums) and the per-c
 coefficients live in host memory (see "Host memory" below). The grid is cut into slabs of ``slab``
 planes along x; in each *pass* every slab is brought to the device with ``G`` ghost planes
 per side, advanced ``th`` time steps by the unchanged jitted step
-(:func:`emjax.fdtd.simulation._advance` of a sub-problem :class:`~emjax.fdtd.simulation._Plan`
+(:func:`emjax.fdtd.step.advance` of a sub-problem :class:`~emjax.fdtd.step.Plan`
 of the slab's shape: its slice of the coefficients, the x-CPML faces only where the slab
 reaches them, sources/probes/monitors/TF/SF box re-indexed into it), and its own planes are
 written back. The physics is not forked: the slab runs the same ``_step``.
@@ -114,7 +114,7 @@ import numpy as np
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_int
 from . import checkpoint as checkpoint_mod
-from . import simulation as sim_mod
+from . import step as engine
 from . import tfsf as tfsf_mod
 from .monitors import DFTField, _extent
 from .results import FDTDResult
@@ -192,13 +192,13 @@ def _global_setup(sim: GridSimulation, steps: int, dtype, initial):
     """The plan, coefficients and initial state of :func:`emjax.fdtd.run` (host copies)."""
     cpu = jax.devices("cpu")[0]
     with jax.default_device(cpu):
-        arrays, pml = sim_mod._coefficients(sim, dtype)
-        plan = sim_mod.make_plan(sim, steps, dtype, arrays, pml)
+        arrays, pml = engine.coefficients(sim, dtype)
+        plan = engine.make_plan(sim, steps, dtype, arrays, pml)
         if initial is None:  # zeros straight in host memory (lazily paged in), no device copy
-            shapes = jax.eval_shape(lambda: sim_mod._initial_state(sim, plan, dtype, None))
+            shapes = jax.eval_shape(lambda: engine.initial_state(sim, plan, dtype, None))
             state = jax.tree_util.tree_map(lambda x: np.zeros(x.shape, x.dtype), shapes)
         else:
-            state = jax.tree_util.tree_map(np.array, sim_mod._initial_state(sim, plan, dtype, initial))
+            state = jax.tree_util.tree_map(np.array, engine.initial_state(sim, plan, dtype, initial))
     for f in ("E", "H"):  # one (3, nx, ny, nz) array each, the result's (no stacking copy at the end)
         whole = np.zeros((3,) + state[f][0].shape, state[f][0].dtype)
         if initial is not None:
@@ -872,7 +872,7 @@ def _pass_numpy(subs, host, plan, n, probes, done, pool, last_reader, device, de
         st = _to_device(_sub_state(s, host, plan), device)
         arr = dev_arrays[k] if dev_arrays else jax.device_put(s.arrays, device)
         jax.block_until_ready(st)
-        res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
+        res, rec, fin = engine.advance(s.plan, arr, st, n)
         q0, q1 = s.ring.own
         out = _owned_jit(res, q0=q0, q1=q1)
         for x in jax.tree_util.tree_leaves((out, rec, fin)):
@@ -961,7 +961,7 @@ def _pass_pinned(
             late = frozenset(store.ring_ids[0]) & frozenset(store.own_ids[k])
             following = upload(0, nxt, later=late)
         t2 = time.perf_counter()
-        res, rec, fin = sim_mod._advance(s.plan, arr, st, n)
+        res, rec, fin = engine.advance(s.plan, arr, st, n)
         wait[1] += t2 - t1  # host seconds between slab k - 1's end and slab k's dispatch:
         wait[2] += time.perf_counter() - t2  # issuing the upload, dispatching the step loop
         del st, arr
