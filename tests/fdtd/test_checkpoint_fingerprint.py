@@ -111,10 +111,10 @@ def test_only_the_kind_that_changed_is_named(written):
 
 def _digests(sim, initial=None):
     """The digests a run of ``sim`` stores (without running it: no compilation)."""
-    from emjax.fdtd import simulation as sm
+    from emjax.fdtd import step
 
-    arrays, pml = sm._coefficients(sim, np.float32)
-    return fingerprint.Fingerprint(sm.make_plan(sim, 10, np.float32, arrays, pml), arrays, initial).digests
+    arrays, pml = step.coefficients(sim, np.float32)
+    return fingerprint.Fingerprint(step.make_plan(sim, 10, np.float32, arrays, pml), arrays, initial).digests
 
 
 def _changed(a, b):
@@ -336,12 +336,12 @@ def test_cli_refuses_a_checkpoint_in_a_missing_folder(tmp_path, capsys):
 
 def test_load_host_takes_the_fingerprint(written):
     """checkpoint.load_host compares against a Fingerprint (the sharded runs' reader)."""
-    from emjax.fdtd import simulation as sm
+    from emjax.fdtd import step as sm
 
     sim = _grid_sim(eps_in=5.0)
-    arrays, pml = sm._coefficients(sim, np.float32)
+    arrays, pml = sm.coefficients(sim, np.float32)
     plan = sm.make_plan(sim, 20, np.float32, arrays, pml)
-    template = sm._initial_state(sim, plan, np.float32, None)
+    template = sm.initial_state(sim, plan, np.float32, None)
     with pytest.raises(ConfigError, match=MAT):
         ckmod.load_host(written, template, fingerprint.Fingerprint(plan, arrays))
 
