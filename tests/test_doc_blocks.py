@@ -2,7 +2,7 @@
 
 Each ```python block is run on its own (a fresh namespace, an empty temporary working
 folder) in the test process, whose JAX is in its default 32-bit mode, as a new user's
-session is. A line ``<!-- doctest: slow -->`` right before a block moves it to the slow
+is. A line ``<!-- doctest: slow -->`` right before a block moves it to the slow
 suite (``pytest -m slow``: a large or long-compiling example); ``<!-- doctest: skip -->``
 marks a fragment that is not run (use sparingly). The markers are HTML comments, invisible
 where the Markdown is rendered. Also checked: every ``examples/...`` file the pages name

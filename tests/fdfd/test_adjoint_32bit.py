@@ -1,7 +1,7 @@
-"""The differentiable FDFD entry points in a default (32-bit) JAX session: ``jax.grad`` of an
-objective written with the session's own arithmetic works, eagerly and under ``jax.jit``, and
-agrees with the same gradient taken with 64-bit JAX on. Run in a subprocess without
-JAX_ENABLE_X64, so the test sees what a new user's session sees."""
+"""The differentiable FDFD entry points in JAX's default 32-bit mode: ``jax.grad`` of an
+objective written in the caller's own 32-bit arithmetic works, eagerly and under
+``jax.jit``, and agrees with the same gradient taken with 64-bit JAX on. Run in a subprocess without
+JAX_ENABLE_X64, as a new user's Python starts."""
 
 import json
 import os
@@ -41,8 +41,8 @@ print(json.dumps(out))
 """
 
 
-def test_gradients_in_a_32_bit_session():
-    """The gradients of a disk's radius (TM) and of one node's eps (TE) in a 32-bit session
+def test_gradients_in_32_bit_mode():
+    """The gradients of a disk's radius (TM) and of one node's eps (TE) in 32-bit mode
     equal the 64-bit ones to 1e-4 relative: the solve runs in double precision either way,
     and the 32-bit objective rounds the complex64 field (measured ~1e-6)."""
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}

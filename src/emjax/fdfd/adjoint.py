@@ -109,8 +109,8 @@ def caller_scope(fn, *args):
     cast to the caller's complex dtype (complex128 with 64-bit JAX on, complex64 without).
     Its reverse pass runs inside the scope too (a ``custom_vjp`` that keeps ``jax.vjp``'s
     pullback as residual): JAX would otherwise transpose the complex128 operations where the
-    caller's ``jax.grad`` runs, outside the scope, and mix them with the session's
-    complex64. So the entry points work in a default (32-bit) JAX session and under
+    caller's ``jax.grad`` runs, outside the scope, and mix them with the caller's
+    complex64. So the entry points work in JAX's default 32-bit mode and under
     ``jax.jit``, and with 64-bit JAX on they are unchanged."""
     out = jax.dtypes.canonicalize_dtype(jnp.complex128)
 
@@ -200,7 +200,7 @@ def tm_field(
 
 def _array(x):
     """``x`` as an array for :func:`caller_scope`: JAX arrays and tracers unchanged, anything
-    else as NumPy (keeping complex128 whatever the session's setting)."""
+    else as NumPy (keeping complex128 whatever JAX's setting)."""
     return x if isinstance(x, (jax.Array, jax.core.Tracer)) else np.asarray(x)
 
 
