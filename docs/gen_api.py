@@ -67,14 +67,7 @@ def method_page(package: str, title: str) -> str:
         if not where.startswith(f"emjax.{package}"):
             lines += [f"## `{name}`", "", f"`emjax.{package}.{name}` is `{where}.{name}`.", ""]
             continue
-        lines += [
-            f"## `{name}`",
-            "",
-            f"::: {where}.{name}",
-            "    options:",
-            "      show_root_heading: false",
-            "",
-        ]
+        lines += [f"::: {where}.{name}", "    options:", "      heading_level: 2", ""]
     return "\n".join(lines)
 
 
