@@ -2,7 +2,9 @@
 
 The example figures stay in examples/figures/ (where the examples write them and the README
 shows them) and appear in the site under figures/; BENCHMARKS.md stays at the top of the
-repository and appears as a page."""
+repository and appears as a page. The pages link them as ``../examples/figures/NAME.png``
+and ``../BENCHMARKS.md``, which work when the Markdown is read in the repository; the links
+are pointed at the site's copies before MkDocs checks them."""
 
 from __future__ import annotations
 
@@ -19,3 +21,9 @@ def on_files(files, config):
     for uri, path in extra:
         files.append(File.generated(config, uri, abs_src_path=str(path)))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    return markdown.replace("](../examples/figures/", "](figures/").replace(
+        "](../BENCHMARKS.md", "](BENCHMARKS.md"
+    )
