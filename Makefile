@@ -1,10 +1,11 @@
 # `make demo`: set up .venv (if missing) and run the headline DDA example.
 # `make test`: set up .venv with the test extras and run the fast CPU suite.
+# `make docs`: build the documentation site into site/ (MkDocs; a broken link fails).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-slow lint bench docs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +17,13 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 
 demo: $(VENV)/.installed
 	$(PY) examples/sphere_vs_mie.py
+
+$(VENV)/.docs-installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(PY) -m mkdocs build --strict
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow and not gpu"
@@ -31,4 +39,4 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/emjax bench dda --grid 32 --grid 48 --grid 64 --precision double --precision single
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) build dist site src/*.egg-info

@@ -20,6 +20,7 @@ import json
 import sys
 import warnings
 
+from . import __version__
 from .config import ArgumentParser, UsageError
 from .errors import EmjaxError
 
@@ -36,6 +37,7 @@ def _slice_cli(name: str):
 def build_parser() -> ArgumentParser:
     """The whole ``emjax`` parser: ``info``, each slice's command, ``bench`` with each slice's."""
     parser = ArgumentParser(prog="emjax", description="Computational electromagnetics with JAX.")
+    parser.add_argument("--version", action="version", version=f"emjax {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("info", help="versions and devices")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -87,8 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``emjax dda``."""
     # Every default is None so that a TOML config can fill what the command line leaves out.
     g = p.add_argument_group("particle")
-    g.add_argument("--shape", help="sphere (default), ellipsoid, box, cylinder, coated")
-    g.add_argument("--aspect", type=float, help="cylinder: height / diameter (along z)")
+    g.add_argument(
+        "--shape", help="sphere (default), ellipsoid, box, cylinder, coated, prism (hexagonal), rosette"
+    )
+    g.add_argument("--aspect", type=float, help="cylinder, prism: height / diameter (along z)")
     g.add_argument(
         "--core-ratio",
         type=float,
@@ -184,7 +186,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("light and discretization")
     g.add_argument("--wavelength", type=float, help="vacuum wavelength (default 2 pi)")
     g.add_argument("--dpl", type=float, help="dipoles per wavelength (default 10 |m|)")
-    g.add_argument("--grid", type=int, help="dipoles along x (overrides --dpl)")
+    g.add_argument("--grid", type=int, help="dipoles along x, 1 to 100000 (overrides --dpl)")
     g.add_argument("--polarizability", help="ldr (default), cm, rr, fcd")
     g.add_argument("--precision", help="double (default) or single")
     g = p.add_argument_group("solver")

@@ -104,6 +104,37 @@ def _incident(wave, shape, dx, omega, origin):
     return np.exp(1j * omega * (X * math.cos(phi) + Y * math.sin(phi)))
 
 
+def caller_scope(fn, *args):
+    """``fn(*args)`` computed in double precision, returned in the caller's dtypes.
+
+    ``fn`` (JAX arrays -> one complex array) runs inside ``precision_scope``; its result is
+    cast to the caller's complex dtype (complex128 with 64-bit JAX on, complex64 without).
+    Its reverse pass runs inside the scope too (a ``custom_vjp`` that keeps ``jax.vjp``'s
+    pullback as residual): JAX would otherwise transpose the complex128 operations where the
+    caller's ``jax.grad`` runs, outside the scope, and mix them with the caller's
+    complex64. So the entry points work in JAX's default 32-bit mode and under
+    ``jax.jit``, and with 64-bit JAX on they are unchanged."""
+    out = jax.dtypes.canonicalize_dtype(jnp.complex128)
+
+    @jax.custom_vjp
+    def f(*a):
+        with precision_scope():
+            return fn(*a).astype(out)
+
+    def f_fwd(*a):
+        with precision_scope():
+            y, pullback = jax.vjp(fn, *a)
+            return y.astype(out), pullback
+
+    def f_bwd(pullback, ct):
+        with precision_scope():
+            return pullback(jnp.asarray(ct, jnp.complex128))
+
+    f.defvjp(f_fwd, f_bwd)
+    with precision_scope():  # NumPy complex128 arguments stay complex128
+        return f(*args)
+
+
 def tm_field(
     eps,
     resolution: float,
@@ -114,7 +145,7 @@ def tm_field(
     stencil: str = "compact",
     origin=None,
 ):
-    """E_z (total field, complex128 (nx, ny)) of the 2-D TM problem on the nodes of ``eps``
+    """E_z (total field, complex (nx, ny)) of the 2-D TM problem on the nodes of ``eps``
     ((nx, ny) relative permittivity at the E_z nodes, PML cells included; real or complex,
     a JAX array or a tracer), ``resolution`` cells per unit length, ``frequency`` = 1 /
     wavelength. ``source``: a :class:`PlaneWave2D` (scattered-field formulation: eps must be
@@ -122,7 +153,9 @@ def tm_field(
     right side i omega J, as ``solve_tm``'s line source spread over nodes; differentiable
     too). ``origin``: the node (0, 0)'s position (default: the grid centred on 0), which
     fixes the plane wave's phase. Differentiable with respect to ``eps`` and ``J`` (adjoint:
-    one transposed solve with the forward factorization; module docstring)."""
+    one transposed solve with the forward factorization; module docstring). Solved in double
+    precision; returned as complex128 with 64-bit JAX on, complex64 otherwise
+    (:func:`caller_scope`)."""
     _check_stencil(stencil)
     pml = SCPML() if pml is None else pml
     if not isinstance(pml, SCPML):
@@ -136,40 +169,41 @@ def tm_field(
     if origin is None:
         origin = (-(shape[0] - 1) / 2 * dx, -(shape[1] - 1) / 2 * dx)
     L = pml.thickness
-    with precision_scope():
-        eps = jnp.asarray(eps, jnp.complex128)
-        if not isinstance(eps, jax.core.Tracer):
-            e = np.asarray(eps)
-            if not np.all(np.isfinite(e)) or np.any(e.imag < 0):
-                raise ConfigError("eps must be finite with Im eps >= 0 (exp(-i omega t): absorption)")
-            inner = np.zeros(shape, bool)
-            inner[L : -L or None, L : -L or None] = True
-            if isinstance(source, PlaneWave2D) and np.any(e[~inner] != 1):
-                raise ConfigError(
-                    "eps must be 1 in the PML for a plane wave (the scattered-field formulation)"
-                )
-        if isinstance(source, PlaneWave2D):
-            einc = jnp.asarray(_incident(source, shape, dx, omega, origin))
+    if not isinstance(eps, jax.core.Tracer):
+        e = np.asarray(eps, complex)
+        if not np.all(np.isfinite(e)) or np.any(e.imag < 0):
+            raise ConfigError("eps must be finite with Im eps >= 0 (exp(-i omega t): absorption)")
+        inner = np.zeros(shape, bool)
+        inner[L : -L or None, L : -L or None] = True
+        if isinstance(source, PlaneWave2D) and np.any(e[~inner] != 1):
+            raise ConfigError("eps must be 1 in the PML for a plane wave (the scattered-field formulation)")
+    solve = _make_solve(shape, dx, omega, pml, stencil)
+    if isinstance(source, PlaneWave2D):
+        einc = _incident(source, shape, dx, omega, origin)
 
-            def rhs(e):  # the scattered-field right side -(mass(eps) - mass(1)) E_inc
-                return -_mass_apply(e - 1.0, einc, omega, stencil)
+        def field(e):  # scattered-field right side -(mass(eps) - mass(1)) E_inc; total field
+            e = jnp.asarray(e, jnp.complex128)
+            return solve(e, -_mass_apply(e - 1.0, jnp.asarray(einc), omega, stencil)) + einc
 
-            J = None
-        else:
-            J = jnp.asarray(source, jnp.complex128)
-            if J.shape != shape:
-                raise ConfigError(
-                    f"the source must be a PlaneWave2D or a current array of shape {shape}, got {J.shape}"
-                )
-            einc = None
+        return caller_scope(field, _array(eps))
+    if np.shape(source) != shape:
+        raise ConfigError(
+            f"the source must be a PlaneWave2D or a current array of shape {shape}, got {np.shape(source)}"
+        )
 
-            def rhs(e):
-                b = 1j * omega * J
-                return _mass_apply(jnp.ones_like(e), b, 1.0, stencil) if stencil == "compact" else b
+    def field(e, J):
+        b = 1j * omega * jnp.asarray(J, jnp.complex128)
+        if stencil == "compact":
+            b = _mass_apply(jnp.ones(shape, jnp.complex128), b, 1.0, stencil)
+        return solve(jnp.asarray(e, jnp.complex128), b)
 
-        solve = _make_solve(shape, dx, omega, pml, stencil)
-        u = solve(eps, rhs(eps))
-        return u + einc if einc is not None else u
+    return caller_scope(field, _array(eps), _array(source))
+
+
+def _array(x):
+    """``x`` as an array for :func:`caller_scope`: JAX arrays and tracers unchanged, anything
+    else as NumPy (keeping complex128 whatever JAX's setting)."""
+    return x if isinstance(x, (jax.Array, jax.core.Tracer)) else np.asarray(x)
 
 
 def _to_bytes(a: np.ndarray) -> np.ndarray:
@@ -247,21 +281,25 @@ def disk_permittivity(shape, resolution: float, center, radius, eps_in, eps_out=
     tangent-line cut of each node's cell, as :func:`emjax.scene.rasterize` computes it for a
     lone disk, but with the exact square-line area: the scene's cube formula tilts a
     face-parallel plane by 1e-4 and differs by up to ~2e-5 in f). ``center``, ``radius``,
-    ``eps_in`` may be traced: differentiable."""
+    ``eps_in``, ``eps_out`` may be traced: differentiable. Computed in double precision;
+    complex128 with 64-bit JAX on, complex64 otherwise (:func:`caller_scope`)."""
     nx, ny = (int(n) for n in shape)
     dx = 1.0 / require_positive("resolution", resolution)
     if origin is None:
         origin = (-(nx - 1) / 2 * dx, -(ny - 1) / 2 * dx)
-    with precision_scope():
+
+    def disk(c, r, e_in, e_out):
         x = origin[0] + jnp.arange(nx) * dx
         y = origin[1] + jnp.arange(ny) * dx
         X, Y = jnp.meshgrid(x, y, indexing="ij")
-        c = jnp.asarray(center, jnp.float64)
+        c = jnp.asarray(c, jnp.float64)
         rx, ry = X - c[0], Y - c[1]
         rho = jnp.sqrt(rx**2 + ry**2)
         safe = jnp.where(rho > 0, rho, 1.0)
         n = jnp.stack([rx / safe, ry / safe], -1)
         n = jnp.where((rho > 0)[..., None], n, jnp.array([1.0, 0.0]))
-        d = (rho - radius) / dx  # signed distance in cells, negative inside
+        d = (rho - r) / dx  # signed distance in cells, negative inside
         f = _square_line_fill(n, -d)
-        return eps_out + (jnp.asarray(eps_in, jnp.complex128) - eps_out) * f
+        return e_out + (jnp.asarray(e_in, jnp.complex128) - e_out) * f
+
+    return caller_scope(disk, *(_array(a) for a in (center, radius, eps_in, eps_out)))

@@ -31,6 +31,7 @@ import numpy as np
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ConvergenceError, require_positive
 from ..krylov import QMR
+from .adjoint import _array, caller_scope
 from .maxwell3d import PlaneWave3D, _Grid3, incident_3d
 from .operator3d import build_operator
 from .operators import SCPML, UPML
@@ -59,7 +60,9 @@ def field_3d(
     of ``A E = b`` (e.g. ``i omega J`` of a current density; differentiable too).
     ``origin``: the position of node (0, 0, 0) (default: the grid centred on 0).
     ``solver``: :class:`emjax.fdfd.Iterative` (default QMR to rtol 1e-8). Raises
-    ConvergenceError if a solve (forward or adjoint) does not converge."""
+    ConvergenceError if a solve (forward or adjoint) does not converge. Computed in double
+    precision; complex128 with 64-bit JAX on, complex64 otherwise
+    (:func:`emjax.fdfd.adjoint.caller_scope`)."""
     pml = SCPML() if pml is None else pml
     if not isinstance(pml, SCPML) or isinstance(pml, UPML):
         raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
@@ -76,25 +79,28 @@ def field_3d(
     if origin is None:
         origin = tuple(-(n - 1) / 2 * dx for n in grid)
     dtype = precision(precision_name).complex
-    with precision_scope():
-        eps = jnp.asarray(eps, jnp.complex128)
-        if isinstance(eps, jax.core.Tracer) and not _differentiating_only(eps):
-            raise ConfigError(_JIT_MESSAGE)
-        if isinstance(source, PlaneWave3D):
-            axes = tuple(o + np.arange(n) * dx for o, n in zip(origin, grid))
-            g = _Grid3(pml, f, omega, dx, grid, tuple(origin), axes)
-            einc = jnp.asarray(incident_3d(source, g))
-            b = omega**2 * (eps - 1.0) * einc
-        else:
-            b = jnp.asarray(source, jnp.complex128)
-            if b.shape != shape:
-                raise ConfigError(
-                    f"source must be a PlaneWave3D or a right-side array of shape {shape}, got {b.shape}"
-                )
-            einc = None
-        solve = _make_solve(pml, dx, omega, solver, dtype)
-        e = solve(eps, b)
-        return e + einc if einc is not None else e
+    if isinstance(eps, jax.core.Tracer) and not _differentiating_only(eps):
+        raise ConfigError(_JIT_MESSAGE)
+    solve = _make_solve(pml, dx, omega, solver, dtype)
+    if isinstance(source, PlaneWave3D):
+        axes = tuple(o + np.arange(n) * dx for o, n in zip(origin, grid))
+        with precision_scope():
+            einc = np.asarray(incident_3d(source, _Grid3(pml, f, omega, dx, grid, tuple(origin), axes)))
+
+        def field(e):  # scattered-field right side; the total field
+            e = jnp.asarray(e, jnp.complex128)
+            return solve(e, omega**2 * (e - 1.0) * einc) + einc
+
+        return caller_scope(field, _array(eps))
+    if np.shape(source) != shape:
+        raise ConfigError(
+            f"source must be a PlaneWave3D or a right-side array of shape {shape}, got {np.shape(source)}"
+        )
+
+    def field(e, b):
+        return solve(jnp.asarray(e, jnp.complex128), jnp.asarray(b, jnp.complex128))
+
+    return caller_scope(field, _array(eps), _array(source))
 
 
 _JIT_MESSAGE = (

@@ -27,9 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..backend import precision_scope
 from ..errors import ConfigError, require_positive
-from .adjoint import _cached_factor, _from_bytes, _incident, _to_bytes
+from .adjoint import _array, _cached_factor, _from_bytes, _incident, _to_bytes, caller_scope
 from .operators import SCPML, derivatives
 from .tm import PlaneWave2D, _check_stencil, _compact_parts
 
@@ -72,7 +71,7 @@ def te_field(
     stencil: str = "compact",
     origin=None,
 ):
-    """H_z (total field, complex128 (nx, ny), at the cell centres) of the 2-D TE problem.
+    """H_z (total field, complex (nx, ny), at the cell centres) of the 2-D TE problem.
 
     ``eps``: the relative permittivity on the E_x edges and on the E_y edges, a pair
     ``(eps_x, eps_y)`` of (nx, ny) arrays (edge ``(i, j)`` of E_x lies half a cell below the
@@ -84,7 +83,9 @@ def te_field(
     PML; the result is the total field) or an (nx, ny) magnetic current density M_z (right
     side ``-i omega M``, spread by the compact mass like ``solve_te``'s line source).
     ``origin``: the centre node (0, 0)'s position (default: the grid centred on 0).
-    Differentiable with respect to ``eps`` and ``M`` (module docstring)."""
+    Differentiable with respect to ``eps`` and ``M`` (module docstring). Solved in double
+    precision; complex128 with 64-bit JAX on, complex64 otherwise
+    (:func:`emjax.fdfd.adjoint.caller_scope`)."""
     _check_stencil(stencil)
     pml = SCPML() if pml is None else pml
     if not isinstance(pml, SCPML):
@@ -101,29 +102,32 @@ def te_field(
     if origin is None:
         origin = (-(shape[0] - 1) / 2 * dx, -(shape[1] - 1) / 2 * dx)
     L = pml.thickness
-    with precision_scope():
-        ex, ey = jnp.asarray(eps_x, jnp.complex128), jnp.asarray(eps_y, jnp.complex128)
-        if not isinstance(ex, jax.core.Tracer) and not isinstance(ey, jax.core.Tracer):
-            inner = np.zeros(shape, bool)
-            inner[L : -L or None, L : -L or None] = True
-            for name, e in (("eps_x", np.asarray(ex)), ("eps_y", np.asarray(ey))):
-                if not np.all(np.isfinite(e)) or np.any(e.imag < 0) or np.any(e == 0):
-                    raise ConfigError(f"{name} must be finite and nonzero with Im eps >= 0 (absorption)")
-                if isinstance(source, PlaneWave2D) and np.any(e[~inner] != 1):
-                    raise ConfigError(f"{name} must be 1 in the PML for a plane wave (scattered field)")
-        parts = _Parts(shape, dx, omega, pml, stencil)
-        if isinstance(source, PlaneWave2D):
-            hinc = _incident(source, shape, dx, omega, origin)
-            M = jnp.zeros(shape, jnp.complex128)
-        else:
-            M = jnp.asarray(source, jnp.complex128)
-            if M.shape != shape:
-                raise ConfigError(
-                    f"the source must be a PlaneWave2D or a current array of shape {shape}, got {M.shape}"
-                )
-            hinc = None
-        solve = _make_solve(parts, shape, hinc, (shape, dx, omega, pml, stencil))
-        return solve(1.0 / ex, 1.0 / ey, M)
+    inner = np.zeros(shape, bool)
+    inner[L : -L or None, L : -L or None] = True
+    for name, e in (("eps_x", eps_x), ("eps_y", eps_y)):
+        if isinstance(e, jax.core.Tracer):
+            continue
+        e = np.asarray(e, complex)
+        if not np.all(np.isfinite(e)) or np.any(e.imag < 0) or np.any(e == 0):
+            raise ConfigError(f"{name} must be finite and nonzero with Im eps >= 0 (absorption)")
+        if isinstance(source, PlaneWave2D) and np.any(e[~inner] != 1):
+            raise ConfigError(f"{name} must be 1 in the PML for a plane wave (scattered field)")
+    parts = _Parts(shape, dx, omega, pml, stencil)
+    if isinstance(source, PlaneWave2D):
+        hinc, M = _incident(source, shape, dx, omega, origin), np.zeros(shape, complex)
+    else:
+        hinc, M = None, source
+        if np.shape(M) != shape:
+            raise ConfigError(
+                f"the source must be a PlaneWave2D or a current array of shape {shape}, got {np.shape(M)}"
+            )
+    solve = _make_solve(parts, shape, hinc, (shape, dx, omega, pml, stencil))
+
+    def field(ex, ey, m):
+        ex, ey = jnp.asarray(ex, jnp.complex128), jnp.asarray(ey, jnp.complex128)
+        return solve(1.0 / ex, 1.0 / ey, jnp.asarray(m, jnp.complex128))
+
+    return caller_scope(field, _array(eps_x), _array(eps_y), _array(M))
 
 
 def _make_solve(parts, shape, hinc, key):

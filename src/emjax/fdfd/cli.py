@@ -38,7 +38,13 @@ def add_command(sub) -> None:
 def add_bench(bench) -> None:
     """Register ``emjax bench fdfd``."""
     b = bench.add_parser("fdfd", help="FDFD solve time: 2-D grids of Zainud-Deen et al., 3-D cubes")
-    b.add_argument("--dims", type=int, default=2, choices=[2, 3])
+    b.add_argument(
+        "--dims",
+        type=int,
+        default=2,
+        choices=[2, 3],
+        help="2: an array of eps 4 cylinders, TM; 3: an eps 4 sphere (2)",
+    )
     b.add_argument(
         "--size",
         type=int,
@@ -46,10 +52,20 @@ def add_bench(bench) -> None:
         metavar="N",
         help=f"N x N (x N) nodes, PML included (repeatable; default 2-D {PAPER_SIZES_2D}, 3-D {SIZES_3D})",
     )
-    b.add_argument("--solver", default="auto", choices=["auto", "direct", "qmr", "bicgstab", "multigrid"])
-    b.add_argument("--precision", default="double", choices=["single", "double"])
+    b.add_argument(
+        "--solver",
+        default="auto",
+        choices=["auto", "direct", "qmr", "bicgstab", "multigrid"],
+        help="auto: direct in 2-D, qmr in 3-D; multigrid: COCG with the shifted-Laplacian V-cycle (auto)",
+    )
+    b.add_argument(
+        "--precision",
+        default="double",
+        choices=["single", "double"],
+        help="arithmetic of the 3-D Krylov solve (double)",
+    )
     b.add_argument("--out", type=Path, help="append the records to this JSON list")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="one JSON line per case on stdout")
 
 
 def _text(summary: dict) -> str:

@@ -46,15 +46,32 @@ def add_command(sub) -> None:
 def add_bench(bench) -> None:
     """Register ``emjax bench fdtd``."""
     b = bench.add_parser("fdtd", help="FDTD cell updates per second")
-    b.add_argument("--size", type=int, action="append", required=True, metavar="N")
-    b.add_argument("--steps", type=int, default=200)
-    b.add_argument("--precision", default="single", choices=["single", "double"])
-    b.add_argument("--boundary", default="cpml", choices=["cpml", "pec", "periodic"])
-    b.add_argument("--order", type=int, default=2, choices=[2, 4])
+    b.add_argument(
+        "--size", type=int, action="append", required=True, metavar="N", help="N^3 cells (repeatable)"
+    )
+    b.add_argument(
+        "--steps", type=int, default=200, help="timed steps, after as many untimed ones that compile (200)"
+    )
+    b.add_argument(
+        "--precision",
+        default="single",
+        choices=["single", "double"],
+        help="float32 or float64 fields (single)",
+    )
+    b.add_argument(
+        "--boundary",
+        default="cpml",
+        choices=["cpml", "pec", "periodic"],
+        help="on all faces: a 10-cell CPML, PEC walls or periodic (cpml)",
+    )
+    b.add_argument("--order", type=int, default=2, choices=[2, 4], help="order of the spatial stencil (2)")
     b.add_argument(
         "--material",
         default="vacuum",
         choices=["vacuum", "dielectric", "drude", "sphere", "sphere-subpixel", "sphere-drude"],
+        help="what fills the box: vacuum (scalar coefficients), dielectric (a per-cell eps array), "
+        "drude (a one-pole Drude cube), an eps 2.25 sphere of radius N/4 staircased (sphere) or "
+        "subpixel-averaged (sphere-subpixel), a Drude sphere (sphere-drude) (vacuum)",
     )
     b.add_argument(
         "--devices",
@@ -72,7 +89,7 @@ def add_bench(bench) -> None:
     b.add_argument("--th", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64], help="steps per pass")
     b.add_argument("--slab", type=int, help="planes per slab (default: from --device-gb, else the grid)")
     b.add_argument("--device-gb", type=float, help="device budget that sets the slab")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="one JSON line per case on stdout")
 
 
 def _steps(args, steps):

@@ -70,9 +70,16 @@ def add_bench(bench) -> None:
     """Register ``emjax bench layered``."""
     b = bench.add_parser("layered", help="Quinto et al.'s dipole-near-interface maps: time and error")
     b.add_argument("--size", type=int, action="append", required=True, metavar="N", help="N x N points")
-    b.add_argument("--precision", default="double", choices=["single", "double"])
-    b.add_argument("--rtol", type=float, default=1e-8)
-    b.add_argument("--json", action="store_true")
+    b.add_argument(
+        "--precision",
+        default="double",
+        choices=["single", "double"],
+        help="arithmetic of the integrals (double)",
+    )
+    b.add_argument(
+        "--rtol", type=float, default=1e-8, help="relative tolerance of the adaptive quadrature (1e-8)"
+    )
+    b.add_argument("--json", action="store_true", help="one JSON line per map on stdout")
     b.add_argument(
         "--devices", type=int, default=None, metavar="N", help="strong scaling over 1, 2, 4 .. N devices"
     )
