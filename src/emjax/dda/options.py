@@ -208,7 +208,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="skip the integration of Csca and g over all directions",
     )
-    add_output_arguments(g, "result.nc, CrossSec-X/Y (CrossSec with --orient avg), mueller, log, mueller.png")
+    add_output_arguments(
+        g,
+        "result.nc, CrossSec-X, CrossSec-Y, mueller, log, mueller.png (--orient avg: CrossSec and "
+        "log_orient_avg in place of CrossSec-X, CrossSec-Y)",
+    )
     g.add_argument("--json", action="store_true", help="print one line of JSON (and nothing else) on stdout")
     p.add_argument(
         "--config",
