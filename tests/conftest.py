@@ -15,3 +15,35 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(skip)
+
+
+class _Terminal:
+    """stderr as a terminal that records what is written (progress bars show only there)."""
+
+    def __init__(self):
+        import io
+
+        self.buffer = io.StringIO()
+
+    def write(self, s):
+        return self.buffer.write(s)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+    def text(self) -> str:
+        return self.buffer.getvalue()
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """Progress bars shown at once (no delay) on a recording terminal instead of stderr."""
+    from emjax import progress
+
+    term = _Terminal()
+    monkeypatch.setattr(progress, "stream", lambda: term)
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    return term
