@@ -163,11 +163,12 @@ def shown(progress, make, traced: bool = False):
     if traced:
         yield None
         return
-    bar = make()
+    bar = make()  # None where the run has nothing to count
     try:
         yield bar
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
 
 
 class Bar:
@@ -266,6 +267,7 @@ def status(message: str, enabled: bool = True):
         file=stream(),
         disable=None,
         leave=True,
+        mininterval=0,  # the thread below paces the refreshes
         bar_format="{desc} [{elapsed}]",
     )
     stop = threading.Event()
