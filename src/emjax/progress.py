@@ -173,18 +173,28 @@ def shown(progress, make, traced: bool = False):
 
 class Bar:
     """One ``tqdm.auto`` bar on stderr, shown after :data:`DELAY` s, only where stderr is a
-    terminal (or in a notebook). ``to(n)`` moves it forward (at a chunk boundary)."""
+    terminal (or in a notebook). ``to(n)`` moves it forward (at a chunk boundary). The bar
+    starts at the first report, so set-up and compilation before it (another stage's own
+    bar, e.g. a table) neither share the screen with it nor count in its rate."""
 
     bar_format = None
 
-    def __init__(self, desc: str, total=None, unit: str = "it", *, initial=0):
+    def __init__(self, desc: str, total=None, unit: str = "it"):
+        self.desc, self.total, self.unit = desc, total, unit
+        self._tqdm = None
+
+    @property
+    def n(self):
+        return 0 if self._tqdm is None else self._tqdm.n
+
+    def _start(self, n):
         from tqdm.auto import tqdm
 
         self._tqdm = tqdm(
-            desc=desc,
-            total=total,
-            unit=unit,
-            initial=initial,
+            desc=self.desc,
+            total=self.total,
+            unit=self.unit,
+            initial=n,  # the rate counts from here
             delay=DELAY,
             file=stream(),
             disable=None,  # off where stderr is not a terminal (tqdm.notebook: always on)
@@ -194,21 +204,22 @@ class Bar:
             bar_format=self.bar_format,
         )
 
-    @property
-    def n(self):
-        return self._tqdm.n
-
     def to(self, n, total=None, postfix: str | None = None) -> None:
         """Move to ``n`` done (of ``total``, when it changed); never backwards."""
+        if total is not None:
+            self.total = total
+        if self._tqdm is None:
+            self._start(n)
         t = self._tqdm
-        if total is not None and total != t.total:
-            t.total = total
+        if self.total != t.total:
+            t.total = self.total
         if postfix is not None:
             t.set_postfix_str(postfix, refresh=False)  # tqdm.update shows it, after the delay
         t.update(max(n - t.n, 0))
 
     def close(self) -> None:
-        self._tqdm.close()
+        if self._tqdm is not None:
+            self._tqdm.close()
 
 
 class StepBar(Bar):

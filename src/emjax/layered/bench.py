@@ -52,7 +52,7 @@ def layered_benchmark(
     stack = paper_case_stack()
     pts = paper_case_points(n)
     src = (0.0, 0.0, 10.0)
-    kw = dict(part="scattered", fields="E", p=(0, 0, 1))
+    kw = dict(part="scattered", fields="E", p=(0, 0, 1), progress=False)
     run_kw = dict(kw, layout=layout)
     t0 = time.perf_counter()
     r = dipole_fields(stack, 600.0, src, pts, rtol=rtol, precision=precision, **run_kw)
@@ -105,6 +105,7 @@ def scaling(n: int, devices: int, precision: str = "double", rtol: float = 1e-8,
         part="scattered",
         fields="E",
         rtol=1e-12,
+        progress=False,
     ).E[:, 2]
     counts, c = [], 1
     while c < devices:
