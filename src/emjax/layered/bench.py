@@ -89,11 +89,12 @@ def layered_benchmark(
     }
 
 
-def scaling(n: int, devices: int, precision: str = "double", rtol: float = 1e-8, repeats: int = 2) -> list:
+def scaling(n: int, devices: int, precision: str = "double", rtol: float = 1e-8, repeats: int = 2):
     """Strong scaling of the n x n map over 1, 2, 4 .. ``devices`` devices (emjax.layout):
     :func:`layered_benchmark` at each count (the reference computed once), with
     ``speedup`` = time on one device / time on this many (the errors against the common
-    reference are the same at every count: the sharded map equals the one-device map)."""
+    reference are the same at every count: the sharded map equals the one-device map).
+    Yields one row per count as it is measured."""
     from .green import dipole_fields
 
     reference = dipole_fields(
@@ -111,11 +112,10 @@ def scaling(n: int, devices: int, precision: str = "double", rtol: float = 1e-8,
     while c < devices:
         counts.append(c)
         c *= 2
-    rows, t_one = [], None
+    t_one = None
     for k in counts + [devices]:
         r = layered_benchmark(n, precision, rtol, repeats=repeats, reference=reference, layout=k)
         t_one = t_one or r["seconds"]
         r.update(case="layered_quinto2011_scaling", speedup=t_one / r["seconds"])
         r["efficiency"] = r["speedup"] / k
-        rows.append(r)
-    return rows
+        yield r
