@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import threading
 import time
@@ -43,6 +44,17 @@ DELAY = 1.0  # seconds a run goes before its bar appears: shorter runs print not
 def stream():
     """Where bars and status lines go: stderr at the time of the call."""
     return sys.stderr
+
+
+def _shape(fp) -> dict:
+    """tqdm's ``ncols``/``nrows``: the terminal's, 80 x 20 where it reports 0 x 0 (a fresh
+    pseudo-terminal, e.g. a container's or ``script``'s: tqdm would draw nothing); empty to
+    let tqdm decide (a stream that is not a terminal, a notebook)."""
+    try:
+        size = os.get_terminal_size(fp.fileno())
+    except (AttributeError, OSError, ValueError):
+        return {}
+    return dict(ncols=size.columns if size.columns > 0 else 80, nrows=size.lines if size.lines > 1 else 20)
 
 
 def duration(s: float) -> str:
@@ -199,7 +211,7 @@ class Bar:
             file=stream(),
             disable=None,  # off where stderr is not a terminal (tqdm.notebook: always on)
             leave=True,
-            dynamic_ncols=True,
+            **_shape(stream()),
             mininterval=0.5,
             bar_format=self.bar_format,
         )
@@ -278,6 +290,7 @@ def status(message: str, enabled: bool = True):
         file=stream(),
         disable=None,
         leave=True,
+        **_shape(stream()),
         mininterval=0,  # the thread below paces the refreshes
         bar_format="{desc} [{elapsed}]",
     )
