@@ -108,9 +108,9 @@ def average(
     polarizations) at a time. ``progress``: True (default) one bar for the whole average,
     orientations solved of those the current quadrature level needs, with the time left
     (:mod:`emjax.progress`); False none; a callable is called as ``progress(label,
-    iterations, residual)`` between solver chunks. ``problem.orientation`` must be (0, 0, 0); ``problem.phi``
-    is not used (random orientation makes the averaged Mueller matrix the same in every
-    scattering plane). ``checkpoint``: an ``.npz`` file updated after every batch; a run
+    iterations, residual)`` between solver chunks. ``problem.orientation`` must be
+    (0, 0, 0); ``problem.phi`` is not used (random orientation makes the averaged Mueller
+    matrix the same in every scattering plane). ``checkpoint``: an ``.npz`` file updated after every batch; a run
     given an existing one resumes from it (same problem, any quadrature; see
     :mod:`emjax.dda.average_checkpoint`).
     ``layout``: devices to split each batch of right-hand sides over (a Layout, a count or a
