@@ -22,3 +22,35 @@ def _own_working_folder(tmp_path_factory, monkeypatch):
     """Each test runs in a fresh empty folder: a command run without --out writes a new
     runNNN_... folder in the current one, never into the checkout."""
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+class _Terminal:
+    """stderr as a terminal that records what is written (progress bars show only there)."""
+
+    def __init__(self):
+        import io
+
+        self.buffer = io.StringIO()
+
+    def write(self, s):
+        return self.buffer.write(s)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+    def text(self) -> str:
+        return self.buffer.getvalue()
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """Progress bars shown at once (no delay) on a recording terminal instead of stderr."""
+    from emjax import progress
+
+    term = _Terminal()
+    monkeypatch.setattr(progress, "stream", lambda: term)
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    return term

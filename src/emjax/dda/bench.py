@@ -160,8 +160,9 @@ def scaling_benchmark(
     repeats: int = 5,
     iterations: int = 20,
     batch: int = 8,
-) -> list[dict]:
-    """Strong scaling over 1 .. ``devices`` devices (emjax.layout): one dict per device count.
+):
+    """Strong scaling over 1 .. ``devices`` devices (emjax.layout): yields one dict per device
+    count as it is measured.
 
     ``mode="slabs"``: one N^3 sphere lattice (as :func:`dda_benchmark`'s sphere) split in
     slabs along x (distributed FFT); matvec time and QMR time per iteration. ``"orientations"``:
@@ -181,7 +182,6 @@ def scaling_benchmark(
     prob = DDAProblem(
         Sphere(), (m,), wavelength=1.0, size_x=grid / (10 * abs(m)), grid=grid, precision=prec.name
     )
-    rows = []
     with precision_scope():
         lat = prob.lattice()
         g, d, k = lat.shape, lat.d, 2 * math.pi
@@ -241,8 +241,7 @@ def scaling_benchmark(
                 commit=git_commit(),
                 date=datetime.date.today().isoformat(),
             )
-            rows.append(row)
-    return rows
+            yield row
 
 
 @jax.jit

@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import krylov
+from .. import progress as progress_bars
 from ..backend import check_memory, device_memory_bytes, precision, precision_scope
 from ..errors import ConfigError, require_int
 from ..io import check_output_file
@@ -93,7 +94,7 @@ def average(
     *,
     batch: int | None = None,
     max_batch: int | None = None,
-    progress: Callable[[str, int, float], None] | None = None,
+    progress: bool | Callable[[str, int, float], None] = True,
     variant: str = "pruned",
     checkpoint: str | Path | None = None,
     layout=None,
@@ -105,10 +106,12 @@ def average(
     CPU: there a batch does not make a matvec cheaper per right-hand side, and a large one
     falls out of cache - measured at 16^3, 2.2 ms per right-hand side in batches of 8,
     3.9 ms in batches of 52). ``batch=1`` solves one orientation (both
-    polarizations) at a time. ``progress(label, iterations, residual)`` is
-    called between solver chunks. ``problem.orientation`` must be (0, 0, 0); ``problem.phi``
-    is not used (random orientation makes the averaged Mueller matrix the same in every
-    scattering plane). ``checkpoint``: an ``.npz`` file updated after every batch; a run
+    polarizations) at a time. ``progress``: True (default) one bar for the whole average,
+    orientations solved of those the current quadrature level needs, with the time left
+    (:mod:`emjax.progress`); False none; a callable is called as ``progress(label,
+    iterations, residual)`` between solver chunks. ``problem.orientation`` must be
+    (0, 0, 0); ``problem.phi`` is not used (random orientation makes the averaged Mueller
+    matrix the same in every scattering plane). ``checkpoint``: an ``.npz`` file updated after every batch; a run
     given an existing one resumes from it (same problem, any quadrature; see
     :mod:`emjax.dda.average_checkpoint`).
     ``layout``: devices to split each batch of right-hand sides over (a Layout, a count or a
@@ -139,8 +142,11 @@ def average(
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
     if checkpoint is not None:  # before any solve: a mistyped folder is not created
         check_output_file(checkpoint, "checkpoint", create_folder=False)
-    with precision_scope():
-        return _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint, layout)
+    make = lambda: progress_bars.StepBar("dda average", None, "orientation")  # noqa: E731
+    with precision_scope(), progress_bars.shown(progress, make) as report:
+        bar = report if isinstance(report, progress_bars.StepBar) else None
+        report = None if bar is not None else report
+        return _average(problem, q, solver, batch, max_batch, report, variant, checkpoint, layout, bar)
 
 
 class _Directions:
@@ -166,7 +172,7 @@ class _Directions:
         self.lab = np.concatenate(dirs)
 
 
-def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint, layout=None):
+def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint, layout=None, bar=None):
     t_start = time.perf_counter()
     timings = {"solve_s": 0.0, "far_field_s": 0.0}
     cdt = precision(problem.precision).complex
@@ -290,7 +296,11 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
         for start in range(0, len(todo), nodes_per_batch):
             chunk = todo[start : start + nodes_per_batch]
             label = f"orientations {start + 1}-{start + len(chunk)} of {len(todo)} (levels {jb},{jg})"
+            if bar is not None:  # the level's orientations: those done (resumed too) of all
+                bar(len(w) - len(todo) + start, len(w))
             solve_nodes(chunk, label)
+            if bar is not None:
+                bar(len(w) - len(todo) + start + len(chunk), len(w))
             if checkpoint is not None:
                 average_checkpoint.save(checkpoint, fp, {q.angles(key): rec for key, rec in results.items()})
         total = _integrate(results, w)

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import krylov
+from .. import progress as progress_bars
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, require_finite
 from ..geometry import Shape
@@ -292,14 +293,16 @@ def solve(
     problem: DDAProblem,
     solver: krylov._Method | None = None,
     *,
-    progress: Callable[[str, int, float], None] | None = None,
+    progress: bool | Callable[[str, int, float], None] = True,
     keep_polarization: bool = False,
     variant: str = "pruned",
     layout=None,
 ) -> DDAResult:
     """Solve the DDA for both incident polarizations and compute the observables.
 
-    ``progress(label, iterations, relative_residual)`` is called between solver chunks.
+    ``progress``: True (default) one bar with the time left for both polarizations, the
+    substrate table's build its own (:mod:`emjax.progress`); False none; a callable is
+    called as ``progress(label, iterations, relative_residual)`` between solver chunks.
     ``layout``: devices to split the lattice over in slabs along x (a Layout, a count or a
     device list; None: one device), see :mod:`emjax.dda.distributed`.
     Non-convergence does not raise: the result has ``converged`` False for that
@@ -325,11 +328,13 @@ def solve(
 
     lay = as_layout(layout)
     problem._check_resources(problem.shape.box_shape(problem.plan().nx), 1 if lay is None else lay.n)
-    with precision_scope():
-        return _solve(problem, solver, progress, keep_polarization, variant, layout)
+    make = lambda: progress_bars.ResidualBar("dda", solver.rtol, parts=2)  # noqa: E731
+    with precision_scope(), progress_bars.shown(progress, make) as report:
+        report = report.labelled if isinstance(report, progress_bars.ResidualBar) else report
+        return _solve(problem, solver, report, keep_polarization, variant, layout, bool(progress))
 
 
-def _solve(problem, solver, progress, keep_polarization, variant, layout=None):
+def _solve(problem, solver, progress, keep_polarization, variant, layout=None, announce=False):
     t_start = time.perf_counter()
     timings = {}
     prec = precision(problem.precision)
@@ -354,7 +359,7 @@ def _solve(problem, solver, progress, keep_polarization, variant, layout=None):
     timings["interaction_s"] = time.perf_counter() - t0
     surface = None
     if problem.substrate is not None:
-        surface = _surface_setup(problem, lat, cdt, timings, Dhat if variant == "pruned" else None)
+        surface = _surface_setup(problem, lat, cdt, timings, Dhat if variant == "pruned" else None, announce)
 
     R = euler_matrix(*problem.orientation)
     to_particle = R.T  # lab vectors in the particle frame
@@ -499,14 +504,16 @@ def _slabs(problem, grid, layout, variant):
     return Slabs(grid, lay)
 
 
-def _surface_setup(problem, lat, cdt, timings, Dhat=None):
+def _surface_setup(problem, lat, cdt, timings, Dhat=None, announce=False):
     """The stack, the checked height and the FFT of the reflected interaction table."""
     from .substrate import TABLE_RTOL, check_height, reflected_fft, reflected_table, resolve_stack
 
     t0 = time.perf_counter()
     stack, eps = resolve_stack(problem.substrate, problem.wavelength)
     height, layers = check_height(lat, problem.height)
-    table, n_points = reflected_table(stack, problem.wavelength, lat.shape, lat.d, height, layers, TABLE_RTOL)
+    table, n_points = reflected_table(
+        stack, problem.wavelength, lat.shape, lat.d, height, layers, TABLE_RTOL, progress=announce
+    )
     timings["reflected_table_s"] = time.perf_counter() - t0
     timings["reflected_table_points"] = n_points
     t0 = time.perf_counter()

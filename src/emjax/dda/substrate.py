@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import progress as progress_bars
 from ..errors import ConfigError, require_finite
 from ..layered import Stack, green_tensor
 from ..materials import _as_complex
@@ -183,7 +184,7 @@ def check_height(lattice, height):
     return height, layers
 
 
-def reflected_table(stack, wavelength, grid, d, height, layers, rtol=TABLE_RTOL):
+def reflected_table(stack, wavelength, grid, d, height, layers, rtol=TABLE_RTOL, progress=False):
     """``G_R`` (Gaussian units) on the lattice: (6, 2nx-1, 2ny-1, 2nz-1) complex128 (NumPy)
     for index differences ``(ix, iy) in [-(n-1), n-1]`` (numbered modulo ``2n - 1``... as
     stored: index ``i`` holds difference ``i`` for ``i < n`` and ``i - (2n - 1)`` above) and
@@ -192,6 +193,7 @@ def reflected_table(stack, wavelength, grid, d, height, layers, rtol=TABLE_RTOL)
 
     Uses the cylindrical form of a stack's reflected tensor: one evaluation at ``phi = 0``
     per distinct ``(rho, s)`` gives the four functions from which every azimuth follows.
+    ``progress``: a bar of the entries evaluated (emjax.progress).
     """
     nx, ny, nz = grid
     k = 2 * math.pi / wavelength
@@ -203,7 +205,10 @@ def reflected_table(stack, wavelength, grid, d, height, layers, rtol=TABLE_RTOL)
     zs = Z.min() / 2  # source height; the reflected part depends on z + z' only
     R, ZZ = np.meshgrid(rho, Z, indexing="ij")
     pts = np.stack([R.ravel(), np.zeros(R.size), ZZ.ravel() - zs], axis=1)
-    G = green_tensor(stack, wavelength, (0.0, 0.0, zs), pts, part="scattered", rtol=rtol)
+    what = f"dda: building the substrate interaction table ({len(pts)} entries)"
+    with progress_bars.shown(bool(progress), lambda: progress_bars.StepBar(what, len(pts), "entry")) as bar:
+        report = (lambda info: bar(info["done"], info["total"])) if bar is not None else False
+        G = green_tensor(stack, wavelength, (0.0, 0.0, zs), pts, part="scattered", rtol=rtol, progress=report)
     G = (4 * math.pi * k * k) * G.reshape(len(rho), len(Z), 3, 3)
     A = 0.5 * (G[..., 0, 0] + G[..., 1, 1])  # isotropic lateral part
     B = 0.5 * (G[..., 0, 0] - G[..., 1, 1])  # cos(2 phi) part

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import progress as progress_bars
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ConvergenceError, require_positive
 from ..krylov import QMR
@@ -50,6 +51,7 @@ def field_3d(
     solver: Iterative | None = None,
     origin=None,
     precision_name: str = "double",
+    progress: bool = True,
 ):
     """E (complex (3, nx, ny, nz), at the E nodes) of the 3-D problem for ``eps``.
 
@@ -62,7 +64,9 @@ def field_3d(
     ``solver``: :class:`emjax.fdfd.Iterative` (default QMR to rtol 1e-8). Raises
     ConvergenceError if a solve (forward or adjoint) does not converge. Computed in double
     precision; complex128 with 64-bit JAX on, complex64 otherwise
-    (:func:`emjax.fdfd.adjoint.caller_scope`)."""
+    (:func:`emjax.fdfd.adjoint.caller_scope`). ``progress``: True (default) a bar per solve,
+    forward and adjoint (:mod:`emjax.progress`), False none, a callable is called as
+    ``progress(iterations, relative residual)`` between chunks."""
     pml = SCPML() if pml is None else pml
     if not isinstance(pml, SCPML) or isinstance(pml, UPML):
         raise ConfigError(f"pml must be an emjax.fdfd.SCPML, got {pml!r}")
@@ -81,7 +85,8 @@ def field_3d(
     dtype = precision(precision_name).complex
     if isinstance(eps, jax.core.Tracer) and not _differentiating_only(eps):
         raise ConfigError(_JIT_MESSAGE)
-    solve = _make_solve(pml, dx, omega, solver, dtype)
+    progress_bars.check(progress)
+    solve = _make_solve(pml, dx, omega, solver, dtype, progress)
     if isinstance(source, PlaneWave3D):
         axes = tuple(o + np.arange(n) * dx for o, n in zip(origin, grid))
         with precision_scope():
@@ -120,7 +125,7 @@ def _differentiating_only(x) -> bool:
     return True
 
 
-def _solve_concrete(eps, b, pml, dx, omega, solver, dtype, what):
+def _solve_concrete(eps, b, pml, dx, omega, solver, dtype, what, progress=False):
     from .maxwell3d import _iterative
 
     if isinstance(eps, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
@@ -129,26 +134,28 @@ def _solve_concrete(eps, b, pml, dx, omega, solver, dtype, what):
     if not np.all(np.isfinite(e)) or np.any(e.imag < 0):
         raise ConfigError("eps must be finite with Im eps >= 0 (exp(-i omega t): absorption)")
     op = build_operator(e, pml, dx, omega, dtype, None, solver.graddiv)
-    xs, stats = _iterative(op, [op.rhs(jnp.asarray(b, dtype))], solver, dtype, None)
+    make = lambda: progress_bars.ResidualBar(f"fdfd {what}", solver.method.rtol)  # noqa: E731
+    with progress_bars.shown(progress, make) as bar:
+        xs, stats = _iterative(op, [op.rhs(jnp.asarray(b, dtype))], solver, dtype, bar)
     st = stats["per_wave"][0]
     if not st["converged"]:
         raise ConvergenceError(f"fdfd.field_3d: the {what} solve did not converge: {st['message']}")
     return jnp.asarray(xs[0], jnp.complex128), op
 
 
-def _make_solve(pml, dx, omega, solver, dtype):
+def _make_solve(pml, dx, omega, solver, dtype, progress):
     @jax.custom_vjp
     def solve(eps, b):
-        return _solve_concrete(eps, b, pml, dx, omega, solver, dtype, "forward")[0]
+        return _solve_concrete(eps, b, pml, dx, omega, solver, dtype, "forward", progress)[0]
 
     def fwd(eps, b):
-        x, op = _solve_concrete(eps, b, pml, dx, omega, solver, dtype, "forward")
+        x, op = _solve_concrete(eps, b, pml, dx, omega, solver, dtype, "forward", progress)
         return x, (eps, x, op.S)
 
     def bwd(res_, ebar):
         eps, x, S = res_
         S = jnp.asarray(S, jnp.complex128)
-        y, _ = _solve_concrete(eps, ebar / S, pml, dx, omega, solver, dtype, "adjoint")
+        y, _ = _solve_concrete(eps, ebar / S, pml, dx, omega, solver, dtype, "adjoint", progress)
         mu = S * y  # A^-T ebar
         return (omega**2 * x * mu, mu)
 

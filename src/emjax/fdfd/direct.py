@@ -35,6 +35,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import ConfigError
+from ..progress import status
 
 BACKENDS = ("auto", "superlu", "pardiso")
 
@@ -110,21 +111,26 @@ def _pardiso(A, B):
     return np.ascontiguousarray(X).reshape(B.shape), t
 
 
-def factor_solve(A, B, backend: str = "auto"):
+def factor_solve(A, B, backend: str = "auto", announce: bool = False):
     """Solve ``A X = B`` (A sparse N x N, B (N, K)) on the host.
 
     Returns ``(X, residual, factor_s, solve_s, name)``: ``residual`` the largest relative
     residual ``||A x_k - b_k|| / ||b_k||`` over the right sides, ``factor_s`` the ordering
-    and factorization, ``solve_s`` the triangular solves, ``name`` the solver's."""
+    and factorization, ``solve_s`` the triangular solves, ``name`` the solver's.
+    ``announce``: say on stderr what it does if it takes over a second (emjax.progress)."""
     which = resolve(backend)
     B = np.asarray(B)
     t1 = time.perf_counter()
-    if which == "pardiso":
-        X, t2 = _pardiso(A, B)
-        name = "PARDISO (oneMKL, py-mkl-pardiso)"
-    else:
-        X, t2 = _superlu(A, B)
-        name = "SuperLU (scipy.sparse.linalg.splu)"
+    doing = (
+        f"fdfd: factorizing {A.shape[0]} x {A.shape[1]} ({'PARDISO' if which == 'pardiso' else 'SuperLU'})..."
+    )
+    with status(doing, announce):
+        if which == "pardiso":
+            X, t2 = _pardiso(A, B)
+            name = "PARDISO (oneMKL, py-mkl-pardiso)"
+        else:
+            X, t2 = _superlu(A, B)
+            name = "SuperLU (scipy.sparse.linalg.splu)"
     t3 = time.perf_counter()
     bn = np.maximum(np.linalg.norm(B.reshape(B.shape[0], -1), axis=0), 1e-300)
     R = (A @ X - B).reshape(B.shape[0], -1)

@@ -23,11 +23,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import progress as progress_bars
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_finite, require_positive
 from ..layout import as_layout
@@ -332,7 +334,7 @@ def solve_3d(
     averaging: str = "subpixel",
     solver=None,
     precision: str = "double",
-    progress=None,
+    progress=True,
     layout=None,
 ):
     """Scattering of a :class:`PlaneWave3D` (or a list: one operator, batched right sides)
@@ -344,50 +346,38 @@ def solve_3d(
 
     ``solver``: :class:`Iterative` (Krylov on JAX's device, the default) or :class:`Direct`
     (SuperLU on the host: 3-D fill-in makes it slow beyond ~2e4 unknowns). ``precision``
-    "single" or "double" (complex64 / complex128; iterative only). ``progress(iterations,
-    worst relative residual)`` is called between iteration chunks. ``layout``: devices to
-    split the grid over in slabs along x for the iterative solve (an ``emjax.layout.Layout``,
-    a count or a device list; None: one device; see :mod:`emjax.fdfd.distributed`). Returns
+    "single" or "double" (complex64 / complex128; iterative only). ``progress``: True (the
+    default) a bar with the time left (:mod:`emjax.progress`; the residual's way to rtol,
+    one bar for all frequencies; the direct solve says what it does), False none, a callable
+    is called as ``progress(iterations, worst relative residual)`` between iteration chunks.
+    ``layout``: devices to split the grid over in slabs along x for the iterative solve (an
+    ``emjax.layout.Layout``, a count or a device list; None: one device; see
+    :mod:`emjax.fdfd.distributed`). Returns
     a :class:`Result3D`, or a list for a list of waves."""
-    with precision_scope():
+    progress_bars.check(progress)
+    freqs = [frequency] if np.ndim(frequency) == 0 else list(np.asarray(frequency, float).ravel())
+
+    def make():  # the iterative solve's bar (Iterative()'s default rtol: 1e-6)
+        rtol = getattr(getattr(solver, "method", None), "rtol", 1e-6)
+        return None if isinstance(solver, Direct) else progress_bars.ResidualBar("fdfd", rtol, len(freqs))
+
+    with precision_scope(), progress_bars.shown(progress, make) as report:
+        bar = report if isinstance(report, progress_bars.ResidualBar) else None
+        # the bar: frequency i fills its i-th part; a callable is called as it is
+        calls = [report if bar is None else partial(bar.labelled, i) for i in range(len(freqs))]
+        announce = bool(progress)  # the direct solve says what it does
+        args = (size, resolution)
+        rest = (source, scene, pml, center, averaging, solver, precision)
         if np.ndim(frequency) == 0:
-            return _solve_3d(
-                size,
-                resolution,
-                frequency,
-                source,
-                scene,
-                pml,
-                center,
-                averaging,
-                solver,
-                precision,
-                progress,
-                layout=layout,
-            )
-        freqs = list(np.asarray(frequency, float).ravel())
+            return _solve_3d(*args, frequency, *rest, calls[0], layout=layout, announce=announce)
         if not freqs:
             raise ConfigError("frequency: give a number or a non-empty list of numbers")
         for i, f in enumerate(freqs):
             _grid3(size, resolution, require_positive(f"frequency[{i}]", f), pml, center)  # check all first
         cache = {}  # the scene's rasterization and conductor fractions: geometry, shared
         return [
-            _solve_3d(
-                size,
-                resolution,
-                f,
-                source,
-                scene,
-                pml,
-                center,
-                averaging,
-                solver,
-                precision,
-                progress,
-                cache,
-                layout=layout,
-            )
-            for f in freqs
+            _solve_3d(*args, f, *rest, cb, cache, layout=layout, announce=announce)
+            for f, cb in zip(freqs, calls)
         ]
 
 
@@ -405,6 +395,7 @@ def _solve_3d(
     progress,
     cache=None,
     layout=None,
+    announce=False,
 ):
     cache = {} if cache is None else cache
     t0 = time.perf_counter()
@@ -454,7 +445,7 @@ def _solve_3d(
         rhs.append(op.rhs(b) + jnp.where(jnp.asarray(fixed), -e, 0))  # stays on the device
     t_setup = time.perf_counter() - t0
     if isinstance(solver, Direct):
-        xs, stats = _direct(op, rhs, dtype)
+        xs, stats = _direct(op, rhs, dtype, announce)
     else:
         xs, stats = _iterative(op, rhs, solver, dtype, progress, layout)
     stats.update(
@@ -473,7 +464,7 @@ def _solve_3d(
     return out if isinstance(source, (list, tuple)) else out[0]
 
 
-def _direct(op, rhs, dtype):
+def _direct(op, rhs, dtype, announce=False):
     import scipy.sparse.linalg as spla
 
     t0 = time.perf_counter()
@@ -481,7 +472,8 @@ def _direct(op, rhs, dtype):
     t1 = time.perf_counter()
     # minimum degree on A^T + A with symmetric pivoting: 8x faster than SuperLU's default
     # COLAMD on these matrices (20k unknowns: 19 s instead of 153 s on 2 cores)
-    lu = spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True))
+    with progress_bars.status(f"fdfd: factorizing {A.shape[0]} x {A.shape[0]} (SuperLU)...", announce):
+        lu = spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True))
     t2 = time.perf_counter()
     B = np.stack([np.asarray(r).ravel() for r in rhs], 1)
     X = lu.solve(B)

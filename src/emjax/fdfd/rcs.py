@@ -127,13 +127,15 @@ def _solve_3d(problem: FDFDProblem, progress):
     )
 
 
-def solve_rcs(problem: FDFDProblem, progress=None) -> RCSResult:
+def solve_rcs(problem: FDFDProblem, progress=True) -> RCSResult:
     """Solve ``problem`` (one factorization or one batched Krylov loop for the bistatic
     incidence and every monostatic one) and evaluate its radar cross sections.
 
-    ``progress(iterations, relative residual)``: called between Krylov chunks (3-D
-    iterative solves). ``stats["seconds"]``: wall time of the whole solve, grid set-up,
-    assembly and JAX compilation included (the far-field transform excluded)."""
+    ``progress``: as :func:`~emjax.fdfd.solve_3d`'s (True: a bar, and the 2-D direct
+    solve says what it does; False: nothing; a callable: ``progress(iterations, relative
+    residual)`` between Krylov chunks of a 3-D iterative solve). ``stats["seconds"]``: wall
+    time of the whole solve, grid set-up, assembly and JAX compilation included (the
+    far-field transform excluded)."""
     if not isinstance(problem, FDFDProblem):
         raise ConfigError(f"problem must be an emjax.fdfd.FDFDProblem, got {problem!r}")
     t0 = time.perf_counter()

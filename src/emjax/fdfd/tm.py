@@ -494,7 +494,7 @@ def _host_format(solver) -> str:
     return preferred_format(solver if solver in ("superlu", "pardiso") else "auto")
 
 
-def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps, solver="auto", stencil=None):
+def _solve(A, b, g, t0, at, source, incident, field_eps, solver="auto", stencil=None, progress=True):
     """Solve ``A`` for the right sides ``b`` (N, K): a direct solver on the host
     (emjax.fdfd.direct: SuperLU, or PARDISO when installed), or the block
     Thomas algorithm on JAX's device (blocksolve.py; ``"auto"`` takes it when the default
@@ -520,7 +520,7 @@ def _solve(A, b, g: _Grid, t0: float, at, source, incident, field_eps, solver="a
             use_device, note = False, f"device solver skipped: {exc}"
     if not use_device:
         backend = solver if solver in ("superlu", "pardiso") else "auto"
-        sol, residual, factor_s, solve_s, name = factor_solve(A, B, backend)
+        sol, residual, factor_s, solve_s, name = factor_solve(A, B, backend, announce=bool(progress))
     if not residual < 1e-6:
         raise ConvergenceError(
             f"FDFD: the direct solve is inaccurate (relative residual {residual:.2e}); "
@@ -568,6 +568,7 @@ def solve_tm(
     averaging: str = "subpixel",
     stencil: str = "compact",
     solver: str = "auto",
+    progress: bool = True,
 ) -> TMResult:
     """Solve the 2-D TM problem on the region ``size = (sx, sy)`` (PML outside it) at
     ``resolution`` cells per unit length and ``frequency`` (1 / wavelength), driven by a
@@ -578,7 +579,8 @@ def solve_tm(
     "pardiso" (host, oneMKL PARDISO: the optional package py-mkl-pardiso; emjax.fdfd.direct),
     "device" (the block Thomas algorithm on JAX's default device, emjax.fdfd.blocksolve:
     400^2 in 0.5 s on an H100) or "auto" (the device when it is a GPU and the blocks fit,
-    else PARDISO when installed, else SuperLU).
+    else PARDISO when installed, else SuperLU). ``progress`` (default True): a host
+    factorization that takes over a second says so on stderr (:mod:`emjax.progress`).
 
     Perfect conductors (``scene.PEC``): total E_z = 0 at the nodes inside; with
     ``averaging="subpixel"`` the nodes next to one take the Shortley-Weller difference to
@@ -632,7 +634,7 @@ def solve_tm(
         C[:, :, 1, 1] += omega**2 * (eps_rows * near)
         b = np.where(inside.reshape(-1, 1), rhs, b + rhs)
     A = stencil_csc(C) if _host_format(solver) == "csc" else stencil_csr(C)
-    return _solve(A, b, g, t0, at, source, Einc, eps, solver, stencil=C)
+    return _solve(A, b, g, t0, at, source, Einc, eps, solver, stencil=C, progress=progress)
 
 
 def solve_te(
@@ -646,6 +648,7 @@ def solve_te(
     averaging: str = "subpixel",
     stencil: str = "compact",
     solver: str = "auto",
+    progress: bool = True,
 ) -> TMResult:
     """The 2-D TE problem (H_z at the cell centres, E_x and E_y on the edges):
 
@@ -655,7 +658,7 @@ def solve_te(
     in-plane tensor, see the module docstring) with a magnetic line current M
     (:class:`LineSource`'s ``current``; in vacuum ``H_z = -(omega M / 4) H0^(1)(k rho)``) or
     a plane wave H_z = exp(i k.r) (scattered field: the right side is ``-(A - A_vacuum)
-    H_inc``). ``stencil`` and ``solver`` as :func:`solve_tm`. Returns the same record as
+    H_inc``). ``stencil``, ``solver`` and ``progress`` as :func:`solve_tm`. Returns the same record as
     :func:`solve_tm` with ``Ez``/``Es`` holding H_z (at the cell centres: ``x``, ``y`` are
     their coordinates) and ``eps`` the E_x nodes' 1/eps.
 
@@ -736,4 +739,4 @@ def solve_te(
             A = sp.diags((~dead).astype(float)) @ A + sp.diags(dead.astype(float))
             inc = np.stack([h.ravel() for h in Hinc], 1) if Hinc is not None else 0.0
             b = np.where(dead[:, None], -inc, b)
-    return _solve(A, b, g, t0, at, source, Hinc, inv_x, solver)
+    return _solve(A, b, g, t0, at, source, Hinc, inv_x, solver, progress=progress)

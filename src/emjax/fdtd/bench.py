@@ -93,11 +93,13 @@ def fdtd_benchmark(
         grid, eps=eps, dispersive=disp, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),), subpixel=sub
     )
     t0 = time.perf_counter()
-    fdtd.run(sim, 2, chunk=2, layout=devices)  # set-up and a compile of the 2-step scan (not reused)
+    fdtd.run(
+        sim, 2, chunk=2, layout=devices, progress=False
+    )  # set-up and a compile of the 2-step scan (not reused)
     setup = time.perf_counter() - t0
     # a warm-up chunk (compiles) and one timed chunk of ``steps``: the stepping rate of a
     # long run; each chunk boundary (NaN check, probe records, progress) costs ~0.5 ms
-    r = fdtd.run(sim, 2 * steps, chunk=steps, layout=devices)
+    r = fdtd.run(sim, 2 * steps, chunk=steps, layout=devices, progress=False)
     item = np.dtype(prec.real).itemsize
     coef = {"vacuum": 0, "dielectric": 1, "drude": 10, "sphere": 1, "sphere-subpixel": 1, "sphere-drude": 10}[
         material

@@ -341,11 +341,12 @@ def run_bench(args, argv) -> int:
     for n in args.size:
         r = fdtd_benchmark(n, args.steps, args.precision, args.boundary, args.order, args.material)
         if args.json:
-            print(json.dumps(r))
+            print(json.dumps(r), flush=True)
         else:
             print(
                 f"FDTD {n}^3 {args.precision} {args.boundary} order {args.order}: "
                 f"{r['cells_per_s'] / 1e9:.2f} G cell/s, {r['bytes_per_cell']} B/cell, "
-                f"{r['bandwidth_fraction']:.0%} of the stream bandwidth on {r['device']}"
+                f"{r['bandwidth_fraction']:.0%} of the stream bandwidth on {r['device']}",
+                flush=True,
             )
     return 0

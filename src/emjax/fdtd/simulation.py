@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import progress as progress_bars
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_int, require_positive
 from ..layout import as_layout
@@ -82,7 +83,7 @@ def run(
     until: float | None = None,
     chunk: int | None = None,
     initial=None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: bool | Callable[[int, int], None] = True,
     checkpoint: str | Path | None = None,
     remat: int | None = None,
     layout=None,
@@ -97,8 +98,10 @@ def run(
 
     The loop runs as ``lax.scan`` over chunks of ``chunk`` steps (default: ~steps/20, at
     least 50); between chunks the host checks for NaN/Inf (raising FloatingPointError with
-    the step) and calls ``progress(done, steps)``. ``initial = (E, H)`` sets the fields at
-    step 0 (E at t = 0, H at t = -dt/2).
+    the step) and reports progress: ``progress=True`` (default) a bar with the time left
+    (:mod:`emjax.progress`: in a terminal or notebook, once a run takes over a second),
+    False none, a callable is called as ``progress(done, steps)``. ``initial = (E, H)``
+    sets the fields at step 0 (E at t = 0, H at t = -dt/2).
 
     ``checkpoint``: a file (.npz) written atomically at every chunk boundary with the whole
     state and the probe records so far. If it exists when ``run`` starts, the run resumes
@@ -161,6 +164,13 @@ def run(
             raise ConfigError("give steps or until (a time in length / c), not both")
         steps = int(math.ceil(require_positive("until", until) / sim.grid.dt))
     steps = require_int("steps", steps, 1)
+    make = lambda: progress_bars.StepBar("fdtd", steps, "step")  # noqa: E731
+    with progress_bars.shown(progress, make, is_traced((sim.eps, sim.sigma, initial))) as report:
+        return _run(sim, steps, chunk, initial, report, checkpoint, remat, layout, out_of_core)
+
+
+def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of_core) -> FDTDResult:
+    """:func:`run` of a GridSimulation, ``steps`` checked, ``progress`` a callable or None."""
     if out_of_core is None and as_layout(layout) is None and jax.default_backend() != "cpu":
         if not is_traced((sim.eps, sim.sigma, initial)):
             from ..backend import device_memory_bytes

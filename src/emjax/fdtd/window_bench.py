@@ -94,7 +94,7 @@ def fdtd_window_sweep(
     }
     if in_memory:
         steps = 4 * max(10, min(50, 2_000_000_000 // sim.grid.n_cells // 4))
-        res = fdtd.run(sim, steps, chunk=steps // 4)
+        res = fdtd.run(sim, steps, chunk=steps // 4, progress=False)
         r_dev = res.cells_per_second
         del res
         yield {**base, "mode": "in_memory", "steps": steps, "rate": r_dev}

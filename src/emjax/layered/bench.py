@@ -52,7 +52,7 @@ def layered_benchmark(
     stack = paper_case_stack()
     pts = paper_case_points(n)
     src = (0.0, 0.0, 10.0)
-    kw = dict(part="scattered", fields="E", p=(0, 0, 1))
+    kw = dict(part="scattered", fields="E", p=(0, 0, 1), progress=False)
     run_kw = dict(kw, layout=layout)
     t0 = time.perf_counter()
     r = dipole_fields(stack, 600.0, src, pts, rtol=rtol, precision=precision, **run_kw)
@@ -89,11 +89,12 @@ def layered_benchmark(
     }
 
 
-def scaling(n: int, devices: int, precision: str = "double", rtol: float = 1e-8, repeats: int = 2) -> list:
+def scaling(n: int, devices: int, precision: str = "double", rtol: float = 1e-8, repeats: int = 2):
     """Strong scaling of the n x n map over 1, 2, 4 .. ``devices`` devices (emjax.layout):
     :func:`layered_benchmark` at each count (the reference computed once), with
     ``speedup`` = time on one device / time on this many (the errors against the common
-    reference are the same at every count: the sharded map equals the one-device map)."""
+    reference are the same at every count: the sharded map equals the one-device map).
+    Yields one row per count as it is measured."""
     from .green import dipole_fields
 
     reference = dipole_fields(
@@ -105,16 +106,16 @@ def scaling(n: int, devices: int, precision: str = "double", rtol: float = 1e-8,
         part="scattered",
         fields="E",
         rtol=1e-12,
+        progress=False,
     ).E[:, 2]
     counts, c = [], 1
     while c < devices:
         counts.append(c)
         c *= 2
-    rows, t_one = [], None
+    t_one = None
     for k in counts + [devices]:
         r = layered_benchmark(n, precision, rtol, repeats=repeats, reference=reference, layout=k)
         t_one = t_one or r["seconds"]
         r.update(case="layered_quinto2011_scaling", speedup=t_one / r["seconds"])
         r["efficiency"] = r["speedup"] / k
-        rows.append(r)
-    return rows
+        yield r

@@ -135,17 +135,18 @@ def run_bench(args, argv) -> int:
             for r in scaling(
                 require_int("size", n, 1, 4096), Layout.of(args.devices).n, args.precision, args.rtol
             ):
-                print(json.dumps(r))
+                print(json.dumps(r), flush=True)
         return 0
     for n in args.size:
         n = require_int("size", n, 1, 4096)
         r = layered_benchmark(n, args.precision, args.rtol)
         if args.json:
-            print(json.dumps(r))
+            print(json.dumps(r), flush=True)
         else:
             print(
                 f"layered {r['map']} {args.precision} rtol {args.rtol:g}: {r['seconds']:.3f} s "
                 f"({r['points_per_s']:.3g} points/s), error {r['max_error_normwise']:.2e} "
-                f"(estimate {r['max_error_estimate']:.1e}) on {r['device']}"
+                f"(estimate {r['max_error_estimate']:.1e}) on {r['device']}",
+                flush=True,
             )
     return 0

@@ -20,7 +20,7 @@ from ..backend import precision, precision_scope
 from ..errors import ConfigError, require_int, require_positive, require_range
 from ..layout import as_layout
 from . import sommerfeld as som
-from .groups import groups, warm
+from .groups import groups, reporting_for, warm
 from .results import DipoleFields, GreenResult
 from .stack import Stack
 from .traced import concrete, integrals, is_traced
@@ -184,6 +184,7 @@ def _run(
     moment=None,
     plan=None,
     layout=None,
+    progress=False,
 ) -> GreenResult:
     if not isinstance(stack, Stack):
         raise ConfigError(f"stack must be an emjax.layered.Stack, got {type(stack).__name__}")
@@ -256,7 +257,7 @@ def _run(
     n_nodes = 0
     stats = []
     phi = np.zeros(N)
-    with precision_scope():
+    with precision_scope(), reporting_for(progress, N):
         for g in groups(ctx, sel):
             t0 = time.perf_counter()
             g.refine()
@@ -362,6 +363,7 @@ def green_tensor(
     precision: str = "double",
     batch: int | None = None,
     layout=None,
+    progress=True,
 ) -> np.ndarray:
     """The dyadic Green tensor G(points, source), shape (N, 3, 3), complex.
 
@@ -380,6 +382,10 @@ def green_tensor(
     count or a device list; None: one device). ``batch`` is then per device. The result
     equals the one-device run to rounding (each point's integrals are computed alike);
     traced inputs (gradients) run on one device.
+
+    ``progress``: True (default) a bar of the points with the time left (:mod:`emjax.progress`;
+    none for traced inputs), False none, a callable is called with a dict of ``done``,
+    ``total``, ``group``, ``groups`` and ``stage`` (see :mod:`emjax.layered.groups`).
     """
     return _run(
         stack,
@@ -392,6 +398,7 @@ def green_tensor(
         sel_fn=E_INTEGRALS,
         batch=batch,
         layout=layout,
+        progress=progress,
     ).G
 
 
@@ -408,13 +415,14 @@ def dipole_fields(
     batch: int | None = None,
     fields: str = "EH",
     layout=None,
+    progress=True,
 ) -> DipoleFields:
     """E and H (N, 3) of a dipole of moment ``p`` (3 complex) at ``source``.
 
     Units: ``E = k0^2 G p`` (so E in ``p / (eps0 L^3)``) and ``H`` as ``Z0 H`` in the same
     units. ``fields``: "E", "H" or "EH" (which integrals to compute). Differentiable as
     :func:`green_tensor` (and in ``p``); with traced inputs E and H are ``jax.Array``.
-    ``layout``: the points spread over devices, as in :func:`green_tensor`.
+    ``layout``: the points spread over devices and ``progress``, as in :func:`green_tensor`.
     """
     traced_p = is_traced(p)
     pv = np.asarray(_host("p", p), dtype=complex)
@@ -444,6 +452,7 @@ def dipole_fields(
         batch=batch,
         moment=p if traced_p else pv,
         layout=layout,
+        progress=progress,
     )
     traced = is_traced(r.E) or is_traced(r.H)
     nan = np.full((len(r.points), 3), np.nan + 0j)

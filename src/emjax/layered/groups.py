@@ -16,6 +16,7 @@ import contextvars
 import jax
 import numpy as np
 
+from .. import progress as progress_bars
 from ..errors import ConfigError
 from . import sommerfeld as som
 
@@ -31,6 +32,23 @@ def reporting(callback):
         yield
     finally:
         _PROGRESS.reset(token)
+
+
+@contextlib.contextmanager
+def reporting_for(progress, total: int):
+    """A map's reporter: ``progress`` True a bar of its ``total`` points (:mod:`emjax.progress`;
+    none inside a :func:`reporting` block, e.g. a command's own lines), a callable is called
+    with each ``info`` dict, False or None nothing."""
+    progress_bars.check(progress)
+    if progress is True and _PROGRESS.get() is not None:
+        yield
+        return
+    make = lambda: progress_bars.StepBar("layered", total, "point")  # noqa: E731
+    with progress_bars.shown(progress, make) as report:
+        if isinstance(report, progress_bars.StepBar):
+            report = lambda info, _bar=report: _bar(info["done"], info["total"])  # noqa: E731
+        with reporting(report):
+            yield
 
 
 class _Report:
