@@ -60,12 +60,49 @@ def load_toml(path) -> dict:
             ) from exc
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror}") from exc
+    text = _utf8_text(data, path)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config: {str(path)!r} is not valid TOML: {exc}") from exc
+
+
+def _utf8_text(data: bytes, path: Path) -> str:
+    """The file's text, or a one-line :class:`ConfigError` saying where it stops being UTF-8
+    text (byte offset, line, column) and what a config must be."""
+    where = str(path)
+    nul = data.find(b"\0")
+    try:
+        text = data.decode("utf-8")
+        bad = nul
+    except UnicodeDecodeError as exc:
+        bad = exc.start if nul < 0 else min(nul, exc.start)
+    if bad < 0:
+        return text
+    if bad == nul or _looks_binary(data):
+        raise ConfigError(
+            f"config: {where!r} is a binary file, not a TOML config (byte {data[bad]:#04x} at "
+            f"offset {bad}); expected a UTF-8 text file of key = value lines"
+        )
+    line = data.count(b"\n", 0, bad) + 1
+    column = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
+    raise ConfigError(
+        f"config: {where!r} is not UTF-8 text: byte {data[bad]:#04x} at offset {bad} (line "
+        f"{line}, column {column}); expected UTF-8 (TOML's encoding): save the file as UTF-8"
+    )
+
+
+def _looks_binary(data: bytes) -> bool:
+    """A known binary signature or many control bytes in the first KiB (not text in some
+    other encoding)."""
+    head = data[:1024]
+    if head.startswith((b"\x89PNG", b"%PDF", b"PK\x03\x04", b"\x7fELF", b"GIF8", b"\xff\xd8\xff")):
+        return True
+    control = sum(b < 32 and b not in b"\t\n\r\f" for b in head)
+    return control > len(head) // 100 + 1
 
 
 def check_keys(table: dict, allowed, where: str) -> None:

@@ -218,6 +218,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.toml",
         help="TOML file with the same keys (underscores); flags override it",
     )
+    p.add_argument(
+        "config_file",
+        nargs="?",
+        type=Path,
+        metavar="CONFIG.toml",
+        help="the same as --config FILE.toml (as for emjax fdtd, fdfd and layered)",
+    )
 
 
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
@@ -257,6 +264,10 @@ def dda_config(args: argparse.Namespace) -> dict:
     """Defaults, then the ``--config`` file, then the command-line flags."""
     cfg = dict(DDA_DEFAULTS)
     cli = {k: getattr(args, k) for k in DDA_DEFAULTS if getattr(args, k, None) is not None}
+    if getattr(args, "config_file", None) is not None:
+        if args.config is not None:
+            raise ConfigError("give the config file once: as CONFIG.toml or as --config FILE.toml, not both")
+        args.config = args.config_file
     if args.config is not None:
         toml = check_dda_toml(load_toml(args.config))
         for group in _ALTERNATIVES:
