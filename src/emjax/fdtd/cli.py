@@ -207,8 +207,10 @@ def _run_physical(args, cfg) -> int:
     from ..backend import device_description
     from .physical import run as run_physical
     from .scene_config import build_physical
+    from .scene_raster import check_memory
 
     sim, steps, until, chunk, checkpoint = build_physical(cfg)
+    check_memory(sim)  # the scene's rasterization and the run: refused before any allocation
     if args.steps is not None:
         steps, until = _steps(args, steps), None
     _check_outputs(args, checkpoint)

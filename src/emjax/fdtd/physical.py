@@ -324,6 +324,7 @@ class Simulation:
         their DFT planes (``{"box": range(...)}``, and ``"cross_sections"`` with its two)."""
         from . import scene_raster
 
+        scene_raster.check_memory(self)  # before anything grid-sized exists
         g = self.grid
         tf = None
         sources = []

@@ -179,14 +179,20 @@ class GridSimulation:
                 require_int(f"Probe.index[{ax}]", i, 0, n - 1)
 
     def memory_bytes(self) -> int:
-        item = np.dtype(precision(self.grid.precision).real).itemsize
-        n = self.grid.n_cells
         arrays = 6 + (2 if np.ndim(self.eps) or np.ndim(self.sigma) else 0)
         if np.ndim(self.eps) == 4 or (self.dispersive is not None and np.ndim(self.dispersive[1]) == 4):
             arrays += 4  # ca and cb per component
-        psi = 0
-        for ax, b in enumerate(self.grid.boundary):
-            if isinstance(b, CPML):
-                psi += 8 * len(b.faces) * b.thickness * n // self.grid.shape[ax]
-        box = 9 * int(np.prod(self.subpixel.shape)) if self.subpixel is not None else 0
-        return (arrays * n + psi + box) * item * 2  # x2: XLA's double buffering of the carry
+        box = int(np.prod(self.subpixel.shape)) if self.subpixel is not None else 0
+        return state_bytes(self.grid, arrays, box)
+
+
+def state_bytes(grid: Grid, arrays: int, box_cells: int = 0) -> int:
+    """Device bytes of a run on ``grid``: ``arrays`` grid-sized arrays (fields and
+    coefficients), the CPML's auxiliary fields and a subpixel box of ``box_cells`` cells."""
+    item = np.dtype(precision(grid.precision).real).itemsize
+    n = grid.n_cells
+    psi = 0
+    for ax, b in enumerate(grid.boundary):
+        if isinstance(b, CPML):
+            psi += 8 * len(b.faces) * b.thickness * n // grid.shape[ax]
+    return (arrays * n + psi + 9 * box_cells) * item * 2  # x2: XLA's double buffering of the carry
