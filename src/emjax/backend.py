@@ -161,6 +161,20 @@ def check_memory(
         )
 
 
+def largest_fitting(bytes_of, available: int, lo: int, hi: int, fraction: float = 0.9) -> int:
+    """The largest ``n`` in [lo, hi] with ``bytes_of(n) <= fraction * available`` (``bytes_of``
+    increasing in ``n``), or ``lo - 1`` if none: the bound a size option's message states."""
+    if bytes_of(lo) > fraction * available:
+        return lo - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if bytes_of(mid) <= fraction * available:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 # Copy bandwidth (read+write, bytes/s) of known devices, for roofline fractions. Measured
 # values belong in BENCHMARKS.md; these are the vendors' peak figures.
 PEAK_BANDWIDTH = {

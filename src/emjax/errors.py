@@ -45,25 +45,35 @@ def require_positive(name: str, value: float) -> float:
     return v
 
 
-def require_range(name: str, value: float, lo: float, hi: float, *, open_lo: bool = False) -> float:
-    """Finite and in [lo, hi] (or (lo, hi] with ``open_lo``), else :class:`ConfigError`."""
-    v = require_finite(name, value)
-    if v < lo or v > hi or (open_lo and v == lo):
-        left = "(" if open_lo else "["
-        raise ConfigError(f"{name} must be in {left}{lo}, {hi}], got {value!r}")
+def require_range(
+    name: str, value: float, lo: float, hi: float, *, open_lo: bool = False, why: str = ""
+) -> float:
+    """Finite and in [lo, hi] (or (lo, hi] with ``open_lo``), else :class:`ConfigError`
+    (``why``, if given, follows the range in parentheses)."""
+    left = "(" if open_lo else "["
+    rng = f"in {left}{lo}, {hi}]" + (f" ({why})" if why else "")
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name} must be a number {rng}, got {value!r}") from exc
+    if not math.isfinite(v) or v < lo or v > hi or (open_lo and v == lo):
+        raise ConfigError(f"{name} must be {rng}, got {value!r}")
     return v
 
 
-def require_int(name: str, value: int, lo: int, hi: int | None = None) -> int:
-    """An integer in [lo, hi], else :class:`ConfigError`."""
+def require_int(name: str, value: int, lo: int, hi: int | None = None, *, why: str = "") -> int:
+    """An integer in [lo, hi], else :class:`ConfigError` (``why``, if given, follows the
+    range in parentheses)."""
+    rng = (f">= {lo}" if hi is None else f"in [{lo}, {hi}]") + (f" ({why})" if why else "")
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Integral)
-        and not (isinstance(value, numbers.Real) and float(value).is_integer())
+        and not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer())
     ):
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
+        raise ConfigError(
+            f"{name} must be an integer{' ' + rng if why or hi is not None else ''}, got {value!r}"
+        )
     v = int(value)
     if v < lo or (hi is not None and v > hi):
-        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
         raise ConfigError(f"{name} must be an integer {rng}, got {value!r}")
     return v

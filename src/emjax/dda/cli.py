@@ -540,15 +540,10 @@ def _bench_line(r: dict) -> str:
 
 def run_bench(args, argv) -> int:
     """``emjax bench dda``."""
-    from ..backend import PRECISIONS
     from .bench import dda_benchmark
+    from .options import check_bench_options
 
-    precisions = args.precision or ["double"]
-    for p in precisions:
-        if p not in PRECISIONS:
-            raise ConfigError(f"precision must be one of {PRECISIONS}, got {p!r}")
-    grids = [require_int("grid", g, 1) for g in args.grid]
-    repeats = require_int("repeats", args.repeats, 1)
+    grids, precisions, repeats = check_bench_options(args)
     if args.out is not None:
         from ..io import check_output_file
 

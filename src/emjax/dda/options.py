@@ -260,6 +260,39 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     )
 
 
+#: Upper bound of ``emjax bench dda --repeats``.
+MAX_REPEATS = 100_000
+
+
+def check_bench_options(args: argparse.Namespace) -> tuple:
+    """``(grids, precisions, repeats)`` of ``emjax bench dda``, each option checked against
+    its range and named as typed (``--grid`` against the largest lattice whose estimated
+    memory fits the device) before anything is built."""
+    import jax
+
+    from ..backend import PRECISIONS, default_device, device_memory_bytes, largest_fitting
+    from ..errors import require_int
+    from ..geometry import Sphere
+    from .problem import DDAProblem
+
+    precisions = args.precision or ["double"]
+    for p in precisions:
+        if p not in PRECISIONS:
+            raise ConfigError(f"--precision must be one of {', '.join(PRECISIONS)}, got {p!r}")
+    repeats = require_int("--repeats", args.repeats, 1, MAX_REPEATS)
+    if getattr(args, "devices", None) is not None:
+        require_int("--devices", args.devices, 1, len(jax.devices()), why="the devices JAX sees")
+    avail = device_memory_bytes()
+    for p in precisions:
+        bytes_of = DDAProblem(Sphere(), 1.5, size_x=1.0, grid=8, precision=p).memory_bytes
+        hi = largest_fitting(lambda n, b=bytes_of: b((n, n, n)), avail, 1, 65535)
+        why = f"the largest {p}-precision lattice that fits the {avail / 1e9:.1f} GB free on "
+        why += str(default_device())
+        for g in args.grid:
+            require_int("--grid", g, 1, hi, why=why)
+    return [int(g) for g in args.grid], precisions, repeats
+
+
 def dda_config(args: argparse.Namespace) -> dict:
     """Defaults, then the ``--config`` file, then the command-line flags."""
     cfg = dict(DDA_DEFAULTS)

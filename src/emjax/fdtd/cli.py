@@ -272,12 +272,10 @@ def run_bench(args, argv) -> int:
     """``emjax bench fdtd``."""
     from .bench import fdtd_benchmark, fdtd_scaling
 
+    _check_bench_options(args)
     if args.out_of_core:
         from .window_bench import fdtd_window_sweep
 
-        for th in args.th:
-            if th < 1:
-                raise ConfigError(f"--th must be >= 1, got {th}")
         for n in args.size:
             rows = fdtd_window_sweep(
                 n,
@@ -300,7 +298,7 @@ def run_bench(args, argv) -> int:
                     )
         return 0
     if args.devices:
-        modes = tuple(m.strip() for m in args.scaling.split(",") if m.strip())
+        modes = _scaling_modes(args.scaling)
         kw = dict(precision=args.precision, boundary=args.boundary, order=args.order, material=args.material)
         for n in args.size:
             for r in fdtd_scaling(n, args.devices, args.steps, modes, **kw):
@@ -325,3 +323,44 @@ def run_bench(args, argv) -> int:
                 f"{r['bandwidth_fraction']:.0%} of the stream bandwidth on {r['device']}"
             )
     return 0
+
+
+#: Upper bounds of ``emjax bench fdtd``'s counts: steps of one timed chunk, steps per pass.
+MAX_BENCH_STEPS = 1_000_000
+MAX_TH = 1024
+
+
+def _scaling_modes(text: str) -> tuple:
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    if not modes or any(m not in ("strong", "weak") for m in modes):
+        raise ConfigError(f"--scaling must be strong, weak or strong,weak, got {text!r}")
+    return modes
+
+
+def _check_bench_options(args) -> None:
+    """Every ``emjax bench fdtd`` option against its range, named as typed, before any grid
+    exists (``--size`` against the largest grid the memory holds)."""
+    import jax
+
+    from ..errors import require_int, require_range
+    from .bench import max_size, min_size
+
+    require_int("--steps", args.steps, 1, MAX_BENCH_STEPS)
+    copies = 1
+    if args.devices is not None:
+        require_int("--devices", args.devices, 1, len(jax.devices()), why="the devices JAX sees")
+        weak = "weak" in _scaling_modes(args.scaling)
+        copies = args.devices if weak and jax.default_backend() == "cpu" else 1
+    if args.out_of_core:
+        for th in args.th:
+            require_int("--th", th, 1, MAX_TH)
+    hi, why = max_size(args.precision, args.boundary, args.order, args.material, copies, args.out_of_core)
+    lo = min_size(args.boundary, args.material)
+    for n in args.size:
+        if n < lo:
+            why = f"--boundary {args.boundary} with --material {args.material} needs >= {lo}"
+        require_int("--size", n, lo, hi, why=why)
+        if args.out_of_core and args.slab is not None:
+            require_int("--slab", args.slab, 1, n, why="planes of the N^3 grid")
+    if args.out_of_core and args.device_gb is not None:
+        require_range("--device-gb", args.device_gb, 0, 100_000, open_lo=True, why="GB")

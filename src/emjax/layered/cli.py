@@ -120,18 +120,15 @@ def run_bench(args, argv) -> int:
     """``emjax bench layered``."""
     from .bench import layered_benchmark
 
+    _check_bench_options(args)
     if args.devices is not None:  # strong scaling: JSON lines
-        from ..layout import Layout
         from .bench import scaling
 
         for n in args.size:
-            for r in scaling(
-                require_int("size", n, 1, 4096), Layout.of(args.devices).n, args.precision, args.rtol
-            ):
+            for r in scaling(n, args.devices, args.precision, args.rtol):
                 print(json.dumps(r))
         return 0
     for n in args.size:
-        n = require_int("size", n, 1, 4096)
         r = layered_benchmark(n, args.precision, args.rtol)
         if args.json:
             print(json.dumps(r))
@@ -142,3 +139,19 @@ def run_bench(args, argv) -> int:
                 f"(estimate {r['max_error_estimate']:.1e}) on {r['device']}"
             )
     return 0
+
+
+def _check_bench_options(args) -> None:
+    """``emjax bench layered``'s options against their ranges, named as typed."""
+    import jax
+
+    from ..errors import require_range
+
+    for n in args.size:
+        require_int("--size", n, 1, 4096, why="an N x N map")
+    if args.precision == "single":
+        require_range("--rtol", args.rtol, 1e-6, 0.1, why="what single precision can reach")
+    else:
+        require_range("--rtol", args.rtol, 1e-13, 0.1)
+    if args.devices is not None:
+        require_int("--devices", args.devices, 1, len(jax.devices()), why="the devices JAX sees")
