@@ -22,6 +22,7 @@ from .errors import ConfigError, require_int
 
 __all__ = [
     "PlaneWave",
+    "angles_deg",
     "euler_matrix",
     "euler_angles",
     "scattering_basis",
@@ -31,6 +32,27 @@ __all__ = [
     "romberg_cos_beta",
     "OrientationAverage",
 ]
+
+
+def angles_deg(name: str, value) -> tuple:
+    """Angles in degrees from one number or a 1-D list/array of numbers, as a tuple of
+    floats; anything else is one :class:`ConfigError` naming ``name`` and what is accepted
+    (a string such as ``"0:180"`` is no range here)."""
+    what = (
+        f"{name} must be a non-empty list of finite angles in degrees (a list or 1-D array, "
+        "e.g. numpy.arange(0, 181) or [0, 90, 180], or one number)"
+    )
+    if isinstance(value, (str, bytes)):
+        raise ConfigError(f"{what}, got the string {value!r}")
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what}, got {value!r}") from None
+    if a.ndim > 1:
+        raise ConfigError(f"{what}, got an array of shape {a.shape}")
+    if a.size == 0 or not np.all(np.isfinite(a)):
+        raise ConfigError(f"{what}, got {' '.join(repr(value).split())[:120]}")
+    return tuple(float(t) for t in np.atleast_1d(a))
 
 
 def euler_matrix(alpha: float, beta: float, gamma: float) -> np.ndarray:

@@ -17,6 +17,7 @@ from ..errors import ConfigError, require_finite
 from ..geometry import Shape
 from ..materials import Material, check_refractive_index, is_traced
 from ..scattering import (
+    angles_deg,
     euler_matrix,
     mueller_from_amplitude,
     scattering_basis,
@@ -117,15 +118,12 @@ class DDAProblem:
             )
         for name, a in zip(("alpha", "beta", "gamma"), self.orientation):
             require_finite(f"orientation.{name}", a)
-        theta = tuple(np.arange(181.0)) if self.theta is None else tuple(float(t) for t in self.theta)
+        theta = tuple(np.arange(181.0)) if self.theta is None else angles_deg("theta", self.theta)
         for t in theta:
-            if not (np.isfinite(t) and -360 <= t <= 360):
+            if not -360 <= t <= 360:
                 raise ConfigError(f"theta values must be finite angles in [-360, 360] deg, got {t}")
         object.__setattr__(self, "theta", theta)
-        phi = tuple(float(p) for p in np.atleast_1d(self.phi))
-        if not phi or not all(np.isfinite(phi)):
-            raise ConfigError("phi must be a non-empty list of finite angles in degrees")
-        object.__setattr__(self, "phi", phi)
+        object.__setattr__(self, "phi", angles_deg("phi", self.phi))
         self._check_incidence()
         plan = self.plan()
         grid = self.shape.box_shape(plan.nx)

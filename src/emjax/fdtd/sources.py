@@ -26,7 +26,8 @@ class GaussianPulse:
     cutoff: float = 5.0
 
     def __post_init__(self):
-        require_finite("GaussianPulse.frequency", self.frequency)
+        # f = 0 would be sin(0): a source that emits nothing (a silent zero result)
+        require_positive("GaussianPulse.frequency", self.frequency)
         require_positive("GaussianPulse.bandwidth", self.bandwidth)
         require_positive("GaussianPulse.cutoff", self.cutoff)
 
