@@ -114,26 +114,30 @@ def check_keys(table: dict, allowed, where: str) -> None:
 
 def dispersive_material(kind: str, table, where: str):
     """An :mod:`emjax.materials` pole material from a config table: ``kind`` "drude"
-    (eps_inf, omega_p > 0, gamma >= 0) or "lorentz" (eps_inf, delta_eps, omega_0 > 0, gamma
-    >= 0); ``eps_inf`` defaults to 1, the others are required (``where`` names the table)."""
+    (eps_inf; the plasma frequency as f_p > 0 in 1/length, emjax's frequency convention, or
+    omega_p > 0 in rad per unit time = 2 pi f_p; gamma >= 0 in the same unit) or "lorentz"
+    (eps_inf, delta_eps; f_0 or omega_0 > 0; gamma >= 0 likewise); ``eps_inf`` defaults to 1,
+    exactly one frequency key and the others are required (``where`` names the table)."""
     from . import materials
 
     if kind not in ("drude", "lorentz"):
         raise ConfigError(f"{where}: unknown material kind {kind!r}; allowed: drude, lorentz")
     if not isinstance(table, dict):
         raise ConfigError(f"{where}.{kind} must be a table {{...}}, got {table!r}")
-    if kind == "drude":
-        t = Table(table, f"{where}.drude", {"eps_inf", "omega_p", "gamma"})
-        return materials.Drude(
-            t.real("eps_inf", default=1.0), t.real("omega_p", lo=0, lo_open=True), t.real("gamma", lo=0)
+    f_key, w_key = ("f_p", "omega_p") if kind == "drude" else ("f_0", "omega_0")
+    extra = {"delta_eps"} if kind == "lorentz" else set()
+    t = Table(table, f"{where}.{kind}", {"eps_inf", f_key, w_key, "gamma"} | extra)
+    if t.has(f_key) == t.has(w_key):
+        raise ConfigError(
+            f"{where}.{kind}: give exactly one of {f_key} (frequency in 1/length, c/wavelength: the "
+            f"unit of every frequency key) or {w_key} (rad per unit time, 2 pi {f_key}); gamma "
+            f"is in the same unit"
         )
-    t = Table(table, f"{where}.lorentz", {"eps_inf", "delta_eps", "omega_0", "gamma"})
-    return materials.Lorentz(
-        t.real("eps_inf", default=1.0),
-        t.real("delta_eps"),
-        t.real("omega_0", lo=0, lo_open=True),
-        t.real("gamma", lo=0),
-    )
+    key = f_key if t.has(f_key) else w_key
+    freq = {key: t.real(key, lo=0, lo_open=True), "gamma": t.real("gamma", lo=0)}
+    if kind == "drude":
+        return materials.Drude(t.real("eps_inf", default=1.0), **freq)
+    return materials.Lorentz(t.real("eps_inf", default=1.0), t.real("delta_eps"), **freq)
 
 
 def number(value, error: Exception) -> float:
