@@ -35,6 +35,8 @@ class Precision:
 
 def precision(name: str) -> Precision:
     """Map ``"single"``/``"double"`` to dtypes; anything else is a :class:`ConfigError`."""
+    if not isinstance(name, str):
+        raise ConfigError(f"precision must be one of {PRECISIONS}, got {name!r}")
     if name == "single":
         return Precision("single", np.float32, np.complex64)
     if name == "double":

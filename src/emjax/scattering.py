@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError, require_int
+from .errors import ConfigError, require_floats, require_int, require_length
 
 __all__ = [
     "PlaneWave",
@@ -103,10 +103,16 @@ class PlaneWave:
     """
 
     def __init__(self, direction=(0.0, 0.0, 1.0), polarization=(1.0, 0.0, 0.0)):
-        d = np.asarray(direction, dtype=float)
-        e = np.asarray(polarization, dtype=complex)
-        if d.shape != (3,) or e.shape != (3,) or not np.all(np.isfinite(d)):
-            raise ValueError("direction and polarization must be finite 3-vectors")
+        d = require_floats("direction", direction, "a finite real 3-vector")
+        e = require_floats("polarization", polarization, "a finite 3-vector (complex allowed)", complex)
+        if d.shape != (3,) or e.shape != (3,) or not np.all(np.isfinite(d)) or not np.all(np.isfinite(e)):
+            raise ConfigError(
+                f"direction and polarization must be finite 3-vectors, got {direction!r}, {polarization!r}"
+            )
+        if not np.linalg.norm(d) > 0 or not np.linalg.norm(e) > 0:
+            raise ConfigError(
+                f"direction and polarization must be non-zero, got {direction!r}, {polarization!r}"
+            )
         d = d / np.linalg.norm(d)
         e = e / np.linalg.norm(e)
         if abs(np.dot(d, e)) > 1e-9:
@@ -228,12 +234,14 @@ class OrientationAverage:
     c2_x: bool = False
 
     def __post_init__(self):
-        if not (np.isfinite(self.eps) and 0 <= self.eps < 1):
+        if (
+            isinstance(self.eps, bool)
+            or not isinstance(self.eps, (int, float, np.floating, np.integer))
+            or not (np.isfinite(self.eps) and 0 <= self.eps < 1)
+        ):
             raise ConfigError(f"eps must be in [0, 1), got {self.eps!r}")
         for name in ("beta_levels", "gamma_levels"):
-            lv = getattr(self, name)
-            if len(lv) != 2:
-                raise ConfigError(f"{name} must be (min, max), got {lv!r}")
+            lv = require_length(name, getattr(self, name), 2, "(min, max) Romberg levels in [1, 10]")
             lo = require_int(f"{name}[0]", lv[0], 1, 10)
             hi = require_int(f"{name}[1]", lv[1], 1, 10)
             if hi < lo:

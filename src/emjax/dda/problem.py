@@ -111,7 +111,11 @@ class DDAProblem:
                 f"polarizability must be one of CM(), RR(), LDR(), FCD(); got {self.polarizability!r}"
             )
         precision(self.precision)
-        if isinstance(self.orientation, str) or len(self.orientation) != 3:
+        if (
+            isinstance(self.orientation, str)
+            or not hasattr(self.orientation, "__len__")
+            or len(self.orientation) != 3
+        ):
             raise ConfigError(
                 "orientation must be three Euler angles (alpha, beta, gamma) in degrees, got "
                 f"{self.orientation!r} (a random-orientation average: emjax.dda.average(problem, ...))"

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from ..backend import precision
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, is_one_of, require_int, require_length
 from ..materials import Dispersive, DrudePole, LorentzPole
 from .grid import CPML, Bloch, Grid, Periodic
 from .monitors import DFTPlane
@@ -32,10 +32,9 @@ class Probe:
     field: str = "E"
 
     def __post_init__(self):
-        if len(self.index) != 3:
-            raise ConfigError(f"Probe.index must be (i, j, k), got {self.index!r}")
+        require_length("Probe.index", self.index, 3, "(i, j, k)")
         require_int("Probe.component", self.component, 0, 2)
-        if self.field not in ("E", "H"):
+        if not is_one_of(self.field, ("E", "H")):
             raise ConfigError(f"Probe.field must be 'E' or 'H', got {self.field!r}")
 
 
@@ -104,9 +103,12 @@ class GridSimulation:
                 "subpixel boxes are rasterized with NumPy: eps and sigma must be concrete with a "
                 "SubpixelBox (differentiate a GridSimulation without one)"
             )
-        object.__setattr__(self, "sources", tuple(self.sources))
-        object.__setattr__(self, "probes", tuple(self.probes))
-        object.__setattr__(self, "monitors", tuple(self.monitors))
+        kinds = {"sources": "PointDipole, PlaneSource or TFSF", "probes": "Probe", "monitors": "DFTPlane"}
+        for name, kind in kinds.items():
+            v = getattr(self, name)
+            if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+                raise ConfigError(f"{name} must be {kind} objects in a list (or tuple), got {v!r}")
+            object.__setattr__(self, name, tuple(v))
         for s in self.sources:
             if not isinstance(s, (PointDipole, PlaneSource, TFSF)):
                 raise ConfigError(f"sources must be PointDipole, PlaneSource or TFSF objects, got {s!r}")
@@ -120,6 +122,13 @@ class GridSimulation:
         if self.grid.order != 2 and any(isinstance(s, TFSF) for s in self.sources):
             raise ConfigError("TFSF sources need grid order=2 (its 1-D incident grid is 2nd order)")
         if self.dispersive is not None:
+            if isinstance(self.dispersive, (str, bytes)) or not (
+                hasattr(self.dispersive, "__len__") and len(self.dispersive) == 2
+            ):
+                raise ConfigError(
+                    "dispersive must be (materials.Dispersive with Drude/Lorentz poles, mask), got "
+                    f"{self.dispersive!r}"
+                )
             mat, mask = self.dispersive
             if (
                 not isinstance(mat, Dispersive)
