@@ -74,3 +74,34 @@ def test_the_largest_fdtd_size_is_accepted_and_the_next_refused(capsys, monkeypa
     main(["bench", "fdtd", "--size", str(hi + 1)])
     line = capsys.readouterr().err
     assert f"--size must be an integer in [22, {hi}]" in line and f"got {hi + 1}" in line
+
+
+RUN_CASES = [
+    ("dda --size -1", r"^--size must be > 0, got -1.0"),
+    ("dda --size nan", r"^--size must be finite"),
+    ("dda --grid 0", r"^--grid must be an integer in \[1, 65535\]"),
+    ("dda --size 1 --dpl -3", r"^--dpl must be > 0"),
+    ("dda --eq-rad -1", r"^--eq-rad must be > 0"),
+    ("dda --size 1 --grid 8 --ntheta 1", r"^--ntheta must be an integer in \[2, "),
+    ("dda --size 1 --grid 8 --rtol 5", r"^--rtol must be in \[0, 1\)"),
+    ("dda --size 1 --grid 8 --maxiter 0", r"^--maxiter must be an integer >= 1"),
+    (
+        "dda --size 1 --grid 8 --devices 0",
+        r"^--devices must be an integer in \[1, \d+\] \(the devices JAX sees\)",
+    ),
+    ("fdtd {ex}/fdtd_dipole_cells.toml --devices 0", r"^--devices must be an integer in \[1, \d+\]"),
+    ("layered {ex}/layered_dipole.toml --devices 0", r"^--devices must be an integer in \[1, \d+\]"),
+]
+
+
+@pytest.mark.parametrize("argv,message", RUN_CASES, ids=[c[0].replace("{ex}/", "") for c in RUN_CASES])
+def test_run_options_are_named_as_typed(capsys, argv, message):
+    """``emjax dda --size -1`` says ``--size``, not DDAProblem's ``size_x``."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    rc = main(argv.format(ex=examples).split())
+    out = capsys.readouterr()
+    assert rc == 1 and out.out == "" and "Traceback" not in out.err, out
+    lines = out.err.splitlines()
+    assert len(lines) == 1 and re.search(message, lines[0][len("emjax: error: ") :]), lines

@@ -105,6 +105,17 @@ def _looks_binary(data: bytes) -> bool:
     return control > len(head) // 100 + 1
 
 
+def check_devices_option(devices) -> None:
+    """``--devices N`` (None: not given) against the devices JAX sees, named as typed."""
+    if devices is None:
+        return
+    import jax
+
+    from .errors import require_int
+
+    require_int("--devices", devices, 1, len(jax.devices()), why="the devices JAX sees")
+
+
 def check_keys(table: dict, allowed, where: str) -> None:
     """Refuse keys of ``table`` outside ``allowed``, naming them and the allowed ones."""
     unknown = set(table) - set(allowed)

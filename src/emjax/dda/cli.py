@@ -27,6 +27,7 @@ from .options import (
     add_bench_arguments,
     dda_config,
     is_average,
+    named_as_typed,
     parse_angles,
     parse_orientation,
     parse_prop,
@@ -377,8 +378,9 @@ def _write_outputs(result, solver, folder: Path, command: str, config) -> None:
 def run(args, argv) -> int:
     """``emjax dda``."""
     cfg = dda_config(args)
-    problem, solver = build_dda(cfg)
-    quadrature = build_average(cfg)
+    with named_as_typed(args):
+        problem, solver = build_dda(cfg)
+        quadrature = build_average(cfg)
     _check_outputs(cfg)
     if quadrature is not None:
         return _cmd_dda_average(args, argv, cfg, problem, solver, quadrature)

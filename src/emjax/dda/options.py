@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+from contextlib import contextmanager
 from pathlib import Path
 
-from ..config import Table, load_toml, number
+from ..config import Table, check_devices_option, load_toml, number
 from ..errors import ConfigError
 
 #: defaults of ``emjax dda`` (None: let the Python API decide)
@@ -293,8 +295,29 @@ def check_bench_options(args: argparse.Namespace) -> tuple:
     return [int(g) for g in args.grid], precisions, repeats
 
 
+#: Where an API argument is spelled differently from the option (and config key) it comes from.
+_OPTION_OF = {"size_x": "size", "dipoles_per_wavelength": "dpl", "orientation": "orient"}
+
+
+@contextmanager
+def named_as_typed(args: argparse.Namespace):
+    """Re-raise a :class:`ConfigError` that names an API argument (``size_x must be > 0``)
+    under the option the user typed (``--size must be > 0``) when its value came from the
+    command line (a config file's keys are checked, by their own names, while it is read)."""
+    try:
+        yield
+    except ConfigError as exc:
+        msg = str(exc)
+        m = re.match(r"[A-Za-z_]+(?=[\[ .:=]|$)", msg)
+        key = _OPTION_OF.get(m.group(0), m.group(0)) if m else None
+        if key in DDA_DEFAULTS and getattr(args, key, None) is not None:
+            raise ConfigError("--" + key.replace("_", "-") + msg[m.end() :]) from None
+        raise
+
+
 def dda_config(args: argparse.Namespace) -> dict:
     """Defaults, then the ``--config`` file, then the command-line flags."""
+    check_devices_option(getattr(args, "devices", None))
     cfg = dict(DDA_DEFAULTS)
     cli = {k: getattr(args, k) for k in DDA_DEFAULTS if getattr(args, k, None) is not None}
     if getattr(args, "config_file", None) is not None:

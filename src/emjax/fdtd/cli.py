@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import load_toml
+from ..config import check_devices_option, load_toml
 from ..errors import ConfigError
 from ..io import check_npz, check_output_file, prepare_output_dir, staged_outputs
 from .config import build_fdtd, out_of_core_option
@@ -149,6 +149,7 @@ def run(args, argv) -> int:
     from ..backend import device_description
     from .results import box_results
 
+    check_devices_option(args.devices)
     cfg = load_toml(args.config)
     if "simulation" not in cfg and "grid" not in cfg:
         raise ConfigError(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import load_toml
+from ..config import check_devices_option, load_toml
 from ..errors import require_int
 from ..io import prepare_output_dir, staged_outputs
 from ..progress import Reporter
@@ -83,6 +83,7 @@ def run(args, argv) -> int:
     from .green import dipole_fields
     from .groups import reporting
 
+    check_devices_option(args.devices)
     kwargs, shape, axes = build_layered(load_toml(args.config))
     if args.out is not None:
         prepare_output_dir(args.out)  # before the integrals: never lose a long map to a bad path
