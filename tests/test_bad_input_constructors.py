@@ -240,6 +240,33 @@ CASES = [
 ]
 
 
+def _run(sim="grid", **kw):
+    grid = fdtd.GridSimulation(fdtd.Grid((8, 8, 8), 0.1, boundary=fdtd.PEC()))
+    return fdtd.run(grid if sim == "grid" else _sim(boundary=fdtd.PEC()), **{"steps": 2, **kw})
+
+
+CASES += [
+    (
+        "run progress str",
+        lambda: _run(progress="bar"),
+        r"^progress must be None or a function progress\(done, total\)",
+    ),
+    ("run progress True", lambda: _run("physical", progress=True), r"^progress must be None or a function"),
+    ("run initial float", lambda: _run(initial=0.0), r"^initial must be None or the pair \(E, H\)"),
+    ("run checkpoint float", lambda: _run(checkpoint=1.5), r"^checkpoint must be None or a file path"),
+    (
+        "run checkpoint list",
+        lambda: _run("physical", checkpoint=["a"]),
+        r"^checkpoint must be None or a file path",
+    ),
+    (
+        "run out_of_core array",
+        lambda: _run(out_of_core=np.zeros(2)),
+        r"^out_of_core must be None, True, False or a dict",
+    ),
+]
+
+
 @pytest.mark.parametrize("make,message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_constructor_argument_is_one_line_naming_it(make, message):
     with pytest.raises(ConfigError, match=message) as e:

@@ -26,7 +26,7 @@ from . import tfsf as tfsf_mod
 from .grid import CPML, PEC
 from .results import FDTDResult
 from .sources import PlaneSource, PointDipole
-from .spec import GridSimulation, is_traced
+from .spec import GridSimulation, check_run_arguments, is_traced
 from .tfsf import TFSF
 from .update import d_backward, d_forward
 
@@ -503,6 +503,7 @@ def run(
     """
     from . import physical
 
+    check_run_arguments(progress, initial, checkpoint, out_of_core)
     if isinstance(sim, physical.Simulation):
         kw = dict(chunk=chunk, initial=initial, progress=progress, checkpoint=checkpoint, layout=layout)
         if out_of_core is not None:

@@ -195,6 +195,27 @@ class GridSimulation:
         return state_bytes(self.grid, arrays, box)
 
 
+def check_run_arguments(progress, initial, checkpoint, out_of_core) -> None:
+    """The types of :func:`emjax.fdtd.run`'s keyword arguments, one line naming the argument
+    each, before the scene is rasterized or anything is allocated."""
+    import os
+
+    if progress is not None and not callable(progress):
+        raise ConfigError(f"progress must be None or a function progress(done, total), got {progress!r}")
+    if initial is not None and (
+        isinstance(initial, (str, bytes)) or not hasattr(initial, "__len__") or len(initial) != 2
+    ):
+        raise ConfigError(
+            f"initial must be None or the pair (E, H) of (3, nx, ny, nz) arrays, got {initial!r}"
+        )
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise ConfigError(f"checkpoint must be None or a file path (str or pathlib.Path), got {checkpoint!r}")
+    if out_of_core is not None and not isinstance(out_of_core, (bool, dict)):
+        raise ConfigError(
+            f"out_of_core must be None, True, False or a dict of the window's options, got {out_of_core!r}"
+        )
+
+
 def state_bytes(grid: Grid, arrays: int, box_cells: int = 0) -> int:
     """Device bytes of a run on ``grid``: ``arrays`` grid-sized arrays (fields and
     coefficients), the CPML's auxiliary fields and a subpixel box of ``box_cells`` cells."""
