@@ -279,6 +279,27 @@ CASES = [
         lambda: fdtd.run(_gsim(), 10, chunk=-5),
         r"^chunk must be an integer",
     ),
+    ("fdtd.GaussianPulse f=0", lambda: fdtd.GaussianPulse(0.0, 0.5), r"^GaussianPulse.frequency must be > 0"),
+    (
+        "fdtd.GaussianPulse f<0",
+        lambda: fdtd.GaussianPulse(-1.0, 0.5),
+        r"^GaussianPulse.frequency must be > 0",
+    ),
+    (
+        "dda.theta str",
+        lambda: _dda(theta="0:180"),
+        r"^theta must be a non-empty list of finite angles in degrees \(a list or 1-D array, "
+        r"e.g. numpy.arange\(0, 181\) .*got the string '0:180'",
+    ),
+    (
+        "dda.theta 2-D",
+        lambda: _dda(theta=np.zeros((2, 2))),
+        r"^theta must be .*got an array of shape \(2, 2\)",
+    ),
+    ("dda.theta empty", lambda: _dda(theta=[]), r"^theta must be a non-empty list"),
+    ("dda.theta nan", lambda: _dda(theta=[0.0, float("nan")]), r"^theta must be a non-empty list of finite"),
+    ("dda.theta obj", lambda: _dda(theta=[object()]), r"^theta must be a non-empty list"),
+    ("dda.phi str", lambda: _dda(phi="90"), r"^phi must be .*got the string '90'"),
     (
         "layered.green stack str",
         lambda: _green(stack="x"),

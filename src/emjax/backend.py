@@ -35,6 +35,8 @@ class Precision:
 
 def precision(name: str) -> Precision:
     """Map ``"single"``/``"double"`` to dtypes; anything else is a :class:`ConfigError`."""
+    if not isinstance(name, str):
+        raise ConfigError(f"precision must be one of {PRECISIONS}, got {name!r}")
     if name == "single":
         return Precision("single", np.float32, np.complex64)
     if name == "double":
@@ -159,6 +161,20 @@ def check_memory(
             f"(limit {fraction:.0%} of free memory); use a smaller grid, single precision, "
             "or a device with more memory"
         )
+
+
+def largest_fitting(bytes_of, available: int, lo: int, hi: int, fraction: float = 0.9) -> int:
+    """The largest ``n`` in [lo, hi] with ``bytes_of(n) <= fraction * available`` (``bytes_of``
+    increasing in ``n``), or ``lo - 1`` if none: the bound a size option's message states."""
+    if bytes_of(lo) > fraction * available:
+        return lo - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if bytes_of(mid) <= fraction * available:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 # Copy bandwidth (read+write, bytes/s) of known devices, for roofline fractions. Measured

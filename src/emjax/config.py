@@ -60,12 +60,60 @@ def load_toml(path) -> dict:
             ) from exc
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror}") from exc
+    text = _utf8_text(data, path)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config: {str(path)!r} is not valid TOML: {exc}") from exc
+
+
+def _utf8_text(data: bytes, path: Path) -> str:
+    """The file's text, or a one-line :class:`ConfigError` saying where it stops being UTF-8
+    text (byte offset, line, column) and what a config must be."""
+    where = str(path)
+    nul = data.find(b"\0")
+    try:
+        text = data.decode("utf-8")
+        bad = nul
+    except UnicodeDecodeError as exc:
+        bad = exc.start if nul < 0 else min(nul, exc.start)
+    if bad < 0:
+        return text
+    if bad == nul or _looks_binary(data):
+        raise ConfigError(
+            f"config: {where!r} is a binary file, not a TOML config (byte {data[bad]:#04x} at "
+            f"offset {bad}); expected a UTF-8 text file of key = value lines"
+        )
+    line = data.count(b"\n", 0, bad) + 1
+    column = bad - (data.rfind(b"\n", 0, bad) + 1) + 1
+    raise ConfigError(
+        f"config: {where!r} is not UTF-8 text: byte {data[bad]:#04x} at offset {bad} (line "
+        f"{line}, column {column}); expected UTF-8 (TOML's encoding): save the file as UTF-8"
+    )
+
+
+def _looks_binary(data: bytes) -> bool:
+    """A known binary signature or many control bytes in the first KiB (not text in some
+    other encoding)."""
+    head = data[:1024]
+    if head.startswith((b"\x89PNG", b"%PDF", b"PK\x03\x04", b"\x7fELF", b"GIF8", b"\xff\xd8\xff")):
+        return True
+    control = sum(b < 32 and b not in b"\t\n\r\f" for b in head)
+    return control > len(head) // 100 + 1
+
+
+def check_devices_option(devices) -> None:
+    """``--devices N`` (None: not given) against the devices JAX sees, named as typed."""
+    if devices is None:
+        return
+    import jax
+
+    from .errors import require_int
+
+    require_int("--devices", devices, 1, len(jax.devices()), why="the devices JAX sees")
 
 
 def check_keys(table: dict, allowed, where: str) -> None:
@@ -77,26 +125,30 @@ def check_keys(table: dict, allowed, where: str) -> None:
 
 def dispersive_material(kind: str, table, where: str):
     """An :mod:`emjax.materials` pole material from a config table: ``kind`` "drude"
-    (eps_inf, omega_p > 0, gamma >= 0) or "lorentz" (eps_inf, delta_eps, omega_0 > 0, gamma
-    >= 0); ``eps_inf`` defaults to 1, the others are required (``where`` names the table)."""
+    (eps_inf; the plasma frequency as f_p > 0 in 1/length, emjax's frequency convention, or
+    omega_p > 0 in rad per unit time = 2 pi f_p; gamma >= 0 in the same unit) or "lorentz"
+    (eps_inf, delta_eps; f_0 or omega_0 > 0; gamma >= 0 likewise); ``eps_inf`` defaults to 1,
+    exactly one frequency key and the others are required (``where`` names the table)."""
     from . import materials
 
     if kind not in ("drude", "lorentz"):
         raise ConfigError(f"{where}: unknown material kind {kind!r}; allowed: drude, lorentz")
     if not isinstance(table, dict):
         raise ConfigError(f"{where}.{kind} must be a table {{...}}, got {table!r}")
-    if kind == "drude":
-        t = Table(table, f"{where}.drude", {"eps_inf", "omega_p", "gamma"})
-        return materials.Drude(
-            t.real("eps_inf", default=1.0), t.real("omega_p", lo=0, lo_open=True), t.real("gamma", lo=0)
+    f_key, w_key = ("f_p", "omega_p") if kind == "drude" else ("f_0", "omega_0")
+    extra = {"delta_eps"} if kind == "lorentz" else set()
+    t = Table(table, f"{where}.{kind}", {"eps_inf", f_key, w_key, "gamma"} | extra)
+    if t.has(f_key) == t.has(w_key):
+        raise ConfigError(
+            f"{where}.{kind}: give exactly one of {f_key} (frequency in 1/length, c/wavelength: the "
+            f"unit of every frequency key) or {w_key} (rad per unit time, 2 pi {f_key}); gamma "
+            f"is in the same unit"
         )
-    t = Table(table, f"{where}.lorentz", {"eps_inf", "delta_eps", "omega_0", "gamma"})
-    return materials.Lorentz(
-        t.real("eps_inf", default=1.0),
-        t.real("delta_eps"),
-        t.real("omega_0", lo=0, lo_open=True),
-        t.real("gamma", lo=0),
-    )
+    key = f_key if t.has(f_key) else w_key
+    freq = {key: t.real(key, lo=0, lo_open=True), "gamma": t.real("gamma", lo=0)}
+    if kind == "drude":
+        return materials.Drude(t.real("eps_inf", default=1.0), **freq)
+    return materials.Lorentz(t.real("eps_inf", default=1.0), t.real("delta_eps"), **freq)
 
 
 def number(value, error: Exception) -> float:

@@ -1,9 +1,13 @@
-"""Materials: relative permittivity as a function of angular frequency.
+"""Materials: relative permittivity as a function of frequency.
 
-Frequencies are angular frequencies in units of c / length (``omega = 2 pi / wavelength``
-with the wavelength in vacuum, in the length unit of the problem). Time dependence
-``exp(-i omega t)``, so lossy media have ``Im eps > 0`` and ``m = sqrt(eps)`` with
-``Im m >= 0``.
+emjax's frequency is ``f = 1 / wavelength`` (c = 1; the vacuum wavelength in the length unit
+of the problem), as in every solver's ``frequency`` argument. The pole models take their
+frequencies by keyword in either unit, exactly one of each pair: ``f_p``, ``f_0`` in that
+convention (1/length), or ``omega_p``, ``omega_0`` as angular frequencies in rad per unit
+time (``omega = 2 pi f``, time in length / c); a damping ``gamma`` is in the unit of the
+frequency it comes with. :meth:`Material.permittivity` itself takes the angular frequency
+``omega = 2 pi f`` (what the pole formulas use). Time dependence ``exp(-i omega t)``, so lossy
+media have ``Im eps > 0`` and ``m = sqrt(eps)`` with ``Im m >= 0``.
 
 Every material has ``permittivity(omega)`` and ``refractive_index(wavelength)``;
 frequency-domain solvers (DDA, FDFD, layered) call these, FDTD reads the pole parameters
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ConfigError, require_finite, require_positive
+from .errors import ConfigError, require_finite, require_floats, require_positive
 
 
 def _as_complex(name: str, value) -> complex:
@@ -128,12 +132,11 @@ class Dispersive(Material):
                 raise ConfigError(f"poles[{i}] must be a DrudePole or LorentzPole, got {p!r}")
             if isinstance(p, DrudePole):
                 require_positive(f"poles[{i}].omega_p", p.omega_p)
-                if p.gamma < 0:
-                    raise ConfigError(f"poles[{i}].gamma must be >= 0, got {p.gamma}")
             else:
+                require_finite(f"poles[{i}].delta_eps", p.delta_eps)
                 require_positive(f"poles[{i}].omega_0", p.omega_0)
-                if p.gamma < 0:
-                    raise ConfigError(f"poles[{i}].gamma must be >= 0, got {p.gamma}")
+            if require_finite(f"poles[{i}].gamma", p.gamma) < 0:
+                raise ConfigError(f"poles[{i}].gamma must be >= 0, got {p.gamma}")
 
     def permittivity(self, omega):
         omega = np.asarray(omega, dtype=float)
@@ -143,23 +146,100 @@ class Dispersive(Material):
         return eps
 
 
-def Drude(eps_inf: float, omega_p: float, gamma: float) -> Dispersive:
-    """A Drude metal ``eps_inf - omega_p**2 / (omega**2 + i gamma omega)``."""
-    return Dispersive(eps_inf, (DrudePole(omega_p, gamma),))
+_TWO_PI = 2 * np.pi
 
 
-def Lorentz(eps_inf: float, delta_eps: float, omega_0: float, gamma: float) -> Dispersive:
-    """A single Lorentz oscillator."""
-    return Dispersive(eps_inf, (LorentzPole(delta_eps, omega_0, gamma),))
+def _angular(model: str, name_f: str, name_omega: str, f, omega, gamma) -> tuple:
+    """``(omega, gamma)`` in rad per unit time from exactly one of ``f`` (1/length: the
+    damping ``gamma`` in 1/length too) or ``omega`` (rad per unit time, ``gamma`` likewise)."""
+    if (f is None) == (omega is None):
+        raise ConfigError(
+            f"{model}: give exactly one of {name_f}= (frequency in 1/length, c/wavelength: emjax's "
+            f"frequency convention) or {name_omega}= (angular frequency in rad per unit time, "
+            f"2*pi*{name_f}); got {'both' if f is not None else 'neither'}"
+        )
+    if gamma is None:
+        unit = name_f if f is not None else name_omega
+        raise ConfigError(f"{model}: gamma= (the damping, in the unit of {unit}) is required")
+    if f is not None:
+        require_positive(f"{model}.{name_f}", f)
+        return _TWO_PI * f, _TWO_PI * require_finite(f"{model}.gamma", gamma)
+    require_positive(f"{model}.{name_omega}", omega)
+    return omega, require_finite(f"{model}.gamma", gamma)
+
+
+def _no_positional(model: str, args: tuple, keywords: str) -> None:
+    if args:
+        raise ConfigError(
+            f"{model}: a frequency given by position is ambiguous (1/length or rad per unit time?); "
+            f"pass it by keyword: {keywords}"
+        )
+
+
+def Drude(eps_inf: float = 1.0, *args, f_p=None, omega_p=None, gamma=None) -> Dispersive:
+    """A Drude metal ``eps = eps_inf - f_p**2 / (f**2 + i gamma f)``.
+
+    Give the plasma frequency by keyword, exactly one of
+
+    * ``f_p``: in emjax's frequency convention, 1/length (``c / wavelength`` with c = 1, the
+      unit of every solver's ``frequency``), the damping ``gamma`` in 1/length as well;
+    * ``omega_p``: the angular plasma frequency in rad per unit time (``omega_p = 2 pi f_p``,
+      time in length / c), ``gamma`` in rad per unit time: ``eps = eps_inf - omega_p**2 /
+      (omega**2 + i gamma omega)``.
+
+    The two describe the same metal when ``omega_p = 2 pi f_p`` and ``gamma_omega = 2 pi
+    gamma_f``; the poles are stored in the angular form (what FDTD steps). Positional
+    plasma frequencies are refused (ambiguous): ``Drude(1.0, 9.4, 0.5)`` is written
+    ``Drude(1.0, omega_p=9.4, gamma=0.5)`` or ``Drude(1.0, f_p=1.5, gamma=0.5 / (2 pi))``.
+    """
+    _no_positional(
+        "Drude", args, "Drude(eps_inf, f_p=..., gamma=...) or Drude(eps_inf, omega_p=..., gamma=...)"
+    )
+    w, g = _angular("Drude", "f_p", "omega_p", f_p, omega_p, gamma)
+    return Dispersive(eps_inf, (DrudePole(w, g),))
+
+
+def Lorentz(
+    eps_inf: float = 1.0, delta_eps: float | None = None, *args, f_0=None, omega_0=None, gamma=None
+) -> Dispersive:
+    """A single Lorentz oscillator ``eps = eps_inf + delta_eps f_0**2 / (f_0**2 - f**2 - i
+    gamma f)``.
+
+    ``delta_eps`` (dimensionless) is the oscillator's strength; the resonance by keyword,
+    exactly one of ``f_0`` (1/length, emjax's frequency convention; ``gamma`` in 1/length) or
+    ``omega_0`` (rad per unit time, ``omega_0 = 2 pi f_0``; ``gamma`` in rad per unit time).
+    A positional resonance frequency is refused (ambiguous): ``Lorentz(1.5, 2.0, omega_0=5.0,
+    gamma=0.1)`` or ``Lorentz(1.5, 2.0, f_0=0.8, gamma=0.016)``.
+    """
+    _no_positional(
+        "Lorentz",
+        args,
+        "Lorentz(eps_inf, delta_eps, f_0=..., gamma=...) or Lorentz(eps_inf, delta_eps, "
+        "omega_0=..., gamma=...)",
+    )
+    if delta_eps is None:
+        raise ConfigError("Lorentz: delta_eps= (the oscillator strength, dimensionless) is required")
+    w, g = _angular("Lorentz", "f_0", "omega_0", f_0, omega_0, gamma)
+    return Dispersive(eps_inf, (LorentzPole(require_finite("Lorentz.delta_eps", delta_eps), w, g),))
 
 
 @dataclass(frozen=True)
 class Debye(Material):
-    """``eps_inf + delta_eps / (1 - i omega tau)``."""
+    """``eps_inf + delta_eps / (1 - i omega tau)`` with the relaxation time ``tau`` in units
+    of length / c (emjax's time; ``omega tau = 2 pi f tau`` with ``f`` in 1/length): a time,
+    so there is no frequency convention to choose."""
 
     eps_inf: float
     delta_eps: float
     tau: float
+
+    def __post_init__(self):
+        if is_traced(self.eps_inf) or is_traced(self.delta_eps) or is_traced(self.tau):
+            return
+        require_finite("Debye.eps_inf", self.eps_inf)
+        require_finite("Debye.delta_eps", self.delta_eps)
+        if require_finite("Debye.tau", self.tau) < 0:
+            raise ConfigError(f"Debye.tau must be >= 0, got {self.tau!r}")
 
     def permittivity(self, omega):
         omega = np.asarray(omega, dtype=float)
@@ -178,11 +258,14 @@ class Tabulated(Material):
     k: tuple
 
     def __post_init__(self):
-        wl = np.asarray(self.wavelength, dtype=float)
-        n = np.asarray(self.n, dtype=float)
-        k = np.asarray(self.k, dtype=float)
+        wl, n, k = (
+            require_floats(f"Tabulated.{name}", getattr(self, name), "a list of real numbers")
+            for name in ("wavelength", "n", "k")
+        )
         if wl.ndim != 1 or wl.size < 2 or n.shape != wl.shape or k.shape != wl.shape:
             raise ConfigError("Tabulated needs 1-D wavelength, n, k of equal length >= 2")
+        if not (np.all(np.isfinite(n)) and np.all(np.isfinite(k))):
+            raise ConfigError("Tabulated.n and Tabulated.k must be finite")
         if not np.all(np.isfinite(wl)) or not np.all(np.diff(wl) > 0):
             raise ConfigError("Tabulated.wavelength must be finite and strictly increasing")
         if np.any(k < 0):

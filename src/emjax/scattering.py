@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError, require_int
+from .errors import ConfigError, require_floats, require_int, require_length
 
 __all__ = [
     "PlaneWave",
+    "angles_deg",
     "euler_matrix",
     "euler_angles",
     "scattering_basis",
@@ -31,6 +32,27 @@ __all__ = [
     "romberg_cos_beta",
     "OrientationAverage",
 ]
+
+
+def angles_deg(name: str, value) -> tuple:
+    """Angles in degrees from one number or a 1-D list/array of numbers, as a tuple of
+    floats; anything else is one :class:`ConfigError` naming ``name`` and what is accepted
+    (a string such as ``"0:180"`` is no range here)."""
+    what = (
+        f"{name} must be a non-empty list of finite angles in degrees (a list or 1-D array, "
+        "e.g. numpy.arange(0, 181) or [0, 90, 180], or one number)"
+    )
+    if isinstance(value, (str, bytes)):
+        raise ConfigError(f"{what}, got the string {value!r}")
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what}, got {value!r}") from None
+    if a.ndim > 1:
+        raise ConfigError(f"{what}, got an array of shape {a.shape}")
+    if a.size == 0 or not np.all(np.isfinite(a)):
+        raise ConfigError(f"{what}, got {' '.join(repr(value).split())[:120]}")
+    return tuple(float(t) for t in np.atleast_1d(a))
 
 
 def euler_matrix(alpha: float, beta: float, gamma: float) -> np.ndarray:
@@ -81,10 +103,16 @@ class PlaneWave:
     """
 
     def __init__(self, direction=(0.0, 0.0, 1.0), polarization=(1.0, 0.0, 0.0)):
-        d = np.asarray(direction, dtype=float)
-        e = np.asarray(polarization, dtype=complex)
-        if d.shape != (3,) or e.shape != (3,) or not np.all(np.isfinite(d)):
-            raise ValueError("direction and polarization must be finite 3-vectors")
+        d = require_floats("direction", direction, "a finite real 3-vector")
+        e = require_floats("polarization", polarization, "a finite 3-vector (complex allowed)", complex)
+        if d.shape != (3,) or e.shape != (3,) or not np.all(np.isfinite(d)) or not np.all(np.isfinite(e)):
+            raise ConfigError(
+                f"direction and polarization must be finite 3-vectors, got {direction!r}, {polarization!r}"
+            )
+        if not np.linalg.norm(d) > 0 or not np.linalg.norm(e) > 0:
+            raise ConfigError(
+                f"direction and polarization must be non-zero, got {direction!r}, {polarization!r}"
+            )
         d = d / np.linalg.norm(d)
         e = e / np.linalg.norm(e)
         if abs(np.dot(d, e)) > 1e-9:
@@ -206,12 +234,14 @@ class OrientationAverage:
     c2_x: bool = False
 
     def __post_init__(self):
-        if not (np.isfinite(self.eps) and 0 <= self.eps < 1):
+        if (
+            isinstance(self.eps, bool)
+            or not isinstance(self.eps, (int, float, np.floating, np.integer))
+            or not (np.isfinite(self.eps) and 0 <= self.eps < 1)
+        ):
             raise ConfigError(f"eps must be in [0, 1), got {self.eps!r}")
         for name in ("beta_levels", "gamma_levels"):
-            lv = getattr(self, name)
-            if len(lv) != 2:
-                raise ConfigError(f"{name} must be (min, max), got {lv!r}")
+            lv = require_length(name, getattr(self, name), 2, "(min, max) Romberg levels in [1, 10]")
             lo = require_int(f"{name}[0]", lv[0], 1, 10)
             hi = require_int(f"{name}[1]", lv[1], 1, 10)
             if hi < lo:

@@ -403,8 +403,8 @@ def test_orient_avg_missing_its_accuracy_is_not_converged(capsys):
 @pytest.mark.parametrize(
     "extra, field",
     [
-        (["--avg-eps", "0.1"], "avg_eps"),  # without --orient avg
-        (["--sym-n-fold", "4"], "sym_n_fold"),
+        (["--avg-eps", "0.1"], "--avg-eps"),  # without --orient avg: named as typed
+        (["--sym-n-fold", "4"], "--sym-n-fold"),
     ],
 )
 def test_average_options_need_orient_avg(capsys, extra, field):

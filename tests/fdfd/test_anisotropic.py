@@ -94,7 +94,7 @@ def test_checks():
         materials.DiagonalAnisotropic(2, "glass", 3)
     with pytest.raises(ConfigError, match="Im eps must be >= 0"):
         materials.DiagonalAnisotropic(2, 3 - 1j, 3)
-    m = materials.DiagonalAnisotropic(2, materials.Drude(1.0, 5.0, 0.1), 3)
+    m = materials.DiagonalAnisotropic(2, materials.Drude(1.0, omega_p=5.0, gamma=0.1), 3)
     assert m.components(2.0)[1] == pytest.approx(1 - 25 / (4 + 0.2j))
     with pytest.raises(ConfigError, match="supported by emjax.fdfd only"):
         m.permittivity(1.0)

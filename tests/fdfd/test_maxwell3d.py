@@ -297,7 +297,7 @@ def test_several_frequencies_in_one_call():
     separate solves; the geometry is rasterized once."""
     from emjax.materials import Drude
 
-    sc = _sphere(0.1, Drude(2.0, 4.0, 0.3))
+    sc = _sphere(0.1, Drude(2.0, omega_p=4.0, gamma=0.3))
     wave = fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0))
     args = ((0.4,) * 3, 15)
     both = fdfd.solve_3d(*args, [0.9, 1.1], wave, sc, pml=fdfd.SCPML(5), solver=_qmr(1e-9))

@@ -232,7 +232,7 @@ def test_gradient_lossy_and_dispersive():
             sigma=sigma,
             sources=(src,),
             probes=(fdtd.Probe((8, 5, 5), 2),),
-            dispersive=(materials.Drude(1.0, 4.0, 0.5), mask),
+            dispersive=(materials.Drude(1.0, omega_p=4.0, gamma=0.5), mask),
         )
         return jnp.sum(jnp.asarray(fdtd.run(sim, STEPS).probes) ** 2) * 1e5
 

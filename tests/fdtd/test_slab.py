@@ -56,7 +56,7 @@ def test_drude_slab_vs_analytic():
     metallic below f = 1 and transparent-ish above. R, T vs the Airy formula with
     materials.Drude's eps(omega) within 1e-3 (measured 1.4e-4 and 3.5e-4: the ADE's
     O((omega dt)^2) error plus Yee dispersion), and absorption 1 - R - T > 0 (lossy film)."""
-    drude = materials.Drude(1.0, omega_p=2 * np.pi * 1.0, gamma=2 * np.pi * 0.1)
+    drude = materials.Drude(1.0, f_p=1.0, gamma=0.1)
     R, T, d = _run_pair(drude=drude, thickness=0.1)
     n = drude.refractive_index(1 / FREQS)
     Ra, Ta = _airy(n, d, FREQS)
@@ -71,7 +71,7 @@ def test_lorentz_slab_vs_analytic():
     across the resonance (measured 3.4e-3 at worst, next to the resonance where eps varies
     fastest; the central-difference ADE replaces omega by (2/dt) sin(omega dt/2), an
     O((omega dt)^2) shift, and Yee dispersion adds its own)."""
-    lor = materials.Lorentz(1.5, 1.0, 2 * np.pi * 0.9, 2 * np.pi * 0.05)
+    lor = materials.Lorentz(1.5, 1.0, f_0=0.9, gamma=0.05)
     R, T, d = _run_pair(drude=lor, thickness=0.3)
     Ra, Ta = _airy(lor.refractive_index(1 / FREQS), d, FREQS)
     assert np.max(np.abs(R - Ra)) < 5e-3, np.abs(R - Ra)

@@ -178,7 +178,7 @@ def test_stack_accepts_materials():
     gives the same field as its permittivity typed in as a number."""
     from emjax.materials import Drude
 
-    metal = Drude(1.0, 2 * np.pi / 0.3, 0.1)
+    metal = Drude(1.0, omega_p=2 * np.pi / 0.3, gamma=0.1)
     eps = complex(metal.permittivity(2 * np.pi / LAM))
     pts = [[0.1, 0.0, 0.05], [0.2, 0.1, -0.02]]
     a = green_tensor(Stack(eps=[1.0, metal]), LAM, (0, 0, 0.04), pts, part="scattered", rtol=1e-8)

@@ -94,7 +94,7 @@ def test_order_background_and_errors():
     """Later objects override earlier ones; the background fills the rest; bad input names
     the field."""
     a = scene.Object(geometry.Sphere(), 2.0, size=1.0)
-    b = scene.Object(geometry.Sphere(), materials.Drude(1.0, 10.0, 1.0), size=0.5)
+    b = scene.Object(geometry.Sphere(), materials.Drude(1.0, omega_p=10.0, gamma=1.0), size=0.5)
     sc = scene.Scene([a, b], background=1.5)
     lab = sc.label(np.array([0.0, 0.4, 0.9]), np.zeros(3), np.zeros(3))
     assert [sc.materials[i] for i in lab[:2]] == [sc.materials[2], 2.0] and sc.materials[lab[2]] == 1.5

@@ -26,6 +26,7 @@ from .options import (
     add_bench_arguments,
     dda_config,
     is_average,
+    named_as_typed,
     parse_angles,
     parse_orientation,
     parse_prop,
@@ -386,8 +387,9 @@ def _write_outputs(result, solver, folder, command: str, config, average: bool =
 def run(args, argv) -> int:
     """``emjax dda``."""
     cfg = dda_config(args)
-    problem, solver = build_dda(cfg)
-    quadrature = build_average(cfg)
+    with named_as_typed(args):
+        problem, solver = build_dda(cfg)
+        quadrature = build_average(cfg)
     folder = _check_outputs(args, cfg)
     if quadrature is not None:
         return _cmd_dda_average(args, argv, cfg, problem, solver, quadrature, folder)
@@ -531,15 +533,10 @@ def _bench_line(r: dict) -> str:
 
 def run_bench(args, argv) -> int:
     """``emjax bench dda``."""
-    from ..backend import PRECISIONS
     from .bench import dda_benchmark
+    from .options import check_bench_options
 
-    precisions = args.precision or ["double"]
-    for p in precisions:
-        if p not in PRECISIONS:
-            raise ConfigError(f"precision must be one of {PRECISIONS}, got {p!r}")
-    grids = [require_int("grid", g, 1) for g in args.grid]
-    repeats = require_int("repeats", args.repeats, 1)
+    grids, precisions, repeats = check_bench_options(args)
     if args.out is not None:
         from ..io import check_output_file
 

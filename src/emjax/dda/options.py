@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+from contextlib import contextmanager
 from pathlib import Path
 
-from ..config import Table, load_toml, number
+from ..config import Table, check_devices_option, load_toml, number
 from ..errors import ConfigError
 from ..outdir import add_output_arguments
 
@@ -220,6 +222,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.toml",
         help="TOML file with the same keys (underscores); flags override it",
     )
+    p.add_argument(
+        "config_file",
+        nargs="?",
+        type=Path,
+        metavar="CONFIG.toml",
+        help="the same as --config FILE.toml (as for emjax fdtd, fdfd and layered)",
+    )
 
 
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
@@ -255,10 +264,68 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     )
 
 
+#: Upper bound of ``emjax bench dda --repeats``.
+MAX_REPEATS = 100_000
+
+
+def check_bench_options(args: argparse.Namespace) -> tuple:
+    """``(grids, precisions, repeats)`` of ``emjax bench dda``, each option checked against
+    its range and named as typed (``--grid`` against the largest lattice whose estimated
+    memory fits the device) before anything is built."""
+    import jax
+
+    from ..backend import PRECISIONS, default_device, device_memory_bytes, largest_fitting
+    from ..errors import require_int
+    from ..geometry import Sphere
+    from .problem import DDAProblem
+
+    precisions = args.precision or ["double"]
+    for p in precisions:
+        if p not in PRECISIONS:
+            raise ConfigError(f"--precision must be one of {', '.join(PRECISIONS)}, got {p!r}")
+    repeats = require_int("--repeats", args.repeats, 1, MAX_REPEATS)
+    if getattr(args, "devices", None) is not None:
+        require_int("--devices", args.devices, 1, len(jax.devices()), why="the devices JAX sees")
+    avail = device_memory_bytes()
+    for p in precisions:
+        bytes_of = DDAProblem(Sphere(), 1.5, size_x=1.0, grid=8, precision=p).memory_bytes
+        hi = largest_fitting(lambda n, b=bytes_of: b((n, n, n)), avail, 1, 65535)
+        why = f"the largest {p}-precision lattice that fits the {avail / 1e9:.1f} GB free on "
+        why += str(default_device())
+        for g in args.grid:
+            require_int("--grid", g, 1, hi, why=why)
+    return [int(g) for g in args.grid], precisions, repeats
+
+
+#: Where an API argument is spelled differently from the option (and config key) it comes from.
+_OPTION_OF = {"size_x": "size", "dipoles_per_wavelength": "dpl", "orientation": "orient"}
+
+
+@contextmanager
+def named_as_typed(args: argparse.Namespace):
+    """Re-raise a :class:`ConfigError` that names an API argument (``size_x must be > 0``)
+    under the option the user typed (``--size must be > 0``) when its value came from the
+    command line (a config file's keys are checked, by their own names, while it is read)."""
+    try:
+        yield
+    except ConfigError as exc:
+        msg = str(exc)
+        m = re.match(r"[A-Za-z_]+(?=[\[ .:=]|$)", msg)
+        key = _OPTION_OF.get(m.group(0), m.group(0)) if m else None
+        if key in DDA_DEFAULTS and getattr(args, key, None) is not None:
+            raise ConfigError("--" + key.replace("_", "-") + msg[m.end() :]) from None
+        raise
+
+
 def dda_config(args: argparse.Namespace) -> dict:
     """Defaults, then the ``--config`` file, then the command-line flags."""
+    check_devices_option(getattr(args, "devices", None))
     cfg = dict(DDA_DEFAULTS)
     cli = {k: getattr(args, k) for k in DDA_DEFAULTS if getattr(args, k, None) is not None}
+    if getattr(args, "config_file", None) is not None:
+        if args.config is not None:
+            raise ConfigError("give the config file once: as CONFIG.toml or as --config FILE.toml, not both")
+        args.config = args.config_file
     if args.config is not None:
         toml = check_dda_toml(load_toml(args.config))
         for group in _ALTERNATIVES:

@@ -18,6 +18,7 @@ from ..errors import ConfigError, require_finite
 from ..geometry import Shape
 from ..materials import Material, check_refractive_index, is_traced
 from ..scattering import (
+    angles_deg,
     euler_matrix,
     mueller_from_amplitude,
     scattering_basis,
@@ -111,22 +112,23 @@ class DDAProblem:
                 f"polarizability must be one of CM(), RR(), LDR(), FCD(); got {self.polarizability!r}"
             )
         precision(self.precision)
-        if isinstance(self.orientation, str) or len(self.orientation) != 3:
+        if (
+            isinstance(self.orientation, str)
+            or not hasattr(self.orientation, "__len__")
+            or len(self.orientation) != 3
+        ):
             raise ConfigError(
                 "orientation must be three Euler angles (alpha, beta, gamma) in degrees, got "
                 f"{self.orientation!r} (a random-orientation average: emjax.dda.average(problem, ...))"
             )
         for name, a in zip(("alpha", "beta", "gamma"), self.orientation):
             require_finite(f"orientation.{name}", a)
-        theta = tuple(np.arange(181.0)) if self.theta is None else tuple(float(t) for t in self.theta)
+        theta = tuple(np.arange(181.0)) if self.theta is None else angles_deg("theta", self.theta)
         for t in theta:
-            if not (np.isfinite(t) and -360 <= t <= 360):
+            if not -360 <= t <= 360:
                 raise ConfigError(f"theta values must be finite angles in [-360, 360] deg, got {t}")
         object.__setattr__(self, "theta", theta)
-        phi = tuple(float(p) for p in np.atleast_1d(self.phi))
-        if not phi or not all(np.isfinite(phi)):
-            raise ConfigError("phi must be a non-empty list of finite angles in degrees")
-        object.__setattr__(self, "phi", phi)
+        object.__setattr__(self, "phi", angles_deg("phi", self.phi))
         self._check_incidence()
         plan = self.plan()
         grid = self.shape.box_shape(plan.nx)

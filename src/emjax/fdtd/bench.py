@@ -136,6 +136,75 @@ def fdtd_benchmark(
     }
 
 
+#: Grid-sized arrays on the device per benchmark material (six fields; per-cell coefficients;
+#: a Drude medium's currents and pole coefficients) and host bytes per cell while the case is
+#: set up (the block mask, a float32 eps, the scene's rasterization: see scene_raster).
+BENCH_ARRAYS = {
+    "vacuum": 6,
+    "dielectric": 8,
+    "drude": 14,
+    "sphere": 12,
+    "sphere-subpixel": 12,
+    "sphere-drude": 18,
+}
+BENCH_HOST_BYTES = {
+    "vacuum": 1,
+    "dielectric": 5,
+    "drude": 1,
+    "sphere": 65,
+    "sphere-subpixel": 65,
+    "sphere-drude": 97,
+}
+#: The smallest N of an N^3 benchmark grid: the dipole, its probe 3 cells away, and with a
+#: CPML both of its 10-cell layers and two interior cells; a sphere's box of interface nodes
+#: (diameter N/2) must also keep two cells from a PEC wall or the CPML.
+MIN_SIZE = {"cpml": 22, "pec": 8, "periodic": 8}
+MIN_SIZE_SPHERE = {"cpml": 52, "pec": 12, "periodic": 8}
+
+
+def min_size(boundary: str, material: str) -> int:
+    """The smallest N :func:`fdtd_benchmark` takes for this boundary and material."""
+    return (MIN_SIZE_SPHERE if material.startswith("sphere") else MIN_SIZE)[boundary]
+
+
+def max_size(
+    precision: str, boundary: str, order: int, material: str, copies: int = 1, out_of_core: bool = False
+) -> tuple:
+    """(largest N, text): the largest N^3 :func:`fdtd_benchmark` grid whose estimated memory
+    fits (the device's state and the host's set-up; one sum on a CPU, where they share the
+    host's memory, and for the ``out_of_core`` window, whose state lives on the host),
+    ``copies`` such grids at once (virtual CPU devices share the host)."""
+    from .. import fdtd
+    from ..backend import default_device, device_memory_bytes, host_available_bytes, largest_fitting
+    from .spec import state_bytes
+
+    bd = {"cpml": fdtd.CPML(10), "pec": fdtd.PEC(), "periodic": fdtd.Periodic()}[boundary]
+    lo = min_size(boundary, material)
+
+    def device(n):
+        return copies * state_bytes(
+            fdtd.Grid((n,) * 3, 1.0, order=order, boundary=bd, precision=precision), BENCH_ARRAYS[material]
+        )
+
+    def host(n):
+        return copies * BENCH_HOST_BYTES[material] * n**3
+
+    dev = default_device()
+    if dev.platform == "cpu" or out_of_core:
+        avail = host_available_bytes()
+        n = largest_fitting(lambda n: device(n) + host(n), avail, lo, 1 << 16)
+        return n, f"the largest grid that fits the {avail / 1e9:.1f} GB of host memory available"
+    avail = device_memory_bytes(dev)
+    n_dev = largest_fitting(device, avail, lo, 1 << 16)
+    n_host = largest_fitting(host, host_available_bytes(), lo, 1 << 16)
+    if n_host < n_dev:
+        return (
+            n_host,
+            f"the largest grid whose set-up fits the {host_available_bytes() / 1e9:.1f} GB of host memory",
+        )
+    return n_dev, f"the largest grid that fits the {avail / 1e9:.1f} GB free on {dev.device_kind}"
+
+
 def device_counts(n: int) -> list:
     """1, 2, 4, ... below ``n``, then ``n``."""
     out, k = [], 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import load_toml
+from ..config import check_devices_option, load_toml
 from ..errors import ConfigError
 from ..io import check_npz, check_output_file
 from ..outdir import OutputFolder, add_output_arguments, config_description
@@ -172,6 +172,7 @@ def run(args, argv) -> int:
     from ..backend import device_description
     from .results import box_results
 
+    check_devices_option(args.devices)
     cfg = load_toml(args.config)
     if "simulation" not in cfg and "grid" not in cfg:
         raise ConfigError(
@@ -229,8 +230,10 @@ def _run_physical(args, argv, cfg) -> int:
     from ..backend import device_description
     from .physical import run as run_physical
     from .scene_config import build_physical
+    from .scene_raster import check_memory
 
     sim, steps, until, chunk, checkpoint = build_physical(cfg)
+    check_memory(sim)  # the scene's rasterization and the run: refused before any allocation
     if args.steps is not None:
         steps, until = _steps(args, steps), None
     folder = _check_outputs(args, checkpoint)
@@ -296,12 +299,10 @@ def run_bench(args, argv) -> int:
     """``emjax bench fdtd``."""
     from .bench import fdtd_benchmark, fdtd_scaling
 
+    _check_bench_options(args)
     if args.out_of_core:
         from .window_bench import fdtd_window_sweep
 
-        for th in args.th:
-            if th < 1:
-                raise ConfigError(f"--th must be >= 1, got {th}")
         for n in args.size:
             rows = fdtd_window_sweep(
                 n,
@@ -324,7 +325,7 @@ def run_bench(args, argv) -> int:
                     )
         return 0
     if args.devices:
-        modes = tuple(m.strip() for m in args.scaling.split(",") if m.strip())
+        modes = _scaling_modes(args.scaling)
         kw = dict(precision=args.precision, boundary=args.boundary, order=args.order, material=args.material)
         for n in args.size:
             for r in fdtd_scaling(n, args.devices, args.steps, modes, **kw):
@@ -350,3 +351,44 @@ def run_bench(args, argv) -> int:
                 flush=True,
             )
     return 0
+
+
+#: Upper bounds of ``emjax bench fdtd``'s counts: steps of one timed chunk, steps per pass.
+MAX_BENCH_STEPS = 1_000_000
+MAX_TH = 1024
+
+
+def _scaling_modes(text: str) -> tuple:
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    if not modes or any(m not in ("strong", "weak") for m in modes):
+        raise ConfigError(f"--scaling must be strong, weak or strong,weak, got {text!r}")
+    return modes
+
+
+def _check_bench_options(args) -> None:
+    """Every ``emjax bench fdtd`` option against its range, named as typed, before any grid
+    exists (``--size`` against the largest grid the memory holds)."""
+    import jax
+
+    from ..errors import require_int, require_range
+    from .bench import max_size, min_size
+
+    require_int("--steps", args.steps, 1, MAX_BENCH_STEPS)
+    copies = 1
+    if args.devices is not None:
+        require_int("--devices", args.devices, 1, len(jax.devices()), why="the devices JAX sees")
+        weak = "weak" in _scaling_modes(args.scaling)
+        copies = args.devices if weak and jax.default_backend() == "cpu" else 1
+    if args.out_of_core:
+        for th in args.th:
+            require_int("--th", th, 1, MAX_TH)
+    hi, why = max_size(args.precision, args.boundary, args.order, args.material, copies, args.out_of_core)
+    lo = min_size(args.boundary, args.material)
+    for n in args.size:
+        if n < lo:
+            why = f"--boundary {args.boundary} with --material {args.material} needs >= {lo}"
+        require_int("--size", n, lo, hi, why=why)
+        if args.out_of_core and args.slab is not None:
+            require_int("--slab", args.slab, 1, n, why="planes of the N^3 grid")
+    if args.out_of_core and args.device_gb is not None:
+        require_range("--device-gb", args.device_gb, 0, 100_000, open_lo=True, why="GB")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import precision
-from ..errors import ConfigError, require_finite, require_int, require_positive, require_range
+from ..errors import ConfigError, is_one_of, require_finite, require_int, require_positive, require_range
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class CPML:
         return {"both": ("lo", "hi"), "low": ("lo",), "high": ("hi",)}[self.sides]
 
     def __post_init__(self):
-        if self.sides not in ("both", "low", "high"):
+        if not is_one_of(self.sides, ("both", "low", "high")):
             raise ConfigError(f"CPML.sides must be 'both', 'low' or 'high', got {self.sides!r}")
         require_int("CPML.thickness", self.thickness, 1, 10_000)
         require_range("CPML.order", self.order, 1.0, 10.0)
@@ -132,7 +132,7 @@ class Grid:
         if isinstance(self.dx, (str, bytes, bool)):
             raise ConfigError(f"dx must be a number > 0 (the cell size), got {self.dx!r}")
         object.__setattr__(self, "dx", require_positive("dx", self.dx))
-        if self.order not in (2, 4):
+        if not is_one_of(self.order, (2, 4)):
             raise ConfigError(f"order must be 2 or 4, got {self.order!r}")
         b = self.boundary if isinstance(self.boundary, tuple) else (self.boundary,) * 3
         if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML, Bloch)) for x in b):

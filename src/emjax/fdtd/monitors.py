@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, require_floats, require_int
 
 TANGENTIAL = {0: (1, 2), 1: (2, 0), 2: (0, 1)}
 
@@ -41,9 +41,13 @@ class DFTPlane:
 
     def __post_init__(self):
         require_int("DFTPlane.axis", self.axis, 0, 2)
-        f = tuple(float(x) for x in np.atleast_1d(self.frequencies))
+        what = "a list of finite frequencies >= 0 (1 / wavelength)"
+        a = require_floats("DFTPlane.frequencies", self.frequencies, what)
+        f = tuple(float(x) for x in np.atleast_1d(a)) if a.ndim <= 1 else ()
         if not f or not all(np.isfinite(f)) or min(f) < 0:
-            raise ConfigError("DFTPlane.frequencies must be finite and >= 0")
+            raise ConfigError(
+                f"DFTPlane.frequencies must be finite and >= 0 ({what}), got {self.frequencies!r}"
+            )
         object.__setattr__(self, "frequencies", f)
 
     def check(self, shape):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError, require_positive
+from ..errors import ConfigError, is_one_of, require_floats, require_positive
 from ..scattering import PlaneWave
 from .grid import CPML, PEC, Bloch, Grid, Periodic
 from .monitors import DFTField, DFTPlane, flux_box
@@ -78,7 +78,7 @@ class Dipole:
 
     def __post_init__(self):
         object.__setattr__(self, "position", _vec3("Dipole.position", self.position))
-        if self.component not in AXIS:
+        if not is_one_of(self.component, AXIS):
             raise ConfigError(f"Dipole.component must be x, y or z, got {self.component!r}")
         if not callable(self.waveform):
             raise ConfigError("Dipole.waveform must be GaussianPulse, Ricker or ContinuousWave")
@@ -100,7 +100,7 @@ class PlaneCurrent:
     amplitude: float = 1.0
 
     def __post_init__(self):
-        if self.axis not in AXIS:
+        if not is_one_of(self.axis, AXIS):
             raise ConfigError(f"PlaneCurrent.axis must be x, y or z, got {self.axis!r}")
         p = _vec3("PlaneCurrent.polarization", self.polarization)
         a = AXIS[self.axis]
@@ -180,7 +180,8 @@ class CrossSections:
 
 
 def _frequencies(name, value) -> tuple:
-    f = tuple(float(x) for x in np.atleast_1d(value))
+    a = require_floats(name, value, "finite frequencies > 0 (1 / wavelength)")
+    f = tuple(float(x) for x in np.atleast_1d(a)) if a.ndim <= 1 else ()
     if not f or not all(math.isfinite(x) and x > 0 for x in f):
         raise ConfigError(f"{name} must be finite frequencies > 0 (1 / wavelength), got {value!r}")
     return f
@@ -226,14 +227,21 @@ class Simulation:
         object.__setattr__(self, "size", _vec3("size", self.size, positive=True))
         object.__setattr__(self, "center", _vec3("center", self.center))
         require_positive("resolution", self.resolution)
-        if self.averaging not in ("subpixel", "staircase"):
+        if not is_one_of(self.averaging, ("subpixel", "staircase")):
             raise ConfigError(f"averaging must be 'subpixel' or 'staircase', got {self.averaging!r}")
         b = self.boundary if isinstance(self.boundary, tuple) else (self.boundary,) * 3
         if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML, Bloch)) for x in b):
             raise ConfigError("boundary must be CPML(), PEC(), Periodic(), Bloch(k) or a tuple of three")
         object.__setattr__(self, "boundary", b)
-        object.__setattr__(self, "sources", tuple(self.sources))
-        object.__setattr__(self, "monitors", tuple(self.monitors))
+        kinds = {
+            "sources": "PlaneWaveSource, PlaneCurrent or Dipole",
+            "monitors": "FluxBox, FluxPlane or CrossSections",
+        }
+        for name, kind in kinds.items():
+            v = getattr(self, name)
+            if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+                raise ConfigError(f"{name} must be {kind} objects in a list (or tuple), got {v!r}")
+            object.__setattr__(self, name, tuple(v))
         for s in self.sources:
             if not isinstance(s, (PlaneWaveSource, Dipole, PlaneCurrent)):
                 raise ConfigError(
@@ -324,6 +332,7 @@ class Simulation:
         their DFT planes (``{"box": range(...)}``, and ``"cross_sections"`` with its two)."""
         from . import scene_raster
 
+        scene_raster.check_memory(self)  # before anything grid-sized exists
         g = self.grid
         tf = None
         sources = []

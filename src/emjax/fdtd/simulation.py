@@ -22,7 +22,7 @@ from . import checkpoint as checkpoint_mod
 from . import sharded
 from . import step as engine
 from .results import FDTDResult
-from .spec import GridSimulation, is_traced
+from .spec import GridSimulation, check_run_arguments, is_traced
 
 # Reverse mode of traced runs: "custom" (emjax.fdtd.adjoint, where it applies) or "autodiff"
 # (JAX's through the checkpointed scan); tests and benchmarks compare them.
@@ -152,6 +152,7 @@ def run(
     """
     from . import physical
 
+    check_run_arguments(progress, initial, checkpoint, out_of_core)
     if isinstance(sim, physical.Simulation):
         kw = dict(chunk=chunk, initial=initial, progress=progress, checkpoint=checkpoint, layout=layout)
         if out_of_core is not None:

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import ConfigError, require_finite, require_int, require_positive
+from ..errors import (
+    ConfigError,
+    require_finite,
+    require_floats,
+    require_int,
+    require_length,
+    require_positive,
+)
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,8 @@ class GaussianPulse:
     cutoff: float = 5.0
 
     def __post_init__(self):
-        require_finite("GaussianPulse.frequency", self.frequency)
+        # f = 0 would be sin(0): a source that emits nothing (a silent zero result)
+        require_positive("GaussianPulse.frequency", self.frequency)
         require_positive("GaussianPulse.bandwidth", self.bandwidth)
         require_positive("GaussianPulse.cutoff", self.cutoff)
 
@@ -80,8 +88,7 @@ class PointDipole:
     amplitude: float = 1.0
 
     def __post_init__(self):
-        if len(self.index) != 3:
-            raise ConfigError(f"PointDipole.index must be (i, j, k), got {self.index!r}")
+        require_length("PointDipole.index", self.index, 3, "(i, j, k)")
         require_int("PointDipole.component", self.component, 0, 2)
         require_finite("PointDipole.amplitude", self.amplitude)
         if not callable(self.waveform):
@@ -108,8 +115,9 @@ class PlaneSource:
     def __post_init__(self):
         require_int("PlaneSource.axis", self.axis, 0, 2)
         if self.k is not None:
-            if len(self.k) != 3 or not all(np.isfinite(self.k)):
-                raise ConfigError(f"PlaneSource.k must be three finite numbers, got {self.k!r}")
+            k = require_floats("PlaneSource.k", self.k, "three finite numbers (kx, ky, kz)")
+            if k.shape != (3,) or not np.all(np.isfinite(k)):
+                raise ConfigError(f"PlaneSource.k must be three finite numbers (kx, ky, kz), got {self.k!r}")
             object.__setattr__(self, "k", tuple(float(v) for v in self.k))
         require_int("PlaneSource.component", self.component, 0, 2)
         if self.component == self.axis:

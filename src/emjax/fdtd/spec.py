@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from ..backend import precision
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, is_one_of, require_int, require_length
 from ..materials import Dispersive, DrudePole, LorentzPole
 from .grid import CPML, Bloch, Grid, Periodic
 from .monitors import DFTPlane
@@ -32,10 +32,9 @@ class Probe:
     field: str = "E"
 
     def __post_init__(self):
-        if len(self.index) != 3:
-            raise ConfigError(f"Probe.index must be (i, j, k), got {self.index!r}")
+        require_length("Probe.index", self.index, 3, "(i, j, k)")
         require_int("Probe.component", self.component, 0, 2)
-        if self.field not in ("E", "H"):
+        if not is_one_of(self.field, ("E", "H")):
             raise ConfigError(f"Probe.field must be 'E' or 'H', got {self.field!r}")
 
 
@@ -104,9 +103,12 @@ class GridSimulation:
                 "subpixel boxes are rasterized with NumPy: eps and sigma must be concrete with a "
                 "SubpixelBox (differentiate a GridSimulation without one)"
             )
-        object.__setattr__(self, "sources", tuple(self.sources))
-        object.__setattr__(self, "probes", tuple(self.probes))
-        object.__setattr__(self, "monitors", tuple(self.monitors))
+        kinds = {"sources": "PointDipole, PlaneSource or TFSF", "probes": "Probe", "monitors": "DFTPlane"}
+        for name, kind in kinds.items():
+            v = getattr(self, name)
+            if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+                raise ConfigError(f"{name} must be {kind} objects in a list (or tuple), got {v!r}")
+            object.__setattr__(self, name, tuple(v))
         for s in self.sources:
             if not isinstance(s, (PointDipole, PlaneSource, TFSF)):
                 raise ConfigError(f"sources must be PointDipole, PlaneSource or TFSF objects, got {s!r}")
@@ -120,6 +122,13 @@ class GridSimulation:
         if self.grid.order != 2 and any(isinstance(s, TFSF) for s in self.sources):
             raise ConfigError("TFSF sources need grid order=2 (its 1-D incident grid is 2nd order)")
         if self.dispersive is not None:
+            if isinstance(self.dispersive, (str, bytes)) or not (
+                hasattr(self.dispersive, "__len__") and len(self.dispersive) == 2
+            ):
+                raise ConfigError(
+                    "dispersive must be (materials.Dispersive with Drude/Lorentz poles, mask), got "
+                    f"{self.dispersive!r}"
+                )
             mat, mask = self.dispersive
             if (
                 not isinstance(mat, Dispersive)
@@ -179,14 +188,42 @@ class GridSimulation:
                 require_int(f"Probe.index[{ax}]", i, 0, n - 1)
 
     def memory_bytes(self) -> int:
-        item = np.dtype(precision(self.grid.precision).real).itemsize
-        n = self.grid.n_cells
         arrays = 6 + (2 if np.ndim(self.eps) or np.ndim(self.sigma) else 0)
         if np.ndim(self.eps) == 4 or (self.dispersive is not None and np.ndim(self.dispersive[1]) == 4):
             arrays += 4  # ca and cb per component
-        psi = 0
-        for ax, b in enumerate(self.grid.boundary):
-            if isinstance(b, CPML):
-                psi += 8 * len(b.faces) * b.thickness * n // self.grid.shape[ax]
-        box = 9 * int(np.prod(self.subpixel.shape)) if self.subpixel is not None else 0
-        return (arrays * n + psi + box) * item * 2  # x2: XLA's double buffering of the carry
+        box = int(np.prod(self.subpixel.shape)) if self.subpixel is not None else 0
+        return state_bytes(self.grid, arrays, box)
+
+
+def check_run_arguments(progress, initial, checkpoint, out_of_core) -> None:
+    """The types of :func:`emjax.fdtd.run`'s keyword arguments, one line naming the argument
+    each, before the scene is rasterized or anything is allocated."""
+    import os
+
+    from .. import progress as progress_bars
+
+    progress_bars.check(progress)
+    if initial is not None and (
+        isinstance(initial, (str, bytes)) or not hasattr(initial, "__len__") or len(initial) != 2
+    ):
+        raise ConfigError(
+            f"initial must be None or the pair (E, H) of (3, nx, ny, nz) arrays, got {initial!r}"
+        )
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise ConfigError(f"checkpoint must be None or a file path (str or pathlib.Path), got {checkpoint!r}")
+    if out_of_core is not None and not isinstance(out_of_core, (bool, dict)):
+        raise ConfigError(
+            f"out_of_core must be None, True, False or a dict of the window's options, got {out_of_core!r}"
+        )
+
+
+def state_bytes(grid: Grid, arrays: int, box_cells: int = 0) -> int:
+    """Device bytes of a run on ``grid``: ``arrays`` grid-sized arrays (fields and
+    coefficients), the CPML's auxiliary fields and a subpixel box of ``box_cells`` cells."""
+    item = np.dtype(precision(grid.precision).real).itemsize
+    n = grid.n_cells
+    psi = 0
+    for ax, b in enumerate(grid.boundary):
+        if isinstance(b, CPML):
+            psi += 8 * len(b.faces) * b.thickness * n // grid.shape[ax]
+    return (arrays * n + psi + 9 * box_cells) * item * 2  # x2: XLA's double buffering of the carry

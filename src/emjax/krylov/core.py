@@ -29,7 +29,11 @@ class _Method:
             raise ConfigError(
                 f"rtol must be in [0, 1) (a relative residual; 1e-5 is usual), got {self.rtol!r}"
             )
-        if not (np.isfinite(self.atol) and self.atol >= 0):
+        if (
+            isinstance(self.atol, bool)
+            or not isinstance(self.atol, (int, float, np.floating, np.integer))
+            or not (np.isfinite(self.atol) and self.atol >= 0)
+        ):
             raise ConfigError(f"atol must be finite and >= 0, got {self.atol!r}")
         if self.rtol == 0 and self.atol == 0:
             raise ConfigError("rtol and atol cannot both be 0")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import load_toml
+from ..config import check_devices_option, load_toml
 from ..errors import require_int
 from ..outdir import OutputFolder, add_output_arguments, config_description
 from ..progress import Reporter
@@ -91,6 +91,7 @@ def run(args, argv) -> int:
     from .green import dipole_fields
     from .groups import reporting
 
+    check_devices_option(args.devices)
     kwargs, shape, axes = build_layered(load_toml(args.config))
     # before the integrals: never lose a long map to a bad path
     folder = OutputFolder(args.out, method=COMMAND, overwrite=args.overwrite).check()
@@ -127,18 +128,15 @@ def run_bench(args, argv) -> int:
     """``emjax bench layered``."""
     from .bench import layered_benchmark
 
+    _check_bench_options(args)
     if args.devices is not None:  # strong scaling: JSON lines
-        from ..layout import Layout
         from .bench import scaling
 
         for n in args.size:
-            for r in scaling(
-                require_int("size", n, 1, 4096), Layout.of(args.devices).n, args.precision, args.rtol
-            ):
+            for r in scaling(n, args.devices, args.precision, args.rtol):
                 print(json.dumps(r), flush=True)
         return 0
     for n in args.size:
-        n = require_int("size", n, 1, 4096)
         r = layered_benchmark(n, args.precision, args.rtol)
         if args.json:
             print(json.dumps(r), flush=True)
@@ -150,3 +148,19 @@ def run_bench(args, argv) -> int:
                 flush=True,
             )
     return 0
+
+
+def _check_bench_options(args) -> None:
+    """``emjax bench layered``'s options against their ranges, named as typed."""
+    import jax
+
+    from ..errors import require_range
+
+    for n in args.size:
+        require_int("--size", n, 1, 4096, why="an N x N map")
+    if args.precision == "single":
+        require_range("--rtol", args.rtol, 1e-6, 0.1, why="what single precision can reach")
+    else:
+        require_range("--rtol", args.rtol, 1e-13, 0.1)
+    if args.devices is not None:
+        require_int("--devices", args.devices, 1, len(jax.devices()), why="the devices JAX sees")

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..backend import precision, precision_scope
-from ..errors import ConfigError, require_int, require_positive, require_range
+from ..errors import ConfigError, is_one_of, require_floats, require_int, require_positive, require_range
 from ..layout import as_layout
 from . import sommerfeld as som
 from .groups import groups, reporting_for, warm
@@ -39,17 +39,17 @@ def _check(stack, wavelength, source, points, part, rtol, prec):
     if not isinstance(stack, Stack):
         raise ConfigError(f"stack must be an emjax.layered.Stack, got {type(stack).__name__}")
     wavelength = require_positive("wavelength", wavelength)
-    src = np.asarray(_host("source", source), dtype=float)
+    src = require_floats("source", _host("source", source), "3 finite coordinates (x, y, z)")
     if src.shape != (3,) or not np.all(np.isfinite(src)):
         raise ConfigError(f"source must be 3 finite coordinates (x, y, z), got {source!r}")
-    pts = np.asarray(_host("points", points), dtype=float)
+    pts = require_floats("points", _host("points", points), "an (N, 3) array of finite coordinates")
     if pts.ndim == 1 and pts.shape == (3,):
         pts = pts[None, :]
     if pts.ndim != 2 or pts.shape[1] != 3 or pts.shape[0] == 0:
         raise ConfigError(f"points must have shape (N, 3) with N >= 1, got {np.shape(points)}")
     if not np.all(np.isfinite(pts)):
         raise ConfigError("points must be finite (found NaN/Inf)")
-    if part not in PARTS:
+    if not is_one_of(part, PARTS):
         raise ConfigError(f"part must be one of {PARTS}, got {part!r}")
     rtol = require_range("rtol", rtol, 1e-13, 0.1)
     p = precision(prec)
@@ -425,10 +425,10 @@ def dipole_fields(
     ``layout``: the points spread over devices and ``progress``, as in :func:`green_tensor`.
     """
     traced_p = is_traced(p)
-    pv = np.asarray(_host("p", p), dtype=complex)
+    pv = require_floats("p", _host("p", p), "3 finite (complex) components", complex)
     if pv.shape != (3,) or not np.all(np.isfinite(pv)):
         raise ConfigError(f"p must be 3 finite (complex) components, got {p!r}")
-    if fields not in ("E", "H", "EH"):
+    if not is_one_of(fields, ("E", "H", "EH")):
         raise ConfigError(f"fields must be 'E', 'H' or 'EH', got {fields!r}")
     lateral, vertical = bool(np.any(pv[:2] != 0)), bool(pv[2] != 0)
     if traced_p:  # derivatives along every component need every integral

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError, require_positive
+from ..errors import ConfigError, require_floats, require_positive
 from ..geometry import Shape, Voxels
 from ..materials import Material
 from ..scattering import euler_matrix
@@ -88,7 +88,9 @@ class Object:
         object.__setattr__(self, "size", float(self.size))
         R = np.eye(3)
         if self.rotation is not None:
-            r = np.asarray(self.rotation, dtype=float)
+            r = require_floats(
+                "Object.rotation", self.rotation, "three Euler angles (deg) or a 3x3 rotation matrix"
+            )
             if r.shape == (3,):
                 R = euler_matrix(*r)
             elif r.shape == (3, 3) and np.allclose(r @ r.T, np.eye(3), atol=1e-9):
