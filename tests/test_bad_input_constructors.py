@@ -249,9 +249,9 @@ CASES += [
     (
         "run progress str",
         lambda: _run(progress="bar"),
-        r"^progress must be None or a function progress\(done, total\)",
+        r"^progress must be True \(a progress bar, the default\), False \(none\) or a callable",
     ),
-    ("run progress True", lambda: _run("physical", progress=True), r"^progress must be None or a function"),
+    ("run progress int", lambda: _run("physical", progress=3), r"^progress must be True"),
     ("run initial float", lambda: _run(initial=0.0), r"^initial must be None or the pair \(E, H\)"),
     ("run checkpoint float", lambda: _run(checkpoint=1.5), r"^checkpoint must be None or a file path"),
     (
