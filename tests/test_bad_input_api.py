@@ -307,25 +307,12 @@ CASES = [
     ),
 ]
 
-# Found by this suite in files other sessions own (issue 12, not yet fixed): strict xfails,
-# so the day each is fixed the mark must go.
-GAPS = []
-
 
 @pytest.mark.parametrize("make,message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_argument_is_refused_naming_it(make, message):
     with pytest.raises(ConfigError, match=message) as e:
         make()
     assert "\n" not in str(e.value)
-
-
-@pytest.mark.parametrize(
-    "make,message",
-    [pytest.param(m, msg, marks=pytest.mark.xfail(strict=True, reason=why)) for _, m, msg, why in GAPS],
-    ids=[c[0] for c in GAPS],
-)
-def test_known_gaps_outside_this_suites_files(make, message):
-    test_bad_argument_is_refused_naming_it(make, message)
 
 
 def test_the_good_arguments_are_accepted():
