@@ -25,6 +25,17 @@ def test_resume_is_bit_for_bit(tmp_path):
     np.testing.assert_array_equal(resumed.dft[0]["E"], full.dft[0]["E"])
 
 
+def test_checkpoint_name_without_npz_suffix(tmp_path):
+    """A checkpoint named without ".npz" is written under that name (NumPy would append the
+    suffix to a path and leave an empty file behind), and nothing else is left there."""
+    sim = _sim()
+    ck = tmp_path / "run"
+    first = fdtd.run(sim, 100, chunk=50, checkpoint=ck)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"] and ck.stat().st_size > 1000
+    again = fdtd.run(sim, 100, chunk=50, checkpoint=ck)  # resumed at the end: no step run
+    np.testing.assert_array_equal(np.asarray(again.E), np.asarray(first.E))
+
+
 def test_checkpoint_of_another_simulation_is_refused(tmp_path):
     ck = tmp_path / "run.npz"
     fdtd.run(_sim(), 50, chunk=50, checkpoint=ck)

@@ -50,8 +50,8 @@ def _write_npz(path: Path, data: dict) -> None:
     from ..io import atomic_path
 
     try:
-        with atomic_path(path) as tmp:
-            np.savez(tmp, **data)
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:  # a file: savez adds no ".npz"
+            np.savez(f, **data)
     except OSError as exc:
         raise ConfigError(
             f"checkpoint {str(path)!r} cannot be written ({exc.strerror or exc}); "
