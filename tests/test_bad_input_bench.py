@@ -47,6 +47,12 @@ CASES = [
     ("layered --size 4 --rtol 5", r"^--rtol must be in \[1e-13, 0.1\]"),
     ("layered --size 4 --rtol 1e-9 --precision single", r"^--rtol must be in \[1e-06, 0.1\]"),
     ("layered --size 4 --devices 0", r"^--devices must be an integer in \[1, \d+\]"),
+    # emjax bench fdfd
+    ("fdfd --size 5000", r"^--size 5000: FDFD 2-D grid 5000x5000 .* needs about [\d.]+ GiB of host memory"),
+    ("fdfd --size 81 --size 5000", r"^--size 5000: FDFD 2-D grid"),  # checked before 81 runs
+    ("fdfd --size -3", r"^--size must be an integer in \[1, 100000\], got -3"),
+    ("fdfd --size 10", r"^--size: 2-D benchmark grids need N >= 71, got 10"),
+    ("fdfd --dims 3 --size 5000", r"^--size 5000: FDFD 3-D grid \(5000, 5000, 5000\) .* needs about"),
 ]
 
 

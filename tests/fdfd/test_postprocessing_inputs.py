@@ -112,3 +112,19 @@ def test_good_specs_are_kept():
     assert fdfd.PlaneWave2D(30).angle == 30.0
     src = fdfd.LineSource([0.1, -0.2], 2j)
     assert src.position == (0.1, -0.2) and src.current == 2j
+
+
+def test_a_2d_grid_too_big_for_the_host_is_refused_before_assembly():
+    """solve_tm / solve_te on a grid whose direct solve cannot fit the host's memory: one
+    ResourceError line with the estimate, before the permittivity or the matrix exists."""
+    import tracemalloc
+
+    from emjax import ResourceError
+
+    for solve in (fdfd.solve_tm, fdfd.solve_te):
+        tracemalloc.start()
+        with pytest.raises(ResourceError, match=r"FDFD 2-D grid \d+x\d+ .* GiB of host memory") as e:
+            solve((120.0, 120.0), 40, 1.0, fdfd.PlaneWave2D(0.0), solver="superlu")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert "\n" not in str(e.value) and peak < 50e6, peak

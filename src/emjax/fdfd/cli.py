@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..config import finite_or_none, load_toml
+from ..errors import ResourceError
 from ..io import check_output_file
 from ..outdir import OutputFolder, add_output_arguments, config_description
 from .config import build_fdfd, resolution_warnings
@@ -129,8 +130,13 @@ def run_bench(args, argv) -> int:
     sizes = args.size or (PAPER_SIZES_2D if args.dims == 2 else SIZES_3D)
     if args.out is not None:
         check_output_file(args.out, "--out")
+    for n in sizes:  # every size checked before the first case runs
+        _check_bench_size(n, args)
     for n in sizes:
-        r = fdfd_benchmark(n, dims=args.dims, solver=args.solver, precision=args.precision)
+        try:
+            r = fdfd_benchmark(n, dims=args.dims, solver=args.solver, precision=args.precision)
+        except ResourceError as exc:
+            raise ResourceError(f"--size {n}: {exc}") from None
         if args.out is not None:
             append_json(args.out, r)
         if args.json:
@@ -145,3 +151,22 @@ def run_bench(args, argv) -> int:
                 flush=True,
             )
     return 0
+
+
+def _check_bench_size(n, args) -> None:
+    """``--size N`` an integer the benchmark grid can take and, for the 2-D direct solve on
+    the host, one whose factors fit the host's memory (named as typed)."""
+    from ..errors import require_int
+    from .bench import bench_config
+    from .tm import jax_default_platform
+
+    require_int("--size", n, 1, 100_000)
+    bench_config(n, dims=args.dims, solver=args.solver, precision=args.precision)  # the minimum
+    host = args.solver == "direct" or (args.solver == "auto" and jax_default_platform() == "cpu")
+    if args.dims == 2 and host:
+        from .direct import check_host_memory
+
+        try:
+            check_host_memory((n, n))
+        except ResourceError as exc:
+            raise ResourceError(f"--size {n}: {exc}") from None

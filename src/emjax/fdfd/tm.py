@@ -548,6 +548,15 @@ def _solve(A, b, g, t0, at, source, incident, field_eps, solver="auto", stencil=
     return out if isinstance(source, (list, tuple)) else out[0]
 
 
+def _check_memory(shape, solver, source) -> None:
+    """A grid too big for the host's direct solve refused before anything is assembled."""
+    if solver == "device" or (solver == "auto" and jax_default_platform() != "cpu"):
+        return  # the device solver checks its own memory (and falls back only when it fits)
+    from .direct import check_host_memory
+
+    check_host_memory(shape, len(source) if isinstance(source, (list, tuple)) else 1)
+
+
 def _incident_waves(source, g: _Grid) -> list:
     X, Y = np.meshgrid(g.x, g.y, indexing="ij")
     return [_incident(w, g.omega, X, Y) for w in _plane_waves(source)]
@@ -589,6 +598,7 @@ def solve_tm(
     _check_stencil(stencil)
     _check_solver(solver)
     g = _grid(size, resolution, frequency, pml, center, averaging, half=False)
+    _check_memory(g.shape, solver, source)
     omega, shape = g.omega, g.shape
     t0 = time.perf_counter()
     eps = node_permittivity(scene, shape, g.dx, g.origin, omega, averaging)
@@ -668,6 +678,7 @@ def solve_te(
     _check_stencil(stencil)
     _check_solver(solver)
     g = _grid(size, resolution, frequency, pml, center, averaging, half=True)
+    _check_memory(g.shape, solver, source)
     omega, shape = g.omega, g.shape
     nx, ny = shape
     t0 = time.perf_counter()
