@@ -1,4 +1,4 @@
-"""Run ADDA's surface mode on the cases below and write adda_surface.json (issue 15, item 5).
+"""Run ADDA's surface mode on the cases below and write adda_surface.json.
 
 Usage (through regenerate.sh, which checks the environment):
 
@@ -107,7 +107,7 @@ def cube(name, prop, sub, csca=(), group="item5"):
 
 CASES = dict(
     [
-        # issue 15 item 5: sphere x = 5, m = 1.5+0.01i, 0.05 above glass / metal, normal and 30 deg
+        # parity cases (group item5): sphere x = 5, m = 1.5+0.01i, 0.05 above glass / metal, normal and 30 deg
         sphere("sphere_g16_glass_normal", 16, DOWN_NORMAL, GLASS, ("up", "down")),
         sphere("sphere_g16_glass_oblique30", 16, DOWN_30, GLASS, ("up", "down")),
         sphere("sphere_g16_metal_normal", 16, DOWN_NORMAL, METAL, ("up",)),
@@ -117,15 +117,15 @@ CASES = dict(
         sphere("sphere_g24_glass_oblique30", 24, DOWN_30, GLASS, group="item5_fine"),
         sphere("sphere_g24_metal_normal", 24, DOWN_NORMAL, METAL, group="item5_fine"),
         sphere("sphere_g24_metal_oblique30", 24, DOWN_30, METAL, group="item5_fine"),
-        # issue 15 item 5: small absorbing cube (6^3 dipoles, m = 2+1i, k*edge = 1)
+        # parity cases (group item5): small absorbing cube (6^3 dipoles, m = 2+1i, k*edge = 1)
         cube("cube_metal_oblique30", DOWN_30, METAL, ("up",)),
         cube("cube_glass_normal", DOWN_NORMAL, GLASS, ("up", "down")),
         cube("cube_glass_oblique30_az30", DOWN_30_AZ30, GLASS, ("up", "down")),
-        # issue 15 item 2: incidence from below (through the substrate), lossless substrate only
+        # incidence from below (through the substrate), lossless substrate only
         sphere("sphere_g16_glass_below_normal", 16, UP_NORMAL, GLASS, ("up", "down"), group="item2_below"),
         sphere("sphere_g16_glass_below_oblique30", 16, UP_30, GLASS, ("up", "down"), group="item2_below"),
         cube("cube_glass_below_oblique30", UP_30, GLASS, ("up", "down"), group="item2_below"),
-        # no substrate, -prop only (issue 15 item 4: --prop also without a substrate)
+        # no substrate, -prop only (--prop also without a substrate)
         sphere("sphere_g16_free_oblique30", 16, DOWN_30, None, ("all",), group="free_prop"),
     ]
 )
