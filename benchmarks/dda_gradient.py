@@ -1,4 +1,4 @@
-"""DDA gradient cost (issue 16): time of ``jax.grad`` through ``dda.efficiencies`` over the
+"""DDA gradient cost: time of ``jax.grad`` through ``dda.efficiencies`` over the
 time of the forward solve, warm (compile times reported apart), for spheres on N^3 lattices.
 
     PYTHONPATH=src python3 benchmarks/dda_gradient.py [--grid 32 64] [--precisions double single]

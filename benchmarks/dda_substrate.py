@@ -6,7 +6,7 @@ A sphere (m = 1.5 + 0.01i, size parameter 5 per 16 dipoles scaled with the grid:
 16) lit from above (prop (0, 0, -1)): free, over glass (n = 1.5) at a height of one dipole
 above it (1% of the radius; ADDA's -surf); each solved twice, the second (warm)
 run's timings printed as JSON: seconds per QMR iteration, iterations, the reflected table's
-points and set-up seconds, and the ratio substrate / free per iteration (issue 15 item 6 asks
+points and set-up seconds, and the ratio substrate / free per iteration (the target is
 <= 2 at 64^3 on the H100).
 """
 

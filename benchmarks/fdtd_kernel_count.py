@@ -1,6 +1,6 @@
 """Step rate and the number of fused kernels per FDTD step (the optimized HLO of the scan),
 for `emjax bench fdtd` materials at 256^3: how many kernels a scene's interface corrections
-add between the H and the E pass (BENCHMARKS.md, issue 13).
+add between the H and the E pass (BENCHMARKS.md).
 
     PYTHONPATH=src python3 benchmarks/fdtd_kernel_count.py dielectric sphere sphere-subpixel
 """

@@ -1,4 +1,4 @@
-"""FDTD calculation window (issue 19): cell updates/s vs steps per pass (th), against the
+"""FDTD calculation window: cell updates/s vs steps per pass (th), against the
 in-memory run of the same grid and the rate model of emjax.fdtd.window (the paper's Fig. 6).
 The state lives in the device's pinned_host memory where it has one (--host-memory auto), or
 in NumPy arrays (--host-memory numpy); every row says which ran (``host_memory``, and

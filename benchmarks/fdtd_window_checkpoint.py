@@ -1,4 +1,4 @@
-"""The window run stopped at a checkpoint and resumed on the GPU (issue 19): bit for bit the
+"""The window run stopped at a checkpoint and resumed on the GPU: bit for bit the
 uninterrupted window run; the checkpoint size and times.
 
     PYTHONPATH=src python3 benchmarks/fdtd_window_checkpoint.py

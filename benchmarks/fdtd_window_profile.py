@@ -1,4 +1,4 @@
-"""Where a window pass spends the GPU's time (issue 19): one 1200^3-class pass profiled
+"""Where a window pass spends the GPU's time: one 1200^3-class pass profiled
 with jax.profiler, summarized per GPU stream (busy seconds, span) and per kernel name, and
 the idle gaps of the compute stream. Needs a GPU. At 1200^3 on the H100 (2026-11-25) the
 traced pass crashed with CUDA_ERROR_LAUNCH_FAILED (the same run untraced completes): use it

@@ -1,4 +1,4 @@
-"""Gradient time / forward time of the differentiable FDTD and 2-D FDFD (issue 16), on the
+"""Gradient time / forward time of the differentiable FDTD and 2-D FDFD, on the
 default JAX device.
 
     PYTHONPATH=src python3 benchmarks/gradients.py                 # both, default sizes

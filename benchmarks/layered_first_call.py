@@ -1,4 +1,4 @@
-"""Where the layered map's first call goes (issue 12, item 5): one fresh process per run,
+"""Where the layered map's first call goes: one fresh process per run,
 timing the import, the backend's start, the first and the second call of
 ``dipole_fields`` for ``examples/layered_dipole.toml``, and each compilation (JAX's
 log of compiles). ``--cache DIR`` names the persistent-cache folder (fresh: a first

@@ -1,4 +1,4 @@
-"""Do copies between device and pinned host memory overlap the device's compute? (issue 19)
+"""Do copies between device and pinned host memory overlap the device's compute?
 
 One fresh process: a memory-bound loop on the device (``compute``), a device -> pinned copy
 (``down``) and a pinned -> device copy (``up``) of ``--gb`` GB each, timed alone and then
@@ -116,7 +116,7 @@ def main() -> None:
     ins = [jax.device_put(jnp.full(n, float(k), jnp.float32), P) for k in range(6)]
     jax.block_until_ready(ins)
 
-    def pipe_after():  # upload k + 1 issued after compute k (the window of session 11)
+    def pipe_after():  # upload k + 1 issued after compute k (the window of commits cfa7ac4..b97c256)
         u, outs = jax.device_put(ins[0], D), []
         for k in range(6):
             c = compute(u)

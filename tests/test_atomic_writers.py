@@ -1,7 +1,6 @@
 """The benchmark sweep recorder (``emjax.bench.record``) and the ADDA text files
 (``emjax.dda.adda_files``): the output path is checked before anything is computed, and a
-write that fails half-way leaves the previous file whole and no temporary file behind
-(issue 12)."""
+write that fails half-way leaves the previous file whole and no temporary file behind."""
 
 import json
 import pathlib

@@ -135,7 +135,7 @@ def test_qmr_lean_matches_qmr():
 @pytest.mark.parametrize("rtol", [1.0, 2.0, -1e-5, float("nan"), "1e-5", True])
 def test_rtol_outside_0_1_is_refused(rtol):
     """rtol >= 1 is met by the zero initial guess ("converged" with nothing solved): refused,
-    as are negative, NaN and non-numeric values, naming the field and the range (issue 12)."""
+    as are negative, NaN and non-numeric values, naming the field and the range."""
     from emjax.krylov import QMR
 
     with pytest.raises(ConfigError, match=r"rtol must be (in \[0, 1\)|a number in \[0, 1\))"):

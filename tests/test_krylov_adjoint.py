@@ -1,5 +1,5 @@
-"""The traceable Krylov solve with adjoint gradients (:func:`emjax.krylov.linear_solve`,
-issue 16) against dense JAX linear algebra: gradients with respect to the right side and to
+"""The traceable Krylov solve with adjoint gradients (:func:`emjax.krylov.linear_solve`)
+against dense JAX linear algebra: gradients with respect to the right side and to
 the operator's parameters (reverse and forward mode), under jit and vmap, and no
 per-iteration residuals in the VJP.
 

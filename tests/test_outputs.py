@@ -1,4 +1,4 @@
-"""Outputs (issue 12): every command checks ``--out`` (and checkpoints) before it computes
+"""Outputs: every command checks ``--out`` (and checkpoints) before it computes
 anything, and writes its files atomically (a temporary file in the same folder, then a
 rename). The computations are replaced by functions that fail the test if reached."""
 

@@ -1,4 +1,4 @@
-"""print(result) fits a screen: arrays shown as shape and dtype (issue 12)."""
+"""print(result) fits a screen: arrays shown as shape and dtype."""
 
 import dataclasses
 

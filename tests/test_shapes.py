@@ -1,4 +1,4 @@
-"""Issue-5 shapes: ADDA's regular prisms, polygon prisms, the bullet rosette, ADDA geometry files."""
+"""Shapes: ADDA's regular prisms, polygon prisms, the bullet rosette, ADDA geometry files."""
 
 import math
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""docs/toml.md against the parsers (issue 12): every key a command's TOML parser accepts has
+"""docs/toml.md against the parsers: every key a command's TOML parser accepts has
 a row in its table on the page, and every row names a key the parser accepts. The parsers
 are run on configs that reach every table and every variant (source types, monitor types,
 shapes, materials) with ``emjax.config.check_keys`` watched: what it is asked to allow is

@@ -1,5 +1,5 @@
 """A concise ``repr`` for result records: scalars in full, arrays as their shape and dtype,
-long sequences by length, so that ``print(result)`` fits a screen (issue 12)."""
+long sequences by length, so that ``print(result)`` fits a screen."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ADDA parity of orientation averaging (issue 5).
+"""ADDA parity of orientation averaging.
 
 Reference: ADDA 1.5.0-alpha3 runs in tests/data/adda_orient_avg/ (commands and versions in its
 README.md): ``adda -shape cylinder 2 -eq_rad 2 -m 1.5 0.01 -orient avg`` with ADDA's default
@@ -35,7 +35,7 @@ def problem():
 
 @pytest.mark.slow
 def test_cylinder_average_vs_converged_adda():
-    """(37 s on 2 cores, hence slow; test_issue_command_vs_adda keeps an ADDA comparison of
+    """(37 s on 2 cores, hence slow; test_default_command_vs_adda keeps an ADDA comparison of
     the average in the fast suite.) Same lattice as ADDA; the cylinder's lattice symmetries
     (4-fold about z, 2-fold about x) let the average use n_fold=4, c2_x. emjax's Qext and
     Qabs must equal the converged ADDA average to 2e-4 (solver tolerance 1e-5 in each code
@@ -65,8 +65,8 @@ def test_cylinder_average_vs_converged_adda():
 
 
 @pytest.mark.slow
-def test_issue_command_vs_adda(capsys):
-    """The issue's command line as a user types it (no symmetry given, default rule eps 1e-3;
+def test_default_command_vs_adda(capsys):
+    """The plain command line as a user types it (no symmetry given, default rule eps 1e-3;
     58 orientations, ~20 s here): averaged Qext and Qabs within 1e-3 of the converged ADDA
     average (measured 4e-5 and 2e-5; ADDA's own default run: 1e-3 off with 30)."""
     import json

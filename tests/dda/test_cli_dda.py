@@ -391,7 +391,7 @@ def test_orient_avg_json_and_adda_files(capsys, tmp_path):
 
 def test_orient_avg_missing_its_accuracy_is_not_converged(capsys):
     """A requested --avg-eps that the maximum levels cannot reach: the results are written
-    but the run is not "converged" (exit 2, the estimate and the goal named; issue 12)."""
+    but the run is not "converged" (exit 2, the estimate and the goal named)."""
     argv = AVG[: AVG.index("--avg-eps")] + ["--avg-eps", "1e-9", "--json"]
     rc, out, err = run(capsys, argv)
     assert rc == 2

@@ -1,4 +1,4 @@
-"""``emjax dda --surf H M`` / ``--prop X,Y,Z`` / a ``[substrate]`` table (issue 15, item 4).
+"""``emjax dda --surf H M`` / ``--prop X,Y,Z`` / a ``[substrate]`` table.
 
 The command layer only: the flags reach DDAProblem as the Python API's arguments (the
 numbers then equal ADDA's, see test_surface_parity.py), --json carries the per-polarization

@@ -1,6 +1,6 @@
 """Bad ``emjax dda --config`` TOML files (top level): each refused while the file is read,
 before anything is built or allocated, with a one-line ConfigError naming the key and what
-is allowed (issue 12). The registries' names and the forms shared with the command line
+is allowed. The registries' names and the forms shared with the command line
 (``m``, ``orient``) are checked where the config is mapped onto the API (``build_dda``).
 tests/test_bad_input_cli.py runs the same cases through ``emjax dda --config``."""
 

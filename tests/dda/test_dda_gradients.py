@@ -1,4 +1,4 @@
-"""Differentiable DDA (issue 16): ``jax.grad`` through :func:`emjax.dda.efficiencies` with
+"""Differentiable DDA: ``jax.grad`` through :func:`emjax.dda.efficiencies` with
 respect to Re m, Im m and the size, against central finite differences of the same
 function, and the adjoint solve's memory (nothing per iteration is kept).
 

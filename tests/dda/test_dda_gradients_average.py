@@ -1,4 +1,4 @@
-"""Differentiable orientation average (issue 16): ``jax.grad`` through
+"""Differentiable orientation average: ``jax.grad`` through
 :func:`emjax.dda.efficiencies_averaged` against central finite differences of the same
 function, and its values against :func:`emjax.dda.average` at the same fixed rule.
 

@@ -1,4 +1,4 @@
-"""Differentiable DDA on a substrate (issue 16): :func:`emjax.dda.efficiencies` with
+"""Differentiable DDA on a substrate: :func:`emjax.dda.efficiencies` with
 ``substrate=`` against central finite differences of the same function, its values
 against :func:`emjax.dda.solve`, and the reciprocity the adjoint relies on.
 

@@ -1,5 +1,5 @@
 """Bad ``[substrate]`` tables of ``emjax dda --config``: refused while reading, naming the
-field by its table path (issue 12)."""
+field by its table path."""
 
 import pytest
 

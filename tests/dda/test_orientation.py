@@ -1,4 +1,4 @@
-"""Orientation averaging (issue 5): quadrature, batched solves, symmetry, sphere invariance."""
+"""Orientation averaging: quadrature, batched solves, symmetry, sphere invariance."""
 
 import math
 

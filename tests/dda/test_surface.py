@@ -1,4 +1,4 @@
-"""DDA on a substrate (issue 15): the pieces against independent references.
+"""DDA on a substrate: the pieces against independent references.
 
 * the reflected-interaction matvec (2-D FFT in x, y and the Hankel z_i + z_j structure by
   a reversed spectrum) against a dense sum whose every block comes from
@@ -133,7 +133,7 @@ def test_substrate_of_index_one_is_free_space():
     """A substrate of index 1 reflects nothing: the surface solver (reflected table all zero
     from layered, Hankel matvec, stack plane waves) must give the free-space DDA with the
     same prop and polarizations. 30 deg oblique from above, cube of 216 dipoles. Measured
-    |dQ| 3e-15; bound 1e-10 (the issue's)."""
+    |dQ| 3e-15; bound 1e-10."""
     prop = (0.5, 0.0, -0.8660254037844386)
     sol = krylov.QMR(rtol=1e-12)
     free = dda.solve(_cube(prop=prop), sol)

@@ -1,4 +1,4 @@
-"""Far field of a particle on a substrate (issue 15, item 3) and independent checks (item 5).
+"""Far field of a particle on a substrate against ADDA, and independent checks.
 
 ADDA reference: tests/dda/data/adda_surface (ampl/mueller in the scattering plane of prop
 and z, theta from +z in 10 deg steps; Csca over the upper and, for glass, lower

@@ -1,4 +1,4 @@
-"""emjax's DDA on a substrate against ADDA's surface mode on equal inputs (issue 15, item 5).
+"""emjax's DDA on a substrate against ADDA's surface mode on equal inputs.
 
 Reference: tests/dda/data/adda_surface/adda_surface.json (ADDA 1.5.0-alpha3, ``-pol ldr -sym
 no -int_surf som``, QMR to 1e-10; see that folder's README for the conventions). emjax runs
@@ -30,7 +30,7 @@ sphere_g16_free_oblique30 (-prop)   2.9e-11   4.8e-11   (no substrate)
 
 The cubes agree with the tighter ADDA build to 2e-8, which pins the reflected interaction,
 the incident fields and the normalization; the spheres (70-120 QMR iterations at 1e-10 in
-both codes, ADDA's 10-digit somnec constants) scatter at 1e-6..1.5e-5. The issue asks for
+both codes, ADDA's 10-digit somnec constants) scatter at 1e-6..1.5e-5. The target is
 1e-3; the bound here is 5e-5, three times the worst measured difference, so a wrong sign or
 factor anywhere in G_R (its effect on Qext is 0.1..0.9) fails loudly.
 """

@@ -1,4 +1,4 @@
-"""Orientation-averaged spheroids vs the T-matrix method (issue 5).
+"""Orientation-averaged spheroids vs the T-matrix method.
 
 Reference: tests/data/tmatrix_spheroids.json, written by tests/data/make_tmatrix_reference.py
 with pytmatrix 0.3.2 (Mishchenko's T-matrix code; how to install it is in that script and in

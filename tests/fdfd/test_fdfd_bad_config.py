@@ -1,6 +1,6 @@
 """Bad ``emjax fdfd`` TOML configs: each refused while parsing (nothing is rasterized or
-solved) with a one-line ConfigError naming the field by its table path and what is allowed
-(issue 12). tests/fdfd/test_cli.py holds the command-line cases."""
+solved) with a one-line ConfigError naming the field by its table path and what is allowed.
+tests/fdfd/test_cli.py holds the command-line cases."""
 
 import copy
 

@@ -213,7 +213,7 @@ def test_plane_wave_checks():
 
 @pytest.mark.slow
 def test_pec_sphere_ka_pi_vs_mie():
-    """The issue's case: PEC sphere ka = pi (radius 0.5 wavelength) at 20 cells per
+    """The reference case: PEC sphere ka = pi (radius 0.5 wavelength) at 20 cells per
     wavelength, RCS within 1 dB of Mie in both planes (measured: conformal 0.14 dB in both,
     staircase 5.1 dB at the E-plane null near 85 deg and 2.9 dB backscatter). ~1 min each."""
     wave = fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0))

@@ -98,7 +98,7 @@ def test_pec_cylinder_scattering_width(a, te):
 @pytest.mark.parametrize("a", [0.5, 1.0])
 def test_dielectric_cylinder_scattering_width(a, te):
     """eps = 4 cylinder (radius 0.5 and 1 wavelength), subpixel averaging, as above: the
-    issue's 0.5 dB at 40 cells per (vacuum) wavelength, i.e. 20 per wavelength inside n = 2
+    target of 0.5 dB at 40 cells per (vacuum) wavelength, i.e. 20 per wavelength inside n = 2
     across 2-4 internal wavelengths. Measured dB at 40 / 80 (compact stencil): TM a=0.5 0.232
     / 0.054, TM a=1 0.123 / 0.029, TE a=0.5 0.169 / 0.036, TE a=1 0.095 / 0.040; lin 2.0e-3 /
     5.0e-4, 5.0e-3 / 1.2e-3, 1.24e-2 / 3.4e-3, 8.7e-3 / 1.6e-3 (slopes 2.0, 2.05, 1.86,

@@ -1,7 +1,7 @@
 """A checkpoint that is not one (garbage, truncated, bit-flipped, pickled, another program's
 .npz, a folder) or one of another simulation: ``fdtd.run(..., checkpoint=path)`` (through
 ``checkpoint.load``) and ``checkpoint.load_host`` raise a ConfigError naming the file and
-what is wrong, not NumPy's or zipfile's message (issue 12). Tiny grids: fast."""
+what is wrong, not NumPy's or zipfile's message. Tiny grids: fast."""
 
 import numpy as np
 import pytest

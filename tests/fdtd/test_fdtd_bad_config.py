@@ -1,5 +1,5 @@
 """Bad FDTD TOML configs (cell-index form): each refused before anything grid-sized is
-allocated, with a one-line ConfigError naming the field and what is allowed (issue 12)."""
+allocated, with a one-line ConfigError naming the field and what is allowed."""
 
 import copy
 import warnings

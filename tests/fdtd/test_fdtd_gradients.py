@@ -1,4 +1,4 @@
-"""Differentiable FDTD (issue 16): ``jax.grad`` through ``fdtd.run`` with respect to the
+"""Differentiable FDTD: ``jax.grad`` through ``fdtd.run`` with respect to the
 permittivity array, against central finite differences, and the memory of a 1000-step
 gradient with checkpointed (rematerialized) segments.
 

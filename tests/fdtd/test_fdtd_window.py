@@ -1,4 +1,4 @@
-"""The calculation window (emjax.fdtd.window, issue 19) equals the in-memory run bit for bit
+"""The calculation window (emjax.fdtd.window) equals the in-memory run bit for bit
 on the CPU: the state in host memory, slabs along x with ghost planes, th steps per pass.
 
 Every comparison is np.array_equal (no tolerance): the slab runs the same jitted step on a

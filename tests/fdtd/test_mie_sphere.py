@@ -145,7 +145,7 @@ def _cross_sections(run):
 def test_sphere_cross_sections_vs_mie(sphere_run):
     """Csca = outward flux of the scattered field through the SF box / incident intensity,
     within 2% of Mie at every wavelength (measured <= 1.04%: the staircased surface and Yee
-    dispersion; the issue asks for 5%). Absorption (net inward flux through the TF box) of
+    dispersion; the target is 5%). Absorption (net inward flux through the TF box) of
     this lossless sphere is below 1% of Csca, so Cext = Csca + Cabs agrees with Mie too."""
     Csca, Cabs = _cross_sections(sphere_run)
     mie = np.array([miepython.efficiencies_mx(M, 2 * np.pi * f * R)[:2] for f in FREQS]) * np.pi * R**2

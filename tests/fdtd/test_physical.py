@@ -139,7 +139,7 @@ def test_dielectric_sphere_converges_at_second_order():
     """An eps = 6 sphere at size parameter 1.5 (f = 1; also f = 0.9 and 1.1), TF/SF plane
     wave, Csca from the CrossSections boxes vs Mie (miepython) at 5, 7 and 10 cells per
     radius. With subpixel averaging the worst error over the three frequencies falls as a
-    power >= 1.7 of the resolution (measured 7.6%, 3.5%, 1.6%: slope 2.2) and at the issue's
+    power >= 1.7 of the resolution (measured 7.6%, 3.5%, 1.6%: slope 2.2) and at
     x = 1.5 it is within 1% at 10 cells per radius (measured 0.17%). What is left is the Yee
     grid's dispersion inside the sphere (15 cells per wavelength there at f = 1.1: the
     effective index ~0.5% high; Qsca at x = 1.65 rises 2.6% per 0.5% of index, so that
@@ -269,7 +269,7 @@ def _peak(f, y):
 
 
 def _drude_sphere_errors(cells_per_radius, averaging):
-    """(peak frequency, Cext peak height, Csca peak height) errors vs Mie of the issue's Drude
+    """(peak frequency, Cext peak height, Csca peak height) errors vs Mie of the reference Drude
     sphere (eps_inf 1, omega_p 13, gamma 1, R = 0.1; plasmon near f = 1)."""
     import miepython
 
@@ -301,10 +301,10 @@ def _drude_sphere_errors(cells_per_radius, averaging):
 
 @pytest.mark.slow
 def test_drude_sphere_plasmon_subpixel():
-    """The issue's Drude sphere at 5 cells per radius with subpixel averaging (the metal's
+    """The reference Drude sphere at 5 cells per radius with subpixel averaging (the metal's
     interface nodes as anisotropic two-pole media): plasmon peak frequency within 0.5%, Cext
     and Csca peak heights within 2% of Mie (measured -0.09%, -0.3%, -0.6%; staircased at 10
-    cells per radius the height is 15% low, as the issue measured). 15 s."""
+    cells per radius the height is 15% low). 15 s."""
     pytest.importorskip("miepython")
     err = _drude_sphere_errors(5, "subpixel")
     assert abs(err[0]) < 0.005 and np.all(np.abs(err[1:]) < 0.02), err
@@ -313,7 +313,7 @@ def test_drude_sphere_plasmon_subpixel():
 @pytest.mark.slow
 def test_drude_sphere_converges():
     """(3 min, slow.) The Drude sphere at 5, 7, 10 cells per radius: with subpixel averaging
-    at 10 cells per radius the peak is within 1% in frequency and 5% in height (the issue's
+    at 10 cells per radius the peak is within 1% in frequency and 5% in height (the
     target; measured +0.04% and -0.08%) and the height error falls at second order (power
     >= 1.7; measured -0.34%, +0.20%, -0.08%: slope 2.1, at a level where the sign turns and
     the fit of the peak and the grid's dispersion are of the same size); staircased (per E

@@ -1,6 +1,6 @@
 """Bad physical-unit FDTD TOML configs ([simulation] form): each refused while parsing (no
 grid is built, nothing rasterized) with a one-line ConfigError naming the field by its table
-path and what is allowed (issue 12)."""
+path and what is allowed."""
 
 import copy
 import warnings

@@ -5,7 +5,7 @@
 ...                       wavelength=0.6283185307, dipoles_per_wavelength=15)
 >>> res = dda.solve(prob)          # QMR to relative residual 1e-5, both polarizations
 >>> res.Qext, res.Qabs, res.mueller.shape
->>> dda.efficiencies(prob).Qext   # traceable: jax.grad w.r.t. m or the size (issue 16),
+>>> dda.efficiencies(prob).Qext   # traceable: jax.grad w.r.t. m or the size,
 ...                                # also on a substrate (and w.r.t. the substrate's index)
 >>> q = dda.OrientationAverage(eps=0, beta_levels=(2, 2), gamma_levels=(2, 2))
 >>> dda.efficiencies_averaged(prob, q).mueller[:, 0, 0]   # traceable <S11>(theta)

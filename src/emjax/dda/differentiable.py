@@ -1,4 +1,4 @@
-"""Differentiable DDA (issue 16): efficiencies and the amplitude/Mueller matrices as JAX
+"""Differentiable DDA: efficiencies and the amplitude/Mueller matrices as JAX
 functions of the refractive index and the size.
 
 :func:`efficiencies` is the traceable twin of :func:`emjax.dda.solve`: the same lattice,

@@ -1,4 +1,4 @@
-"""Differentiable orientation average (issue 16): :func:`efficiencies_averaged`, the
+"""Differentiable orientation average: :func:`efficiencies_averaged`, the
 traceable twin of :func:`emjax.dda.average` over a fixed set of orientations.
 
 What a user fitting a measured phase function of randomly oriented particles needs::

@@ -1,4 +1,4 @@
-"""Differentiable DDA on a substrate (issue 16): the traceable twin of ``dda.solve`` for a
+"""Differentiable DDA on a substrate: the traceable twin of ``dda.solve`` for a
 particle above a planar stack (ADDA's surface mode, :mod:`emjax.dda.substrate`).
 
 :func:`emjax.dda.efficiencies` comes here when ``problem.substrate`` is set. What may be

@@ -57,7 +57,7 @@ def resolve_stack(substrate, wavelength: float) -> tuple[Stack, np.ndarray]:
             )
         stack = Stack(eps=substrate.eps, thickness=substrate.thickness, z_top=0.0)
         return stack, eps
-    if is_traced(substrate) and np.ndim(substrate) == 0:  # jax.grad w.r.t. the index (issue 16)
+    if is_traced(substrate) and np.ndim(substrate) == 0:  # jax.grad w.r.t. the index
         value = primal(substrate)
         if value is not None:
             resolve_stack(complex(value), wavelength)  # the checks, on the concrete value

@@ -1,4 +1,4 @@
-"""Differentiable 2-D TM FDFD (issue 16): the field as a JAX function of the permittivity.
+"""Differentiable 2-D TM FDFD: the field as a JAX function of the permittivity.
 
 :func:`tm_field` solves the TM problem of :func:`emjax.fdfd.solve_tm` for a permittivity
 *array* at the E_z nodes (the PML included, as ceviche's ``eps_r``), with ``jax.grad``,

@@ -1,4 +1,4 @@
-"""Differentiable 3-D FDFD (issue 16): E as a JAX function of the permittivity array.
+"""Differentiable 3-D FDFD: E as a JAX function of the permittivity array.
 
 :func:`field_3d` solves the problem of :func:`emjax.fdfd.solve_3d` (the same matrix-free
 operator, Jacobi + Shin-Fan grad-div term, QMR on the device) for a permittivity *array*

@@ -1,4 +1,4 @@
-"""Differentiable 2-D TE FDFD (issue 16): H_z as a JAX function of the in-plane permittivity.
+"""Differentiable 2-D TE FDFD: H_z as a JAX function of the in-plane permittivity.
 
 :func:`te_field` solves the TE problem of :func:`emjax.fdfd.solve_te` for permittivity
 *arrays* on the E_x and E_y edges (the PML included), diagonal in-plane (no Kottke

@@ -1,4 +1,4 @@
-"""The 3-D FDFD operator on several devices: E arrays split in slabs along x (issue 17).
+"""The 3-D FDFD operator on several devices: E arrays split in slabs along x.
 
 The matrix-free operator (:class:`emjax.fdfd.operator3d.Operator3D`) is a nearest-neighbour
 stencil, so it is sharded like the FDTD grid: every (3, nx, ny, nz) leaf, the x axis's PML

@@ -8,7 +8,7 @@ Rules at an interface node (fill fraction ``f`` of the node's own material, norm
 * a one-pole Drude/Lorentz medium against a dielectric (averaging "subpixel"): the node
   becomes the anisotropic medium ``eps_t (I - n n) + eps_n n n`` of Kottke's two mixtures,
   each one pole again (subpixel.mixed_poles; Liu, Brio & Moloney, Opt. Lett. 37, 4802 (2012)),
-  with its polarizations kept per node: second order (issue 13's Drude sphere at 10 cells
+  with its polarizations kept per node: second order (a Drude sphere at 10 cells
   per radius: peak +0.04% in frequency, -0.08% in height; an oblique TM Drude film vs Airy
   4e-4, tests/fdtd/test_physical.py);
 * a medium of several poles, or any dispersive medium staircased: a node takes the medium

@@ -1,4 +1,4 @@
-"""FDTD on several devices: the grid split into slabs along x (issue 17).
+"""FDTD on several devices: the grid split into slabs along x.
 
 Usage: ``fdtd.run(sim, steps, layout=4)`` (a device count, a list of devices or an
 :class:`emjax.layout.Layout`); ``emjax fdtd CONFIG --devices N``; ``emjax bench fdtd --size N

@@ -135,7 +135,7 @@ def run(
     ``checkpoint`` is written per shard (readable by any layout). Concrete inputs only (a
     traced run stays on one device).
 
-    ``out_of_core``: the calculation window of :mod:`emjax.fdtd.window` (issue 19): the
+    ``out_of_core``: the calculation window of :mod:`emjax.fdtd.window`: the
     state in host memory, slabs along x advanced ``th`` steps per visit on the device.
     ``None`` (default): used automatically when a concrete one-device run on a GPU does not
     fit the device's memory; ``False``: never; ``True`` or a dict ``{"th": ..., "slab": ...,

@@ -1,4 +1,4 @@
-"""FDTD beyond the device's memory: a calculation window with temporal blocking (issue 19).
+"""FDTD beyond the device's memory: a calculation window with temporal blocking.
 
 Design
 ------

@@ -1,4 +1,4 @@
-"""The calculation window's benchmark (issue 19): cell updates/s vs steps per pass (th)
+"""The calculation window's benchmark: cell updates/s vs steps per pass (th)
 against the in-memory run and the rate model of :mod:`emjax.fdtd.window`; used by ``emjax
 bench fdtd --out-of-core`` and benchmarks/fdtd_window.py (whose docstring explains the
 columns)."""

@@ -1,4 +1,4 @@
-"""A traceable Krylov solve with adjoint gradients (issue 16).
+"""A traceable Krylov solve with adjoint gradients.
 
 :func:`linear_solve` solves ``A x = b`` in one ``lax.while_loop`` (no host round trips, no
 chunks, no history), so it runs under ``jit``, ``vmap``, ``grad`` and ``jvp``. It is wrapped

@@ -1,4 +1,4 @@
-"""Run ADDA's surface mode on the cases below and write adda_surface.json (issue 15, item 5).
+"""Run ADDA's surface mode on the cases below and write adda_surface.json.
 
 Usage (through regenerate.sh, which checks the environment):
 
@@ -73,7 +73,7 @@ def fmt(v: float) -> str:
     return repr(float(v))
 
 
-def sphere(name, grid, prop, sub, csca=(), group="item5"):
+def sphere(name, grid, prop, sub, csca=(), group="parity"):
     args = (
         f"-shape sphere -eq_rad {fmt(SPHERE_EQRAD)} -m {SPHERE_M[0]} {SPHERE_M[1]} -grid {grid}"
         f" -prop {' '.join(fmt(p) for p in prop)}"
@@ -87,7 +87,7 @@ def sphere(name, grid, prop, sub, csca=(), group="item5"):
     return name, dict(group=group, adda_args=args, emjax=emjax, csca=list(csca))
 
 
-def cube(name, prop, sub, csca=(), group="item5"):
+def cube(name, prop, sub, csca=(), group="parity"):
     height = CUBE_SIZE / 2 + GAP
     args = (
         f"-shape box -size {fmt(CUBE_SIZE)} -m {CUBE_M[0]} {CUBE_M[1]} -grid 6"
@@ -107,25 +107,25 @@ def cube(name, prop, sub, csca=(), group="item5"):
 
 CASES = dict(
     [
-        # issue 15 item 5: sphere x = 5, m = 1.5+0.01i, 0.05 above glass / metal, normal and 30 deg
+        # parity cases: sphere x = 5, m = 1.5+0.01i, 0.05 above glass / metal, normal and 30 deg
         sphere("sphere_g16_glass_normal", 16, DOWN_NORMAL, GLASS, ("up", "down")),
         sphere("sphere_g16_glass_oblique30", 16, DOWN_30, GLASS, ("up", "down")),
         sphere("sphere_g16_metal_normal", 16, DOWN_NORMAL, METAL, ("up",)),
         sphere("sphere_g16_metal_oblique30", 16, DOWN_30, METAL, ("up",)),
         # the same on a finer lattice (dpl 15.06 = ADDA's default 10|m|)
-        sphere("sphere_g24_glass_normal", 24, DOWN_NORMAL, GLASS, group="item5_fine"),
-        sphere("sphere_g24_glass_oblique30", 24, DOWN_30, GLASS, group="item5_fine"),
-        sphere("sphere_g24_metal_normal", 24, DOWN_NORMAL, METAL, group="item5_fine"),
-        sphere("sphere_g24_metal_oblique30", 24, DOWN_30, METAL, group="item5_fine"),
-        # issue 15 item 5: small absorbing cube (6^3 dipoles, m = 2+1i, k*edge = 1)
+        sphere("sphere_g24_glass_normal", 24, DOWN_NORMAL, GLASS, group="parity_fine"),
+        sphere("sphere_g24_glass_oblique30", 24, DOWN_30, GLASS, group="parity_fine"),
+        sphere("sphere_g24_metal_normal", 24, DOWN_NORMAL, METAL, group="parity_fine"),
+        sphere("sphere_g24_metal_oblique30", 24, DOWN_30, METAL, group="parity_fine"),
+        # parity cases: small absorbing cube (6^3 dipoles, m = 2+1i, k*edge = 1)
         cube("cube_metal_oblique30", DOWN_30, METAL, ("up",)),
         cube("cube_glass_normal", DOWN_NORMAL, GLASS, ("up", "down")),
         cube("cube_glass_oblique30_az30", DOWN_30_AZ30, GLASS, ("up", "down")),
-        # issue 15 item 2: incidence from below (through the substrate), lossless substrate only
-        sphere("sphere_g16_glass_below_normal", 16, UP_NORMAL, GLASS, ("up", "down"), group="item2_below"),
-        sphere("sphere_g16_glass_below_oblique30", 16, UP_30, GLASS, ("up", "down"), group="item2_below"),
-        cube("cube_glass_below_oblique30", UP_30, GLASS, ("up", "down"), group="item2_below"),
-        # no substrate, -prop only (issue 15 item 4: --prop also without a substrate)
+        # incidence from below (through the substrate), lossless substrate only
+        sphere("sphere_g16_glass_below_normal", 16, UP_NORMAL, GLASS, ("up", "down"), group="below"),
+        sphere("sphere_g16_glass_below_oblique30", 16, UP_30, GLASS, ("up", "down"), group="below"),
+        cube("cube_glass_below_oblique30", UP_30, GLASS, ("up", "down"), group="below"),
+        # no substrate, -prop only (--prop also without a substrate)
         sphere("sphere_g16_free_oblique30", 16, DOWN_30, None, ("all",), group="free_prop"),
     ]
 )
