@@ -1,5 +1,5 @@
-"""Bad inputs to the Python APIs (issue 12: the validation layer "used by both the CLI and
-the Python API"): each raises a one-line ConfigError naming the argument (and, for ranges,
+"""Bad inputs to the Python APIs (the validation layer the CLI and the Python API share):
+each raises a one-line ConfigError naming the argument (and, for ranges,
 what is allowed) before anything grid-sized is allocated or compiled. Parse-level and fast:
 nothing here solves, steps or compiles a kernel (fdtd.run cases are refused before the
 first step)."""

@@ -1,5 +1,5 @@
-"""Every bad-input case of the TOML suites, through the command line as a user meets it
-(issue 12): ``emjax fdtd|fdfd|layered FILE.toml`` and ``emjax dda --config FILE.toml`` exit
+"""Every bad-input case of the TOML suites, through the command line as a user meets it:
+``emjax fdtd|fdfd|layered FILE.toml`` and ``emjax dda --config FILE.toml`` exit
 with status 1, print nothing on stdout and one line ``emjax: error: ...`` on stderr naming
 the field, and no traceback. Nothing is computed: each case is refused while the file is
 read."""
@@ -87,7 +87,7 @@ def test_bad_dda_config_exits_1_with_one_line_naming_the_key(tmp_path, capsys, m
     assert not (tmp_path / "out" / "result.nc").exists()
 
 
-def test_the_suites_reach_the_issues_count():
-    """Issue 12 asks for >= 100 bad-input cases over the commands (with the DDA's in
-    tests/dda)."""
+def test_the_suites_cover_many_cases():
+    """At least 100 bad-input cases over the commands (with the DDA's in tests/dda), so a
+    case dropped by accident shows."""
     assert len(CASES) >= 100 and len(DDA_CASES) >= 40

@@ -67,7 +67,7 @@ class DDAProblem:
     height : with a substrate, the distance from the stack's top interface up to the
         lattice (box) centre (ADDA's ``h``); the voxels must stay above the interface.
 
-    Differentiable inputs (issue 16): ``m`` (each entry, e.g. ``n + 1j * k`` with traced
+    Differentiable inputs: ``m`` (each entry, e.g. ``n + 1j * k`` with traced
     ``n``, ``k``) and the size (``size_x`` or ``eq_rad``) may be JAX tracers; they are not
     checked then (their values are unknown while tracing). The lattice must not depend on
     them: a traced ``m`` needs ``dipoles_per_wavelength`` or ``grid`` with a size (not the
