@@ -121,3 +121,12 @@ def test_paths_become_paths():
 
     cfg = check_dda_toml({"out": "results", "checkpoint": "avg.npz"})
     assert cfg["out"] == Path("results") and cfg["checkpoint"] == Path("avg.npz")
+
+
+def test_a_particle_without_size_names_the_options():
+    """No size, eq_rad nor grid: the line names the flags a user types (--size, --eq-rad,
+    --grid) and the config keys, never the API's size_x."""
+    cfg = {k: v for k, v in BASE.items() if k not in ("size", "grid")}
+    with pytest.raises(ConfigError, match=r"^give the particle's size: --size .* --eq-rad, .* --grid") as e:
+        build(cfg)
+    assert "size_x" not in str(e.value) and "eq_rad or grid" in str(e.value)

@@ -148,6 +148,14 @@ def build_dda(cfg: dict):
     ntheta = require_int("ntheta", cfg["ntheta"], 2, 100_000)
     if not isinstance(cfg["no_integrate"], bool):
         raise ConfigError(f"no_integrate must be true or false, got {cfg['no_integrate']!r}")
+    from ..geometry import Voxels
+
+    unsized = all(cfg[k] is None for k in ("size", "eq_rad", "grid"))
+    if unsized and not isinstance(shape, Voxels):
+        raise ConfigError(
+            "give the particle's size: --size (its extent along x) or --eq-rad, or the dipoles "
+            "along x, --grid (in a config: size, eq_rad or grid)"
+        )
     problem = DDAProblem(
         shape,
         m=refractive_indices(cfg["m"]),
