@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from .errors import ConfigError, ResourceError
+from .hostinfo import host_available_bytes  # noqa: F401 (part of this module's API)
 
 PRECISIONS = ("single", "double")
 
@@ -132,21 +133,6 @@ def device_memory_bytes(device: jax.Device | None = None) -> int:
         except Exception:  # noqa: BLE001 - some backends don't report
             pass
     return host_available_bytes()
-
-
-def host_available_bytes() -> int:
-    """Available host RAM from /proc/meminfo (falls back to total physical memory)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 8 * 1024**3
 
 
 def check_memory(

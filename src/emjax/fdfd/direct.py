@@ -126,7 +126,7 @@ def factor_bytes(unknowns: int, right_sides: int = 1) -> int:
 def check_host_memory(shape, right_sides: int = 1) -> None:
     """Refuse (:class:`ResourceError`, before anything is assembled) a 2-D grid whose host
     direct solve would not fit the available RAM (the GPU block solver checks its own)."""
-    from ..backend import host_available_bytes
+    from ..hostinfo import host_available_bytes
 
     n = int(np.prod(shape))
     need, have = factor_bytes(n, right_sides), host_available_bytes()
