@@ -214,7 +214,7 @@ def scaling_benchmark(
             else:
                 dirs = np.array([[np.sin(a), 0.0, np.cos(a)] for a in np.linspace(0, np.pi, batch)])
                 pols = np.array([[np.cos(a), 0.0, -np.sin(a)] for a in np.linspace(0, np.pi, batch)])
-                from .orientation import _incident_many
+                from .orientation_batch import _incident_many
 
                 Eb = _incident_many(g, d, k, dirs, pols.astype(complex))
                 sb = np.broadcast_to(np.asarray(s), (batch,) + s.shape)
