@@ -173,7 +173,8 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
     fixed, per_rhs = _memory(problem, grid)
     if batch:
         nodes_per_batch = batch
-        check_memory(fixed + 2 * batch * per_rhs, f"an orientation batch of {batch} on {grid}")
+        per_device = -(-batch // (1 if lay is None else lay.n))  # each device's share
+        check_memory(fixed + 2 * per_device * per_rhs, f"an orientation batch of {per_device} on {grid}")
     else:  # as many as fit in half the free memory
         fit = int(max(0.5 * device_memory_bytes() - fixed, 0) // (2 * per_rhs))
         nodes_per_batch = max(1, min(max_batch, fit)) * (1 if lay is None else lay.n)

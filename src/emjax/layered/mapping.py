@@ -1,0 +1,199 @@
+"""A layered map's groups integrated on one or several devices of this process, each
+device's work queued before any of its results is read.
+
+Three passes over the groups of :mod:`emjax.layered.groups`:
+
+1. every group's quadrature path is refined on a sample of its points; the groups are
+   dealt out to the devices round-robin and each device refines its own groups in its own
+   host thread (:func:`emjax.layout.on_each`). A group's refinement depends on its points
+   and its own random sample only, so the paths are the same on any number of devices;
+2. every group's points are integrated: each group's points dealt out whole, one
+   contiguous run per device; each device's thread queues the chunks of its runs of all
+   groups :data:`AHEAD` chunks ahead of the one it reads back, so the device never waits
+   for the host between chunks (nor between groups);
+3. the groups whose points the sample missed (error estimate above rtol) are refined again
+   with those points and integrated again.
+
+A point's integrals are the same operations whichever device and chunk computes them, so
+the map equals the one-device map to rounding (bit for bit on the CPU). One device runs the
+same code with one run per group.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+import numpy as np
+
+from ..layout import Layout, on_each
+from . import sommerfeld as som
+from .groups import _put, build, point_chunk
+
+
+class _Progress:
+    """Reports of the map to a :func:`emjax.layered.groups.reporting` callback, one at a time
+    (devices report from their threads): ``done`` counts points integrated in all."""
+
+    def __init__(self, callback, groups):
+        self.callback, self.lock = callback, threading.Lock()
+        self.total = sum(len(g.idx) for g in groups)
+        self.left = [len(g.idx) for g in groups]
+        self.done = 0
+
+    def __call__(self, k: int, stage: str, points: int = 0) -> None:
+        if self.callback is None:
+            return
+        with self.lock:
+            self.done += points
+            self.left[k] -= points
+            stages = [stage] + (["done"] if points and self.left[k] == 0 else [])
+            for st in stages:
+                info = dict(done=self.done, total=self.total, group=k + 1, groups=len(self.left), stage=st)
+                self.callback(info)
+
+
+def integrate_map(ctx, sel, batch: int, devices, callback=None):
+    """The integrals of every point of the map of ``ctx`` on ``devices`` (see the module
+    docstring): (I (N, nsel) complex, err (N,) relative error estimates, phi (N,), per-group
+    stats, largest node count, the groups)."""
+    gs = build(ctx, sel)
+    devices = list(devices)
+    prog = _Progress(callback, gs)
+    rtol = ctx["rtol"]
+    refine_s = [0.0] * len(gs)
+    _refine(gs, list(range(len(gs))), [()] * len(gs), devices, prog, refine_s)
+    t0 = time.perf_counter()
+    res, back = _integrate(gs, list(range(len(gs))), devices, batch, prog, t0, count=True)
+    again = []
+    for i, (k, e) in enumerate(res):
+        scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
+        bad = np.nonzero(e.sum(1) > rtol * scale)[0]
+        if len(bad):  # the sample missed these: refine with them and integrate again
+            again.append((i, bad[:64]))
+    if again:
+        which = [i for i, _ in again]
+        _refine(gs, which, [b for _, b in again], devices, prog, refine_s)
+        res2, back2 = _integrate(gs, which, devices, batch, prog, t0, count=False)
+        for i, r, t in zip(which, res2, back2):
+            res[i], back[i] = r, t
+    N = len(ctx["pts"])
+    I = np.zeros((N, len(sel)), complex)
+    err, phi = np.zeros(N), np.zeros(N)
+    second = {i for i, _ in again}
+    stats = []
+    for i, g in enumerate(gs):
+        k, e = res[i]
+        scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
+        I[g.idx] = k
+        err[g.idx] = e.sum(1) / scale
+        phi[g.idx] = g.phi
+        stats.append(
+            dict(
+                medium=g.m,
+                points=len(g.idx),
+                h_min=float(g.h.min()),
+                rho_max=float(g.rho.max()),
+                nodes=g.path.n_panels * 15,
+                rounds=g.rounds,
+                second_pass=i in second,
+                refine_s=refine_s[i],
+                integrated_by_s=back[i],
+            )
+        )
+    n_nodes = max(g.path.n_panels * 15 for g in gs)
+    return I, err, phi, tuple(stats), n_nodes, gs
+
+
+def _refine(gs, which, extras, devices, prog, refine_s) -> None:
+    """Refine the groups ``which`` (with the extra sample points ``extras``), dealt out to
+    the devices round-robin, side by side."""
+    n = min(len(devices), len(which))
+
+    def run(dev, mine):
+        for i, extra in mine:
+            prog(i, "refine")
+            t = time.perf_counter()
+            gs[i].refine(extra=extra)
+            refine_s[i] += time.perf_counter() - t
+
+    jobs = list(zip(which, extras))
+    on_each(devices[:n], run, [jobs[j::n] for j in range(n)])
+
+
+#: chunks of points a device has queued ahead of the one being read back (bounds the device
+#: memory held by results not yet read, while the device never waits for the host)
+AHEAD = 8
+
+
+def _integrate(gs, which, devices, batch, prog, t0, count: bool):
+    """The integrals (K (P, nsel), errors (P, nsel)) of the groups ``which``, each group's
+    points dealt out whole over the devices; and when each group's last run came back
+    (seconds after ``t0``)."""
+    runs = {i: Layout(tuple(devices)).deal(len(gs[i].idx)) for i in which}
+
+    def run(dev, j):
+        out = {}  # group -> (run, K, errors, seconds)
+        pending = deque()
+
+        def read(i, a, b, acc):
+            g, r = gs[i], runs[i][j]
+            if i not in out:
+                S = len(g.sel)
+                out[i] = [r, np.zeros((len(r), S), complex), np.zeros((len(r), S)), 0.0]
+            k, e = _collect(g, a, b, acc)
+            out[i][1][a - r.start : b - r.start] = k
+            out[i][2][a - r.start : b - r.start] = e
+            out[i][3] = time.perf_counter() - t0
+            if count:
+                prog(i, "integrate", b - a)
+
+        for i in which:
+            if len(runs[i][j]):
+                for item in _dispatch(gs[i], batch, runs[i][j]):
+                    pending.append((i, *item))
+                    if len(pending) > AHEAD:
+                        read(*pending.popleft())
+        while pending:
+            read(*pending.popleft())
+        return out
+
+    parts = on_each(devices, run, list(range(len(devices))))
+    shapes = {i: (len(gs[i].idx), len(gs[i].sel)) for i in which}
+    res = {i: (np.zeros(shapes[i], complex), np.zeros(shapes[i])) for i in which}
+    back = dict.fromkeys(which, 0.0)
+    for part in parts:
+        for i, (r, k, e, t) in part.items():
+            res[i][0][r.start : r.stop] = k
+            res[i][1][r.start : r.stop] = e
+            back[i] = max(back[i], t)
+    return [res[i] for i in which], [back[i] for i in which]
+
+
+def _dispatch(g, batch: int, run: range):
+    """Queue the integration of the group's points ``run`` on the default device, chunk by
+    chunk (a bucketed size, the last padded with copies of its last point); yields each
+    chunk's (start, stop, pending accumulators)."""
+    c = g.ctx
+    chunks = g.node_chunks()
+    size = point_chunk(len(run), batch)
+    S, rdt, cdt = len(g.sel), c["rdtype"], c["cdtype"]
+    for a in range(run.start, run.stop, size):
+        b = min(a + size, run.stop)
+        pts = [_put(np.pad(v[a:b], (0, size - (b - a)), mode="edge"), rdt) for v in (g.rho, g.z_up, g.zd)]
+        acc = tuple(_put(np.zeros((size, S)), t) for t in (cdt, rdt, cdt))
+        for k_, w_, coef_, kzm_, real, n_blocks in chunks:
+            args = (acc, k_, w_, coef_, kzm_, *pts)
+            acc = som.call(som.integrate, *args, n_blocks=n_blocks, **g._statics(real))
+        yield a, b, acc
+
+
+def _collect(g, a: int, b: int, acc):
+    """The integrals and error estimates of the group's points a..b from their accumulators:
+    the Gauss-Kronrod differences plus the truncated tail beyond k_max, estimated from the
+    last panel as for an exp(-h k_rho) decay: |K_last| q / (1 - q), q = exp(-h w), times 2."""
+    w_last = g.path.tail[1][-1] - g.path.tail[0][-1]
+    K, err, last = (np.asarray(x)[: b - a] for x in acc)
+    q = np.exp(-g.h[a:b] * w_last)
+    return K, err + 2 * np.abs(last) * (q / (1 - q))[:, None]
