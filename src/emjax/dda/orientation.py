@@ -207,21 +207,25 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
     )
     lock = threading.Lock()
 
-    def report(label, it, r):  # one report at a time (devices report from their threads)
-        with lock:
-            progress(label, it, r)
-
     def solve_nodes(keys, label):
         if not dealt:
             out = [solve_part(env, keys, Dhat, label, progress, lay)]
         else:
             runs = [(i, r) for i, r in enumerate(lay.deal(len(keys))) if len(r)]
+            latest = {}  # device -> (iterations, residual): one report for the batch, the worst
+
+            def report(dev, it, r):
+                with lock:  # devices report from their threads
+                    latest[dev] = (it, r)
+                    progress(label, max(v[0] for v in latest.values()), max(v[1] for v in latest.values()))
+
             out = on_each(
                 [lay.devices[i] for i, _ in runs],
-                lambda dev, part, D, lab: solve_part(env, part, D, lab, progress and report),
+                lambda dev, part, D: solve_part(
+                    env, part, D, dev, progress and (lambda _, it, r: report(dev, it, r))
+                ),
                 [[keys[j] for j in r] for _, r in runs],
                 [Dhats[i] for i, _ in runs],
-                [f"{label} (device {i}: {r.start + 1}-{r.stop})" for i, r in runs],
             )
         for recs, _, _ in out:
             results.update(recs)

@@ -237,11 +237,10 @@ def _run(
     s = int(stack.layer_of(src[2]))
     layer = stack.layer_of(pts[:, 2])
     sel = sel_fn
-    R = pts - src
-    at_src = np.all(R == 0, axis=1)
-    if part == "total" and at_src.any():
+    R = pts - src if part == "total" else None  # the direct term's only use of it
+    if R is not None and np.all(R == 0, axis=1).any():
         raise ConfigError(
-            f"points: point {int(np.argmax(at_src))} coincides with the source "
+            f"points: point {int(np.argmax(np.all(R == 0, axis=1)))} coincides with the source "
             "(the total field is singular there; part='scattered' is finite)"
         )
     lay = as_layout(layout)

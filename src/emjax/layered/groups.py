@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import numpy as np
@@ -340,9 +341,22 @@ def _octaves(ctx, m: int):
     return cache[m]
 
 
+def _all_octaves(ctx) -> list[int]:
+    """The media of the map's points, their octaves computed side by side (one thread per
+    medium: NumPy's array operations run without the GIL)."""
+    media = [int(m) for m in np.unique(ctx["layer"])]
+    todo = [m for m in media if m not in ctx.get("_octaves", {})]
+    if len(todo) > 1 and len(ctx["pts"]) >= 1 << 16:
+        ctx.setdefault("_octaves", {})
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            list(pool.map(lambda m: _octaves(ctx, m), todo))
+    return media
+
+
 def build(ctx, sel) -> list:
     """Every group of the map (see :func:`groups`), in order, without progress reports."""
     out = []
+    _all_octaves(ctx)
     for m in (int(m) for m in np.unique(ctx["layer"])):
         idx, geo, octave = _octaves(ctx, m)
         order = np.argsort(octave, kind="stable")  # each octave's points in index order
@@ -391,7 +405,7 @@ def warm(ctx, sel, batch: int, devices=None) -> None:
     i32 = spec((), np.int32)
     block, RC, C = 30, som.REFINE_CHUNK, som.CHUNK
     seen = set()
-    for m in (int(m) for m in np.unique(ctx["layer"])):
+    for m in _all_octaves(ctx):
         two = 0 < m < n - 1
         _, geo, octave = _octaves(ctx, m)
         sizes = set()
