@@ -21,7 +21,8 @@ from ..errors import ConfigError, require_int, require_positive, require_range
 from ..layout import Layout, as_layout, on_each
 from . import distributed, mapping
 from . import sommerfeld as som
-from .groups import _PROGRESS, warm
+from .groups import _PROGRESS
+from .mapping import warm
 from .results import DipoleFields, GreenResult
 from .stack import Stack
 from .traced import concrete, integrals, is_traced
@@ -378,10 +379,12 @@ def green_tensor(
     and ``z_top``: with any of them traced, G is a ``jax.Array`` whose derivative is that of
     the quadrature rule the concrete values choose (see ``emjax.layered.traced``).
 
-    ``layout``: devices to spread the points over (an ``emjax.layout.Layout``, a device
-    count or a device list; None: one device). ``batch`` is then per device. The result
-    equals the one-device run to rounding (each point's integrals are computed alike);
-    traced inputs (gradients) run on one device.
+    ``layout``: devices to deal the points out to (an ``emjax.layout.Layout``, a device
+    count or a device list; None: one device): each device integrates a contiguous run of
+    every group's points with its own host loop, the groups' quadrature refinements shared
+    out among the devices (see ``emjax.layered.mapping``). ``batch`` is then per device. The
+    result equals the one-device run to rounding (each point's integrals are computed
+    alike); traced inputs (gradients) run on one device.
     """
     return _run(
         stack,

@@ -25,11 +25,12 @@ import threading
 import time
 from collections import deque
 
+import jax
 import numpy as np
 
 from ..layout import Layout, on_each
 from . import sommerfeld as som
-from .groups import _put, build, point_chunk
+from .groups import _all_octaves, _octaves, _put, build, point_chunk
 
 
 class _Progress:
@@ -197,3 +198,74 @@ def _collect(g, a: int, b: int, acc):
     K, err, last = (np.asarray(x)[: b - a] for x in acc)
     q = np.exp(-g.h[a:b] * w_last)
     return K, err + 2 * np.abs(last) * (q / (1 - q))[:, None]
+
+
+def warm(ctx, sel, batch: int, devices=None) -> None:
+    """Start compiling (in the background, side by side) every kernel the map of ``ctx``
+    will call on each of ``devices`` (default: the default device; each group's points
+    dealt out over them as above): the refinement's and the integration's, complex
+    (ellipse) and real (tail) nodes, for each kind of medium (one- or two-sided) and point
+    chunk size. Each group's quadrature path is chosen first, so a map refused for it
+    (ConfigError) starts no compilation."""
+    if ctx.get("layout") is not None:
+        return
+    devices = list(devices) if devices is not None else [som._device()]
+    n_dev = len(devices)
+    S, n = len(sel), ctx["stack"].n_media
+    cdt, rdt = np.dtype(ctx["cdtype"]), np.dtype(ctx["rdtype"])
+    orders = som.orders_of(sel)
+
+    def spec(shape, dtype):
+        return jax.ShapeDtypeStruct(shape, dtype)
+
+    i32 = spec((), np.int32)
+    block, RC, C = 30, som.REFINE_CHUNK, som.CHUNK
+    seen = set()
+    for m in _all_octaves(ctx):
+        two = 0 < m < n - 1
+        _, geo, octave = _octaves(ctx, m)
+        sizes = set()
+        for o in np.unique(octave):
+            sub = octave == o
+            # the group's path first: a map that cannot be integrated fails before compiling
+            som.choose_path(
+                ctx["k0"],
+                ctx["eps"],
+                float(geo[0][sub].max()),
+                float(geo[4][sub].min()),
+                ctx["rtol"],
+                ctx["wavelength"],
+            )
+            q, r = divmod(int(sub.sum()), n_dev)  # the runs dealt out to the devices
+            sizes |= {point_chunk(c, batch) for c in {q, q + 1 if r else q} if c}
+        for real in (False, True):
+            kdt = rdt if real else cdt
+            wdt = np.dtype(np.float64) if real else np.dtype(np.complex128)
+            statics = dict(orders=orders, bessel_real=real, has_up=True, has_dn=two)
+            if ("refine", two, real) not in seen:
+                seen.add(("refine", two, real))
+                pts = [spec((som.REFINE_POINTS,), rdt)] * 3
+                args = (
+                    spec((RC,), kdt),
+                    spec((RC,), cdt),
+                    spec((RC,), cdt),
+                    spec((RC, S, 2), cdt),
+                    spec((RC,), cdt),
+                )
+                for dev in devices:
+                    som.warm(som.panel_sums, args + tuple(pts), dict(n_blocks=i32), device=dev, **statics)
+            for size in sizes:
+                if ("integrate", two, real, size) in seen:
+                    continue
+                seen.add(("integrate", two, real, size))
+                acc = (spec((size, S), cdt), spec((size, S), rdt), spec((size, S), cdt))
+                args = (
+                    acc,
+                    spec((C,), kdt),
+                    spec((C // block, block, 5), wdt),
+                    spec((C, S, 2), cdt),
+                    spec((C,), cdt),
+                )
+                for dev in devices:
+                    pts = (spec((size,), rdt),) * 3
+                    som.warm(som.integrate, args + pts, dict(n_blocks=i32), device=dev, **statics)
