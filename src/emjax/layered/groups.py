@@ -327,8 +327,8 @@ def point_chunk(n: int, batch: int, platform: str | None = None) -> int:
 
 
 def _octaves(ctx, m: int):
-    """The medium's point indices, geometry and each point's group (octave of h); computed
-    once per map (kept in ``ctx``)."""
+    """The medium's point indices, geometry and each point's group (octave of h), and the
+    groups' (point indices, geometry); computed once per map (kept in ``ctx``)."""
     cache = ctx.setdefault("_octaves", {})
     if m not in cache:
         idx = np.nonzero(ctx["layer"] == m)[0]
@@ -337,7 +337,10 @@ def _octaves(ctx, m: int):
         octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
         # small maps: one group
         octave = np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)
-        cache[m] = (idx, geo, octave)
+        order = np.argsort(octave, kind="stable")  # each octave's points in index order
+        _, starts = np.unique(octave[order], return_index=True)
+        parts = [(idx[sub], tuple(a[sub] for a in geo)) for sub in np.split(order, starts[1:])]
+        cache[m] = (idx, geo, octave, parts)
     return cache[m]
 
 
@@ -356,13 +359,8 @@ def _all_octaves(ctx) -> list[int]:
 def build(ctx, sel) -> list:
     """Every group of the map (see :func:`groups`), in order, without progress reports."""
     out = []
-    _all_octaves(ctx)
-    for m in (int(m) for m in np.unique(ctx["layer"])):
-        idx, geo, octave = _octaves(ctx, m)
-        order = np.argsort(octave, kind="stable")  # each octave's points in index order
-        _, starts = np.unique(octave[order], return_index=True)
-        for sub in np.split(order, starts[1:]):
-            out.append(_Group(ctx, m, sel, idx[sub], tuple(a[sub] for a in geo)))
+    for m in _all_octaves(ctx):
+        out.extend(_Group(ctx, m, sel, idx, geo) for idx, geo in _octaves(ctx, m)[3])
     return out
 
 

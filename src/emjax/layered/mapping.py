@@ -62,34 +62,24 @@ def integrate_map(ctx, sel, batch: int, devices, callback=None):
     gs = build(ctx, sel)
     devices = list(devices)
     prog = _Progress(callback, gs)
-    rtol = ctx["rtol"]
     refine_s = [0.0] * len(gs)
     _refine(gs, list(range(len(gs))), [()] * len(gs), devices, prog, refine_s)
+    N = len(ctx["pts"])
+    out = (np.zeros((N, len(sel)), complex), np.zeros(N), np.zeros(N))  # I, err, phi
     t0 = time.perf_counter()
-    res, back = _integrate(gs, list(range(len(gs))), devices, batch, prog, t0, count=True)
-    again = []
-    for i, (k, e) in enumerate(res):
-        scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
-        bad = np.nonzero(e.sum(1) > rtol * scale)[0]
-        if len(bad):  # the sample missed these: refine with them and integrate again
-            again.append((i, bad[:64]))
+    bad, back = _integrate(gs, list(range(len(gs))), devices, batch, prog, t0, out, count=True)
+    # the sample missed these points: refine with them and integrate the group again
+    again = [(i, b[:64]) for i, b in enumerate(bad) if len(b)]
     if again:
         which = [i for i, _ in again]
         _refine(gs, which, [b for _, b in again], devices, prog, refine_s)
-        res2, back2 = _integrate(gs, which, devices, batch, prog, t0, count=False)
-        for i, r, t in zip(which, res2, back2):
-            res[i], back[i] = r, t
-    N = len(ctx["pts"])
-    I = np.zeros((N, len(sel)), complex)
-    err, phi = np.zeros(N), np.zeros(N)
+        _, back2 = _integrate(gs, which, devices, batch, prog, t0, out, count=False)
+        for i, t in zip(which, back2):
+            back[i] = t
+    I, err, phi = out
     second = {i for i, _ in again}
     stats = []
     for i, g in enumerate(gs):
-        k, e = res[i]
-        scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
-        I[g.idx] = k
-        err[g.idx] = e.sum(1) / scale
-        phi[g.idx] = g.phi
         stats.append(
             dict(
                 medium=g.m,
@@ -128,25 +118,29 @@ def _refine(gs, which, extras, devices, prog, refine_s) -> None:
 AHEAD = 8
 
 
-def _integrate(gs, which, devices, batch, prog, t0, count: bool):
-    """The integrals (K (P, nsel), errors (P, nsel)) of the groups ``which``, each group's
-    points dealt out whole over the devices; and when each group's last run came back
+def _integrate(gs, which, devices, batch, prog, t0, out, count: bool):
+    """Integrate the groups ``which``, each group's points dealt out whole over the devices;
+    each device writes its points' integrals, relative error estimates and azimuths into
+    ``out`` = (I, err, phi) of the map. Returns, per group, the indices (within the group)
+    of its points whose error estimate is above rtol, and when its last run came back
     (seconds after ``t0``)."""
     runs = {i: Layout(tuple(devices)).deal(len(gs[i].idx)) for i in which}
+    I, err, phi = out
+    rtol = gs[which[0]].ctx["rtol"] if which else 0.0
 
     def run(dev, j):
-        out = {}  # group -> (run, K, errors, seconds)
+        bad, back = {i: [] for i in which}, dict.fromkeys(which, 0.0)
         pending = deque()
 
         def read(i, a, b, acc):
-            g, r = gs[i], runs[i][j]
-            if i not in out:
-                S = len(g.sel)
-                out[i] = [r, np.zeros((len(r), S), complex), np.zeros((len(r), S)), 0.0]
+            g = gs[i]
             k, e = _collect(g, a, b, acc)
-            out[i][1][a - r.start : b - r.start] = k
-            out[i][2][a - r.start : b - r.start] = e
-            out[i][3] = time.perf_counter() - t0
+            scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
+            e = e.sum(1)
+            idx = g.idx[a:b]
+            I[idx], err[idx], phi[idx] = k, e / scale, g.phi[a:b]
+            bad[i].append(a + np.nonzero(e > rtol * scale)[0])
+            back[i] = time.perf_counter() - t0
             if count:
                 prog(i, "integrate", b - a)
 
@@ -158,18 +152,13 @@ def _integrate(gs, which, devices, batch, prog, t0, count: bool):
                         read(*pending.popleft())
         while pending:
             read(*pending.popleft())
-        return out
+        return bad, back
 
     parts = on_each(devices, run, list(range(len(devices))))
-    shapes = {i: (len(gs[i].idx), len(gs[i].sel)) for i in which}
-    res = {i: (np.zeros(shapes[i], complex), np.zeros(shapes[i])) for i in which}
-    back = dict.fromkeys(which, 0.0)
-    for part in parts:
-        for i, (r, k, e, t) in part.items():
-            res[i][0][r.start : r.stop] = k
-            res[i][1][r.start : r.stop] = e
-            back[i] = max(back[i], t)
-    return [res[i] for i in which], [back[i] for i in which]
+    # each device's runs in order, the devices' runs in order: the group's points in order
+    bad = [np.concatenate([b for part in parts for b in part[0][i]] or [np.zeros(0, int)]) for i in which]
+    back = [max(part[1][i] for part in parts) for i in which]
+    return bad, back
 
 
 def _dispatch(g, batch: int, run: range):
@@ -223,20 +212,18 @@ def warm(ctx, sel, batch: int, devices=None) -> None:
     seen = set()
     for m in _all_octaves(ctx):
         two = 0 < m < n - 1
-        _, geo, octave = _octaves(ctx, m)
         sizes = set()
-        for o in np.unique(octave):
-            sub = octave == o
+        for idx, geo in _octaves(ctx, m)[3]:  # each group
             # the group's path first: a map that cannot be integrated fails before compiling
             som.choose_path(
                 ctx["k0"],
                 ctx["eps"],
-                float(geo[0][sub].max()),
-                float(geo[4][sub].min()),
+                float(geo[0].max()),
+                float(geo[4].min()),
                 ctx["rtol"],
                 ctx["wavelength"],
             )
-            q, r = divmod(int(sub.sum()), n_dev)  # the runs dealt out to the devices
+            q, r = divmod(len(idx), n_dev)  # the runs dealt out to the devices
             sizes |= {point_chunk(c, batch) for c in {q, q + 1 if r else q} if c}
         for real in (False, True):
             kdt = rdt if real else cdt
