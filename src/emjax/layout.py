@@ -18,8 +18,10 @@ device of every process.
 
 from __future__ import annotations
 
+import contextvars
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import jax
@@ -125,6 +127,20 @@ class Layout:
 
         return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
+    @property
+    def local(self) -> bool:
+        """Whether every device belongs to this process (then work can be dealt out whole,
+        one device at a time, by :meth:`deal` and :func:`on_each`)."""
+        me = jax.process_index()
+        return all(d.process_index == me for d in self.devices)
+
+    def deal(self, n: int) -> list[range]:
+        """Items ``0 .. n - 1`` dealt out whole: one contiguous run per device, lengths
+        differing by at most one, the longer runs first (empty runs when n < devices)."""
+        q, r = divmod(int(n), self.n)
+        starts = [i * q + min(i, r) for i in range(self.n + 1)]
+        return [range(starts[i], starts[i + 1]) for i in range(self.n)]
+
     def padded(self, length: int) -> int:
         """The smallest multiple of :attr:`n` that is >= ``length``."""
         return -(-int(length) // self.n) * self.n
@@ -133,6 +149,35 @@ class Layout:
         d = self.devices[0]
         hosts = len({dev.process_index for dev in self.devices})
         return f"{self.n} x {d.platform}" + (f" on {hosts} processes" if hosts > 1 else "")
+
+
+def on_each(devices: Sequence, fn: Callable, *per_device: Sequence) -> list:
+    """``fn(device, *args_i)`` for every device at once, ``args_i`` the i-th entries of
+    ``per_device``; returns the results in device order.
+
+    One host thread per device, each with its device as JAX's default device and 64-bit
+    types on (JAX's config contexts are per thread; the context variables of the caller,
+    e.g. a progress callback, are copied into each). So a host-driven loop on one device
+    (Krylov chunks, a quadrature's refinement) never waits for another device's results,
+    and every device's work is queued before any is waited for. A single device runs in
+    the calling thread. The first error is raised once every thread has finished."""
+    from .backend import precision_scope
+
+    def one(dev, args):
+        with precision_scope(), jax.default_device(dev):
+            return fn(dev, *args)
+
+    devices = list(devices)
+    args = [tuple(a[i] for a in per_device) for i in range(len(devices))]
+    if len(devices) == 1:
+        return [one(devices[0], args[0])]
+    with ThreadPoolExecutor(max_workers=len(devices), thread_name_prefix="emjax-device") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, one, d, a) for d, a in zip(devices, args)]
+        errors = [f.exception() for f in futures]
+    for e in errors:
+        if e is not None:
+            raise e
+    return [f.result() for f in futures]
 
 
 def as_layout(layout) -> Layout | None:

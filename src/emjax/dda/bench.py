@@ -166,8 +166,9 @@ def scaling_benchmark(
 
     ``mode="slabs"``: one N^3 sphere lattice (as :func:`dda_benchmark`'s sphere) split in
     slabs along x (distributed FFT); matvec time and QMR time per iteration. ``"orientations"``:
-    ``batch`` right-hand sides (incidence directions) of the same lattice split over the
-    devices; time per batched iteration. One device runs the plain single-device code.
+    ``batch`` right-hand sides (incidence directions) of the same lattice dealt out whole over
+    the devices (each its own batch and solver loop; the interaction tensor copied to each
+    within the timed call); time per batched iteration. One device runs the plain single-device code.
     """
     from ..geometry import Sphere
     from ..layout import Layout
@@ -214,7 +215,7 @@ def scaling_benchmark(
             else:
                 dirs = np.array([[np.sin(a), 0.0, np.cos(a)] for a in np.linspace(0, np.pi, batch)])
                 pols = np.array([[np.cos(a), 0.0, -np.sin(a)] for a in np.linspace(0, np.pi, batch)])
-                from .orientation import _incident_many
+                from .orientation_batch import _incident_many
 
                 Eb = _incident_many(g, d, k, dirs, pols.astype(complex))
                 sb = np.broadcast_to(np.asarray(s), (batch,) + s.shape)
@@ -227,6 +228,8 @@ def scaling_benchmark(
                             res = krylov.solve_batched(
                                 DDAOperator(D1, sb), sb[:, None] * Eb, solver, in_axes=DDAOperator(None, 0)
                             )
+                        elif lay.local:  # dealt out whole: each device its own systems and loop
+                            res = _dealt_solve(D1, sb, sb[:, None] * Eb, solver, lay)
                         else:
                             res = distributed.solve_batched(D1, sb, sb[:, None] * Eb, solver, "pruned", lay)
                         res[-1].x.block_until_ready()
@@ -242,6 +245,23 @@ def scaling_benchmark(
                 date=datetime.date.today().isoformat(),
             )
             yield row
+
+
+def _dealt_solve(Dhat, s, b, solver, lay):
+    """The systems dealt out whole: one contiguous run per device, each solved there as its
+    own batch (emjax.layout.on_each), side by side."""
+    from ..layout import on_each
+    from .matvec import DDAOperator
+
+    s, b = np.asarray(s), np.asarray(b)
+    runs = [r for r in lay.deal(len(b)) if len(r)]
+
+    def one(dev, r):
+        op = DDAOperator(jax.device_put(Dhat, dev), jax.device_put(s[r.start : r.stop], dev))
+        rhs = jax.device_put(b[r.start : r.stop], dev)
+        return krylov.solve_batched(op, rhs, solver, in_axes=DDAOperator(None, 0))
+
+    return sum(on_each(lay.devices[: len(runs)], one, runs), ())
 
 
 @jax.jit

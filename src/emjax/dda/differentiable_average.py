@@ -49,7 +49,7 @@ from ..errors import ConfigError, require_int
 from ..scattering import OrientationAverage, euler_matrix, scattering_basis
 from . import interaction, observables
 from .matvec import DDAOperator, sqrt_alpha_grid
-from .orientation import _incident
+from .orientation_batch import _incident
 from .polarizability import FCD
 
 __all__ = ["AveragedTracedResult", "efficiencies_averaged", "orientation_nodes"]

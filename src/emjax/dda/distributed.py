@@ -3,10 +3,13 @@
 Two ways to split, both behind ``layout=`` (an :class:`emjax.layout.Layout`, a device count
 or a device list; None or one device never reaches this module):
 
-* **Orientations** (:func:`solve_batched`, used by :func:`emjax.dda.average`): the
-  right-hand sides of one particle's system are split along the batch axis; the interaction
-  tensor is replicated. Each device runs the vmapped Krylov loop on its systems; the only
-  communication is the loop's "has every system stopped" reduction. The batch is padded
+* **Orientations** (:func:`solve_batched`, used by :func:`emjax.dda.average` on a layout
+  spanning several processes; on the devices of one process the orientations are dealt out
+  whole instead, each device running its own batch in its own host thread, see
+  :func:`emjax.layout.on_each`): the right-hand sides of one particle's system are split
+  along the batch axis; the interaction tensor is replicated. Each device runs the vmapped
+  Krylov loop on its systems; the only communication is the loop's "has every system
+  stopped" reduction. The batch is padded
   to a multiple of the device count with copies of its last system (dropped afterwards).
 
 * **Slabs of one lattice** (:class:`Slabs`, used by :func:`emjax.dda.solve`): the dipole

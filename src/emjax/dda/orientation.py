@@ -27,14 +27,12 @@ accuracy control of ADDA's ``avg_params.dat`` (eps, Jmin, Jmax).
 from __future__ import annotations
 
 import math
+import threading
 import time
-import warnings
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import krylov
@@ -42,40 +40,12 @@ from .. import progress as progress_bars
 from ..backend import check_memory, device_memory_bytes, precision, precision_scope
 from ..errors import ConfigError, require_int
 from ..io import check_output_file
-from ..layout import as_layout
-from ..scattering import OrientationAverage, euler_matrix, mueller_from_amplitude, scattering_basis
+from ..layout import as_layout, on_each
+from ..scattering import OrientationAverage, scattering_basis
 from . import average_checkpoint, interaction, observables
-from .matvec import DDAOperator
+from .orientation_batch import _Env, solve_part
 from .problem import _KRYLOV_VECTORS, DDAProblem
 from .results import AveragedResult
-
-_LAB = np.eye(3)
-
-
-@partial(jax.jit, static_argnames=("grid",))
-def _incident(grid, d, k, direction, polarization):
-    x, y, z = observables.lattice_axes(grid, d, jnp.float64)
-    a = direction
-    phase = jnp.exp(1j * k * (a[0] * x[:, None, None] + a[1] * y[None, :, None] + a[2] * z[None, None, :]))
-    return polarization[:, None, None, None] * phase[None]
-
-
-_incident_many = jax.jit(jax.vmap(_incident, in_axes=(None, None, None, 0, 0)), static_argnums=0)
-_cross_sections_many = jax.jit(jax.vmap(observables.cross_sections, in_axes=(0, 0, 0, None, None)))
-
-
-@partial(jax.jit, static_argnames=("batch",))
-def _far_points_many(P, positions, directions, k, batch):
-    return jax.vmap(lambda p, n: observables.far_field_points(p, positions, n, k, batch=batch))(P, directions)
-
-
-@partial(jax.jit, static_argnames=("batch",))
-def _far_sum_many(P, directions, d, k, batch):
-    return jax.vmap(lambda p, n: observables.far_field_sum(p, n, d, k, batch=batch))(P, directions)
-
-
-#: right-hand sides per far-field call (bounds the temporaries of the separable sum)
-_FAR_FIELD_GROUP = 8
 
 
 def _memory(problem, grid) -> tuple[int, int]:
@@ -111,12 +81,17 @@ def average(
     (:mod:`emjax.progress`); False none; a callable is called as ``progress(label,
     iterations, residual)`` between solver chunks. ``problem.orientation`` must be
     (0, 0, 0); ``problem.phi`` is not used (random orientation makes the averaged Mueller
-    matrix the same in every scattering plane). ``checkpoint``: an ``.npz`` file updated after every batch; a run
-    given an existing one resumes from it (same problem, any quadrature; see
-    :mod:`emjax.dda.average_checkpoint`).
-    ``layout``: devices to split each batch of right-hand sides over (a Layout, a count or a
-    device list; None: one device); the default batch is then the one-device default times
-    the device count (see :mod:`emjax.dda.distributed`).
+    matrix the same in every scattering plane). ``checkpoint``: an ``.npz`` file updated
+    after every batch; a run given an existing one resumes from it (same problem, any
+    quadrature; see :mod:`emjax.dda.average_checkpoint`).
+    ``layout``: devices to deal the orientations out to (a Layout, a count or a device list;
+    None: one device). Each batch is dealt out whole, one contiguous run of orientations per
+    device, and every device solves its run as its own batch with its own solver loop and
+    computes its observables, side by side (:func:`emjax.layout.on_each`; no communication
+    until the records come back); the result equals one device's to rounding. The default
+    batch is then the one-device default times the device count. A layout spanning several
+    processes splits each batch's right-hand sides over all its devices instead
+    (:mod:`emjax.dda.distributed`).
     """
     q = quadrature or OrientationAverage()
     if not isinstance(q, OrientationAverage):
@@ -176,7 +151,6 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
     t_start = time.perf_counter()
     timings = {"solve_s": 0.0, "far_field_s": 0.0}
     cdt = precision(problem.precision).complex
-    vdt = np.complex128
     lat = problem.lattice()
     results: dict = {}  # key -> per-node record (a checkpoint first: refused before any set-up)
     fp = average_checkpoint.fingerprint(problem, lat, q.n_alpha, solver)
@@ -194,22 +168,21 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
         grid, d, k, cdt, kind=pol.interaction, layout=interaction.LAYOUTS[variant]
     )
     lay = as_layout(layout)  # None: one device
-    if lay is not None:
+    # one process: orientations dealt out whole, each device its own batch and solver loop;
+    # several processes: each batch's right-hand sides split over all their devices
+    dealt = lay is not None and lay.local
+    if dealt:
+        Dhats = [jax.device_put(Dhat, dev) for dev in lay.devices]
+    elif lay is not None:
         from . import distributed
 
         Dhat = distributed.replicate(Dhat, lay)
     Dhat.block_until_ready()
     timings["interaction_s"] = time.perf_counter() - t0
 
-    domains = jnp.asarray(lat.domains)
-    mask = domains >= 0
-    dom_idx = jnp.clip(domains, 0)
     n_box = math.prod(grid)
     sparse = lat.n_dipoles * 4 < n_box
-    if sparse:
-        occupied = np.flatnonzero(np.asarray(lat.domains).ravel() >= 0)
-        occ = jnp.asarray(occupied)
-        positions = jnp.asarray(lat.positions(), dtype=np.float64)
+    occupied = np.flatnonzero(np.asarray(lat.domains).ravel() >= 0) if sparse else None
     dirs = _Directions(problem, q, lat)
     # directions per far-field step: temporaries of ~2^23 complex numbers per right-hand side
     cells = lat.n_dipoles if sparse else 3 * grid[0] * grid[1]
@@ -217,76 +190,56 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
     fixed, per_rhs = _memory(problem, grid)
     if batch:
         nodes_per_batch = batch
-        check_memory(fixed + 2 * batch * per_rhs, f"an orientation batch of {batch} on {grid}")
+        per_device = -(-batch // (1 if lay is None else lay.n))  # each device's share
+        check_memory(fixed + 2 * per_device * per_rhs, f"an orientation batch of {per_device} on {grid}")
     else:  # as many as fit in half the free memory
         fit = int(max(0.5 * device_memory_bytes() - fixed, 0) // (2 * per_rhs))
         nodes_per_batch = max(1, min(max_batch, fit)) * (1 if lay is None else lay.n)
 
+    env = _Env(
+        problem=problem,
+        q=q,
+        grid=grid,
+        k=k,
+        d=d,
+        ms=ms,
+        pol=pol,
+        variant=variant,
+        solver=solver,
+        dirs=dirs,
+        ff_batch=ff_batch,
+        sparse=sparse,
+        domains=np.asarray(lat.domains),
+        occupied=occupied,
+        positions=np.asarray(lat.positions(), dtype=np.float64) if sparse else None,
+    )
+    lock = threading.Lock()
+
     def solve_nodes(keys, label):
-        t_solve = time.perf_counter()
-        props, pols, alphas, Rs = [], [], [], []
-        for key in keys:
-            beta, gamma = q.angles(key)
-            R = euler_matrix(0.0, beta, gamma)
-            to_particle = R.T
-            prop = to_particle @ _LAB[2]
-            Rs.append(R)
-            for e in (to_particle @ _LAB[0], to_particle @ _LAB[1]):
-                props.append(prop)
-                pols.append(e)
-                alphas.append([pol(m, d, k, prop, e) for m in ms])
-        alphas = jnp.asarray(np.array(alphas), vdt)  # (B, n_domains)
-        s = jnp.where(mask[None], jnp.sqrt(alphas)[:, dom_idx], 0).astype(vdt)
-        E = _incident_many(grid, d, k, jnp.asarray(np.array(props)), jnp.asarray(np.array(pols), vdt))
-        op = DDAOperator(Dhat, s, variant)
-        cb = None if progress is None else (lambda it, r: progress(label, it, r))
-        if cb is not None:
-            cb(0, 1.0)
-        if lay is None:
-            res = krylov.solve_batched(
-                op, s[:, None] * E, solver, in_axes=DDAOperator(None, 0, variant), progress=cb
+        if not dealt:
+            out = [solve_part(env, keys, Dhat, label, progress, lay)]
+        else:
+            runs = [(i, r) for i, r in enumerate(lay.deal(len(keys))) if len(r)]
+            latest = {}  # device -> (iterations, residual): one report for the batch, the worst
+
+            def report(dev, it, r):
+                with lock:  # devices report from their threads
+                    latest[dev] = (it, r)
+                    progress(label, max(v[0] for v in latest.values()), max(v[1] for v in latest.values()))
+
+            out = on_each(
+                [lay.devices[i] for i, _ in runs],
+                lambda dev, part, D: solve_part(
+                    env, part, D, dev, progress and (lambda _, it, r: report(dev, it, r))
+                ),
+                [[keys[j] for j in r] for _, r in runs],
+                [Dhats[i] for i, _ in runs],
             )
-        else:  # the right-hand sides split over the devices
-            res = distributed.solve_batched(Dhat, s, s[:, None] * E, solver, variant, lay, progress=cb)
-        timings["solve_s"] += time.perf_counter() - t_solve
-        t_ff = time.perf_counter()
-        X = jnp.stack([r.x for r in res])
-        P = s[:, None] * X
-        inv_alpha = jnp.where(mask[None], 1 / alphas[:, dom_idx], 0)
-        ce, ca = _cross_sections_many(P, E, inv_alpha, mask, k)
-        ce, ca = np.asarray(ce), np.asarray(ca)
-        # far fields, many right-hand sides per call (a loop of small calls is launch-bound
-        # on a GPU); directions in each orientation's particle frame
-        dirs_p = np.repeat(np.stack([dirs.lab @ R for R in Rs]), 2, axis=0)
-        amps = []
-        for start in range(0, P.shape[0], _FAR_FIELD_GROUP):
-            sl = slice(start, start + _FAR_FIELD_GROUP)
-            dp = jnp.asarray(dirs_p[sl], dtype=np.float64)
-            if sparse:
-                Pocc = P[sl].reshape(P[sl].shape[0], 3, -1)[:, :, occ]
-                amps.append(np.asarray(_far_points_many(Pocc, positions, dp, k, ff_batch)))
-            else:
-                amps.append(np.asarray(_far_sum_many(P[sl], dp, d, k, ff_batch)))
-        amps = np.concatenate(amps)
-        for i, key in enumerate(keys):
-            R = Rs[i]
-            rec = {"Cext": [], "Cabs": [], "F": [], "it": [], "conv": []}
-            for j in (0, 1):
-                r = res[2 * i + j]
-                if not r.converged:
-                    warnings.warn(
-                        f"DDA orientation beta={q.angles(key)[0]:g}, gamma={q.angles(key)[1]:g} "
-                        f"polarization {'XY'[j]}: {r.message}",
-                        RuntimeWarning,
-                        stacklevel=4,
-                    )
-                rec["Cext"].append(float(ce[2 * i + j]))
-                rec["Cabs"].append(float(ca[2 * i + j]))
-                rec["F"].append((-1j * k**3) * (amps[2 * i + j] @ R.T))  # back to the lab frame
-                rec["it"].append(r.iterations)
-                rec["conv"].append(r.converged)
-            results[key] = _finish_node(rec, dirs, k)
-        timings["far_field_s"] += time.perf_counter() - t_ff
+        for recs, _, _ in out:
+            results.update(recs)
+        # the devices ran side by side: the slowest one's time
+        timings["solve_s"] += max(o[1] for o in out)
+        timings["far_field_s"] += max(o[2] for o in out)
 
     jb, jg = q.beta_levels[0], q.gamma_levels[0]
     history = []
@@ -352,29 +305,6 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
         seconds=time.perf_counter() - t_start,
         timings=timings,
     )
-
-
-def _finish_node(rec, dirs, k) -> dict:
-    FX, FY = rec["F"]
-    shape = dirs.T.shape + (3,)
-    S = observables.amplitude_elements(
-        FX[: dirs.n_ang].reshape(shape), FY[: dirs.n_ang].reshape(shape), dirs.Ph, dirs.th, dirs.ph
-    )
-    M = mueller_from_amplitude(*np.moveaxis(S, -1, 0))  # (n_alpha, n_theta, 4, 4)
-    out = {
-        "Cext": np.array(rec["Cext"]),
-        "Cabs": np.array(rec["Cabs"]),
-        "M_avg": M.mean(axis=0),
-        "M_yz": M[0],
-        "it": np.array(rec["it"]),
-        "conv": np.array(rec["conv"]),
-    }
-    if dirs.quad:
-        qn, qw, mu = dirs.quad
-        cg = [observables.integrated_scattering(F[dirs.n_ang + 1 :], qn, qw, mu, k) for F in (FX, FY)]
-        out["Csca_int"] = np.array([c for c, _ in cg])
-        out["g"] = np.array([g for _, g in cg])
-    return out
 
 
 def _integrate(results, weights) -> dict:

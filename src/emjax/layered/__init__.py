@@ -5,7 +5,7 @@
 differentiable (``jax.grad``/``jacrev``/``jacfwd``/``jvp``, outside ``jit``) in the source,
 the points, the moment and the Stack's eps, thickness and z_top (see traced.py).
 
-The slice: stack -> coefficients -> bessel -> sommerfeld -> groups -> green; results, plot,
+The slice: stack -> coefficients -> bessel -> sommerfeld -> groups -> mapping -> green; results, plot,
 bench, config and cli around them. Public names load on first use (see ``emjax._lazy``).
 """
 

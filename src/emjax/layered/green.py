@@ -18,9 +18,11 @@ import numpy as np
 
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, is_one_of, require_floats, require_int, require_positive, require_range
-from ..layout import as_layout
+from ..layout import Layout, as_layout, on_each
+from . import distributed, mapping
 from . import sommerfeld as som
-from .groups import groups, reporting_for, warm
+from .groups import _PROGRESS, reporting_for
+from .mapping import warm
 from .results import DipoleFields, GreenResult
 from .stack import Stack
 from .traced import concrete, integrals, is_traced
@@ -98,6 +100,30 @@ def _finish_args(I, phi, R, in_s, ks, k0, pm, p):
         k0,
         None if pm is None else put(pm),
     )
+
+
+def _finish_on(devices, arrays, pm, p, fin):
+    """:func:`_finish` of the map's points dealt out whole over ``devices`` (one contiguous
+    run each, padded to the first run's length with copies of its last point: one compiled
+    size), side by side; the results (A, B) as host arrays (None where not asked for).
+    ``arrays``: (I, phi, R, in_s, ks, k0), the last four None unless the total field is."""
+    N = len(arrays[0])
+    runs = Layout(tuple(devices)).deal(N)
+    size = len(runs[0])
+
+    def one(dev, run):
+        def cut(a):
+            if not isinstance(a, np.ndarray) or a.ndim == 0:
+                return a  # ks, k0 and the absent ones
+            widths = [(0, size - len(run))] + [(0, 0)] * (a.ndim - 1)
+            return np.pad(a[run.start : run.stop], widths, mode="edge")
+
+        A, B = som.call(_finish, *_finish_args(*map(cut, arrays), pm, p), **fin)
+        return tuple(None if x is None else np.asarray(x)[: len(run)] for x in (A, B))
+
+    busy = [(d, r) for d, r in zip(devices, runs) if len(r)]
+    outs = on_each([d for d, _ in busy], one, [r for _, r in busy])
+    return tuple(None if outs[0][j] is None else np.concatenate([o[j] for o in outs]) for j in (0, 1))
 
 
 def _finish_spec(N: int, nsel: int, total: bool, contract: bool, p):
@@ -213,13 +239,17 @@ def _run(
     s = int(stack.layer_of(src[2]))
     layer = stack.layer_of(pts[:, 2])
     sel = sel_fn
-    R = pts - src
-    at_src = np.all(R == 0, axis=1)
-    if part == "total" and at_src.any():
+    R = pts - src if part == "total" else None  # the direct term's only use of it
+    if R is not None and np.all(R == 0, axis=1).any():
         raise ConfigError(
-            f"points: point {int(np.argmax(at_src))} coincides with the source "
+            f"points: point {int(np.argmax(np.all(R == 0, axis=1)))} coincides with the source "
             "(the total field is singular there; part='scattered' is finite)"
         )
+    lay = as_layout(layout)
+    spmd = lay is not None and not lay.local
+    # the devices that compute here (several processes: the points in SPMD chunks over all
+    # their devices, the rest on this process's default device)
+    devices = list(lay.devices) if lay is not None and not spmd else [som._device()]
     ctx = dict(
         stack=stack,
         src=src,
@@ -233,7 +263,7 @@ def _run(
         cdtype=p.complex,
         rdtype=p.real,
         rng=np.random.default_rng(seed),
-        layout=as_layout(layout),
+        layout=lay if spmd else None,
     )
     N = len(pts)
     want_h = any(i >= 5 for i in sel)
@@ -250,51 +280,24 @@ def _run(
     fin = dict(sel=tuple(sel), want_h=want_h, want_e=want_e, total=total, contract=contract)
     if plan is None:  # every compilation of the map started now, side by side
         with precision_scope():
-            warm(ctx, sel, batch)
-            som.warm(_finish, _finish_spec(N, len(sel), total, contract, p), **fin)
-    I = np.zeros((N, len(sel)), complex)
-    err = np.zeros(N)
-    n_nodes = 0
-    stats = []
-    phi = np.zeros(N)
+            warm(ctx, sel, batch, devices)
+            size = len(Layout(tuple(devices)).deal(N)[0])  # the points of each device's _finish
+            for dev in devices:
+                som.warm(_finish, _finish_spec(size, len(sel), total, contract, p), device=dev, **fin)
     with precision_scope(), reporting_for(progress, N):
-        for g in groups(ctx, sel):
-            t0 = time.perf_counter()
-            g.refine()
-            t1 = time.perf_counter()
-            k, e = g.evaluate(batch)
-            scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
-            bad = np.nonzero(e.sum(1) > rtol * scale)[0]
-            if len(bad):  # the sample missed these: refine with them and integrate again
-                g.refine(extra=bad[:64])
-                k, e = g.evaluate(batch)
-                scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
-            stats.append(
-                dict(
-                    medium=g.m,
-                    points=len(g.idx),
-                    h_min=float(g.h.min()),
-                    rho_max=float(g.rho.max()),
-                    nodes=g.path.n_panels * 15,
-                    rounds=g.rounds,
-                    second_pass=bool(len(bad)),
-                    refine_s=t1 - t0,
-                    integrate_s=time.perf_counter() - t1,
-                )
-            )
-            n_nodes = max(n_nodes, g.path.n_panels * 15)
-            if plan is not None:  # the nodes, for the traced path
-                plan.append((g.m, g.idx, g.path))
-            I[g.idx] = k
-            err[g.idx] = e.sum(1) / scale
-            phi[g.idx] = g.phi
-        args = _finish_args(I, phi, *((R, in_s, ks, float(k0)) if total else (None,) * 4), pm, p)
-        A, B = som.call(_finish, *args, **fin)
+        if spmd:  # devices of several processes: each chunk of points one SPMD program
+            I, err, phi, stats, n_nodes, gs = distributed.integrate_map(ctx, sel, batch)
+        else:  # one or several devices of this process: points dealt out whole
+            I, err, phi, stats, n_nodes, gs = mapping.integrate_map(ctx, sel, batch, devices, _PROGRESS.get())
+        if plan is not None:  # the nodes, for the traced path
+            plan.extend((g.m, g.idx, g.path) for g in gs)
+        rest = (R, in_s, ks, float(k0)) if total else (None,) * 4
+        A, B = _finish_on(devices, (I, phi) + rest, pm, p, fin)
         if contract:
-            E = np.asarray(A) if want_e else None
-            H = np.asarray(B) if want_h else None
+            E = A if want_e else None
+            H = B if want_h else None
             return GreenResult(pts, None, None, err, n_nodes, part, tuple(stats), E, H)
-        G, GH = np.asarray(A), (np.asarray(B) if want_h else None)
+        G, GH = A, (B if want_h else None)
     return GreenResult(pts, G, GH, err, n_nodes, part, tuple(stats))
 
 
@@ -378,10 +381,12 @@ def green_tensor(
     and ``z_top``: with any of them traced, G is a ``jax.Array`` whose derivative is that of
     the quadrature rule the concrete values choose (see ``emjax.layered.traced``).
 
-    ``layout``: devices to spread the points over (an ``emjax.layout.Layout``, a device
-    count or a device list; None: one device). ``batch`` is then per device. The result
-    equals the one-device run to rounding (each point's integrals are computed alike);
-    traced inputs (gradients) run on one device.
+    ``layout``: devices to deal the points out to (an ``emjax.layout.Layout``, a device
+    count or a device list; None: one device): each device integrates a contiguous run of
+    every group's points with its own host loop, the groups' quadrature refinements shared
+    out among the devices (see ``emjax.layered.mapping``). ``batch`` is then per device. The
+    result equals the one-device run to rounding (each point's integrals are computed
+    alike); traced inputs (gradients) run on one device.
 
     ``progress``: True (default) a bar of the points with the time left (:mod:`emjax.progress`;
     none for traced inputs), False none, a callable is called with a dict of ``done``,

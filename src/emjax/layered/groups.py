@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import numpy as np
@@ -107,9 +108,12 @@ def _sample(rho, h, size: int, rng):
 class _Group:
     """Points of one observation medium with similar decay distances, and their path."""
 
-    def __init__(self, ctx, m, sel, idx, geometry):
+    def __init__(self, ctx, m, sel, idx, geometry, rng=None):
         self.ctx, self.m, self.sel = ctx, m, sel
         self.idx = idx
+        # the group's own random sample: its refinement depends on its points alone, not on
+        # which groups were refined before it (nor on which device refines it)
+        self.rng = rng if rng is not None else ctx["rng"].spawn(1)[0]
         self.report = None  # a _Report within reporting()
         self.rho, self.phi, self.zu, self.zd, self.h = geometry
         n = ctx["stack"].n_media
@@ -157,7 +161,7 @@ class _Group:
         c = self.ctx
         if self.report is not None:
             self.report(0, "refine")
-        sample = np.union1d(_sample(self.rho, self.h, 48, c["rng"]), np.asarray(extra, int))
+        sample = np.union1d(_sample(self.rho, self.h, 48, self.rng), np.asarray(extra, int))
         tile = som.REFINE_POINTS
         sample = np.resize(sample, -(-len(sample) // tile) * tile)  # whole tiles: one compilation
         rdt = c["rdtype"]
@@ -230,21 +234,12 @@ class _Group:
             f"(observation medium {self.m}); loosen rtol or move points away from the source/interfaces"
         )
 
-    def evaluate(self, batch: int, block_panels: int = 2):
-        """Integrals (P, nsel) of every point and their error estimates: the Gauss-Kronrod
-        differences plus the truncated tail beyond k_max, estimated from the last panel
-        as for an exp(-h k_rho) decay: |K_last| q / (1 - q), q = exp(-h w), times 2."""
+    def node_chunks(self, block_panels: int = 2) -> list:
+        """The path's nodes as the integration takes them, on the default device: chunks of
+        ``som.CHUNK`` nodes (the last padded; the kernel loops over the valid blocks only),
+        each (nodes, weight matrix, coefficients, kz, real, valid blocks)."""
         c = self.ctx
         block = 15 * block_panels
-        n = len(self.idx)
-        lay = c.get("layout")  # None: one device (see distributed.py for several)
-        if lay is None:
-            size = point_chunk(n, batch)
-        else:
-            from . import distributed
-
-            size = distributed.chunk_size(n, batch, lay)
-        S = len(self.sel)
         chunks = []
         for t, (kr, wk, wg, coef, kzm, real) in enumerate(self._tables()):
             wl = np.zeros_like(wk)
@@ -252,7 +247,6 @@ class _Group:
                 wl[-15:] = wk[-15:]
             for a in range(0, len(kr), som.CHUNK):
                 sl = slice(a, a + som.CHUNK)
-                # one chunk size for all: the kernel loops over the valid blocks only
                 k_, w_, coef_, kzm_ = _padded(
                     kr[sl].real if real else kr[sl],
                     np.stack([wk[sl], wk[sl] - wg[sl], wl[sl]], 1),
@@ -265,6 +259,23 @@ class _Group:
                 W = som.weight_matrix(w_, block)
                 n_blocks = np.int32(-(-len(kr[sl]) // block))
                 chunks.append((k_, _put(W, W.dtype), coef_, kzm_, real, n_blocks))
+        return chunks
+
+    def evaluate(self, batch: int, block_panels: int = 2):
+        """Integrals (P, nsel) of every point and their error estimates: the Gauss-Kronrod
+        differences plus the truncated tail beyond k_max, estimated from the last panel
+        as for an exp(-h k_rho) decay: |K_last| q / (1 - q), q = exp(-h w), times 2."""
+        c = self.ctx
+        n = len(self.idx)
+        lay = c.get("layout")  # None: one device (see distributed.py for several)
+        if lay is None:
+            size = point_chunk(n, batch)
+        else:
+            from . import distributed
+
+            size = distributed.chunk_size(n, batch, lay)
+        S = len(self.sel)
+        chunks = self.node_chunks(block_panels)
         if lay is not None:
             chunks = distributed.replicate(chunks, lay)
         res_k = np.zeros((n, S), complex)
@@ -334,13 +345,41 @@ def point_chunk(n: int, batch: int, platform: str | None = None) -> int:
 
 
 def _octaves(ctx, m: int):
-    """The medium's point indices, geometry and each point's group (octave of h)."""
-    idx = np.nonzero(ctx["layer"] == m)[0]
-    geo = _geometry(ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], m)
-    h = geo[4]
-    octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
-    octave = np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)  # small maps: one group
-    return idx, geo, octave
+    """The medium's point indices, geometry and each point's group (octave of h), and the
+    groups' (point indices, geometry); computed once per map (kept in ``ctx``)."""
+    cache = ctx.setdefault("_octaves", {})
+    if m not in cache:
+        idx = np.nonzero(ctx["layer"] == m)[0]
+        geo = _geometry(ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], m)
+        h = geo[4]
+        octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
+        # small maps: one group
+        octave = np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)
+        order = np.argsort(octave, kind="stable")  # each octave's points in index order
+        _, starts = np.unique(octave[order], return_index=True)
+        parts = [(idx[sub], tuple(a[sub] for a in geo)) for sub in np.split(order, starts[1:])]
+        cache[m] = (idx, geo, octave, parts)
+    return cache[m]
+
+
+def _all_octaves(ctx) -> list[int]:
+    """The media of the map's points, their octaves computed side by side (one thread per
+    medium: NumPy's array operations run without the GIL)."""
+    media = [int(m) for m in np.unique(ctx["layer"])]
+    todo = [m for m in media if m not in ctx.get("_octaves", {})]
+    if len(todo) > 1 and len(ctx["pts"]) >= 1 << 16:
+        ctx.setdefault("_octaves", {})
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            list(pool.map(lambda m: _octaves(ctx, m), todo))
+    return media
+
+
+def build(ctx, sel) -> list:
+    """Every group of the map (see :func:`groups`), in order, without progress reports."""
+    out = []
+    for m in _all_octaves(ctx):
+        out.extend(_Group(ctx, m, sel, idx, geo) for idx, geo in _octaves(ctx, m)[3])
+    return out
 
 
 def groups(ctx, sel):
@@ -350,82 +389,12 @@ def groups(ctx, sel):
     Small sets stay one group: there the refinement, not the integration, costs the time.
     Within :func:`reporting`, each group reports its progress."""
     callback = _PROGRESS.get()
-    media = [int(m) for m in np.unique(ctx["layer"])]
-    n_groups = sum(len(np.unique(_octaves(ctx, m)[2])) for m in media) if callback is not None else 0
-    total, done, k = len(ctx["pts"]), 0, 0
-    for m in media:
-        idx, geo, octave = _octaves(ctx, m)
-        for o in np.unique(octave):
-            sub = np.nonzero(octave == o)[0]
-            g = _Group(ctx, m, sel, idx[sub], tuple(a[sub] for a in geo))
-            k += 1
-            if callback is not None:
-                g.report = _Report(callback, done, total, k, n_groups)
-            yield g
-            done += len(sub)
-            if callback is not None:
-                g.report(len(sub), "done")
-
-
-def warm(ctx, sel, batch: int) -> None:
-    """Start compiling (in the background, side by side) every kernel the map of ``ctx``
-    will call on one device: the refinement's and the integration's, complex (ellipse) and
-    real (tail) nodes, for each kind of medium (one- or two-sided) and point chunk size.
-    Each group's quadrature path is chosen first, so a map refused for it (ConfigError)
-    starts no compilation."""
-    if ctx.get("layout") is not None:
-        return
-    S, n = len(sel), ctx["stack"].n_media
-    cdt, rdt = np.dtype(ctx["cdtype"]), np.dtype(ctx["rdtype"])
-    orders = som.orders_of(sel)
-
-    def spec(shape, dtype):
-        return jax.ShapeDtypeStruct(shape, dtype)
-
-    i32 = spec((), np.int32)
-    block, RC, C = 30, som.REFINE_CHUNK, som.CHUNK
-    seen = set()
-    for m in (int(m) for m in np.unique(ctx["layer"])):
-        two = 0 < m < n - 1
-        _, geo, octave = _octaves(ctx, m)
-        sizes = set()
-        for o in np.unique(octave):
-            sub = octave == o
-            # the group's path first: a map that cannot be integrated fails before compiling
-            som.choose_path(
-                ctx["k0"],
-                ctx["eps"],
-                float(geo[0][sub].max()),
-                float(geo[4][sub].min()),
-                ctx["rtol"],
-                ctx["wavelength"],
-            )
-            sizes.add(point_chunk(int(sub.sum()), batch))
-        for real in (False, True):
-            kdt = rdt if real else cdt
-            wdt = np.dtype(np.float64) if real else np.dtype(np.complex128)
-            statics = dict(orders=orders, bessel_real=real, has_up=True, has_dn=two)
-            if ("refine", two, real) not in seen:
-                seen.add(("refine", two, real))
-                pts = [spec((som.REFINE_POINTS,), rdt)] * 3
-                args = (
-                    spec((RC,), kdt),
-                    spec((RC,), cdt),
-                    spec((RC,), cdt),
-                    spec((RC, S, 2), cdt),
-                    spec((RC,), cdt),
-                )
-                som.warm(som.panel_sums, args + tuple(pts), dict(n_blocks=i32), **statics)
-            for size in sizes:
-                if ("integrate", two, real, size) in seen:
-                    continue
-                seen.add(("integrate", two, real, size))
-                acc = (spec((size, S), cdt), spec((size, S), rdt), spec((size, S), cdt))
-                args = (
-                    acc,
-                    spec((C,), kdt),
-                    spec((C // block, block, 5), wdt),
-                    spec((C, S, 2), cdt),
-                    spec((C,), cdt),
-                )
-                som.warm(som.integrate, args + (spec((size,), rdt),) * 3, dict(n_blocks=i32), **statics)
+    gs = build(ctx, sel)
+    total, done = len(ctx["pts"]), 0
+    for k, g in enumerate(gs, 1):
+        if callback is not None:
+            g.report = _Report(callback, done, total, k, len(gs))
+        yield g
+        done += len(g.idx)
+        if callback is not None:
+            g.report(len(g.idx), "done")

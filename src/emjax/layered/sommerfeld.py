@@ -294,33 +294,50 @@ def _key(fn, args, kwargs, static):
     return (fn.__name__, shapes, tuple(sorted(static.items())))
 
 
-def _compile(fn, args, kwargs, static):
-    with precision_scope():
+def _compile(fn, args, kwargs, static, device):
+    with precision_scope(), jax.default_device(device):
         fn.lower(*args, **kwargs, **static).compile()
 
 
-def warm(fn, args, kwargs=None, **static) -> None:
-    """Compile ``fn`` (jitted) for these arguments (``jax.ShapeDtypeStruct`` leaves) in the
-    background; :func:`call` with matching arguments waits for it (then jit finds it in its
-    cache: no second compilation). ``EMJAX_LAYERED_WARM=0`` turns this off."""
+def _device(device=None):
+    """``device``, else the calling thread's default device (a program compiles per device)."""
+    if device is None:
+        device = jax.config.jax_default_device
+    return device if isinstance(device, jax.Device) else jax.devices()[0]
+
+
+def _device_of(args):
+    """The device of the first array among ``args`` (else the default device)."""
+    for a in jax.tree_util.tree_leaves(args):
+        if isinstance(a, jax.Array):
+            return next(iter(a.devices()))
+    return _device()
+
+
+def warm(fn, args, kwargs=None, device=None, **static) -> None:
+    """Compile ``fn`` (jitted) for these arguments (``jax.ShapeDtypeStruct`` leaves) on
+    ``device`` (default: the calling thread's default device) in the background; :func:`call`
+    with matching arguments on that device waits for it (then jit finds it in its cache: no
+    second compilation). ``EMJAX_LAYERED_WARM=0`` turns this off."""
     if os.environ.get(WARM_ENV, "1").strip().lower() in ("0", "off", "no", "false"):
         return  # each kernel then compiles on its first call, one after another
     kwargs = kwargs or {}
-    key = _key(fn, args, kwargs, static)
+    device = _device(device)
+    key = (_key(fn, args, kwargs, static), device.id)
     global _POOL
     with _LOCK:
         if key in _WARM:
             return
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)))
-        _WARM[key] = _POOL.submit(_compile, fn, args, kwargs, static)
+        _WARM[key] = _POOL.submit(_compile, fn, args, kwargs, static, device)
 
 
 def call(fn, *args, n_blocks=None, **static):
     """``fn(*args, **static)`` (with ``n_blocks`` where given) once a compilation of it
     started by :func:`warm` has finished (a failed one is left to jit to report)."""
     kwargs = {} if n_blocks is None else dict(n_blocks=n_blocks)
-    fut = _WARM.get(_key(fn, args, kwargs, static))
+    fut = _WARM.get((_key(fn, args, kwargs, static), _device_of(args).id))
     if fut is not None:
         fut.exception()  # waits; errors surface from the call itself
     return fn(*args, **kwargs, **static)
