@@ -1,4 +1,4 @@
-"""Gradients of the layered Green's tensor (issue 16) against central finite differences.
+"""Gradients of the layered Green's tensor against central finite differences.
 
 Set-up: a lossy film (eps = 2 + 0.5i, d = 0.2) on glass (2.25) under vacuum, wavelength 1;
 the source at z = 0.3 above the film, one observer above (z = 0.45: direct + reflected wave)

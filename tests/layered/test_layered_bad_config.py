@@ -1,5 +1,5 @@
 """Bad ``emjax layered`` TOML configs: each refused while parsing (no integral is computed)
-with a one-line ConfigError naming the field and what is allowed (issue 12)."""
+with a one-line ConfigError naming the field and what is allowed."""
 
 import copy
 

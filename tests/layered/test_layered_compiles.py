@@ -1,4 +1,4 @@
-"""Compile once (issue 12, item 5): a layered map compiles a fixed, small set of programs,
+"""Compile once: a layered map compiles a fixed, small set of programs,
 whatever its groups' point counts and its quadratures' node counts; a second map of the
 same kind compiles only its final assembly (sized by the map), and the same map nothing.
 

@@ -1,4 +1,4 @@
-"""Progress of layered maps (issue 12): per group and per chunk of points, on stderr at most
+"""Progress of layered maps: per group and per chunk of points, on stderr at most
 every ~2 s with points/s and the time left; observing only (the numbers are unchanged)."""
 
 import io

@@ -1,4 +1,4 @@
-"""The DDA on several devices (issue 17): orientations over devices, or one lattice in slabs.
+"""The DDA on several devices: orientations over devices, or one lattice in slabs.
 
 Two ways to split, both behind ``layout=`` (an :class:`emjax.layout.Layout`, a device count
 or a device list; None or one device never reaches this module):

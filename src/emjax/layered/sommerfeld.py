@@ -15,7 +15,7 @@ until ``sum over panels |K15 - G7| <= rtol * |I|`` for every sample point, and t
 returns that estimate for every point (K15 is the value; the G7 difference bounds its error
 from above in practice).
 
-Compilations (issue 12): the kernels take fixed node chunks (``CHUNK``, ``REFINE_CHUNK``)
+Compilations: the kernels take fixed node chunks (``CHUNK``, ``REFINE_CHUNK``)
 with the count of valid blocks as a traced argument, and points in a few bucketed sizes
 (``groups.point_chunk``), so a map compiles each kernel once per kind of node (complex
 ellipse, real tail), of medium (one- or two-sided) and point bucket, not per group or node
