@@ -127,7 +127,7 @@ def case_slabs(grid: int, small: bool, repeats: int) -> dict:
     """One lattice in x slabs (the distributed FFT): matvec and QMR iteration, 1 vs 2."""
     from emjax.dda.bench import scaling_benchmark
 
-    rows = scaling_benchmark(grid, 2, "slabs", "double", repeats=max(repeats, 2))
+    rows = list(scaling_benchmark(grid, 2, "slabs", "double", repeats=max(repeats, 2)))
     one, two = rows[0], rows[-1]
     keys = ("matvec_compile_s", "matvec_s", "iteration_s")
     return {
