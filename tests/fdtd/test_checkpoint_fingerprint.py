@@ -44,7 +44,7 @@ def _grid_sim(
     g = fdtd.Grid((N, N, N), dx=0.1, boundary=fdtd.CPML(pml), precision=precision, **kw)
     eps = np.where(_box(*box), eps_in, 1.0)
     wf = waveform or fdtd.Ricker(frequency=freq)
-    disp = None if drude is None else (materials.Drude(1.0, drude, 0.1), _box(1, 2))
+    disp = None if drude is None else (materials.Drude(1.0, omega_p=drude, gamma=0.1), _box(1, 2))
     return fdtd.GridSimulation(
         g,
         eps=eps,
