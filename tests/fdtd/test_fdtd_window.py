@@ -7,6 +7,7 @@ launched at step 0 (Ricker with no delay) so that they cross the slab cuts, the 
 walls within the few steps the fast suite affords. Compiles dominate (one per distinct
 sub-plan and pass length): each run uses few slabs."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -337,7 +338,7 @@ def test_chunks_tile_rings_and_owned_planes():
         if walled:  # x-CPML psi of w planes at each face
             psi = {"E01lo": planes[: w[0]], "H02hi": planes[nx - w[1] :]}
         host = {"E": (planes,) * 3, "H": (planes,) * 3, "psi": psi, "J": ()}
-        store = window._Chunks(subs, host, {}, nx, window.jax.devices()[0])
+        store = window._Chunks(subs, host, {}, nx, jax.devices()[0])
         assert store.data[("E", 0)][0].sharding.memory_kind == "pinned_host"
         first = lambda xs: np.concatenate([np.asarray(x)[:, 0, 0] for x in xs])
         for k, r in enumerate(rs):
@@ -369,7 +370,7 @@ def test_pinned_pool_too_small_falls_back_to_numpy(monkeypatch):
     g = fdtd.Grid((14, 8, 8), dx=0.05, boundary=fdtd.CPML(2))
     sim = fdtd.GridSimulation(g, sources=(dip((6, 4, 4)),), probes=(fdtd.Probe((9, 4, 4), 2),))
     a = fdtd.run(sim, 6)
-    monkeypatch.setattr(window, "pinned_pool_limit", lambda device=None: 1000)
+    monkeypatch.setattr(window.hoststate, "pinned_pool_limit", lambda device=None: 1000)
     stats = {}
     with pytest.warns(UserWarning, match="NumPy host path instead of pinned memory"):
         c = window.run_window(sim, 6, th=3, slab=7, stats=stats)
