@@ -113,6 +113,23 @@ the kernel, per-program output blocks (``BlockSpec`` with ``None`` dimensions), 
 march's plane order (:mod:`.march`). ``jax.experimental.pallas.mosaic_gpu`` itself does not
 import without ``absl`` (in JAX's CUDA extras), so the SMEM rings are not interpreted here.
 
+The kernel for the GPU: Triton
+------------------------------
+``kernel="triton"`` (:mod:`.gpu`) is the x-march rewritten for Pallas's Triton lowering,
+the one the march above does not pass (checked by lowering for "cuda" on a CPU, which
+runs Pallas's GPU lowering without a GPU): its 16 + 2 x 4 = 24-cell windows are no power
+of two, and with 16-cell windows it still needs ``slice`` of values (the rolls and the
+ring slots), which the lowering lacks. What Triton imposed, in :mod:`.gpu`'s docstring:
+y/z windows of a power of two (tile = window - 2 TH: 24 for 32 at TH 4; tiles overlap by
+2 TH), differences as shifted masked loads, the rings in a per-program scratch in global
+memory ordered by barriers (no shared-memory scratch in Pallas Triton), whole-window
+stores under a mask into padded outputs, probes as scalars, and the backend named in the
+call (the default is Mosaic GPU in some JAX versions). The tests compare it with the XLA
+step in interpret mode and lower it for "cuda" (float32, float64, x tiled, PEC cells).
+Lowering is not compiling: the Triton compile (to PTX) runs on the device, and the
+scratch's traffic (about 12 plane reads and 7 plane writes of the scratch per level)
+weighs on the bandwidth model above; its speed is to be measured.
+
 Not yet: DFT monitors (accumulate per step from the levels' planes, or from records kept
 per TH block), TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch
 phases, the 4th-order stencil (halo 2 planes per step), several devices (shards would
