@@ -47,6 +47,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from .tile import CURL
+from .traversal import wrap_pad
 
 SLOTS = 4  # 0, 1: ring planes p % 2; 2: plane 0 (E, the x wrap); 3: the level's new H
 
@@ -61,8 +62,6 @@ def compiler_params(dtype):
 
 def pass_triton(cfg, tiling, th, coefs, kinds, E, H, psi, src_values, steps, interpret: bool):
     """One pass of ``th`` steps (``steps`` <= th, traced) as one Triton-shaped Pallas call."""
-    from .traversal import wrap_pad
-
     W, h, shape = tiling.window, tiling.halo, tiling.shape
     dtype = E[0].dtype
     psi_keys = tuple(sorted(psi))
