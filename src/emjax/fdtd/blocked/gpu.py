@@ -56,8 +56,12 @@ def is_pow2(n: int) -> bool:
     return n >= 1 and (n & (n - 1)) == 0
 
 
-def compiler_params(dtype):
-    return pltriton.CompilerParams(num_warps=4, num_stages=1)
+def compiler_params(window, dtype):
+    """Triton's launch settings: about 4 values of a plane per thread (a 32 x 32 float32
+    window: 8 warps), the ~30 planes in flight per level kept in registers; no software
+    pipelining (``num_stages=1``: no load hoisted above a barrier)."""
+    size = window[1] * window[2] * jnp.dtype(dtype).itemsize
+    return pltriton.CompilerParams(num_warps=min(8, max(1, size // 512)), num_stages=1)
 
 
 def pass_triton(cfg, tiling, th, coefs, kinds, E, H, psi, src_values, steps, interpret: bool):
@@ -86,7 +90,7 @@ def pass_triton(cfg, tiling, th, coefs, kinds, E, H, psi, src_values, steps, int
         kernel,
         out_shape=tuple(out_shape),
         grid=counts,
-        compiler_params=compiler_params(dtype),
+        compiler_params=compiler_params(W, dtype),
         interpret=interpret,
     )(*ins)
     grid = tuple(slice(hh, hh + n) for hh, n in zip(h, shape))
@@ -172,7 +176,9 @@ def _kernel(cfg, tiling, th, kinds, coef_keys, psi_keys, in_refs, out_refs, inte
         nxt = jnp.where(pc + 1 >= W[0], 2, prev)
         E_p = [rd(t, cur, c) for c in range(3)]
         H_old = [rd(t, cur, 3 + c) for c in range(3)]
-        psi_p = {key: rd(t, cur, 6 + i) for i, key in enumerate(psi_keys)}
+        # psi planes are read where used (and read again for a level past ``steps``), not
+        # held in registers across the level: 12 of them in a CPML on every face
+        psi_old = lambda key: rd(t, cur, 6 + psi_keys.index(key))  # noqa: E731
         # H update: forward differences of E (x: the next plane; y, z: shifted reads)
         cE = [0.0, 0.0, 0.0]
         new_psi = {}
@@ -187,7 +193,7 @@ def _kernel(cfg, tiling, th, kinds, coef_keys, psi_keys, in_refs, out_refs, inte
                 vs = (g * lv(f"maskH{axis}", axis, pc) - f) * inv_dx
                 key = f"H{axis}{comp}"
                 pb, pcc, km1 = (lv(f"pmlH{axis}{q}", axis, pc) for q in "bck")
-                ps = pb * psi_p[key] + pcc * vs
+                ps = pb * psi_old(key) + pcc * vs
                 new_psi[key] = ps
                 v = v + (km1 * vs + ps if cfg.pml_kappa[axis] else ps)
             cE[out] = cE[out] + sign * v
@@ -210,7 +216,7 @@ def _kernel(cfg, tiling, th, kinds, coef_keys, psi_keys, in_refs, out_refs, inte
                 vs = (f - g * lv(f"maskE{axis}", axis, pc)) * inv_dx
                 key = f"E{axis}{comp}"
                 pb, pcc, km1 = (lv(f"pmlE{axis}{q}", axis, pc) for q in "bck")
-                ps = pb * psi_p[key] + pcc * vs
+                ps = pb * psi_old(key) + pcc * vs
                 new_psi[key] = ps
                 v = v + (km1 * vs + ps if cfg.pml_kappa[axis] else ps)
             cH[out] = cH[out] + sign * v
@@ -238,7 +244,10 @@ def _kernel(cfg, tiling, th, kinds, coef_keys, psi_keys, in_refs, out_refs, inte
         # a level past ``steps`` (the last, shorter pass) passes its plane on unchanged
         E_out = [jnp.where(active, x, o) for x, o in zip(E_new, E_p)]
         H_out = [jnp.where(active, x, o) for x, o in zip(H_new, H_old)]
-        P_out = [jnp.where(active, new_psi.get(key, psi_p[key]), psi_p[key]) for key in psi_keys]
+        P_out = [
+            jnp.where(active, new_psi[key], psi_old(key)) if key in new_psi else psi_old(key)
+            for key in psi_keys
+        ]
         planes = (*E_out, *H_out, *P_out)
 
         @pl.when(valid)
