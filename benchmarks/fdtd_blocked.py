@@ -7,8 +7,11 @@ PYTHONPATH=src python3 benchmarks/fdtd_blocked.py --n 24 --steps 6 --steps-ref 6
 PYTHONPATH=src python3 benchmarks/fdtd_blocked.py --out results/h100-fdtd-blocked.jsonl
 
 Rows (one JSON line each, stdout and --out): ``path`` "xla" (emjax.fdtd.step.advance),
-"blocked-pallas-march" (one pallas_call per pass, each program marching along x with rings
-of planes: the GPU-shaped kernel; compiled for the device, not interpreted),
+"blocked-triton" (the default blocked path: one pallas_call per pass lowered to Triton,
+each program marching along x through a y/z window of ``--window`` cells, 32 by default =
+a tile of 24 + 2 x TH 4; the row names ``tile``, ``window`` and ``th``),
+"blocked-pallas-march" (the x-march with rings as loop values: does not lower to Triton,
+its windows are not powers of two),
 "blocked-pallas" (the same without the march: whole windows as values; not in the default
 paths) or "blocked-xla" (the passes in plain JAX, a loop over tiles: the traversal's
 reference, not a fast path); ``compile_s`` (the first call: trace + compile + one run) apart from
@@ -86,7 +89,7 @@ def _samples(state, n):
     return np.stack([e[n // 2 + 1] for e in E] + [e[:, :, n // 2] for e in E])
 
 
-def run_row(n, path, steps, th, tile, samples_path, interpret=False):
+def run_row(n, path, steps, th, tile, samples_path, interpret=False, window=32):
     """One row in this process: (row fields, writes the compared fields to ``samples_path``)."""
     sim = simulation(n)
     row = {"n": n, "path": path, "steps": steps}
@@ -94,9 +97,13 @@ def run_row(n, path, steps, th, tile, samples_path, interpret=False):
         fn = engine.advance
         row["bytes_per_update"] = 18 * 4
     else:
-        kernel = "xla" if path == "blocked-xla" else "pallas"
+        kernel = {"blocked-xla": "xla", "blocked-triton": "triton"}.get(path, "pallas")
         march = path == "blocked-pallas-march"
-        t = tile if kernel == "pallas" else (n, 64, 64)  # the reference: fewer, bigger tiles
+        t = tile if kernel != "xla" else (n, 64, 64)  # the reference: fewer, bigger tiles
+        if kernel == "triton":  # y/z windows of ``window`` cells: tiles of window - 2 th
+            t = (tile[0], window - 2 * th, window - 2 * th)
+            row["window"] = [min(t[0], n) + (2 * th if t[0] < n else 0), window, window]
+        row["th"] = th
         fn = lambda p, ar, s, k: blocked.advance(  # noqa: E731
             p, ar, s, k, th=th, tile=t, kernel=kernel, interpret=interpret, march=march
         )
@@ -123,7 +130,10 @@ def main(argv=None):
     ap.add_argument(
         "--tile", type=int, nargs=3, default=None, help="x y z cells per tile (default: x whole, 16 16)"
     )
-    ap.add_argument("--paths", nargs="+", default=["xla", "blocked-pallas-march", "blocked-xla"])
+    ap.add_argument(
+        "--window", type=int, default=32, help="blocked-triton: y/z window cells (a power of two)"
+    )
+    ap.add_argument("--paths", nargs="+", default=["xla", "blocked-triton"])
     ap.add_argument("--budget", type=float, default=200.0, help="seconds for all rows (each its own process)")
     ap.add_argument("--row-limit", type=float, default=120.0, help="seconds for one row (compile + runs)")
     ap.add_argument("--interpret", action="store_true", help="Pallas in interpret mode (a CPU smoke run)")
@@ -135,7 +145,7 @@ def main(argv=None):
         n, path = int(a.one[0]), a.one[1]
         steps = a.steps_ref if path == "blocked-xla" else a.steps
         tile = tuple(a.tile) if a.tile else (n, 16, 16)
-        print(json.dumps(run_row(n, path, steps, a.th, tile, a.samples, a.interpret)), flush=True)
+        print(json.dumps(run_row(n, path, steps, a.th, tile, a.samples, a.interpret, a.window)), flush=True)
         return
 
     def emit(row):
@@ -154,6 +164,7 @@ def main(argv=None):
         "th": a.th,
     }
     passthrough = ["--steps", str(a.steps), "--steps-ref", str(a.steps_ref), "--th", str(a.th)]
+    passthrough += ["--window", str(a.window)]
     if a.tile:
         passthrough += ["--tile", *map(str, a.tile)]
     if a.interpret:

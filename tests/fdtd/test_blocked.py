@@ -129,7 +129,7 @@ def test_unsupported_and_bad_arguments():
         blocked.advance(plan, arrays, state, 2, th=0)
     with pytest.raises(ConfigError, match=r"^tile must be three integers >= 1"):
         blocked.advance(plan, arrays, state, 2, tile=(8, 0, 8))
-    with pytest.raises(ConfigError, match=r"^kernel must be 'pallas' or 'xla'"):
+    with pytest.raises(ConfigError, match=r"^kernel must be 'pallas', 'xla' or 'triton'"):
         blocked.advance(plan, arrays, state, 2, kernel="cuda")
 
 
@@ -156,3 +156,68 @@ def test_x_march_in_x_tiles_periodic():
         plan, arrays, state = _setup(sim, 2)
     with pytest.raises(ConfigError, match=r"^march=True needs x tiled"):
         blocked.advance(plan, arrays, state, 2, tile=(12, 4, 8), march=True)
+
+
+def test_triton_kernel_interpret_cpml_dielectric():
+    """The Triton-shaped kernel (y/z windows of 16 = tiles of 8 + 2 x TH 4, rings in a global
+    scratch, shifted masked loads) in interpret mode: 6 steps in a pass of 4 and one of 2,
+    CPML tiles at both y faces and the low z face, probes, per-cell eps and sigma."""
+    _compare(_cpml_dielectric(), 6, th=4, tile=(16, 8, 8), kernel="triton")
+
+
+@pytest.mark.slow
+def test_triton_kernel_interpret_x_tiled_periodic():
+    """The Triton-shaped kernel inside x tiles (windows with x halos) on a periodic x, 7 steps
+    in passes of 4 and 3, y/z windows of 16."""
+    shape = (12, 12, 10)
+    rng = np.random.default_rng(4)
+    g = fdtd.Grid(shape, 1.0, boundary=(Periodic(), CPML(thickness=2), PEC()), precision="double")
+    src = fdtd.PointDipole((2, 5, 7), 1, fdtd.GaussianPulse(frequency=0.2, bandwidth=0.5))
+    probes = (fdtd.Probe((11, 5, 7), 1), fdtd.Probe((0, 6, 2), 0, "H"))
+    sim = fdtd.GridSimulation(g, eps=1 + rng.random(shape), sources=(src,), probes=probes)
+    _compare(sim, 7, th=4, tile=(5, 8, 8), kernel="triton")
+
+
+def _lower_for_cuda(sim, steps, th, tile, dtype):
+    """The blocked advance lowered for "cuda" on whatever machine runs the test (cross-
+    platform lowering: the Pallas call becomes the Triton custom call, IR included, with no
+    GPU); the StableHLO text. Skips where this jaxlib cannot lower Pallas for cuda."""
+    with precision_scope():
+        plan, arrays, state = _setup(sim, steps, dtype)
+        traced = blocked._advance.trace(plan, arrays, state, steps, th, tile, "triton", False, True)
+        try:
+            lowered = traced.lower(lowering_platforms=("cuda",))
+        except ValueError as e:
+            if "Cannot lower pallas_call on platform" in str(e):
+                pytest.skip(f"no Pallas lowering for cuda here: {e}")
+            raise
+    return lowered.as_text()
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_triton_kernel_lowers_for_cuda(dtype):
+    text = _lower_for_cuda(_cpml_dielectric(), 23, 4, (16, 8, 8), dtype)
+    assert text.count("__gpu$xla.gpu.triton") == 1  # one kernel, called once per pass
+
+
+def test_triton_kernel_lowers_for_cuda_x_tiled_pec_window_32():
+    """x tiled (a periodic x), per-cell PEC, a kappa CPML, windows of 32 = 24 + 2 x 4 (the
+    benchmark's shape) on a grid of 40 x 48 x 40."""
+    shape = (40, 48, 40)
+    g = fdtd.Grid(shape, 1.0, boundary=(Periodic(), CPML(thickness=4, kappa_max=2.0), PEC()))
+    pec = np.zeros(shape, bool)
+    pec[10:12, 20:30, 5:9] = True
+    src = fdtd.PointDipole((20, 24, 20), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+    sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((21, 24, 20), 2),), pec=pec)
+    text = _lower_for_cuda(sim, 8, 4, (16, 24, 24), jnp.float32)
+    assert text.count("__gpu$xla.gpu.triton") == 1
+
+
+def test_triton_kernel_window_must_be_power_of_two():
+    g = fdtd.Grid((16, 20, 20), 1.0, boundary=PEC())
+    src = fdtd.PointDipole((4, 4, 4), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+    plan, arrays, state = _setup(fdtd.GridSimulation(g, sources=(src,)), 2, jnp.float32)
+    with pytest.raises(ConfigError, match=r"tile \+ 2 th = 18, 16 must be powers of two"):
+        blocked.advance(plan, arrays, state, 2, th=4, tile=(16, 10, 8), kernel="triton")
+    with pytest.raises(ConfigError, match="y and z must be tiled"):
+        blocked.advance(plan, arrays, state, 2, th=4, tile=(16, 24, 8), kernel="triton")

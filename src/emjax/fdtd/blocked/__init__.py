@@ -113,6 +113,23 @@ the kernel, per-program output blocks (``BlockSpec`` with ``None`` dimensions), 
 march's plane order (:mod:`.march`). ``jax.experimental.pallas.mosaic_gpu`` itself does not
 import without ``absl`` (in JAX's CUDA extras), so the SMEM rings are not interpreted here.
 
+The kernel for the GPU: Triton
+------------------------------
+``kernel="triton"`` (:mod:`.gpu`) is the x-march rewritten for Pallas's Triton lowering,
+the one the march above does not pass (checked by lowering for "cuda" on a CPU, which
+runs Pallas's GPU lowering without a GPU): its 16 + 2 x 4 = 24-cell windows are no power
+of two, and with 16-cell windows it still needs ``slice`` of values (the rolls and the
+ring slots), which the lowering lacks. What Triton imposed, in :mod:`.gpu`'s docstring:
+y/z windows of a power of two (tile = window - 2 TH: 24 for 32 at TH 4; tiles overlap by
+2 TH), differences as shifted masked loads, the rings in a per-program scratch in global
+memory ordered by barriers (no shared-memory scratch in Pallas Triton), whole-window
+stores under a mask into padded outputs, probes as scalars, and the backend named in the
+call (the default is Mosaic GPU in some JAX versions). The tests compare it with the XLA
+step in interpret mode and lower it for "cuda" (float32, float64, x tiled, PEC cells).
+Lowering is not compiling: the Triton compile (to PTX) runs on the device, and the
+scratch's traffic (about 12 plane reads and 7 plane writes of the scratch per level)
+weighs on the bandwidth model above; its speed is to be measured.
+
 Not yet: DFT monitors (accumulate per step from the levels' planes, or from records kept
 per TH block), TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch
 phases, the 4th-order stencil (halo 2 planes per step), several devices (shards would
@@ -130,7 +147,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..sources import PointDipole
-from . import traversal
+from . import gpu, traversal
 from .traversal import Tiling
 
 __all__ = ["TileConfig", "Tiling", "advance", "unsupported"]
@@ -264,7 +281,9 @@ def _pass(plan, cfg, tiling, kernel, interpret, arrays, pc, kinds, carry, k):
     E, H, psi, n = carry
     dtype = E[0].dtype
     sv = _source_values(plan, arrays, n, tiling.th, dtype)
-    if kernel == "pallas":
+    if kernel == "triton":
+        E, H, psi, rec = gpu.pass_triton(cfg, tiling, tiling.th, pc, kinds, E, H, psi, sv, k, interpret)
+    elif kernel == "pallas":
         E, H, psi, rec = traversal.pass_pallas(cfg, tiling, tiling.th, pc, kinds, E, H, psi, sv, k, interpret)
     else:
         E, H, psi, rec = traversal.pass_xla(cfg, tiling, tiling.th, pc, kinds, E, H, psi, sv, k)
@@ -313,7 +332,9 @@ def advance(
     of ``tile`` cells (x, y, z; an entry >= the axis's length leaves it whole).
 
     ``kernel``: "pallas" (one ``pallas_call`` per pass; ``interpret`` None: interpret mode
-    on the CPU) or "xla" (the same passes in plain JAX: a loop over tiles). ``march``: each
+    on the CPU), "triton" (the x-march as the kernel Pallas lowers to Triton for a GPU,
+    :mod:`.gpu`: y and z tiled with ``tile + 2 th`` a power of two, e.g. tile 24 and th 4)
+    or "xla" (the same passes in plain JAX: a loop over tiles). ``march``: each
     tile updated plane by plane along x in the order the GPU kernel must follow
     (:mod:`emjax.fdtd.blocked.march`; x tiled, or walled)."""
     why = unsupported(plan)
@@ -327,10 +348,15 @@ def advance(
         or not all(isinstance(b, (int, np.integer)) and b >= 1 for b in tile)
     ):
         raise ConfigError(f"tile must be three integers >= 1 (cells along x, y, z), got {tile!r}")
-    if kernel not in ("pallas", "xla"):
-        raise ConfigError(f"kernel must be 'pallas' or 'xla', got {kernel!r}")
+    if kernel not in ("pallas", "xla", "triton"):
+        raise ConfigError(f"kernel must be 'pallas', 'xla' or 'triton', got {kernel!r}")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ConfigError(f"steps must be an integer >= 1, got {steps!r}")
+    if kernel == "triton":
+        march = True  # the Triton kernel is the x-march
+        why = gpu.check_window(Tiling(plan.shape, tuple(int(b) for b in tile), int(th), True))
+        if why is not None:
+            raise ConfigError(f"kernel='triton' with tile={tuple(tile)!r}, th={th}: {why}")
     if march and tile[0] >= plan.shape[0] and not plan.walls[0]:
         raise ConfigError(
             "march=True needs x tiled (tile[0] < nx) or walled (PEC or CPML along x): a periodic "
