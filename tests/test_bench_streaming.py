@@ -44,7 +44,12 @@ LAYERED_ROW = dict(
     map="8x8", seconds=1.0, points_per_s=64.0, max_error_normwise=1e-9, max_error_estimate=1e-9, device="cpu"
 )
 CASES = {
-    "fdtd": ("fdtd.bench", "fdtd_benchmark", FDTD_ROW, ["bench", "fdtd", "--size", "8", "--size", "12"]),
+    "fdtd": (
+        "fdtd.bench",
+        "fdtd_benchmark",
+        FDTD_ROW,
+        ["bench", "fdtd", "--boundary", "pec", "--size", "8", "--size", "12"],
+    ),
     "layered": (
         "layered.bench",
         "layered_benchmark",
