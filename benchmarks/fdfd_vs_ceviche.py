@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     from emjax import fdfd, geometry, scene
     from emjax.backend import device_description
     from emjax.bench import git_commit
-    from emjax.fdfd.tm import node_permittivity
+    from emjax.fdfd.permittivity2d import node_permittivity
 
     wavelength, a, eps_cyl = 1.0, 1.0, 4.0
     n, L, res = args.n, args.pml, args.resolution

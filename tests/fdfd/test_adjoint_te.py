@@ -9,14 +9,14 @@ import pytest
 
 from emjax import ConfigError, fdfd, geometry, scene
 from emjax.backend import precision_scope
-from emjax.fdfd import tm
+from emjax.fdfd import grid2d, permittivity2d
 
 RES, F, PML = 20.0, 1.0, fdfd.SCPML(8)
 
 
 def _edges(sc, shape, dx, origin):
     """eps on the E_x and E_y edges of solve_te's grid for a staircase scene."""
-    inv_x, inv_y, _, _ = tm._inplane_inverse(sc, shape, dx, origin, 2 * np.pi * F, "staircase")
+    inv_x, inv_y, _, _ = permittivity2d._inplane_inverse(sc, shape, dx, origin, 2 * np.pi * F, "staircase")
     return 1.0 / inv_x, 1.0 / inv_y
 
 
@@ -29,7 +29,7 @@ def test_field_equals_solve_te(stencil):
     r = fdfd.solve_te(
         (1.6, 1.6), RES, F, fdfd.PlaneWave2D(30.0), sc, PML, averaging="staircase", stencil=stencil
     )
-    g = tm._grid((1.6, 1.6), RES, F, PML, (0.0, 0.0), "staircase", half=True)
+    g = grid2d._grid((1.6, 1.6), RES, F, PML, (0.0, 0.0), "staircase", half=True)
     ex, ey = _edges(sc, g.shape, g.dx, g.origin)
     with precision_scope():
         h = np.asarray(

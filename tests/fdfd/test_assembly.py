@@ -1,4 +1,4 @@
-"""The 2-D TM matrix assembly of emjax.fdfd.tm (stencil coefficients straight into CSR, NumPy
+"""The 2-D TM matrix assembly of emjax.fdfd.stencil2d (stencil coefficients straight into CSR, NumPy
 only) against the sparse-matrix algebra it replaced (Kronecker products of the 1-D operators,
 ``(M E + E M) / 2``, row selections by diagonal products: written out again below as the
 reference), bit for bit: the same matrix (pattern and values); the right sides to the last
@@ -10,54 +10,54 @@ import pytest
 import scipy.sparse as sp
 
 from emjax import fdfd, geometry, scene
-from emjax.fdfd import blocksolve, tm
+from emjax.fdfd import blocksolve, grid2d, permittivity2d, stencil2d, tm
 from emjax.fdfd.pec2d import pec_index, tm_rows
 
 
 def _reference(size, res, source, sc, L, stencil, averaging="subpixel"):
     """(A, b) of solve_tm as the sparse-algebra assembly (before the stencil arrays) built it."""
-    g = tm._grid(size, res, 1.0, fdfd.SCPML(L), (0.0, 0.0), averaging, half=False)
+    g = grid2d._grid(size, res, 1.0, fdfd.SCPML(L), (0.0, 0.0), averaging, half=False)
     omega, shape = g.omega, g.shape
-    eps = tm.node_permittivity(sc, shape, g.dx, g.origin, omega, averaging)
+    eps = permittivity2d.node_permittivity(sc, shape, g.dx, g.origin, omega, averaging)
     inside = np.isinf(eps)
     eps_rows = np.where(inside, 1.0, eps)
-    yee_rows = tm._near(inside)
+    yee_rows = stencil2d._near(inside)
     nx, ny = shape
-    L1 = [tm._second_difference_1d(n, g.dx, omega, g.pml) for n in shape]
+    L1 = [stencil2d._second_difference_1d(n, g.dx, omega, g.pml) for n in shape]
     Ix, Iy = sp.identity(nx, format="csr"), sp.identity(ny, format="csr")
     if stencil == "yee":
         lap = sp.kron(L1[0], Iy) + sp.kron(Ix, L1[1])
     else:
-        lap = sp.kron(L1[0], tm._average_1d(ny)) + sp.kron(tm._average_1d(nx), L1[1])
+        lap = sp.kron(L1[0], stencil2d._average_1d(ny)) + sp.kron(stencil2d._average_1d(nx), L1[1])
         if yee_rows.any():
-            lap = tm._rows(yee_rows, sp.kron(L1[0], Iy) + sp.kron(Ix, L1[1]), lap)
+            lap = stencil2d._rows(yee_rows, sp.kron(L1[0], Iy) + sp.kron(Ix, L1[1]), lap)
 
     def mass(e):
         E = sp.diags(omega**2 * e.ravel())
         if stencil == "yee":
             return E
-        M = tm._compact_parts(shape)[2]
+        M = stencil2d._compact_parts(shape)[2]
         spread = (M @ E + E @ M) / 2
-        return tm._rows(yee_rows, E, spread) if yee_rows.any() else spread
+        return stencil2d._rows(yee_rows, E, spread) if yee_rows.any() else spread
 
     A = (lap + mass(eps_rows)).tocsr()
-    waves = tm._plane_waves(source)
+    waves = grid2d._plane_waves(source)
     if isinstance(source, tm.LineSource):
-        i, j = tm._source_node(source, g)
+        i, j = grid2d._source_node(source, g)
         b = np.zeros(shape, complex)
         b[i, j] = 1j * omega * complex(source.current) / g.dx**2
         if stencil == "compact" and not yee_rows[i, j]:
-            b = (tm._compact_parts(shape)[2] @ b.ravel()).reshape(shape)
+            b = (stencil2d._compact_parts(shape)[2] @ b.ravel()).reshape(shape)
         b = b.reshape(-1, 1)
     else:
         K = mass(eps_rows - 1.0)
-        b = np.stack([-(K @ e.ravel()) for e in tm._incident_waves(source, g)], 1)
+        b = np.stack([-(K @ e.ravel()) for e in grid2d._incident_waves(source, g)], 1)
     if inside.any():
 
         def boundary(X, Y):
             if not waves:
                 return np.zeros((np.size(X), 1), complex)
-            return np.stack([-tm._incident(w, omega, X, Y) for w in waves], -1)
+            return np.stack([-grid2d._incident(w, omega, X, Y) for w in waves], -1)
 
         stretch = [(g.pml.stretch(n, g.dx, omega, False), g.pml.stretch(n, g.dx, omega, True)) for n in shape]
         rows, _, near, rhs = tm_rows(
@@ -149,7 +149,7 @@ def test_assembly_equals_sparse_algebra_bit_for_bit(stencil, kind, src):
     assert (kind_, group) == ("banded", 1)
     np.testing.assert_array_equal(blocksolve.stencil_blocks(got["C"], shape), blocks)
     # and the stencil round-trips through CSR
-    np.testing.assert_array_equal(tm.sparse_stencil(A1, shape), got["C"])
+    np.testing.assert_array_equal(stencil2d.sparse_stencil(A1, shape), got["C"])
 
 
 def test_staircase_and_pml_free_grid():
@@ -171,13 +171,13 @@ def test_staircase_and_pml_free_grid():
 def test_stencil_csr_refuses_wrapping_entries():
     C = np.zeros((4, 5, 3, 3), complex)
     C[:, :, 1, 1] = 1.0
-    A = tm.stencil_csr(C)
+    A = stencil2d.stencil_csr(C)
     assert A.nnz == 20 and np.all(A.diagonal() == 1)
     C[0, 4, 1, 2] = 2.0  # the node (0, 5) does not exist: it would wrap to (1, 0)
     with pytest.raises(ValueError, match="edge"):
-        tm.stencil_csr(C)
+        stencil2d.stencil_csr(C)
     with pytest.raises(ValueError, match="footprint"):
-        tm.sparse_stencil(sp.csr_matrix(([1.0], ([0], [7])), shape=(20, 20)), (4, 5))
+        stencil2d.sparse_stencil(sp.csr_matrix(([1.0], ([0], [7])), shape=(20, 20)), (4, 5))
 
 
 def test_csc_and_apply_match_the_csr_matrix():
@@ -185,12 +185,12 @@ def test_csc_and_apply_match_the_csr_matrix():
     array; apply_stencil is the matrix product."""
     got = _new((2.3, 2.1), 12, [fdfd.PlaneWave2D(20.0)], _scene("mixed"), 5, "compact")
     C = got["C"]
-    A = tm.stencil_csr(C)
-    ref, csc = A.tocsc(), tm.stencil_csc(C)
+    A = stencil2d.stencil_csr(C)
+    ref, csc = A.tocsc(), stencil2d.stencil_csc(C)
     assert csc.format == "csc"
     np.testing.assert_array_equal(csc.indptr, ref.indptr)
     np.testing.assert_array_equal(csc.indices, ref.indices)
     np.testing.assert_array_equal(csc.data, ref.data)
-    np.testing.assert_array_equal(tm.sparse_stencil(A.T, got["shape"]), tm.transpose_stencil(C))
+    np.testing.assert_array_equal(stencil2d.sparse_stencil(A.T, got["shape"]), stencil2d.transpose_stencil(C))
     u = np.random.default_rng(3).standard_normal(got["shape"]) + 1j
-    np.testing.assert_allclose(tm.apply_stencil(C, u).ravel(), A @ u.ravel(), rtol=1e-14, atol=1e-12)
+    np.testing.assert_allclose(stencil2d.apply_stencil(C, u).ravel(), A @ u.ravel(), rtol=1e-14, atol=1e-12)

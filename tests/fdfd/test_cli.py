@@ -212,7 +212,7 @@ def test_config_mapping_2d():
         ({"shape": "ellipse", "center": [0.0, 0.0], "semi_axes": [0.8, 0.4], "rotation": 90}, math.pi * 0.32),
         ({"shape": "polygon", "vertices": [[-0.5, -0.5], [1.0, -0.5], [-0.5, 0.7]]}, 0.5 * 1.5 * 1.2),
     ]
-    from emjax.fdfd.tm import node_permittivity
+    from emjax.fdfd.permittivity2d import node_permittivity
 
     for obj, area in objs:
         p = build_fdfd({**base, "objects": [{**obj, "eps": 4.0}]})

@@ -39,7 +39,8 @@ import scipy.sparse.linalg as spla
 from ..backend import precision_scope
 from ..errors import ConfigError, require_positive
 from .operators import SCPML
-from .tm import PlaneWave2D, _check_stencil, stencil_csc, tm_stencil
+from .specs2d import PlaneWave2D
+from .stencil2d import _check_stencil, stencil_csc, tm_stencil
 
 __all__ = ["disk_permittivity", "tm_field"]
 
@@ -62,7 +63,7 @@ def _mass_apply(e, u, omega, stencil):
 
 
 def _matrix(eps, shape, dx, omega, pml, stencil):
-    """The TM matrix of ``eps`` (CSC), assembled as solve_tm does (tm.tm_stencil: the same
+    """The TM matrix of ``eps`` (CSC), assembled as solve_tm does (stencil2d.tm_stencil: the same
     matrix as the sparse ``lap + (M E + E M) / 2``, bit for bit)."""
     return stencil_csc(tm_stencil(np.asarray(eps, complex), shape, dx, omega, pml, stencil))
 

@@ -30,7 +30,8 @@ import scipy.sparse.linalg as spla
 from ..errors import ConfigError, require_positive
 from .adjoint import _array, _cached_factor, _from_bytes, _incident, _to_bytes, caller_scope
 from .operators import SCPML, derivatives
-from .tm import PlaneWave2D, _check_stencil, _compact_parts
+from .specs2d import PlaneWave2D
+from .stencil2d import _check_stencil, _compact_parts
 
 __all__ = ["te_field"]
 

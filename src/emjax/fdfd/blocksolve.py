@@ -467,7 +467,7 @@ def solve_block_tridiagonal(
     128). ``refine``, ``tol``: refinement steps at most, taken while the relative residual
     exceeds ``tol``. ``memory_limit``: bytes available (default: the device's, queried).
     ``stencil``: A's coefficients as (nx, ny, 3, 3) (``stencil[i, j, a + 1, b + 1]`` multiplies
-    the node (i + a, j + b) in the row of node (i, j): :func:`emjax.fdfd.tm.tm_stencil`'s
+    the node (i + a, j + b) in the row of node (i, j): :func:`emjax.fdfd.stencil2d.tm_stencil`'s
     layout), which are the banded blocks themselves: no extraction from A (0.3 s at 400^2 on
     the H100's host). A is still used for the residual.
 

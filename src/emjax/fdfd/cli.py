@@ -158,7 +158,7 @@ def _check_bench_size(n, args) -> None:
     the host, one whose factors fit the host's memory (named as typed)."""
     from ..errors import require_int
     from .bench import bench_config
-    from .tm import jax_default_platform
+    from .solve2d import jax_default_platform
 
     require_int("--size", n, 1, 100_000)
     bench_config(n, dims=args.dims, solver=args.solver, precision=args.precision)  # the minimum

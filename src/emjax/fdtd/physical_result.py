@@ -1,0 +1,160 @@
+"""The result of a physical-unit FDTD run (:func:`emjax.fdtd.physical.run`): the monitors by
+name, spectra normalized by the incident plane wave (fluxes, transmission, cross sections,
+field planes), over the cell-level :class:`~emjax.fdtd.FDTDResult`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import ConfigError
+from .monitors import DFTField
+from .spec import GridSimulation
+from .tfsf import TFSF
+
+if TYPE_CHECKING:
+    from .physical import Simulation
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """What :func:`emjax.fdtd.run` returns for a physical :class:`Simulation`: the monitors
+    by name, normalized spectra, and the cell-level :class:`~emjax.fdtd.FDTDResult`."""
+
+    simulation: Simulation
+    grid_simulation: GridSimulation
+    raw: object  # FDTDResult
+    monitor_planes: dict
+
+    def frequencies(self, name: str) -> np.ndarray:
+        idx = self._planes(name)
+        first = idx[0][0] if isinstance(idx, tuple) else idx[0]
+        return np.asarray(self.grid_simulation.monitors[first].frequencies)
+
+    def _planes(self, name):
+        if name not in self.monitor_planes:
+            raise ConfigError(f"no monitor named {name!r}; the monitors are {sorted(self.monitor_planes)}")
+        return self.monitor_planes[name]
+
+    def field_plane(self, name: str, normalize: bool = False):
+        """A :class:`FieldPlane`'s fields as an ``xarray.Dataset``: complex ``Ex .. Hz`` over
+        (frequency, and the plane's two axes in increasing order, at the grid's nodes: lengths
+        in the simulation's units), with the run's time origin (E's at t = 0 of the steps).
+        ``normalize``: divided by the incident plane wave's amplitude at each frequency (needs
+        a :class:`PlaneWaveSource`), so that the incident field has |E| = 1."""
+        import xarray as xr
+
+        from .monitors import field_on_nodes
+        from .results import label_field_plane
+
+        idx = self._planes(name)
+        mon = self.grid_simulation.monitors[idx[0]] if not isinstance(idx, tuple) else None
+        if not isinstance(mon, DFTField):
+            raise ConfigError(f"{name!r} is not a FieldPlane")
+        E, H = field_on_nodes(self.raw.dft[idx[0]], mon)
+        if normalize:
+            amp = np.sqrt(2 * self.incident_intensity(mon.frequencies))[:, None, None, None]
+            E, H = E / amp, H / amp
+        sim = self.simulation
+        axes = [ax for ax in range(3) if ax != mon.axis]
+        coords = {"frequency": np.asarray(mon.frequencies)}
+        for ax in axes:
+            coords["xyz"[ax]] = sim.origin[ax] + np.arange(mon.lo[ax], mon.hi[ax] + 1) * sim.dx
+        dims = ("frequency",) + tuple("xyz"[ax] for ax in axes)
+        data = {f"E{'xyz'[c]}": (dims, E[:, c]) for c in range(3)}
+        data.update({f"H{'xyz'[c]}": (dims, H[:, c]) for c in range(3)})
+        ds = xr.Dataset(data, coords=coords)
+        ds.attrs["plane"] = f"{'xyz'[mon.axis]} = {sim.origin[mon.axis] + mon.index * sim.dx:.6g}"
+        return label_field_plane(ds, normalize)
+
+    def to_xarray(self):
+        """Cross sections, named flux spectra, probes and mid-z E (:func:`physical_to_xarray`)."""
+        from .results import physical_to_xarray
+
+        return physical_to_xarray(self)
+
+    def save(self, path):
+        """Write :meth:`to_xarray` to ``path`` (``.nc``, ``.h5``)."""
+        from ..io import save_dataset
+
+        return save_dataset(self.to_xarray(), path)
+
+    def flux(self, name: str) -> np.ndarray:
+        """Flux spectrum of a FluxPlane (towards +axis) or the outward flux of a FluxBox."""
+        from .monitors import box_flux
+
+        idx = self._planes(name)
+        if isinstance(idx, tuple):
+            raise ConfigError("cross_sections is not a flux monitor: use Result.cross_sections()")
+        if len(idx) == 1:
+            return self.raw.flux(idx[0])
+        return box_flux([self.raw.flux(i) for i in idx])
+
+    def flux_difference(self, other: Result, name: str) -> np.ndarray:
+        """Flux of (these fields - ``other``'s) through monitor ``name``: with ``other`` the
+        same simulation without the structure, the scattered (e.g. reflected) power."""
+        idx = self._planes(name)
+        if isinstance(idx, tuple) or len(idx) != 1:
+            raise ConfigError(f"{name!r} is not a FluxPlane")
+        return self.raw.flux_difference(other.raw, idx[0])
+
+    def incident_intensity(self, frequencies) -> np.ndarray:
+        """Intensity ``|E_inc(f)|^2 / 2`` (c = 1) of the plane wave's spectrum at ``frequencies``:
+        the flux per unit area that the monitors' DFTs of the incident wave would give."""
+        from .tfsf import incident_spectrum
+
+        tf = next((s for s in self.grid_simulation.sources if isinstance(s, TFSF)), None)
+        if tf is None:
+            raise ConfigError("normalization needs a PlaneWaveSource")
+        e = incident_spectrum(tf, frequencies, self.raw.total_steps, self.grid_simulation.grid.dt)
+        return 0.5 * np.abs(e) ** 2
+
+    def cross_sections(self) -> dict:
+        """``{"frequency", "Csca", "Cabs", "Cext"}`` spectra (length^2) from the
+        :class:`CrossSections` monitor: Csca = outward flux of the scattered field around the
+        TF/SF box, Cabs = net inward flux of the total field inside it, each divided by the
+        incident intensity; Cext = Csca + Cabs."""
+        from .monitors import box_flux
+
+        if "cross_sections" not in self.monitor_planes:
+            raise ConfigError("add a CrossSections(frequencies) monitor to get cross sections")
+        outer, inner = self.monitor_planes["cross_sections"]
+        f = np.asarray(self.grid_simulation.monitors[outer[0]].frequencies)
+        intensity = self.incident_intensity(f)
+        csca = box_flux([self.raw.flux(i) for i in outer]) / intensity
+        cabs = -box_flux([self.raw.flux(i) for i in inner]) / intensity
+        return {"frequency": f, "Csca": csca, "Cabs": cabs, "Cext": csca + cabs}
+
+    def transmission(self, name: str) -> np.ndarray:
+        """Flux through a FluxPlane over the incident power through it: T (or minus R for a
+        plane in the scattered-field region before the object).
+
+        The incident power is what the same discrete monitor measures for the plane wave
+        alone: ``|E|^2 / 2`` times the plane's area in cells, times ``cos(k~ dx / 2) * d_n``
+        with ``k~`` the wave's numerical wavenumber on the Yee grid (``sin(k~ dx / 2) =
+        sin(pi f dt) dx / dt`` along an axis) and ``d_n`` the direction's component along the
+        plane's normal: the monitor averages H over the two planes around its E plane. An
+        empty box then gives T = 1 to rounding instead of the O((k dx)^2) bias."""
+        idx = self._planes(name)
+        if isinstance(idx, tuple) or len(idx) != 1:
+            raise ConfigError(f"{name!r} is not a FluxPlane")
+        mon = self.grid_simulation.monitors[idx[0]]
+        g = self.grid_simulation.grid
+        area = math.prod(mon.hi[a] - mon.lo[a] for a in range(3) if a != mon.axis) * g.dx**2
+        f = np.asarray(mon.frequencies)
+        tf = next((s for s in self.grid_simulation.sources if isinstance(s, TFSF)), None)
+        if tf is None:
+            raise ConfigError(
+                "transmission() normalizes by a PlaneWaveSource's incident power; with a PlaneCurrent "
+                "divide by a run without the structure (flux, flux_difference)"
+            )
+        d = np.asarray(tf.wave.direction, float)
+        if tf.oblique:
+            k_dx = 2 * np.pi * f * g.dx  # the analytic incident field: the vacuum wavenumber
+        else:
+            k_dx = 2 * np.arcsin(np.clip(np.sin(np.pi * f * g.dt) / g.courant, -1, 1))
+        power = self.incident_intensity(f) * area * np.cos(k_dx * abs(d[mon.axis]) / 2) * d[mon.axis]
+        return self.flux(name) / power
