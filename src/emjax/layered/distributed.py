@@ -13,8 +13,6 @@ points) stays on one device. ``layout=None`` (one device) never reaches this mod
 
 from __future__ import annotations
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -49,45 +47,3 @@ def replicate(tree, layout: Layout):
     return jax.tree_util.tree_map(
         lambda a: layout.put(a, None) if isinstance(a, (jax.Array, np.ndarray)) else a, tree
     )
-
-
-def integrate_map(ctx, sel, batch: int):
-    """The map's groups one after another, each group refined on the default device and its
-    points integrated in SPMD chunks over ``ctx["layout"]`` (see the module docstring);
-    returns what :func:`emjax.layered.mapping.integrate_map` does."""
-    from .groups import groups
-
-    N = len(ctx["pts"])
-    I = np.zeros((N, len(sel)), complex)
-    err = np.zeros(N)
-    phi = np.zeros(N)
-    stats, gs = [], []
-    for g in groups(ctx, sel):
-        t0 = time.perf_counter()
-        g.refine()
-        t1 = time.perf_counter()
-        k, e = g.evaluate(batch)
-        scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
-        bad = np.nonzero(e.sum(1) > ctx["rtol"] * scale)[0]
-        if len(bad):  # the sample missed these: refine with them and integrate again
-            g.refine(extra=bad[:64])
-            k, e = g.evaluate(batch)
-            scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
-        stats.append(
-            dict(
-                medium=g.m,
-                points=len(g.idx),
-                h_min=float(g.h.min()),
-                rho_max=float(g.rho.max()),
-                nodes=g.path.n_panels * 15,
-                rounds=g.rounds,
-                second_pass=bool(len(bad)),
-                refine_s=t1 - t0,
-                integrated_by_s=time.perf_counter() - t1,
-            )
-        )
-        gs.append(g)
-        I[g.idx] = k
-        err[g.idx] = e.sum(1) / scale
-        phi[g.idx] = g.phi
-    return I, err, phi, tuple(stats), max(g.path.n_panels * 15 for g in gs), gs

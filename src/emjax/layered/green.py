@@ -19,7 +19,7 @@ import numpy as np
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, is_one_of, require_floats, require_int, require_positive, require_range
 from ..layout import Layout, as_layout, on_each
-from . import distributed, mapping
+from . import mapping
 from . import sommerfeld as som
 from .groups import _PROGRESS, reporting_for
 from .mapping import warm
@@ -286,7 +286,7 @@ def _run(
                 som.warm(_finish, _finish_spec(size, len(sel), total, contract, p), device=dev, **fin)
     with precision_scope(), reporting_for(progress, N):
         if spmd:  # devices of several processes: each chunk of points one SPMD program
-            I, err, phi, stats, n_nodes, gs = distributed.integrate_map(ctx, sel, batch)
+            I, err, phi, stats, n_nodes, gs = mapping.integrate_map_spmd(ctx, sel, batch)
         else:  # one or several devices of this process: points dealt out whole
             I, err, phi, stats, n_nodes, gs = mapping.integrate_map(ctx, sel, batch, devices, _PROGRESS.get())
         if plan is not None:  # the nodes, for the traced path
