@@ -105,6 +105,36 @@ def diff_x(f, forward: bool, inv_dx, order: int, phase, layout: Layout):
     return v, lo, hi
 
 
+def window_planes(comp: int, start: int, term, nx: int, layout: Layout) -> Planes:
+    """A replicated term of the planes ``[start, start + w)`` next to one x face (the x-CPML's
+    slab correction, the 4th order's wall terms) as :class:`Planes` of component ``comp``:
+    each device takes its part locally (a dynamic slice of the term; zeros on the devices it
+    does not reach), to be added in place after the bulk pass like the halo planes (a term
+    padded to the grid inside the bulk update would hold it up until the windows'
+    all-reduce, and XLA may write the padded term out at the whole grid's size)."""
+    n, w = layout.n, term.shape[0]
+    m = nx // n
+    low = start < nx - start - w  # the window [0, start + w), or [start, nx)
+    length = start + w if low else nx - start
+    p = min(length, m)
+
+    def local(t):
+        k = jax.lax.axis_index(AXIS)
+        zeros = [(0, 0)] * (t.ndim - 1)
+        # the start clamped here (past the window: the zeros padded on; JAX would wrap a
+        # negative start around)
+        if low:  # device k's planes [0, p) are the grid's [k m, k m + p)
+            t = jnp.pad(t, [(start, p)] + zeros)
+            return jax.lax.dynamic_slice_in_dim(t, jnp.minimum(k * m, length), p)
+        # device k's planes [m - p, m) are the grid's [(k + 1) m - p, (k + 1) m)
+        t = jnp.pad(t, [(p, nx - start - w)] + zeros)
+        return jax.lax.dynamic_slice_in_dim(t, jnp.maximum((k + 1) * m - start, 0), p)
+
+    spec = PartitionSpec(AXIS, None, None)
+    part = jax.shard_map(local, mesh=layout.mesh, in_specs=PartitionSpec(), out_specs=spec)(term)
+    return Planes(comp, part, None) if low else Planes(comp, None, part)
+
+
 def add_planes(F, planes, scale, masks, layout: Layout):
     """``F[comp] += k * term`` on each device's first (``lo``) or last (``hi``) planes of
     its slab, for the :class:`Planes` of :func:`diff_x`, in place (one-plane updates after

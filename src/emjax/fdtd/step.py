@@ -170,8 +170,13 @@ def curl(plan, arrays, F, kind, psi):
     inv_dx = 1.0 / plan.dx
     new = {}
     slabs = []
+    halo_x = plan.layout is not None and halo.halo_ok(plan)  # the explicit exchange along x
 
     def add(v, out, sign, axis, start, term):
+        if axis == 0 and halo_x:  # replicated: each device's part, in place after the bulk
+            part = halo.window_planes(out, start, term if sign > 0 else -term, plan.shape[0], plan.layout)
+            slabs.append(part)
+            return v
         if plan.pml_inplace[axis]:
             slabs.append((out, axis, start, term if sign > 0 else -term))
             return v
@@ -181,7 +186,7 @@ def curl(plan, arrays, F, kind, psi):
     def d(f, axis, comp, out, sign):
         L = plan.pml[axis]
         win = None  # several devices: the x faces' planes, replicated (halo.edge_windows)
-        if axis == 0 and plan.layout is not None and halo.halo_ok(plan):  # halo exchange
+        if axis == 0 and halo_x:  # halo exchange
             v, lo, hi = halo.diff_x(f, kind == "H", inv_dx, plan.order, plan.bloch[0], plan.layout)
             # the received planes' part: added in place after the bulk pass (it need not wait)
             slabs.append(halo.Planes(out, *(None if t is None else sign * t for t in (lo, hi))))
