@@ -66,7 +66,7 @@ def waiters(txt, slab):
     # updates a parameter in place (the few planes next to the faces, after the bulk pass):
     # none, when the bulk update does not wait for the exchange
     comps = dict(re.findall(r"^%(\S+) \(.*?\) -> .*? \{\n(.*?)\n\}", txt, re.S | re.M))
-    rows = re.findall(r"^\s*(?:ROOT )?%(\S+) = \(?\S+?\[([\d,]*)\]\S* (\S+?)\((.*?)\)(.*)$", txt, re.M)
+    rows = re.findall(r"^\s*(?:ROOT )?%(\S+) = (\(.*?\)|\S+) ([\w\-]+)\((.*?)\)(.*)$", txt, re.M)
     coll = [r[0] for r in rows if re.match(r"(collective-permute|all-reduce)", r[2])]
     users = {}
     for name, shape, op, args, rest in rows:
@@ -79,7 +79,7 @@ def waiters(txt, slab):
             if name in seen or op == "tuple":
                 continue
             seen.add(name)
-            if shape != slab:
+            if not re.match(r"\w+\[" + slab + r"\]", shape):  # tuples, planes, windows
                 todo.append((src, name))
                 continue
             callee = re.search(r"calls=%([\w.\-]+)", rest)

@@ -60,9 +60,9 @@ collective-permutes of 1 and 2 planes and the 2 window all-reduces per step (XLA
 permutes and 16 slab all-gathers). Choose ``nx`` divisible by the device count for speed.
 
 Collectives per step, compiled for 4 CPU devices (``advance.lower(...).compile()``; no all-
-gather and no all-to-all when ``nx`` divides): periodic or PEC, 2nd order: 4 + 1 collective-
-permutes of one plane (the 4 halo planes, and one plane XLA moves from the dipole's device
-to device 0), all-reduces of one number (probe, source); CPML: the same plus 2 all-reduces
+gather and no all-to-all when ``nx`` divides): periodic or PEC, 2nd order: 4 collective-
+permutes of one plane (the halo planes; a point source's value is computed on every device,
+replicated, not sent to its owner), all-reduces of one number (probe); CPML: the same plus 2 all-reduces
 of ``2 (L + 4)``-plane windows (the H and the E half step); 4th order: plus 4 permutes of 2
 planes; a TF/SF source: ~10 more one-plane permutes (its incident-field curl, ``jnp.roll``
 and mask slices partitioned by XLA; the incident field is known on every device, so

@@ -336,6 +336,8 @@ def step(plan, arrays, state, _, z=None):
         c = src.component
         value = -arrays["src_cb"][s_i] * src.waveform(t).astype(dtype)
         sl, block = terms.source_term(plan, value, where, c, dtype)
+        if plan.layout is not None:  # on every device (XLA otherwise sends it to its owner)
+            block = halo.replicated(block, plan.layout)
         if plan.pml_inplace[0]:  # the sources follow the x slabs (terms.inplace_default)
             E[c] = E[c].at[sl].add(block)
         else:
