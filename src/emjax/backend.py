@@ -116,22 +116,6 @@ def raise_pinned_host_limit(fraction: float = 0.9) -> None:
     os.environ[PINNED_LIMIT_ENV] = str(max(1, int(fraction * ram / 2**30)))
 
 
-OVERLAP_FLAGS = "--xla_gpu_enable_latency_hiding_scheduler=true"
-
-
-def overlap_collectives() -> bool:
-    """Set ``XLA_FLAGS`` to XLA's GPU latency-hiding scheduler (off by default in XLA) when
-    it is unset, so that a several-device run's collectives (the FDTD halo exchange, the
-    x-CPML windows' all-reduce) are scheduled to run while independent kernels compute
-    rather than where they are issued. A user's ``XLA_FLAGS`` is left alone. XLA reads it
-    when the backend starts: the ``emjax`` command calls this first for ``--devices`` above
-    1; a Python user exports it. Returns whether it was set."""
-    if os.environ.get("XLA_FLAGS"):
-        return False
-    os.environ["XLA_FLAGS"] = OVERLAP_FLAGS
-    return True
-
-
 def default_device() -> jax.Device:
     return jax.devices()[0]
 

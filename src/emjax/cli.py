@@ -73,11 +73,9 @@ def _cmd_info(args, argv) -> int:
 def _dispatch(args, argv) -> int:
     if args.command == "info":
         return _cmd_info(args, argv)
-    from .backend import enable_compilation_cache, overlap_collectives, raise_pinned_host_limit
+    from .backend import enable_compilation_cache, raise_pinned_host_limit
 
     raise_pinned_host_limit()  # before any device starts: the FDTD window's pinned chunks
-    if (getattr(args, "devices", None) or 1) > 1:  # likewise: collectives overlap compute
-        overlap_collectives()
     enable_compilation_cache()
     if args.command == "bench":
         return _slice_cli(args.bench_command).run_bench(args, argv)

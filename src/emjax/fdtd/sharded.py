@@ -30,22 +30,15 @@ count, :func:`halo_ok`; the functions live in :mod:`emjax.fdtd.halo`, below the 
 * the x-differences of the Yee update (:func:`diff_x`), the only non-local operation along
   the split axis: each half step each device sends, by ``jax.lax.ppermute`` on the ring of
   devices, one plane per face per differentiated component (two with the 4th-order
-  stencil) to its neighbour. The slab is differenced with its own edge plane standing for
-  the neighbour's (no dependency on the exchange), and the received planes' part (the
-  stencil applied to received minus stand-in plane) is added in place to the one (two, 4th
-  order) planes next to each face after the bulk update (``halo.add_planes``, scaled as the
-  CPML's in-place slabs are: ``-dt`` for H, ``cb`` and the wall masks for E). The ring
-  closes the periodic wrap; walls ignore the wrapped plane as on one device; a Bloch phase
-  multiplies the wrapped plane on the device that receives it.
+  stencil) to its neighbour, and differences its slab extended by them with the one-device
+  arithmetic. The ring closes the periodic wrap; walls ignore the wrapped plane as on one
+  device; a Bloch phase multiplies the wrapped plane on the device that receives it.
 * the x-CPML (:func:`edge_windows`): the planes ``[0, L + 4)`` and ``[nx - L - 4, nx)`` of
   the differentiated component, replicated by one all-reduce (each device adds the planes
   it owns into zeros), from which every device computes the psi slabs and their correction
-  with the one-device functions (``pml.slab_derivative``); psi stays replicated. Each device
-  adds its part of the correction in place after the bulk update (``halo.window_planes``: a
-  local dynamic slice of the replicated term, zeros where the slab does not reach). Left to
+  with the one-device functions (``pml.slab_derivative``); psi stays replicated. Left to
   XLA, slicing the slabs out of a split array gave ~50 small collective-permutes and 16
-  slab all-gathers per step; padded into the bulk update, the term held the update until
-  the all-reduce and was written out at the whole grid's size on each device.
+  slab all-gathers per step.
 * the 4th order's PEC wall terms, from the same windows (:func:`wall_terms_4`).
 
 *Sizes that do not divide.* The split arrays are stored padded past the high-x boundary to
@@ -60,30 +53,24 @@ collective-permutes of 1 and 2 planes and the 2 window all-reduces per step (XLA
 permutes and 16 slab all-gathers). Choose ``nx`` divisible by the device count for speed.
 
 Collectives per step, compiled for 4 CPU devices (``advance.lower(...).compile()``; no all-
-gather and no all-to-all when ``nx`` divides): periodic or PEC, 2nd order: 4 collective-
-permutes of one plane (the halo planes; a point source's value is computed on every device,
-replicated, not sent to its owner), all-reduces of one number (probe); CPML: the same plus 2 all-reduces
+gather and no all-to-all when ``nx`` divides): periodic or PEC, 2nd order: 4 + 1 collective-
+permutes of one plane (the 4 halo planes, and one plane XLA moves from the dipole's device
+to device 0), all-reduces of one number (probe, source); CPML: the same plus 2 all-reduces
 of ``2 (L + 4)``-plane windows (the H and the E half step); 4th order: plus 4 permutes of 2
 planes; a TF/SF source: ~10 more one-plane permutes (its incident-field curl, ``jnp.roll``
 and mask slices partitioned by XLA; the incident field is known on every device, so
 computing it on each slab extended by a plane would remove them: not done); an x-normal DFT
 plane: one all-reduce of its samples.
 
-*Overlap.* No bulk update waits for a collective: a component's update of its whole slab
-reads only local planes (the halo's stand-in planes, no padded x-CPML term), so XLA can
-start a half step's halo permutes and window all-reduce when the field they read is written
-and finish them while the bulk updates run; only the in-place updates of the one or two
-planes next to each face (and of the x-CPML's planes) read what came back. Checked on the
-compiled 4-device CPU program (``tests/fdtd/test_fdtd_sharded.py``): no slab-sized fusion
-depends on a collective-permute or an all-reduce other than through those in-place
-updates; per step, one bulk pass per component (6) plus the in-place plane updates. On a
-GPU the collectives are ``-start``/``-done`` pairs; XLA's latency-hiding scheduler (off by
-default in XLA) places them around independent work: the ``emjax`` command sets
-``XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true`` with ``--devices`` above 1
-where the user set no ``XLA_FLAGS`` (``emjax.backend.overlap_collectives``; a Python user
-exports it before JAX starts). The received planes' part is added to the updated field in a
-second rounding, so the result differs from the one-device run's by float rounding as
-before (the halo difference itself is exact).
+*Overlap.* The collectives are asynchronous in XLA's GPU schedule (``-start``/``-done``
+pairs with its latency-hiding scheduler): a halo permute or window all-reduce starts when
+the field it reads is written and can run while independent work of the half step goes on
+(the other components' differences along y and z, the y/z-CPML psi updates, the DFT
+accumulation, the Drude/Lorentz currents). The fused bulk update of a component that reads a
+received plane waits for it: the interior is not updated separately ahead of the halo
+(that would write the interior's difference to memory and read it again, more than the
+exchange costs in a bandwidth-bound step). Not yet measured on several GPUs (none lent
+when this was written); the CPU virtual devices of the tests share the same cores.
 
 *Checkpoints* with a layout are written per shard (:mod:`emjax.fdtd.checkpoint`): one
 file per device with its planes of the split arrays, and an index with the replicated

@@ -163,20 +163,13 @@ def curl(plan, arrays, F, kind, psi):
     """Curl with CPML slab corrections; returns (curl, updated psi entries, slab terms).
 
     The slab terms, ``(component, axis, start, term)``, are left for the caller to add in
-    place when ``plan.pml_inplace``; otherwise they are already in the curl. With a layout
-    the halo exchange's planes (:class:`emjax.fdtd.halo.Planes`) are left likewise
-    (:func:`add_terms`)."""
+    place when ``plan.pml_inplace``; otherwise they are already in the curl."""
     diff = d_forward if kind == "H" else d_backward  # H update differentiates E forward
     inv_dx = 1.0 / plan.dx
     new = {}
     slabs = []
-    halo_x = plan.layout is not None and halo.halo_ok(plan)  # the explicit exchange along x
 
     def add(v, out, sign, axis, start, term):
-        if axis == 0 and halo_x:  # replicated: each device's part, in place after the bulk
-            part = halo.window_planes(out, start, term if sign > 0 else -term, plan.shape[0], plan.layout)
-            slabs.append(part)
-            return v
         if plan.pml_inplace[axis]:
             slabs.append((out, axis, start, term if sign > 0 else -term))
             return v
@@ -186,10 +179,8 @@ def curl(plan, arrays, F, kind, psi):
     def d(f, axis, comp, out, sign):
         L = plan.pml[axis]
         win = None  # several devices: the x faces' planes, replicated (halo.edge_windows)
-        if axis == 0 and halo_x:  # halo exchange
-            v, lo, hi = halo.diff_x(f, kind == "H", inv_dx, plan.order, plan.bloch[0], plan.layout)
-            # the received planes' part: added in place after the bulk pass (it need not wait)
-            slabs.append(halo.Planes(out, *(None if t is None else sign * t for t in (lo, hi))))
+        if axis == 0 and plan.layout is not None and halo.halo_ok(plan):  # halo exchange
+            v = halo.diff_x(f, kind == "H", inv_dx, plan.order, plan.bloch[0], plan.layout)
         else:  # one device, or x split unevenly (XLA partitions the roll)
             v = diff(f, axis, inv_dx, plan.order, plan.bloch[axis])
         if axis == 0 and plan.layout is not None and (L or (plan.order == 4 and plan.walls[0])):
@@ -234,18 +225,6 @@ def curl(plan, arrays, F, kind, psi):
     return (cx, cy, cz), new, slabs
 
 
-def add_terms(plan, F, slabs, scale, masks=None):
-    """The curl's terms left to add in place: the slabs (:func:`emjax.fdtd.terms.add_slabs`)
-    and the halo exchange's planes (:func:`emjax.fdtd.halo.add_planes`)."""
-    planes = [s for s in slabs if isinstance(s, halo.Planes)]
-    rest = [s for s in slabs if not isinstance(s, halo.Planes)]
-    if rest:
-        F = terms.add_slabs(F, rest, scale, masks)
-    if planes:
-        F = halo.add_planes(F, planes, scale, masks or [None] * 3, plan.layout)
-    return F
-
-
 def step(plan, arrays, state, _, z=None):
     """One time step; ``z`` (None, or E-shaped) is added to the updated E before the
     monitors and probes read it (the generic adjoint takes E's cotangent through it)."""
@@ -264,7 +243,7 @@ def step(plan, arrays, state, _, z=None):
         aux = (aux[0], tfsf_mod.aux_step_h(tf, aux[0], aux[1], courant))
     H = tuple(h - dt * c for h, c in zip(H, cE))
     if slabsH:
-        H = add_terms(plan, H, slabsH, -dt)
+        H = terms.add_slabs(H, slabsH, -dt)
     cH, newE, slabsE = curl(plan, arrays, H, "E", psi)
     if tf is not None:
         t_h = (n.astype(E[0].dtype) + 0.5) * dt
@@ -321,7 +300,7 @@ def step(plan, arrays, state, _, z=None):
         E = tuple(E)
     E = terms.pec(plan, E)
     if slabsE:
-        E = add_terms(plan, E, slabsE, cb, terms.wall_masks(plan, E[0].dtype))
+        E = terms.add_slabs(E, slabsE, cb, terms.wall_masks(plan, E[0].dtype))
     if plan.has_pec:
         E = tuple(e * comp(arrays["pec_keep"], i) for i, e in enumerate(E))
     J = dispersive.after_e_update(plan.n_poles, arrays, J, E, E_old)
@@ -336,8 +315,6 @@ def step(plan, arrays, state, _, z=None):
         c = src.component
         value = -arrays["src_cb"][s_i] * src.waveform(t).astype(dtype)
         sl, block = terms.source_term(plan, value, where, c, dtype)
-        if plan.layout is not None:  # on every device (XLA otherwise sends it to its owner)
-            block = halo.replicated(block, plan.layout)
         if plan.pml_inplace[0]:  # the sources follow the x slabs (terms.inplace_default)
             E[c] = E[c].at[sl].add(block)
         else:
