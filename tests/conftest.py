@@ -17,6 +17,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_working_folder(tmp_path_factory):
+    """Module- and session-scoped fixtures run in a temporary folder too (the per-test
+    folder below is not theirs), so nothing a test writes lands in the checkout."""
+    old = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("session-cwd"))
+    yield
+    os.chdir(old)
+
+
 @pytest.fixture(autouse=True)
 def _own_working_folder(tmp_path_factory, monkeypatch):
     """Each test runs in a fresh empty folder: a command run without --out writes a new

@@ -276,7 +276,7 @@ def cli_checkpoint(tmp_path_factory):
     ck = d / "run.npz"
     p = d / "run.toml"
     p.write_text(TOML.format(**{**BASE, "ck": str(ck)}))
-    assert main(["fdtd", str(p), "--json"]) == 0
+    assert main(["fdtd", str(p), "--json", "--out", str(d / "out")]) == 0  # module scope: not the cwd
     assert ck.exists()
     return ck
 
