@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError, require_int
+from .farfield import _angles
 
 __all__ = ["cross_sections_3d", "far_field_3d", "rcs_3d", "plane_directions", "lattice_wavenumber"]
 
@@ -147,16 +148,6 @@ def plane_directions(wave, theta_deg, plane: str) -> np.ndarray:
     t = e if plane.upper() == "E" else np.cross(d, e)
     th = np.deg2rad(_angles("theta_deg", theta_deg))
     return np.cos(th)[:, None] * d[None] + np.sin(th)[:, None] * t[None]
-
-
-def _angles(name: str, values) -> np.ndarray:
-    try:
-        a = np.atleast_1d(np.asarray(values, float))
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be numbers (degrees), got {values!r}") from None
-    if a.ndim != 1 or not a.size or not np.all(np.isfinite(a)):
-        raise ConfigError(f"{name} must be a non-empty list of finite angles (degrees), got {values!r}")
-    return a
 
 
 def _plane_wave(result, who: str):

@@ -78,23 +78,24 @@ def integrate_map(ctx, sel, batch: int, devices, callback=None):
             back[i] = t
     I, err, phi = out
     second = {i for i, _ in again}
-    stats = []
-    for i, g in enumerate(gs):
-        stats.append(
-            dict(
-                medium=g.m,
-                points=len(g.idx),
-                h_min=float(g.h.min()),
-                rho_max=float(g.rho.max()),
-                nodes=g.path.n_panels * 15,
-                rounds=g.rounds,
-                second_pass=i in second,
-                refine_s=refine_s[i],
-                integrated_by_s=back[i],
-            )
-        )
+    stats = [_group_stats(g, i in second, refine_s[i], back[i]) for i, g in enumerate(gs)]
     n_nodes = max(g.path.n_panels * 15 for g in gs)
     return I, err, phi, tuple(stats), n_nodes, gs
+
+
+def _group_stats(g, second_pass: bool, refine_s: float, integrated_by_s: float) -> dict:
+    """One group's entry of a map's ``stats``."""
+    return dict(
+        medium=g.m,
+        points=len(g.idx),
+        h_min=float(g.h.min()),
+        rho_max=float(g.rho.max()),
+        nodes=g.path.n_panels * 15,
+        rounds=g.rounds,
+        second_pass=second_pass,
+        refine_s=refine_s,
+        integrated_by_s=integrated_by_s,
+    )
 
 
 def _refine(gs, which, extras, devices, prog, refine_s) -> None:
@@ -281,19 +282,7 @@ def integrate_map_spmd(ctx, sel, batch: int):
             g.refine(extra=bad[:64])
             k, e = g.evaluate(batch)
             scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
-        stats.append(
-            dict(
-                medium=g.m,
-                points=len(g.idx),
-                h_min=float(g.h.min()),
-                rho_max=float(g.rho.max()),
-                nodes=g.path.n_panels * 15,
-                rounds=g.rounds,
-                second_pass=bool(len(bad)),
-                refine_s=t1 - t0,
-                integrated_by_s=time.perf_counter() - t1,
-            )
-        )
+        stats.append(_group_stats(g, bool(len(bad)), t1 - t0, time.perf_counter() - t1))
         gs.append(g)
         I[g.idx] = k
         err[g.idx] = e.sum(1) / scale
