@@ -21,6 +21,7 @@ from ..errors import (
     require_length,
     require_positive,
 )
+from ..tracing import is_traced
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,10 @@ class GaussianPulse:
     cutoff: float = 5.0
 
     def __post_init__(self):
-        # f = 0 would be sin(0): a source that emits nothing (a silent zero result)
-        require_positive("GaussianPulse.frequency", self.frequency)
+        # f = 0 would be sin(0): a source that emits nothing (a silent zero result); a
+        # traced frequency (jax.grad through the waveform) has no value to check here
+        if not is_traced(self.frequency):
+            require_positive("GaussianPulse.frequency", self.frequency)
         require_positive("GaussianPulse.bandwidth", self.bandwidth)
         require_positive("GaussianPulse.cutoff", self.cutoff)
 
