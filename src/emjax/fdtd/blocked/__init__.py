@@ -348,10 +348,20 @@ def advance(
         or not all(isinstance(b, (int, np.integer)) and b >= 1 for b in tile)
     ):
         raise ConfigError(f"tile must be three integers >= 1 (cells along x, y, z), got {tile!r}")
-    if kernel not in ("pallas", "xla", "triton"):
-        raise ConfigError(f"kernel must be 'pallas', 'xla' or 'triton', got {kernel!r}")
+    if kernel not in ("pallas", "xla", "triton", "cuda", "emulate"):
+        raise ConfigError(f"kernel must be 'cuda', 'emulate', 'pallas', 'xla' or 'triton', got {kernel!r}")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ConfigError(f"steps must be an integer >= 1, got {steps!r}")
+    if kernel in ("cuda", "emulate"):
+        from . import cuda_advance
+
+        why = cuda_advance.unsupported(plan)
+        if why is not None:
+            raise ConfigError(f"the CUDA blocked kernel does not support {why}; use the XLA step")
+        block = (int(tile[1]), int(tile[2]))
+        if kernel == "emulate":
+            return cuda_advance.advance_emulated(plan, arrays, state, int(steps), int(th), block)
+        return cuda_advance.advance_gpu(plan, arrays, state, int(steps), int(th), block)
     if kernel == "triton":
         march = True  # the Triton kernel is the x-march
         why = gpu.check_window(Tiling(plan.shape, tuple(int(b) for b in tile), int(th), True))

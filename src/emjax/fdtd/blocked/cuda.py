@@ -1,0 +1,378 @@
+"""The blocked pass as a CUDA kernel (``yee_blocked.cu``) compiled at run time with NVRTC and
+launched from XLA, so that it runs inside ``jax.jit`` like any other operation.
+
+* **Source**: :func:`source` writes a header of ``#define`` s for one :class:`Spec` (grid,
+  tile, TH, dtype, which coefficients are arrays, the CPML's axes, walls, point sources and
+  probes as code) in front of ``yee_blocked.cu``; the kernel's design is in that file.
+* **Compile**: NVRTC (``libnvrtc``, from the ``nvidia-cuda-nvrtc`` wheel that JAX's CUDA
+  extras install, or the CUDA toolkit) turns it into PTX for the device's architecture;
+  XLA's own ``ptxas`` assembles it (the path Pallas's Triton kernels take).
+* **Launch**: the custom call ``triton_kernel_call_ffi`` that jaxlib's CUDA plugin
+  registers for Triton kernels: it takes PTX, a grid, a block of ``32 num_warps``
+  threads, dynamic shared memory, and the call's buffers as the kernel's pointer
+  parameters (inputs, then outputs).
+* **Host emulation** (:func:`emulate_pass`): the same source compiled by the host's C++
+  compiler with ``emulate.h`` (threads and barriers), run through ``ctypes``: CI checks the
+  kernel's logic against the XLA step on small grids without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import hashlib
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+FIELDS = ("ex", "ey", "ez", "hx", "hy", "hz")
+# psi arrays per CPML axis: (kind, differentiated component), in the kernel's names
+PSI = {0: (("H", 1), ("H", 2), ("E", 1), ("E", 2)), 1: (("H", 0), ("H", 2), ("E", 0), ("E", 2)),
+       2: (("H", 0), ("H", 1), ("E", 0), ("E", 1))}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything the generated kernel is specialised on (a cache key)."""
+
+    dtype: str  # "float32" | "float64"
+    shape: tuple
+    th: int
+    block: tuple  # (BY, BZ): a tile's own cells
+    dx: float
+    dt: float
+    ca: object  # "grid" | "comp" | "array" (one value, traced) | a float (a literal)
+    cb: object
+    pec: str | None  # None | "grid" | "comp"
+    walls: tuple
+    pml: tuple  # per axis: CPML thickness L (the packed psi holds 2 L planes) or 0
+    kappa: tuple
+    sources: tuple  # (((i, j, k) or None, component), ...)
+    probes: tuple  # ((field, component, (i, j, k)), ...)
+
+    @property
+    def window(self) -> tuple:
+        return tuple(b + 2 * self.th for b in self.block)
+
+    @property
+    def threads(self) -> int:
+        return 32 * math.ceil(self.window[0] * self.window[1] / 32)
+
+    @property
+    def grid(self) -> tuple:
+        """CTAs: (z tiles, y tiles, 1)."""
+        (by, bz), (_, ny, nz) = self.block, self.shape
+        return (math.ceil(nz / bz), math.ceil(ny / by), 1)
+
+    @property
+    def itemsize(self) -> int:
+        return 4 if self.dtype == "float32" else 8
+
+    @property
+    def smem_bytes(self) -> int:
+        return 12 * self.window[0] * self.window[1] * self.itemsize
+
+
+def inputs(spec: Spec) -> list[tuple[str, tuple]]:
+    """The kernel's input buffers, in order: (name, shape)."""
+    n = spec.shape
+    out = [(f, n) for f in FIELDS]
+    for key in ("ca", "cb"):
+        kind = getattr(spec, key)
+        if kind == "grid":
+            out.append((key, n))
+        elif kind == "comp":
+            out.append((key, (3,) + n))
+        elif kind == "array":
+            out.append((key, (1,)))
+    if spec.pec is not None:
+        out.append(("pec", n if spec.pec == "grid" else (3,) + n))
+    if spec.sources:
+        out.append(("sv", (spec.th * len(spec.sources),)))
+    for a, L in enumerate(spec.pml):
+        if L:
+            out += [(f"pE{a}", (3 * n[a],)), (f"pH{a}", (3 * n[a],))]
+    for a, L in enumerate(spec.pml):
+        if L:
+            out += [(f"pin_{k}{a}_{c}", psi_shape(spec, a)) for k, c in PSI[a]]
+    return out
+
+
+def outputs(spec: Spec) -> list[tuple[str, tuple]]:
+    out = [(f + "_out", spec.shape) for f in FIELDS]
+    for a, L in enumerate(spec.pml):
+        if L:
+            out += [(f"pout_{k}{a}_{c}", psi_shape(spec, a)) for k, c in PSI[a]]
+    if spec.probes:
+        out.append(("rec", (spec.th * len(spec.probes),)))
+    return out
+
+
+def psi_shape(spec: Spec, a: int) -> tuple:
+    s = list(spec.shape)
+    s[a] = 2 * spec.pml[a]
+    return tuple(s)
+
+
+def _literal(v) -> str:
+    return repr(float(v))
+
+
+def source(spec: Spec) -> str:
+    """The kernel's full source for ``spec``: generated header + ``yee_blocked.cu``."""
+    real = "float" if spec.dtype == "float32" else "double"
+    nx, ny, nz = spec.shape
+    kinds = {"array": 0, "grid": 1, "comp": 2}
+    d = {
+        "REAL": real, "NX": nx, "NY": ny, "NZ": nz, "TH": spec.th, "BY": spec.block[0],
+        "BZ": spec.block[1], "WY": spec.window[0], "WZ": spec.window[1], "NTHREADS": spec.threads,
+        "INV_DX": _literal(1.0 / spec.dx), "DT": _literal(spec.dt),
+        "NSRC": len(spec.sources), "NPROBE": len(spec.probes),
+    }
+    for key in ("ca", "cb"):
+        v = getattr(spec, key)
+        d[f"{key.upper()}_KIND"] = kinds.get(v, 3) if isinstance(v, str) else 3
+        if not isinstance(v, str):
+            d[f"{key.upper()}_VALUE"] = _literal(v)
+    if spec.pec is not None:
+        d["PEC_KIND"] = kinds[spec.pec]
+    for a in range(3):
+        d[f"WALL{a}"] = int(spec.walls[a])
+        d[f"PML{a}"] = int(bool(spec.pml[a]))
+        d[f"L{a}"] = int(spec.pml[a])
+        d[f"KAPPA{a}"] = int(bool(spec.kappa[a]))
+    src = []
+    for m, (node, comp) in enumerate(spec.sources):
+        if node is not None:
+            i, j, k = node
+            src.append(f"if (p == {i} && gy == {j} && gz == {k}) en[{comp}] += sv[(s - 1) * NSRC + {m}];")
+    prb = []
+    for m, (field, comp, (i, j, k)) in enumerate(spec.probes):
+        val = f"en[{comp}]" if field == "E" else f"hc[{comp}]"
+        prb.append(f"if (p == {i} && gy == {j} && gz == {k}) rec[(s - 1) * NPROBE + {m}] = {val};")
+    d["SOURCES"] = " ".join(src) or ";"
+    d["PROBES"] = " ".join(prb) or ";"
+    params = [f"const {real} *__restrict__ {name}" for name, _ in inputs(spec)]
+    params += [f"{real} *__restrict__ {name}" for name, _ in outputs(spec)]
+    d["PARAMS"] = ", ".join(params)
+    head = "\n".join(f"#define {k} {v}" for k, v in d.items())
+    return head + "\n" + (HERE / "yee_blocked.cu").read_text()
+
+
+# ---------------------------------------------------------------------------- NVRTC
+
+
+def _find_nvrtc():
+    names = ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]
+    for name in names:
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            pass
+    roots = [p for p in sys.path if p and os.path.isdir(os.path.join(p, "nvidia"))]
+    for root in roots:
+        for lib in sorted(glob.glob(os.path.join(root, "nvidia", "**", "libnvrtc.so*"), recursive=True)):
+            if "builtins" in lib:
+                continue
+            try:
+                return ctypes.CDLL(lib)
+            except OSError:
+                pass
+    cuda = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    for lib in sorted(glob.glob(os.path.join(cuda, "lib64", "libnvrtc.so*"))):
+        try:
+            return ctypes.CDLL(lib)
+        except OSError:
+            pass
+    return None
+
+
+@lru_cache(maxsize=1)
+def nvrtc():
+    """The NVRTC library (ctypes), or None when none is installed."""
+    return _find_nvrtc()
+
+
+def compile_ptx(text: str, arch: int) -> str:
+    """PTX of ``text`` for compute capability ``arch`` (e.g. 90) with NVRTC."""
+    lib = nvrtc()
+    if lib is None:
+        raise RuntimeError("NVRTC (libnvrtc) not found: install JAX's CUDA extras (pip install emjax[cuda])")
+    return _compile_cached(text, arch)
+
+
+@lru_cache(maxsize=32)
+def _compile_cached(text: str, arch: int) -> str:
+    lib = nvrtc()
+    prog = ctypes.c_void_p()
+    check = _nvrtc_check(lib)
+    check(lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), b"yee_blocked.cu", 0, None, None))
+    opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17", b"-default-device"]
+    arr = (ctypes.c_char_p * len(opts))(*opts)
+    rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+    if rc != 0:
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        raise RuntimeError("NVRTC could not compile the blocked FDTD kernel:\n" + log.value.decode(errors="replace"))
+    size = ctypes.c_size_t()
+    check(lib.nvrtcGetPTXSize(prog, ctypes.byref(size)))
+    buf = ctypes.create_string_buffer(size.value)
+    check(lib.nvrtcGetPTX(prog, buf))
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return buf.value.decode()
+
+
+def _nvrtc_check(lib):
+    def check(rc):
+        if rc != 0:
+            lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+            raise RuntimeError(f"NVRTC: {lib.nvrtcGetErrorString(rc).decode()}")
+
+    return check
+
+
+# ----------------------------------------------------------------- the XLA custom call
+
+
+def _primitive():
+    from jax.extend.core import Primitive
+
+    p = Primitive("emjax_yee_blocked")
+    p.multiple_results = True
+    return p
+
+
+_call_p = None
+
+
+def _register():
+    global _call_p
+    if _call_p is not None:
+        return _call_p
+    import jax
+    from jax._src.interpreters import mlir
+
+    p = _primitive()
+
+    def abstract(*args, spec):
+        dt = np.dtype(spec.dtype)
+        return [jax.core.ShapedArray(s, dt) for _, s in outputs(spec)]
+
+    def lowering(ctx, *args, spec):
+        from jax._src.lib import gpu_triton as lib
+        from jax._src.lib.mlir import ir
+
+        dev = jax.devices("gpu")[0]
+        arch = int(str(dev.compute_capability).replace(".", ""))
+        ptx = compile_ptx(source(spec), arch)
+        kernel = lib.TritonKernel("yee_blocked", spec.threads // 32, 1, spec.smem_bytes, ptx, "", arch)
+        params = [lib.create_array_parameter(0, 0) for _ in inputs(spec)]
+        rec_bytes = spec.th * len(spec.probes) * spec.itemsize
+        for name, _ in outputs(spec):
+            params.append(lib.create_array_parameter(rec_bytes if name == "rec" else 0, 0))
+        call = lib.TritonKernelCall(kernel, *spec.grid, params)
+        opaque = zlib.compress(call.to_proto("emjax_yee_blocked", b""))
+        out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
+        layouts = lambda avals: [tuple(range(len(a.shape) - 1, -1, -1)) for a in avals]  # noqa: E731
+        return mlir.custom_call(
+            call_target_name="triton_kernel_call_ffi",
+            result_types=out_types,
+            operands=list(args),
+            backend_config=dict(name=ir.StringAttr.get("emjax_yee_blocked"), opaque=ir.StringAttr.get(opaque)),
+            operand_layouts=layouts(ctx.avals_in),
+            result_layouts=layouts(ctx.avals_out),
+        ).results
+
+    p.def_abstract_eval(abstract)
+    mlir.register_lowering(p, lowering, platform="cuda")
+    _call_p = p
+    return p
+
+
+def gpu_pass(spec: Spec, args: list) -> list:
+    """One pass on the GPU: ``args`` the arrays of :func:`inputs`; returns those of
+    :func:`outputs` (traceable: runs inside jit)."""
+    return _register().bind(*args, spec=spec)
+
+
+# ------------------------------------------------------------------ host emulation
+
+
+def _cxx():
+    return os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+
+def emulation_available() -> bool:
+    return _cxx() is not None
+
+
+@lru_cache(maxsize=16)
+def _emulated_library(text: str):
+    cache = Path(os.environ.get("EMJAX_CACHE", Path(tempfile.gettempdir()) / "emjax-kernels"))
+    cache.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(text.encode()).hexdigest()[:16]
+    lib = cache / f"yee_blocked_emu_{key}.so"
+    if not lib.exists():
+        src = cache / f"yee_blocked_emu_{key}.cpp"
+        src.write_text(text)
+        tmp = cache / f"{lib.name}.{os.getpid()}.tmp"
+        cmd = [_cxx(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-o", str(tmp), str(src)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError("the host compiler could not build the emulated kernel:\n" + res.stderr[-4000:])
+        os.replace(tmp, lib)
+    return ctypes.CDLL(str(lib))
+
+
+def emulated_source(spec: Spec) -> str:
+    names = [n for n, _ in inputs(spec)] + [n for n, _ in outputs(spec)]
+    real = "float" if spec.dtype == "float32" else "double"
+    params = ", ".join(f"void *{n}" for n in names)
+    args = ", ".join(f"({real} *){n}" for n in names)
+    launcher = f"""
+extern "C" int emulate_launch({params}) {{
+  std::vector<unsigned char> shared({spec.smem_bytes});
+  for (int by = 0; by < {spec.grid[1]}; ++by)
+    for (int bx = 0; bx < {spec.grid[0]}; ++bx) {{
+      std::barrier<> bar({spec.threads});
+      std::vector<std::thread> pool;
+      for (int t = 0; t < {spec.threads}; ++t)
+        pool.emplace_back([&, t] {{
+          threadIdx = {{t, 0, 0}};
+          blockIdx = {{bx, by, 0}};
+          emu_barrier = &bar;
+          emu_smem = shared.data();
+          yee_blocked({args});
+        }});
+      for (auto &th : pool) th.join();
+    }}
+  return 0;
+}}
+"""
+    return (HERE / "emulate.h").read_text() + "\n" + source(spec) + launcher
+
+
+def emulate_pass(spec: Spec, args: list) -> list:
+    """One pass on the host (NumPy arrays in, NumPy arrays out): the same kernel text."""
+    lib = _emulated_library(emulated_source(spec))
+    dt = np.dtype(spec.dtype)
+    ins = [np.ascontiguousarray(np.asarray(a, dt).reshape(s)) for a, (_, s) in zip(args, inputs(spec))]
+    outs = [np.full(s, np.nan, dt) for _, s in outputs(spec)]
+    if spec.probes:
+        outs[-1][...] = 0
+    ptrs = [a.ctypes.data_as(ctypes.c_void_p) for a in ins + outs]
+    lib.emulate_launch.argtypes = [ctypes.c_void_p] * len(ptrs)
+    lib.emulate_launch(*ptrs)
+    return outs

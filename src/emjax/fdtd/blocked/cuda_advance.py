@@ -1,0 +1,212 @@
+"""Steps of the FDTD in passes of the CUDA blocked kernel (:mod:`.cuda`): the state of
+:mod:`emjax.fdtd.step` in, the same state out. On a GPU the passes run inside one
+``jax.jit`` (:func:`advance_gpu`); on the host the same kernel text runs emulated
+(:func:`advance_emulated`, NumPy, for tests).
+
+The CPML's psi slabs travel packed, one array per (kind, axis, differentiated component)
+holding the low slab's ``L`` planes and then the high slab's (zeros for a face without a
+CPML), converted once per call. TH that does not divide the step count ends with a pass
+of a kernel compiled for the rest.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...errors import ConfigError
+from . import cuda
+from .cuda import PSI, Spec
+
+
+def _kind(v, shape):
+    if isinstance(v, (float, int, np.floating, np.integer)) or (isinstance(v, np.ndarray) and v.ndim == 0):
+        return float(v)
+    s = np.shape(v)
+    if s == tuple(shape):
+        return "grid"
+    if s == (3,) + tuple(shape):
+        return "comp"
+    if s == ():
+        return "array"
+    raise ConfigError(f"the blocked kernel cannot take a coefficient of shape {s}")
+
+
+def unsupported(plan) -> str | None:
+    """Why the CUDA kernel cannot run ``plan`` beyond :func:`emjax.fdtd.blocked.unsupported`."""
+    if not plan.walls[0]:
+        return "a periodic x axis (the kernel marches along a walled x: PEC or CPML)"
+    return None
+
+
+def make_spec(plan, arrays, dtype, th: int, block: tuple) -> Spec:
+    from . import config
+
+    cfg = config(plan)
+    shape = tuple(plan.shape)
+    by, bz = (min(int(b), n) for b, n in zip(block, shape[1:]))
+    pec = None
+    if plan.has_pec:
+        pec = "grid" if np.shape(arrays["pec_keep"]) == shape else "comp"
+    return Spec(
+        np.dtype(dtype).name,
+        shape,
+        int(th),
+        (by, bz),
+        float(plan.dx),
+        float(plan.dt),
+        _kind(arrays["ca"], shape),
+        _kind(arrays["cb"], shape),
+        pec,
+        tuple(bool(w) for w in plan.walls),
+        tuple(int(L) for L in plan.pml),
+        tuple(bool(k) for k in plan.pml_kappa),
+        cfg.sources,
+        cfg.probes,
+    )
+
+
+def static_inputs(plan, arrays, spec: Spec, xp=jnp):
+    """The inputs that do not change between passes: coefficients and CPML profiles."""
+    from . import coefficients
+
+    out = []
+    for key in ("ca", "cb"):
+        if isinstance(getattr(spec, key), str):
+            out.append(xp.reshape(xp.asarray(arrays[key], spec.dtype), (-1,) if np.ndim(arrays[key]) == 0 else np.shape(arrays[key])))
+    if spec.pec is not None:
+        out.append(xp.asarray(arrays["pec_keep"], spec.dtype))
+    prof = []
+    if any(spec.pml):
+        coefs, _ = coefficients(plan, arrays, spec.dtype)
+        for a, L in enumerate(spec.pml):
+            if L:
+                for kind in "EH":
+                    prof.append(xp.concatenate([xp.asarray(coefs[f"pml{kind}{a}{q}"], spec.dtype) for q in "bck"]))
+    return out, prof
+
+
+def pack_psi(plan, psi: dict, spec: Spec, xp=jnp) -> list:
+    out = []
+    for a, L in enumerate(spec.pml):
+        if not L:
+            continue
+        for kind, c in PSI[a]:
+            parts = []
+            for side in ("lo", "hi"):
+                v = psi.get(f"{kind}{a}{c}{side}")
+                if v is None:
+                    shp = list(spec.shape)
+                    shp[a] = L
+                    v = xp.zeros(shp, spec.dtype)
+                parts.append(v)
+            out.append(xp.concatenate(parts, axis=a))
+    return out
+
+
+def unpack_psi(plan, packed: list, like: dict, spec: Spec) -> dict:
+    full = {}
+    i = 0
+    for a, L in enumerate(spec.pml):
+        if not L:
+            continue
+        for kind, c in PSI[a]:
+            full[f"{kind}{a}{c}"] = packed[i]
+            i += 1
+    out = {}
+    for key in like:
+        kind, a, c, side = key[0], int(key[1]), int(key[2]), key[3:]
+        L = spec.pml[a]
+        start = 0 if side == "lo" else L
+        idx = [slice(None)] * 3
+        idx[a] = slice(start, start + L)
+        out[key] = full[f"{kind}{a}{c}"][tuple(idx)]
+    return out
+
+
+def _sv(plan, arrays, n, th, dtype):
+    from . import _source_values
+
+    return jnp.reshape(_source_values(plan, arrays, n, th, dtype), (-1,))
+
+
+def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run):
+    args = list(E) + list(H) + list(static)
+    if spec.sources:
+        args.append(_sv(plan, arrays, n, spec.th, spec.dtype))
+    args += list(prof) + list(psi)
+    outs = run(spec, args)
+    E, H = tuple(outs[:3]), tuple(outs[3:6])
+    npsi = len(psi)
+    psi = list(outs[6 : 6 + npsi])
+    rec = outs[6 + npsi] if spec.probes else None
+    return E, H, psi, rec
+
+
+@partial(jax.jit, static_argnames=("plan", "steps", "th", "block"), donate_argnames=("state",))
+def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple):
+    dtype = state["E"][0].dtype
+    spec = make_spec(plan, arrays, dtype, th, block)
+    static, prof = static_inputs(plan, arrays, spec)
+    psi = pack_psi(plan, state["psi"], spec)
+    E, H, n = tuple(state["E"]), tuple(state["H"]), state["n"]
+    n_pass, rest = divmod(steps, th)
+    nprobe = len(spec.probes)
+    recs = []
+
+    def body(carry, _):
+        E, H, psi, n = carry
+        E, H, psi, rec = _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, cuda.gpu_pass)
+        rec = rec.reshape(th, nprobe) if nprobe else jnp.zeros((th, 0), dtype)
+        return (E, H, psi, n + th), rec
+
+    if n_pass:
+        (E, H, psi, n), rec = jax.lax.scan(body, (E, H, psi, n), None, length=n_pass)
+        recs.append(rec.reshape(n_pass * th, nprobe))
+    if rest:
+        spec_r = make_spec(plan, arrays, dtype, rest, block)
+        E, H, psi, rec = _one_pass(plan, arrays, spec_r, static, prof, E, H, psi, n, cuda.gpu_pass)
+        recs.append(rec.reshape(rest, nprobe) if nprobe else jnp.zeros((rest, 0), dtype))
+        n = n + rest
+    rec = jnp.concatenate(recs) if recs else jnp.zeros((0, nprobe), dtype)
+    new = {**state, "E": E, "H": H, "psi": unpack_psi(plan, psi, state["psi"], spec), "n": n}
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
+    return new, rec, finite
+
+
+def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple):
+    """The same passes with the kernel compiled for the host (NumPy; small grids)."""
+    dtype = np.dtype(state["E"][0].dtype)
+    spec = make_spec(plan, arrays, dtype, th, block)
+    static, prof = static_inputs(plan, arrays, spec)
+    static = [np.asarray(v) for v in static]
+    prof = [np.asarray(v) for v in prof]
+    psi = [np.asarray(v) for v in pack_psi(plan, state["psi"], spec)]
+    E = tuple(np.asarray(v) for v in state["E"])
+    H = tuple(np.asarray(v) for v in state["H"])
+    n = int(state["n"])
+    recs = []
+    done = 0
+    while done < steps:
+        k = min(th, steps - done)
+        sp = spec if k == th else make_spec(plan, arrays, dtype, k, block)
+        E, H, psi, rec = _one_pass(plan, arrays, sp, static, prof, E, H, psi, jnp.int32(n), _emulated_run)
+        recs.append(rec.reshape(k, -1) if sp.probes else np.zeros((k, 0), dtype))
+        n += k
+        done += k
+    rec = np.concatenate(recs)
+    new = {
+        **state,
+        "E": tuple(jnp.asarray(v) for v in E),
+        "H": tuple(jnp.asarray(v) for v in H),
+        "psi": {k: jnp.asarray(v) for k, v in unpack_psi(plan, psi, state["psi"], spec).items()},
+        "n": jnp.int32(n),
+    }
+    return new, jnp.asarray(rec), bool(all(np.all(np.isfinite(f)) for f in E + H))
+
+
+def _emulated_run(spec, args):
+    return cuda.emulate_pass(spec, [np.asarray(a) for a in args])
