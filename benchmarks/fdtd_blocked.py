@@ -97,7 +97,9 @@ def run_row(n, path, steps, th, tile, samples_path, interpret=False, window=32):
         fn = engine.advance
         row["bytes_per_update"] = 18 * 4
     else:
-        kernel = {"blocked-xla": "xla", "blocked-triton": "triton"}.get(path, "pallas")
+        kernel = {"blocked-xla": "xla", "blocked-triton": "triton", "blocked-cuda": "cuda"}.get(
+            path, "pallas"
+        )
         march = path == "blocked-pallas-march"
         t = tile if kernel != "xla" else (n, 64, 64)  # the reference: fewer, bigger tiles
         if kernel == "triton":  # y/z windows of ``window`` cells: tiles of window - 2 th

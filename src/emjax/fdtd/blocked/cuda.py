@@ -37,8 +37,11 @@ import numpy as np
 HERE = Path(__file__).parent
 FIELDS = ("ex", "ey", "ez", "hx", "hy", "hz")
 # psi arrays per CPML axis: (kind, differentiated component), in the kernel's names
-PSI = {0: (("H", 1), ("H", 2), ("E", 1), ("E", 2)), 1: (("H", 0), ("H", 2), ("E", 0), ("E", 2)),
-       2: (("H", 0), ("H", 1), ("E", 0), ("E", 1))}
+PSI = {
+    0: (("H", 1), ("H", 2), ("E", 1), ("E", 2)),
+    1: (("H", 0), ("H", 2), ("E", 0), ("E", 2)),
+    2: (("H", 0), ("H", 1), ("E", 0), ("E", 1)),
+}
 
 
 @dataclass(frozen=True)
@@ -134,10 +137,20 @@ def source(spec: Spec) -> str:
     nx, ny, nz = spec.shape
     kinds = {"array": 0, "grid": 1, "comp": 2}
     d = {
-        "REAL": real, "NX": nx, "NY": ny, "NZ": nz, "TH": spec.th, "BY": spec.block[0],
-        "BZ": spec.block[1], "WY": spec.window[0], "WZ": spec.window[1], "NTHREADS": spec.threads,
-        "INV_DX": _literal(1.0 / spec.dx), "DT": _literal(spec.dt),
-        "NSRC": len(spec.sources), "NPROBE": len(spec.probes),
+        "REAL": real,
+        "NX": nx,
+        "NY": ny,
+        "NZ": nz,
+        "TH": spec.th,
+        "BY": spec.block[0],
+        "BZ": spec.block[1],
+        "WY": spec.window[0],
+        "WZ": spec.window[1],
+        "NTHREADS": spec.threads,
+        "INV_DX": _literal(1.0 / spec.dx),
+        "DT": _literal(spec.dt),
+        "NSRC": len(spec.sources),
+        "NPROBE": len(spec.probes),
     }
     for key in ("ca", "cb"):
         v = getattr(spec, key)
@@ -225,7 +238,9 @@ def _compile_cached(text: str, arch: int) -> str:
         lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
         log = ctypes.create_string_buffer(size.value)
         lib.nvrtcGetProgramLog(prog, log)
-        raise RuntimeError("NVRTC could not compile the blocked FDTD kernel:\n" + log.value.decode(errors="replace"))
+        raise RuntimeError(
+            "NVRTC could not compile the blocked FDTD kernel:\n" + log.value.decode(errors="replace")
+        )
     size = ctypes.c_size_t()
     check(lib.nvrtcGetPTXSize(prog, ctypes.byref(size)))
     buf = ctypes.create_string_buffer(size.value)
@@ -284,13 +299,18 @@ def _register():
             params.append(lib.create_array_parameter(rec_bytes if name == "rec" else 0, 0))
         call = lib.TritonKernelCall(kernel, *spec.grid, params)
         opaque = zlib.compress(call.to_proto("emjax_yee_blocked", b""))
-        out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
+        try:  # JAX >= 0.11 takes the module context first
+            out_types = [mlir.aval_to_ir_type(ctx.module_context, a) for a in ctx.avals_out]
+        except TypeError:
+            out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
         layouts = lambda avals: [tuple(range(len(a.shape) - 1, -1, -1)) for a in avals]  # noqa: E731
         return mlir.custom_call(
             call_target_name="triton_kernel_call_ffi",
             result_types=out_types,
             operands=list(args),
-            backend_config=dict(name=ir.StringAttr.get("emjax_yee_blocked"), opaque=ir.StringAttr.get(opaque)),
+            backend_config=dict(
+                name=ir.StringAttr.get("emjax_yee_blocked"), opaque=ir.StringAttr.get(opaque)
+            ),
             operand_layouts=layouts(ctx.avals_in),
             result_layouts=layouts(ctx.avals_out),
         ).results
@@ -331,7 +351,9 @@ def _emulated_library(text: str):
         cmd = [_cxx(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-o", str(tmp), str(src)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
-            raise RuntimeError("the host compiler could not build the emulated kernel:\n" + res.stderr[-4000:])
+            raise RuntimeError(
+                "the host compiler could not build the emulated kernel:\n" + res.stderr[-4000:]
+            )
         os.replace(tmp, lib)
     return ctypes.CDLL(str(lib))
 

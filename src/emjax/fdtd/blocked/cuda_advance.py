@@ -76,7 +76,12 @@ def static_inputs(plan, arrays, spec: Spec, xp=jnp):
     out = []
     for key in ("ca", "cb"):
         if isinstance(getattr(spec, key), str):
-            out.append(xp.reshape(xp.asarray(arrays[key], spec.dtype), (-1,) if np.ndim(arrays[key]) == 0 else np.shape(arrays[key])))
+            out.append(
+                xp.reshape(
+                    xp.asarray(arrays[key], spec.dtype),
+                    (-1,) if np.ndim(arrays[key]) == 0 else np.shape(arrays[key]),
+                )
+            )
     if spec.pec is not None:
         out.append(xp.asarray(arrays["pec_keep"], spec.dtype))
     prof = []
@@ -85,7 +90,9 @@ def static_inputs(plan, arrays, spec: Spec, xp=jnp):
         for a, L in enumerate(spec.pml):
             if L:
                 for kind in "EH":
-                    prof.append(xp.concatenate([xp.asarray(coefs[f"pml{kind}{a}{q}"], spec.dtype) for q in "bck"]))
+                    prof.append(
+                        xp.concatenate([xp.asarray(coefs[f"pml{kind}{a}{q}"], spec.dtype) for q in "bck"])
+                    )
     return out, prof
 
 

@@ -1,0 +1,116 @@
+"""The CUDA blocked kernel (yee_blocked.cu): passes of TH steps, each CTA marching along x
+through a y/z window with TH-deep halos, equal to the XLA step to rounding. On the CPU the
+same kernel text runs emulated (host threads and barriers); on a GPU it runs through NVRTC
+and XLA's kernel call."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_blocked import _compare, _cpml_dielectric, _setup
+
+from emjax import ConfigError, fdtd
+from emjax.backend import precision_scope
+from emjax.fdtd import blocked
+from emjax.fdtd import step as engine
+from emjax.fdtd.blocked import cuda
+from emjax.fdtd.grid import CPML, PEC, Periodic
+
+emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+
+
+def _kappa_pec_cells():
+    """CPML with kappa > 1 on every face of y and z, x walled by a CPML on its high face
+    only (PEC at i = 0), lossless eps per component (ca = 1, cb (3, ...)), PEC cells, a
+    dipole on the x wall (dropped, as the XLA step drops it) and one inside."""
+    shape = (14, 11, 9)
+    rng = np.random.default_rng(3)
+    g = fdtd.Grid(
+        shape,
+        1.0,
+        boundary=(
+            CPML(thickness=3, sides="high", kappa_max=3.0),
+            CPML(thickness=2, kappa_max=2.0),
+            Periodic(),
+        ),
+        precision="double",
+    )
+    eps = 1.0 + 2.0 * rng.random((3,) + shape)
+    pec = np.zeros(shape, bool)
+    pec[7:9, 4:6, 3:5] = True
+    srcs = (
+        fdtd.PointDipole((0, 5, 4), 1, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5)),
+        fdtd.PointDipole((4, 8, 2), 0, fdtd.GaussianPulse(frequency=0.12, bandwidth=0.5)),
+    )
+    probes = (fdtd.Probe((4, 8, 3), 0), fdtd.Probe((12, 1, 8), 2, "H"))
+    return fdtd.GridSimulation(g, eps=eps, pec=pec, sources=srcs, probes=probes)
+
+
+@emulated
+def test_emulated_cpml_dielectric():
+    # 7 steps in passes of 2 (the last of 1); y tiles of 5 (the last slides back), z of 4
+    _compare(_cpml_dielectric(), 7, th=2, tile=(16, 5, 4), kernel="emulate")
+
+
+@emulated
+def test_emulated_kappa_pec_cells_periodic_z():
+    _compare(_kappa_pec_cells(), 6, th=3, tile=(14, 4, 5), kernel="emulate")
+
+
+@emulated
+@pytest.mark.slow
+def test_emulated_th4_not_dividing():
+    _compare(_cpml_dielectric(), 23, th=4, tile=(16, 5, 4), kernel="emulate")
+
+
+def test_refuses_periodic_x():
+    g = fdtd.Grid((8, 8, 8), 1.0, boundary=(Periodic(), PEC(), PEC()))
+    sim = fdtd.GridSimulation(
+        g, sources=(fdtd.PointDipole((4, 4, 4), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5)),)
+    )
+    plan, arrays, state = _setup(sim, 4)
+    with pytest.raises(ConfigError, match="periodic x axis"):
+        blocked.advance(plan, arrays, state, 4, th=2, tile=(8, 4, 4), kernel="emulate")
+
+
+def test_source_text_names_every_buffer():
+    plan, arrays, _ = _setup(_cpml_dielectric(), 4)
+    spec = blocked.cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    text = cuda.source(spec)
+    for name, _ in cuda.inputs(spec) + cuda.outputs(spec):
+        assert f"*__restrict__ {name}" in text
+    assert "#define TH 2" in text and "#define WY 9" in text
+
+
+gpu = pytest.mark.gpu
+
+
+@gpu
+@pytest.mark.parametrize("case", ["cpml_dielectric", "kappa_pec_cells"])
+def test_gpu_equals_xla_float64(case):
+    sim = _cpml_dielectric() if case == "cpml_dielectric" else _kappa_pec_cells()
+    _compare(sim, 23, th=4, tile=(16, 5, 4), kernel="cuda")
+
+
+@gpu
+def test_gpu_1000_steps_float64_and_float32():
+    """A 40^3 grid with a CPML on every face and a dielectric block: 1000 steps, float64 to
+    1e-12 and float32 to 1e-5 (relative to the largest value)."""
+    n = 40
+    eps = np.ones((n,) * 3)
+    eps[14:26, 10:30, 12:20] = 4.0
+    for precision, dtype, tol in (("double", jnp.float64, 1e-12), ("single", jnp.float32, 1e-5)):
+        g = fdtd.Grid((n,) * 3, 1.0, boundary=CPML(8), precision=precision)
+        src = fdtd.PointDipole((20, 20, 20), 2, fdtd.GaussianPulse(frequency=0.08, bandwidth=0.5))
+        sim = fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=(fdtd.Probe((24, 20, 20), 2),))
+        with precision_scope():
+            plan, arrays, state = _setup(sim, 1000, dtype)
+            ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 1000)
+            out, rec, finite = blocked.advance(
+                plan, arrays, state, 1000, th=4, tile=(n, 24, 24), kernel="cuda"
+            )
+            E, Er = np.stack(out["E"]), np.stack(ref["E"])
+            assert np.abs(E - Er).max() <= tol * np.abs(Er).max(), precision
+            assert (
+                np.abs(np.asarray(rec) - np.asarray(rec_ref)).max() <= tol * np.abs(np.asarray(rec_ref)).max()
+            )
