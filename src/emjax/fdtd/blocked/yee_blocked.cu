@@ -128,14 +128,26 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   for (int s = 0; s <= TH; ++s)
     for (int c = 0; c < 3; ++c) eo[s][c] = hp[s][c] = hprev[s][c] = e0[s][c] = (REAL)0;
 
+  // plane i + 1 is read while plane i is worked on (the loads' latency hides behind the
+  // levels' arithmetic)
+  const long col = IDX(0, gy, gz), plane = (long)NY * NZ;
+  REAL nxt[6];
+  if (active) {
+    nxt[0] = ex[col]; nxt[1] = ey[col]; nxt[2] = ez[col];
+    nxt[3] = hx[col]; nxt[4] = hy[col]; nxt[5] = hz[col];
+  }
   int task = 0;  // running level count: the shared-memory set alternates with it
   for (int i = 0; i < NX + TH; ++i) {
     const int par = i & 1;
     REAL ef[3], hin[3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
     if (active && i < NX) {
-      const long at = IDX(i, gy, gz);
-      ef[0] = ex[at]; ef[1] = ey[at]; ef[2] = ez[at];
-      hin[0] = hx[at]; hin[1] = hy[at]; hin[2] = hz[at];
+      ef[0] = nxt[0]; ef[1] = nxt[1]; ef[2] = nxt[2];
+      hin[0] = nxt[3]; hin[1] = nxt[4]; hin[2] = nxt[5];
+      if (i + 1 < NX) {
+        const long at = col + (i + 1) * plane;
+        nxt[0] = ex[at]; nxt[1] = ey[at]; nxt[2] = ez[at];
+        nxt[3] = hx[at]; nxt[4] = hy[at]; nxt[5] = hz[at];
+      }
     } else {
       ef[0] = ef[1] = ef[2] = hin[0] = hin[1] = hin[2] = (REAL)0;
     }
@@ -276,7 +288,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       hprev[s][0] = hc[0]; hprev[s][1] = hc[1]; hprev[s][2] = hc[2];
       if (s == TH) {
         if (own && do_e) {
-          const long at = IDX(p, gy, gz);
+          const long at = col + p * plane;
           ex_out[at] = en[0]; ey_out[at] = en[1]; ez_out[at] = en[2];
           hx_out[at] = hc[0]; hy_out[at] = hc[1]; hz_out[at] = hc[2];
         }
