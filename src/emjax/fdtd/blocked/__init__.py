@@ -130,6 +130,18 @@ Lowering is not compiling: the Triton compile (to PTX) runs on the device, and t
 scratch's traffic (about 12 plane reads and 7 plane writes of the scratch per level)
 weighs on the bandwidth model above; its speed is to be measured.
 
+The kernel for the GPU: CUDA
+----------------------------
+``kernel="cuda"`` (:mod:`.cuda`, :mod:`.cuda_advance`, the source ``yee_blocked.cu``) is
+the x-march written as a CUDA kernel, compiled at run time by NVRTC and launched through
+XLA's kernel call (inside ``jax.jit``): one thread per y-z window column, the TH levels
+pipelined plane by plane with the y/z neighbours exchanged through shared memory (one
+barrier per level) and the x neighbours kept in registers; the CPML's psi of the
+intermediate levels in per-thread chains. ``kernel="emulate"`` runs the same source on
+the host (threads and barriers; small grids), which is how the CPU tests check it. It
+needs x walled (PEC or CPML). Measured on an H200 (BENCHMARKS.md): right, and not yet
+faster than the XLA step.
+
 Not yet: DFT monitors (accumulate per step from the levels' planes, or from records kept
 per TH block), TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch
 phases, the 4th-order stencil (halo 2 planes per step), several devices (shards would
