@@ -338,6 +338,7 @@ def advance(
     kernel="pallas",
     interpret=None,
     march: bool = False,
+    rows_per_thread: int | None = None,
 ):
     """``steps`` steps of ``state`` (as :func:`emjax.fdtd.step.advance`: the same state,
     records ``(steps, n_probes)`` and finiteness flag) in passes of ``th`` steps over tiles
@@ -370,7 +371,7 @@ def advance(
         why = cuda_advance.unsupported(plan)
         if why is not None:
             raise ConfigError(f"the CUDA blocked kernel does not support {why}; use the XLA step")
-        block = (int(tile[1]), int(tile[2]))
+        block = (int(tile[1]), int(tile[2])) + ((int(rows_per_thread),) if rows_per_thread else ())
         if kernel == "emulate":
             return cuda_advance.advance_emulated(plan, arrays, state, int(steps), int(th), block)
         return cuda_advance.advance_gpu(plan, arrays, state, int(steps), int(th), block)

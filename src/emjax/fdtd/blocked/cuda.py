@@ -62,6 +62,7 @@ class Spec:
     kappa: tuple
     sources: tuple  # (((i, j, k) or None, component), ...)
     probes: tuple  # ((field, component, (i, j, k)), ...)
+    ry: int = 1  # window rows per thread (WY must be a multiple)
 
     @property
     def window(self) -> tuple:
@@ -69,7 +70,7 @@ class Spec:
 
     @property
     def threads(self) -> int:
-        return 32 * math.ceil(self.window[0] * self.window[1] / 32)
+        return 32 * math.ceil(self.window[0] * self.window[1] / self.ry / 32)
 
     @property
     def grid(self) -> tuple:
@@ -121,6 +122,11 @@ def outputs(spec: Spec) -> list[tuple[str, tuple]]:
     return out
 
 
+def aliased(spec: Spec) -> list[tuple[str, tuple]]:
+    """The outputs passed in as operands too (all but the probe records)."""
+    return [(n, s) for n, s in outputs(spec) if n != "rec"]
+
+
 def psi_shape(spec: Spec, a: int) -> tuple:
     s = list(spec.shape)
     s[a] = 2 * spec.pml[a]
@@ -147,6 +153,7 @@ def source(spec: Spec) -> str:
         "WY": spec.window[0],
         "WZ": spec.window[1],
         "NTHREADS": spec.threads,
+        "RY": spec.ry,
         "INV_DX": _literal(1.0 / spec.dx),
         "DT": _literal(spec.dt),
         "NSRC": len(spec.sources),
@@ -168,14 +175,17 @@ def source(spec: Spec) -> str:
     for m, (node, comp) in enumerate(spec.sources):
         if node is not None:
             i, j, k = node
-            src.append(f"if (p == {i} && gy == {j} && gz == {k}) en[{comp}] += sv[(s - 1) * NSRC + {m}];")
+            src.append(f"if (p == {i} && gyk == {j} && gz == {k}) en[k][{comp}] += sv[(s - 1) * NSRC + {m}];")
     prb = []
     for m, (field, comp, (i, j, k)) in enumerate(spec.probes):
-        val = f"en[{comp}]" if field == "E" else f"hc[{comp}]"
-        prb.append(f"if (p == {i} && gy == {j} && gz == {k}) rec[(s - 1) * NPROBE + {m}] = {val};")
+        val = f"en[k][{comp}]" if field == "E" else f"hc[k][{comp}]"
+        prb.append(f"if (p == {i} && gyk == {j} && gz == {k}) rec[(s - 1) * NPROBE + {m}] = {val};")
     d["SOURCES"] = " ".join(src) or ";"
     d["PROBES"] = " ".join(prb) or ";"
     params = [f"const {real} *__restrict__ {name}" for name, _ in inputs(spec)]
+    # the outputs' buffers also come in as operands (XLA aliases them to the results, so a
+    # loop of passes ping-pongs between two copies of the state without copying)
+    params += [f"{real} *__restrict__ alias_{name}" for name, _ in aliased(spec)]
     params += [f"{real} *__restrict__ {name}" for name, _ in outputs(spec)]
     d["PARAMS"] = ", ".join(params)
     head = "\n".join(f"#define {k} {v}" for k, v in d.items())
@@ -281,7 +291,7 @@ def _register():
 
     p = _primitive()
 
-    def abstract(*args, spec):
+    def abstract(*args, spec):  # noqa: ARG001
         dt = np.dtype(spec.dtype)
         return [jax.core.ShapedArray(s, dt) for _, s in outputs(spec)]
 
@@ -293,7 +303,7 @@ def _register():
         arch = int(str(dev.compute_capability).replace(".", ""))
         ptx = compile_ptx(source(spec), arch)
         kernel = lib.TritonKernel("yee_blocked", spec.threads // 32, 1, spec.smem_bytes, ptx, "", arch)
-        params = [lib.create_array_parameter(0, 0) for _ in inputs(spec)]
+        params = [lib.create_array_parameter(0, 0) for _ in inputs(spec) + aliased(spec)]
         rec_bytes = spec.th * len(spec.probes) * spec.itemsize
         for name, _ in outputs(spec):
             params.append(lib.create_array_parameter(rec_bytes if name == "rec" else 0, 0))
@@ -313,6 +323,7 @@ def _register():
             ),
             operand_layouts=layouts(ctx.avals_in),
             result_layouts=layouts(ctx.avals_out),
+            operand_output_aliases={len(inputs(spec)) + j: j for j in range(len(aliased(spec)))},
         ).results
 
     p.def_abstract_eval(abstract)
@@ -321,10 +332,11 @@ def _register():
     return p
 
 
-def gpu_pass(spec: Spec, args: list) -> list:
-    """One pass on the GPU: ``args`` the arrays of :func:`inputs`; returns those of
+def gpu_pass(spec: Spec, args: list, dest: list) -> list:
+    """One pass on the GPU: ``args`` the arrays of :func:`inputs`, ``dest`` those of
+    :func:`aliased` (overwritten: the results live in their buffers); returns the arrays of
     :func:`outputs` (traceable: runs inside jit)."""
-    return _register().bind(*args, spec=spec)
+    return _register().bind(*args, *dest, spec=spec)
 
 
 # ------------------------------------------------------------------ host emulation
@@ -359,7 +371,8 @@ def _emulated_library(text: str):
 
 
 def emulated_source(spec: Spec) -> str:
-    names = [n for n, _ in inputs(spec)] + [n for n, _ in outputs(spec)]
+    names = [n for n, _ in inputs(spec)] + ["alias_" + n for n, _ in aliased(spec)]
+    names += [n for n, _ in outputs(spec)]
     real = "float" if spec.dtype == "float32" else "double"
     params = ", ".join(f"void *{n}" for n in names)
     args = ", ".join(f"({real} *){n}" for n in names)
@@ -394,7 +407,8 @@ def emulate_pass(spec: Spec, args: list) -> list:
     outs = [np.full(s, np.nan, dt) for _, s in outputs(spec)]
     if spec.probes:
         outs[-1][...] = 0
-    ptrs = [a.ctypes.data_as(ctypes.c_void_p) for a in ins + outs]
+    dest = [o for o, (n, _) in zip(outs, outputs(spec)) if n != "rec"]
+    ptrs = [a.ctypes.data_as(ctypes.c_void_p) for a in ins + dest + outs]
     lib.emulate_launch.argtypes = [ctypes.c_void_p] * len(ptrs)
     lib.emulate_launch(*ptrs)
     return outs

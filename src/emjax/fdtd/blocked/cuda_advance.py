@@ -43,11 +43,16 @@ def unsupported(plan) -> str | None:
 
 
 def make_spec(plan, arrays, dtype, th: int, block: tuple) -> Spec:
+    """``block``: (BY, BZ) cells of a tile, or (BY, BZ, RY) with RY window rows per thread
+    (default: 2 where the window's rows are even, else 1)."""
     from . import config
 
     cfg = config(plan)
     shape = tuple(plan.shape)
-    by, bz = (min(int(b), n) for b, n in zip(block, shape[1:]))
+    by, bz = (min(int(b), n) for b, n in zip(block[:2], shape[1:]))
+    ry = int(block[2]) if len(block) > 2 else (2 if (by + 2 * th) % 2 == 0 else 1)
+    if (by + 2 * th) % ry:
+        raise ConfigError(f"rows per thread {ry} must divide the window's {by + 2 * th} rows (tile + 2 th)")
     pec = None
     if plan.has_pec:
         pec = "grid" if np.shape(arrays["pec_keep"]) == shape else "comp"
@@ -66,6 +71,7 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple) -> Spec:
         tuple(bool(k) for k in plan.pml_kappa),
         cfg.sources,
         cfg.probes,
+        ry,
     )
 
 
@@ -140,12 +146,14 @@ def _sv(plan, arrays, n, th, dtype):
     return jnp.reshape(_source_values(plan, arrays, n, th, dtype), (-1,))
 
 
-def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run):
+def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run, dest=None):
+    """One pass from (E, H, psi); ``dest``: the buffers the GPU writes the results into
+    (a state of the same shapes, overwritten)."""
     args = list(E) + list(H) + list(static)
     if spec.sources:
         args.append(_sv(plan, arrays, n, spec.th, spec.dtype))
     args += list(prof) + list(psi)
-    outs = run(spec, args)
+    outs = run(spec, args) if dest is None else run(spec, args, list(dest[0]) + list(dest[1]) + list(dest[2]))
     E, H = tuple(outs[:3]), tuple(outs[3:6])
     npsi = len(psi)
     psi = list(outs[6 : 6 + npsi])
@@ -163,21 +171,36 @@ def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple):
     n_pass, rest = divmod(steps, th)
     nprobe = len(spec.probes)
     recs = []
+    # the other copy of the state: each pass reads one and writes the other
+    other = (
+        tuple(jnp.empty_like(f) for f in E),
+        tuple(jnp.empty_like(f) for f in H),
+        [jnp.empty_like(v) for v in psi],
+    )
 
-    def body(carry, _):
-        E, H, psi, n = carry
-        E, H, psi, rec = _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, cuda.gpu_pass)
-        rec = rec.reshape(th, nprobe) if nprobe else jnp.zeros((th, 0), dtype)
-        return (E, H, psi, n + th), rec
+    def run(sp, cur, dst, n):
+        E, H, psi, rec = _one_pass(plan, arrays, sp, static, prof, *cur, n, cuda.gpu_pass, dst)
+        rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
+        return (E, H, psi), rec
 
-    if n_pass:
-        (E, H, psi, n), rec = jax.lax.scan(body, (E, H, psi, n), None, length=n_pass)
-        recs.append(rec.reshape(n_pass * th, nprobe))
-    if rest:
-        spec_r = make_spec(plan, arrays, dtype, rest, block)
-        E, H, psi, rec = _one_pass(plan, arrays, spec_r, static, prof, E, H, psi, n, cuda.gpu_pass)
-        recs.append(rec.reshape(rest, nprobe) if nprobe else jnp.zeros((rest, 0), dtype))
-        n = n + rest
+    def body(carry, _):  # two passes: A -> B -> A, so the loop carries no copies
+        a, b, n = carry
+        b, rec1 = run(spec, a, b, n)
+        a, rec2 = run(spec, b, a, n + th)
+        return (a, b, n + 2 * th), jnp.concatenate([rec1, rec2])
+
+    cur = (E, H, psi)
+    if n_pass // 2:
+        (cur, other, n), rec = jax.lax.scan(body, (cur, other, n), None, length=n_pass // 2)
+        recs.append(rec.reshape(-1, nprobe))
+    for sp in ([spec] if n_pass % 2 else []) + (
+        [make_spec(plan, arrays, dtype, rest, block)] if rest else []
+    ):
+        new, rec = run(sp, cur, other, n)
+        cur, other = new, cur
+        recs.append(rec)
+        n = n + sp.th
+    E, H, psi = cur
     rec = jnp.concatenate(recs) if recs else jnp.zeros((0, nprobe), dtype)
     new = {**state, "E": E, "H": H, "psi": unpack_psi(plan, psi, state["psi"], spec), "n": n}
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))

@@ -6,7 +6,8 @@
 //
 // A CTA owns a tile of BY x BZ cells in (y, z) and a window of WY x WZ = (BY + 2 TH) x
 // (BZ + 2 TH) cells, wrapped modulo the grid (the halo is recomputed by the neighbours).
-// One thread per window column. The CTA marches along x (walled: PEC or CPML): iteration i
+// A thread owns RY window columns (rows r, r + WY / RY, ... at one z): RY independent
+// updates between barriers. The CTA marches along x (walled: PEC or CPML): iteration i
 // reads plane i of E and H; time level s (1 .. TH) then works on plane q - 1 = i - s:
 //   a. completes H^s(q-1) with its x difference (E^{s-1} on q, fresh from level s-1, and
 //      on q-1, kept from the previous iteration);
@@ -86,32 +87,37 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   REAL *smem = reinterpret_cast<REAL *>(smem_raw);
 #endif
   const int W = WY * WZ;
-  // buffers: set (0/1), field (E: 0..2, H: 3..5), cell
-#define BUF(set, f, t) smem[((set) * 6 + (f)) * W + (t)]
+  // buffers: set (0/1), field (E: 0..2, H: 3..5), window cell
+#define BUF(set, f, c) smem[((set) * 6 + (f)) * W + (c)]
+#define FOR_K _Pragma("unroll") for (int k = 0; k < RY; ++k)
 
+  // thread -> one z position and RY rows of the window (rows r, r + WY / RY, ...)
   const int t = threadIdx.x;
-  const bool active = t < W;
-  const int ly = active ? t / WZ : 0;
+  const bool active = t < W / RY;
   const int lz = active ? t % WZ : 0;
+  const int r = active ? t / WZ : 0;
   const int ty = blockIdx.y, tz = blockIdx.x;
   const int y0 = min(ty * BY, NY - BY), z0 = min(tz * BZ, NZ - BZ);
-  const int gy = ((y0 - TH + ly) % NY + NY) % NY;
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
-  // the tile's own cells: window rows [TH, TH + B) that fall in [t B, (t + 1) B)
-  const int py = y0 - TH + ly, pz = z0 - TH + lz;  // unwrapped positions
-  const bool own = active && ly >= TH && ly < TH + BY && lz >= TH && lz < TH + BZ &&
-                   py >= ty * BY && py < min((ty + 1) * BY, NY) && pz >= tz * BZ &&
-                   pz < min((tz + 1) * BZ, NZ);
-  // window neighbours (clamped at the window's edge: that only spoils halo cells)
-  const int tym = (ly > 0) ? t - WZ : t, typ = (ly < WY - 1) ? t + WZ : t;
-  const int tzm = (lz > 0) ? t - 1 : t, tzp = (lz < WZ - 1) ? t + 1 : t;
+  const int pz = z0 - TH + lz;  // unwrapped
+  const bool own_z = lz >= TH && lz < TH + BZ && pz >= tz * BZ && pz < min((tz + 1) * BZ, NZ);
+  const int dzm = (lz > 0) ? -1 : 0, dzp = (lz < WZ - 1) ? 1 : 0;  // clamped at the window
+  int ly[RY], gy[RY], cell[RY], dym[RY], dyp[RY];
+  bool own[RY];
+  long col[RY];
+  FOR_K {
+    ly[k] = r + k * (WY / RY);
+    gy[k] = ((y0 - TH + ly[k]) % NY + NY) % NY;
+    const int py = y0 - TH + ly[k];
+    own[k] = active && own_z && ly[k] >= TH && ly[k] < TH + BY && py >= ty * BY &&
+             py < min((ty + 1) * BY, NY);
+    cell[k] = ly[k] * WZ + lz;
+    dym[k] = (ly[k] > 0) ? -WZ : 0;
+    dyp[k] = (ly[k] < WY - 1) ? WZ : 0;
+    col[k] = IDX(0, gy[k], gz);
+  }
+  const long plane = (long)NY * NZ;
   const REAL inv_dx = (REAL)INV_DX, dt = (REAL)DT;
-#if PML1
-  const bool sy = INSLAB(gy, NY, L1);
-  const REAL bEy = pE1[gy], cEy = pE1[NY + gy], kEy = pE1[2 * NY + gy];
-  const REAL bHy = pH1[gy], cHy = pH1[NY + gy], kHy = pH1[2 * NY + gy];
-  const REAL mEy = (gy == 0) ? (REAL)0 : (REAL)1, mHy = (gy == NY - 1) ? (REAL)0 : (REAL)1;
-#endif
 #if PML2
   const bool sz = INSLAB(gz, NZ, L2);
   const REAL bEz = pE2[gz], cEz = pE2[NZ + gz], kEz = pE2[2 * NZ + gz];
@@ -119,37 +125,42 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1, mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
 #endif
 
-  REAL eo[TH + 1][3];     // level s: E^{s-1} on plane q - 1
-  REAL hp[TH + 1][3];     // level s: H^s on plane q without its x difference
-  REAL hprev[TH + 1][3];  // level s: H^s on plane q - 2
-  REAL e0[TH + 1][3];     // level s: E^{s-1} on plane 0 (the x difference's wrap)
-  Chain ch;
+  REAL eo[TH + 1][RY][3];     // level s: E^{s-1} on plane q - 1
+  REAL hp[TH + 1][RY][3];     // level s: H^s on plane q without its x difference
+  REAL hprev[TH + 1][RY][2];  // level s: Hy, Hz^s on plane q - 2
+  REAL e0[RY][2];             // Ey, Ez^0 on plane 0 (level 1's x wrap; later levels: 0, the wall)
+  Chain ch[RY];
 #pragma unroll
   for (int s = 0; s <= TH; ++s)
-    for (int c = 0; c < 3; ++c) eo[s][c] = hp[s][c] = hprev[s][c] = e0[s][c] = (REAL)0;
+    FOR_K {
+      for (int c = 0; c < 3; ++c) eo[s][k][c] = hp[s][k][c] = (REAL)0;
+      hprev[s][k][0] = hprev[s][k][1] = (REAL)0;
+    }
+  FOR_K { e0[k][0] = e0[k][1] = (REAL)0; }
 
-  // plane i + 1 is read while plane i is worked on (the loads' latency hides behind the
-  // levels' arithmetic)
-  const long col = IDX(0, gy, gz), plane = (long)NY * NZ;
-  REAL nxt[6];
-  if (active) {
-    nxt[0] = ex[col]; nxt[1] = ey[col]; nxt[2] = ez[col];
-    nxt[3] = hx[col]; nxt[4] = hy[col]; nxt[5] = hz[col];
+  // plane i + 1 is read while plane i is worked on
+  REAL nxt[RY][6];
+  FOR_K {
+    if (active) {
+      nxt[k][0] = ex[col[k]]; nxt[k][1] = ey[col[k]]; nxt[k][2] = ez[col[k]];
+      nxt[k][3] = hx[col[k]]; nxt[k][4] = hy[col[k]]; nxt[k][5] = hz[col[k]];
+    }
   }
   int task = 0;  // running level count: the shared-memory set alternates with it
   for (int i = 0; i < NX + TH; ++i) {
     const int par = i & 1;
-    REAL ef[3], hin[3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
-    if (active && i < NX) {
-      ef[0] = nxt[0]; ef[1] = nxt[1]; ef[2] = nxt[2];
-      hin[0] = nxt[3]; hin[1] = nxt[4]; hin[2] = nxt[5];
-      if (i + 1 < NX) {
-        const long at = col + (i + 1) * plane;
-        nxt[0] = ex[at]; nxt[1] = ey[at]; nxt[2] = ez[at];
-        nxt[3] = hx[at]; nxt[4] = hy[at]; nxt[5] = hz[at];
+    REAL ef[RY][3], hin[RY][3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
+    FOR_K {
+      if (active && i < NX) {
+        for (int c = 0; c < 3; ++c) { ef[k][c] = nxt[k][c]; hin[k][c] = nxt[k][3 + c]; }
+        if (i + 1 < NX) {
+          const long at = col[k] + (i + 1) * plane;
+          nxt[k][0] = ex[at]; nxt[k][1] = ey[at]; nxt[k][2] = ez[at];
+          nxt[k][3] = hx[at]; nxt[k][4] = hy[at]; nxt[k][5] = hz[at];
+        }
+      } else {
+        for (int c = 0; c < 3; ++c) ef[k][c] = hin[k][c] = (REAL)0;
       }
-    } else {
-      ef[0] = ef[1] = ef[2] = hin[0] = hin[1] = hin[2] = (REAL)0;
     }
 #pragma unroll
     for (int s = 1; s <= TH; ++s) {
@@ -157,144 +168,161 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       const int q = i - s + 1;
       const int set = task & 1;
       ++task;
-      const bool do_e = (q >= 1 && q <= NX);  // E update (and H completion) on plane q - 1
-      const bool do_h = (q <= NX - 1);        // H start on plane q
+      const bool do_e = active && q >= 1 && q <= NX;  // E update, H completion on q - 1
+      const bool do_h = active && q <= NX - 1;        // H start on plane q
       const int p = q - 1;
-      REAL hc[3] = {hp[s][0], hp[s][1], hp[s][2]};
-      if (q == NX) {  // E^{s-1}(NX) is the wrapped plane 0
-        ef[0] = e0[s][0]; ef[1] = e0[s][1]; ef[2] = e0[s][2];
-      }
-      // a. H^s(q-1): the x differences, -dt (-dx Ez) on Hy and -dt (dx Ey) on Hz
-      if (active && do_e) {
-        REAL dxEz = (ef[2] - eo[s][2]) * inv_dx, dxEy = (ef[1] - eo[s][1]) * inv_dx;
-#if PML0
-        if (INSLAB(p, NX, L0)) {
-          const REAL mH = (p == NX - 1) ? (REAL)0 : (REAL)1;
-          const REAL b = pH0[p], c = pH0[NX + p], k = pH0[2 * NX + p];
-          const long pi = PIDX0(p, gy, gz);
-          dxEz += cpml_term(ch, par, s, 1, (ef[2] * mH - eo[s][2]) * inv_dx, b, c, k, KAPPA0,
-                            pin_H0_2, pout_H0_2, pi, own);
-          dxEy += cpml_term(ch, par, s, 0, (ef[1] * mH - eo[s][1]) * inv_dx, b, c, k, KAPPA0,
-                            pin_H0_1, pout_H0_1, pi, own);
+      REAL hc[RY][3];
+      FOR_K {
+        hc[k][0] = hp[s][k][0]; hc[k][1] = hp[s][k][1]; hc[k][2] = hp[s][k][2];
+        if (q == NX) {  // E^{s-1}(NX) is the wrapped plane 0
+          ef[k][1] = (s == 1) ? e0[k][0] : (REAL)0;
+          ef[k][2] = (s == 1) ? e0[k][1] : (REAL)0;
         }
+        // a. H^s(q-1): the x differences, -dt (-dx Ez) on Hy and -dt (dx Ey) on Hz
+        if (do_e) {
+          REAL dxEz = (ef[k][2] - eo[s][k][2]) * inv_dx, dxEy = (ef[k][1] - eo[s][k][1]) * inv_dx;
+#if PML0
+          if (INSLAB(p, NX, L0)) {
+            const REAL mH = (p == NX - 1) ? (REAL)0 : (REAL)1;
+            const REAL b = pH0[p], c = pH0[NX + p], kp = pH0[2 * NX + p];
+            const long pi = PIDX0(p, gy[k], gz);
+            dxEz += cpml_term(ch[k], par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
+                              KAPPA0, pin_H0_2, pout_H0_2, pi, own[k]);
+            dxEy += cpml_term(ch[k], par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
+                              KAPPA0, pin_H0_1, pout_H0_1, pi, own[k]);
+          }
 #endif
-        hc[1] = hc[1] + dt * dxEz;
-        hc[2] = hc[2] - dt * dxEy;
-      }
-      // b. exchange H^s(q-1) and E^{s-1}(q) through shared memory
-      if (active) {
-        BUF(set, 0, t) = ef[0]; BUF(set, 1, t) = ef[1]; BUF(set, 2, t) = ef[2];
-        BUF(set, 3, t) = hc[0]; BUF(set, 4, t) = hc[1]; BUF(set, 5, t) = hc[2];
+          hc[k][1] = hc[k][1] + dt * dxEz;
+          hc[k][2] = hc[k][2] - dt * dxEy;
+        }
+        // b. H^s(q-1) and E^{s-1}(q) to shared memory
+        if (active) {
+          BUF(set, 0, cell[k]) = ef[k][0]; BUF(set, 1, cell[k]) = ef[k][1];
+          BUF(set, 2, cell[k]) = ef[k][2]; BUF(set, 3, cell[k]) = hc[k][0];
+          BUF(set, 4, cell[k]) = hc[k][1]; BUF(set, 5, cell[k]) = hc[k][2];
+        }
       }
       __syncthreads();
-      REAL en[3] = {eo[s][0], eo[s][1], eo[s][2]};
-      // c. E^s(q-1) = ca E + cb curl H (backward differences)
-      if (active && do_e) {
-        const REAL hxm_y = BUF(set, 3, tym), hxm_z = BUF(set, 3, tzm);
-        const REAL hym_z = BUF(set, 4, tzm), hzm_y = BUF(set, 5, tym);
-        const REAL hym_x = (p == 0) ? (REAL)0 : hprev[s][1];
-        const REAL hzm_x = (p == 0) ? (REAL)0 : hprev[s][2];
-        REAL dyHz = (hc[2] - hzm_y) * inv_dx, dzHy = (hc[1] - hym_z) * inv_dx;
-        REAL dzHx = (hc[0] - hxm_z) * inv_dx, dxHz = (hc[2] - hzm_x) * inv_dx;
-        REAL dxHy = (hc[1] - hym_x) * inv_dx, dyHx = (hc[0] - hxm_y) * inv_dx;
+      REAL en[RY][3];
+      FOR_K {
+        en[k][0] = eo[s][k][0]; en[k][1] = eo[s][k][1]; en[k][2] = eo[s][k][2];
+        // c. E^s(q-1) = ca E + cb curl H (backward differences)
+        if (do_e) {
+          const int cy = cell[k] + dym[k], cz = cell[k] + dzm;
+          const REAL hxm_y = BUF(set, 3, cy), hxm_z = BUF(set, 3, cz);
+          const REAL hym_z = BUF(set, 4, cz), hzm_y = BUF(set, 5, cy);
+          const REAL hym_x = (p == 0) ? (REAL)0 : hprev[s][k][0];
+          const REAL hzm_x = (p == 0) ? (REAL)0 : hprev[s][k][1];
+          REAL dyHz = (hc[k][2] - hzm_y) * inv_dx, dzHy = (hc[k][1] - hym_z) * inv_dx;
+          REAL dzHx = (hc[k][0] - hxm_z) * inv_dx, dxHz = (hc[k][2] - hzm_x) * inv_dx;
+          REAL dxHy = (hc[k][1] - hym_x) * inv_dx, dyHx = (hc[k][0] - hxm_y) * inv_dx;
 #if PML0
-        if (INSLAB(p, NX, L0)) {
-          const REAL mE = (p == 0) ? (REAL)0 : (REAL)1;
-          const REAL b = pE0[p], c = pE0[NX + p], k = pE0[2 * NX + p];
-          const long pi = PIDX0(p, gy, gz);
-          dxHz += cpml_term(ch, par, s, 5, (hc[2] - hzm_x * mE) * inv_dx, b, c, k, KAPPA0,
-                            pin_E0_2, pout_E0_2, pi, own);
-          dxHy += cpml_term(ch, par, s, 4, (hc[1] - hym_x * mE) * inv_dx, b, c, k, KAPPA0,
-                            pin_E0_1, pout_E0_1, pi, own);
-        }
+          if (INSLAB(p, NX, L0)) {
+            const REAL mE = (p == 0) ? (REAL)0 : (REAL)1;
+            const REAL b = pE0[p], c = pE0[NX + p], kp = pE0[2 * NX + p];
+            const long pi = PIDX0(p, gy[k], gz);
+            dxHz += cpml_term(ch[k], par, s, 5, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
+                              pin_E0_2, pout_E0_2, pi, own[k]);
+            dxHy += cpml_term(ch[k], par, s, 4, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
+                              pin_E0_1, pout_E0_1, pi, own[k]);
+          }
 #endif
 #if PML1
-        if (sy) {
-          const long pi = PIDX1(p, gy, gz);
-          dyHz += cpml_term(ch, par, s, 9, (hc[2] - hzm_y * mEy) * inv_dx, bEy, cEy, kEy, KAPPA1,
-                            pin_E1_2, pout_E1_2, pi, own);
-          dyHx += cpml_term(ch, par, s, 8, (hc[0] - hxm_y * mEy) * inv_dx, bEy, cEy, kEy, KAPPA1,
-                            pin_E1_0, pout_E1_0, pi, own);
-        }
+          if (INSLAB(gy[k], NY, L1)) {
+            const int g = gy[k];
+            const REAL b = pE1[g], c = pE1[NY + g], kp = pE1[2 * NY + g];
+            const REAL m = (g == 0) ? (REAL)0 : (REAL)1;
+            const long pi = PIDX1(p, g, gz);
+            dyHz += cpml_term(ch[k], par, s, 9, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
+                              pin_E1_2, pout_E1_2, pi, own[k]);
+            dyHx += cpml_term(ch[k], par, s, 8, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
+                              pin_E1_0, pout_E1_0, pi, own[k]);
+          }
 #endif
 #if PML2
-        if (sz) {
-          const long pi = PIDX2(p, gy, gz);
-          dzHy += cpml_term(ch, par, s, 11, (hc[1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz, KAPPA2,
-                            pin_E2_1, pout_E2_1, pi, own);
-          dzHx += cpml_term(ch, par, s, 10, (hc[0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz, KAPPA2,
-                            pin_E2_0, pout_E2_0, pi, own);
-        }
+          if (sz) {
+            const long pi = PIDX2(p, gy[k], gz);
+            dzHy += cpml_term(ch[k], par, s, 11, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
+                              KAPPA2, pin_E2_1, pout_E2_1, pi, own[k]);
+            dzHx += cpml_term(ch[k], par, s, 10, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
+                              KAPPA2, pin_E2_0, pout_E2_0, pi, own[k]);
+          }
 #endif
-        en[0] = CA(0, p, gy, gz) * eo[s][0] + CB(0, p, gy, gz) * (dyHz - dzHy);
-        en[1] = CA(1, p, gy, gz) * eo[s][1] + CB(1, p, gy, gz) * (dzHx - dxHz);
-        en[2] = CA(2, p, gy, gz) * eo[s][2] + CB(2, p, gy, gz) * (dxHy - dyHx);
+          const int gyk = gy[k];
+          en[k][0] = CA(0, p, gyk, gz) * eo[s][k][0] + CB(0, p, gyk, gz) * (dyHz - dzHy);
+          en[k][1] = CA(1, p, gyk, gz) * eo[s][k][1] + CB(1, p, gyk, gz) * (dzHx - dxHz);
+          en[k][2] = CA(2, p, gyk, gz) * eo[s][k][2] + CB(2, p, gyk, gz) * (dxHy - dyHx);
 #if WALL0
-        if (p == 0) { en[1] = (REAL)0; en[2] = (REAL)0; }
+          if (p == 0) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
 #if WALL1
-        if (gy == 0) { en[0] = (REAL)0; en[2] = (REAL)0; }
+          if (gyk == 0) { en[k][0] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
 #if WALL2
-        if (gz == 0) { en[0] = (REAL)0; en[1] = (REAL)0; }
+          if (gz == 0) { en[k][0] = (REAL)0; en[k][1] = (REAL)0; }
 #endif
 #ifdef PEC_KIND
-        en[0] *= KEEP(0, p, gy, gz);
-        en[1] *= KEEP(1, p, gy, gz);
-        en[2] *= KEEP(2, p, gy, gz);
+          en[k][0] *= KEEP(0, p, gyk, gz);
+          en[k][1] *= KEEP(1, p, gyk, gz);
+          en[k][2] *= KEEP(2, p, gyk, gz);
 #endif
 #if NSRC
-        SOURCES
+          SOURCES
 #endif
 #if NPROBE
-        if (own) {
-          PROBES
-        }
+          if (own[k]) {
+            PROBES
+          }
 #endif
-      }
-      // d. H^s(q) without its x difference: H^{s-1} - dt (y/z parts of curl E^{s-1})
-      REAL hn[3] = {(REAL)0, (REAL)0, (REAL)0};
-      if (active && do_h) {
-        const REAL exp_y = BUF(set, 0, typ), exp_z = BUF(set, 0, tzp);
-        const REAL eyp_z = BUF(set, 1, tzp), ezp_y = BUF(set, 2, typ);
-        REAL dyEz = (ezp_y - ef[2]) * inv_dx, dzEy = (eyp_z - ef[1]) * inv_dx;
-        REAL dzEx = (exp_z - ef[0]) * inv_dx, dyEx = (exp_y - ef[0]) * inv_dx;
-#if PML1
-        if (sy) {
-          const long pi = PIDX1(q, gy, gz);
-          dyEz += cpml_term(ch, par, s, 7, (ezp_y * mHy - ef[2]) * inv_dx, bHy, cHy, kHy, KAPPA1,
-                            pin_H1_2, pout_H1_2, pi, own);
-          dyEx += cpml_term(ch, par, s, 6, (exp_y * mHy - ef[0]) * inv_dx, bHy, cHy, kHy, KAPPA1,
-                            pin_H1_0, pout_H1_0, pi, own);
         }
+        // d. H^s(q) without its x difference: H^{s-1} - dt (y/z parts of curl E^{s-1})
+        REAL hn[3] = {(REAL)0, (REAL)0, (REAL)0};
+        if (do_h) {
+          const int cy = cell[k] + dyp[k], cz = cell[k] + dzp;
+          const REAL exp_y = BUF(set, 0, cy), exp_z = BUF(set, 0, cz);
+          const REAL eyp_z = BUF(set, 1, cz), ezp_y = BUF(set, 2, cy);
+          REAL dyEz = (ezp_y - ef[k][2]) * inv_dx, dzEy = (eyp_z - ef[k][1]) * inv_dx;
+          REAL dzEx = (exp_z - ef[k][0]) * inv_dx, dyEx = (exp_y - ef[k][0]) * inv_dx;
+#if PML1
+          if (INSLAB(gy[k], NY, L1)) {
+            const int g = gy[k];
+            const REAL b = pH1[g], c = pH1[NY + g], kp = pH1[2 * NY + g];
+            const REAL m = (g == NY - 1) ? (REAL)0 : (REAL)1;
+            const long pi = PIDX1(q, g, gz);
+            dyEz += cpml_term(ch[k], par, s, 7, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
+                              pin_H1_2, pout_H1_2, pi, own[k]);
+            dyEx += cpml_term(ch[k], par, s, 6, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
+                              pin_H1_0, pout_H1_0, pi, own[k]);
+          }
 #endif
 #if PML2
-        if (sz) {
-          const long pi = PIDX2(q, gy, gz);
-          dzEy += cpml_term(ch, par, s, 3, (eyp_z * mHz - ef[1]) * inv_dx, bHz, cHz, kHz,
-                            KAPPA2, pin_H2_1, pout_H2_1, pi, own);
-          dzEx += cpml_term(ch, par, s, 2, (exp_z * mHz - ef[0]) * inv_dx, bHz, cHz, kHz,
-                            KAPPA2, pin_H2_0, pout_H2_0, pi, own);
-        }
+          if (sz) {
+            const long pi = PIDX2(q, gy[k], gz);
+            dzEy += cpml_term(ch[k], par, s, 3, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
+                              KAPPA2, pin_H2_1, pout_H2_1, pi, own[k]);
+            dzEx += cpml_term(ch[k], par, s, 2, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
+                              KAPPA2, pin_H2_0, pout_H2_0, pi, own[k]);
+          }
 #endif
-        hn[0] = hin[0] - dt * (dyEz - dzEy);
-        hn[1] = hin[1] - dt * dzEx;
-        hn[2] = hin[2] + dt * dyEx;
-      }
-      // carry: this level's state for the next iteration, the next level's inputs
-      if (q == 0) { e0[s][0] = ef[0]; e0[s][1] = ef[1]; e0[s][2] = ef[2]; }
-      eo[s][0] = ef[0]; eo[s][1] = ef[1]; eo[s][2] = ef[2];
-      hp[s][0] = hn[0]; hp[s][1] = hn[1]; hp[s][2] = hn[2];
-      hprev[s][0] = hc[0]; hprev[s][1] = hc[1]; hprev[s][2] = hc[2];
-      if (s == TH) {
-        if (own && do_e) {
-          const long at = col + p * plane;
-          ex_out[at] = en[0]; ey_out[at] = en[1]; ez_out[at] = en[2];
-          hx_out[at] = hc[0]; hy_out[at] = hc[1]; hz_out[at] = hc[2];
+          hn[0] = hin[k][0] - dt * (dyEz - dzEy);
+          hn[1] = hin[k][1] - dt * dzEx;
+          hn[2] = hin[k][2] + dt * dyEx;
         }
-      } else {
-        ef[0] = en[0]; ef[1] = en[1]; ef[2] = en[2];
-        hin[0] = hc[0]; hin[1] = hc[1]; hin[2] = hc[2];
+        // carry: this level's state for the next iteration, the next level's inputs
+        if (s == 1 && q == 0) { e0[k][0] = ef[k][1]; e0[k][1] = ef[k][2]; }
+        eo[s][k][0] = ef[k][0]; eo[s][k][1] = ef[k][1]; eo[s][k][2] = ef[k][2];
+        hp[s][k][0] = hn[0]; hp[s][k][1] = hn[1]; hp[s][k][2] = hn[2];
+        hprev[s][k][0] = hc[k][1]; hprev[s][k][1] = hc[k][2];
+        if (s == TH) {
+          if (own[k] && do_e) {
+            const long at = col[k] + p * plane;
+            ex_out[at] = en[k][0]; ey_out[at] = en[k][1]; ez_out[at] = en[k][2];
+            hx_out[at] = hc[k][0]; hy_out[at] = hc[k][1]; hz_out[at] = hc[k][2];
+          }
+        } else {
+          ef[k][0] = en[k][0]; ef[k][1] = en[k][1]; ef[k][2] = en[k][2];
+          hin[k][0] = hc[k][0]; hin[k][1] = hc[k][1]; hin[k][2] = hc[k][2];
+        }
       }
     }
   }
