@@ -57,12 +57,12 @@
 #define PIDX2(x, y, z) (((long)(x) * NY + (y)) * 2 * L2 + SLAB(z, NZ, L2))
 #define INSLAB(g, n, L) ((g) < (L) || (g) >= (n) - (L))
 
-// the psi chain, one slot per (kind, axis, differentiated component): H0_1 0, H0_2 1,
-// H2_0 2, H2_1 3, E0_1 4, E0_2 5, H1_0 6, H1_2 7, E1_0 8, E1_2 9, E2_0 10, E2_1 11
-#define NSLOT 12
-
+// the psi chains, one per CPML axis (so a cell outside the y and z slabs touches none of
+// their memory), a slot per (kind, differentiated component): x: H0_1 0, H0_2 1, E0_1 2,
+// E0_2 3; y: H1_0 0, H1_2 1, E1_0 2, E1_2 3; z: H2_0 0, H2_1 1, E2_0 2, E2_1 3. Level s
+// (< TH) leaves its psi in [parity][s]; level s + 1 takes it in the next iteration.
 struct Chain {
-  REAL v[2][TH + 1][NSLOT];
+  REAL v[2][TH][4];
 };
 
 // one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
@@ -119,17 +119,22 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const long plane = (long)NY * NZ;
   const REAL inv_dx = (REAL)INV_DX, dt = (REAL)DT;
 #if PML2
-  const bool sz = INSLAB(gz, NZ, L2);
-  const REAL bEz = pE2[gz], cEz = pE2[NZ + gz], kEz = pE2[2 * NZ + gz];
-  const REAL bHz = pH2[gz], cHz = pH2[NZ + gz], kHz = pH2[2 * NZ + gz];
-  const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1, mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
+  const bool sz = INSLAB(gz, NZ, L2);  // (the profiles are read where used: registers are scarce)
 #endif
 
   REAL eo[TH + 1][RY][3];     // level s: E^{s-1} on plane q - 1
   REAL hp[TH + 1][RY][3];     // level s: H^s on plane q without its x difference
   REAL hprev[TH + 1][RY][2];  // level s: Hy, Hz^s on plane q - 2
   REAL e0[RY][2];             // Ey, Ez^0 on plane 0 (level 1's x wrap; later levels: 0, the wall)
-  Chain ch[RY];
+#if PML0
+  Chain chx[RY];
+#endif
+#if PML1
+  Chain chy[RY];
+#endif
+#if PML2
+  Chain chz[RY];
+#endif
 #pragma unroll
   for (int s = 0; s <= TH; ++s)
     FOR_K {
@@ -186,9 +191,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL mH = (p == NX - 1) ? (REAL)0 : (REAL)1;
             const REAL b = pH0[p], c = pH0[NX + p], kp = pH0[2 * NX + p];
             const long pi = PIDX0(p, gy[k], gz);
-            dxEz += cpml_term(ch[k], par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
+            dxEz += cpml_term(chx[k], par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_2, pout_H0_2, pi, own[k]);
-            dxEy += cpml_term(ch[k], par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
+            dxEy += cpml_term(chx[k], par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_1, pout_H0_1, pi, own[k]);
           }
 #endif
@@ -221,9 +226,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL mE = (p == 0) ? (REAL)0 : (REAL)1;
             const REAL b = pE0[p], c = pE0[NX + p], kp = pE0[2 * NX + p];
             const long pi = PIDX0(p, gy[k], gz);
-            dxHz += cpml_term(ch[k], par, s, 5, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
+            dxHz += cpml_term(chx[k], par, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_2, pout_E0_2, pi, own[k]);
-            dxHy += cpml_term(ch[k], par, s, 4, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
+            dxHy += cpml_term(chx[k], par, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_1, pout_E0_1, pi, own[k]);
           }
 #endif
@@ -233,18 +238,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL b = pE1[g], c = pE1[NY + g], kp = pE1[2 * NY + g];
             const REAL m = (g == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(p, g, gz);
-            dyHz += cpml_term(ch[k], par, s, 9, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
+            dyHz += cpml_term(chy[k], par, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_2, pout_E1_2, pi, own[k]);
-            dyHx += cpml_term(ch[k], par, s, 8, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
+            dyHx += cpml_term(chy[k], par, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_0, pout_E1_0, pi, own[k]);
           }
 #endif
 #if PML2
           if (sz) {
+            const REAL bEz = pE2[gz], cEz = pE2[NZ + gz], kEz = pE2[2 * NZ + gz];
+            const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(p, gy[k], gz);
-            dzHy += cpml_term(ch[k], par, s, 11, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
+            dzHy += cpml_term(chz[k], par, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_1, pout_E2_1, pi, own[k]);
-            dzHx += cpml_term(ch[k], par, s, 10, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
+            dzHx += cpml_term(chz[k], par, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_0, pout_E2_0, pi, own[k]);
           }
 #endif
@@ -289,18 +296,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL b = pH1[g], c = pH1[NY + g], kp = pH1[2 * NY + g];
             const REAL m = (g == NY - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(q, g, gz);
-            dyEz += cpml_term(ch[k], par, s, 7, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
+            dyEz += cpml_term(chy[k], par, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_2, pout_H1_2, pi, own[k]);
-            dyEx += cpml_term(ch[k], par, s, 6, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
+            dyEx += cpml_term(chy[k], par, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_0, pout_H1_0, pi, own[k]);
           }
 #endif
 #if PML2
           if (sz) {
+            const REAL bHz = pH2[gz], cHz = pH2[NZ + gz], kHz = pH2[2 * NZ + gz];
+            const REAL mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(q, gy[k], gz);
-            dzEy += cpml_term(ch[k], par, s, 3, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
+            dzEy += cpml_term(chz[k], par, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_1, pout_H2_1, pi, own[k]);
-            dzEx += cpml_term(ch[k], par, s, 2, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
+            dzEx += cpml_term(chz[k], par, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_0, pout_H2_0, pi, own[k]);
           }
 #endif
