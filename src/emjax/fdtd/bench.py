@@ -27,6 +27,7 @@ def fdtd_benchmark(
     copy: float | None = None,
     devices: int | None = None,
     shape: tuple | None = None,
+    kernel: str = "auto",
 ) -> dict:
     """Cell updates per second of the FDTD step on an N^3 grid with a z-dipole at the centre.
 
@@ -38,6 +39,8 @@ def fdtd_benchmark(
     box).
     ``devices``: run on that many devices (``fdtd.run(layout=devices)``, slabs along x);
     ``shape``: a grid other than N^3 (the scaling runs' (k N, N, N)).
+    ``kernel``: the step (:func:`emjax.fdtd.run`'s ``kernel``); the row's ``kernel`` says which
+    ran (the bytes model is the XLA step's whichever ran).
     Bytes per cell update: the model of two passes (H then E), each reading six field
     components and writing three (18 accesses), plus the per-cell coefficient arrays read
     (lossless: cb, 1; lossy/Drude: ca too) and for Drude the currents read and written and
@@ -94,12 +97,12 @@ def fdtd_benchmark(
     )
     t0 = time.perf_counter()
     fdtd.run(
-        sim, 2, chunk=2, layout=devices, progress=False
+        sim, 2, chunk=2, layout=devices, progress=False, kernel=kernel
     )  # set-up and a compile of the 2-step scan (not reused)
     setup = time.perf_counter() - t0
     # a warm-up chunk (compiles) and one timed chunk of ``steps``: the stepping rate of a
     # long run; each chunk boundary (NaN check, probe records, progress) costs ~0.5 ms
-    r = fdtd.run(sim, 2 * steps, chunk=steps, layout=devices, progress=False)
+    r = fdtd.run(sim, 2 * steps, chunk=steps, layout=devices, progress=False, kernel=kernel)
     item = np.dtype(prec.real).itemsize
     coef = {"vacuum": 0, "dielectric": 1, "drude": 10, "sphere": 1, "sphere-subpixel": 1, "sphere-drude": 10}[
         material
@@ -118,6 +121,7 @@ def fdtd_benchmark(
         "order": order,
         "material": material,
         "cells_per_s": r.cells_per_second,
+        "kernel": r.kernel,
         "seconds": r.seconds,
         "compile_s": r.compile_seconds,
         "setup_s": setup,

@@ -15,7 +15,7 @@ from ..config import check_devices_option, load_toml
 from ..errors import ConfigError
 from ..io import check_npz, check_output_file
 from ..outdir import OutputFolder, add_output_arguments, config_description
-from .config import build_fdtd, out_of_core_option
+from .config import build_fdtd, kernel_option, out_of_core_option
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
 
@@ -89,6 +89,12 @@ def add_bench(bench) -> None:
     b.add_argument("--th", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64], help="steps per pass")
     b.add_argument("--slab", type=int, help="planes per slab (default: from --device-gb, else the grid)")
     b.add_argument("--device-gb", type=float, help="device budget that sets the slab")
+    b.add_argument(
+        "--kernel",
+        default="auto",
+        choices=["auto", "xla", "blocked"],
+        help="the step: XLA's fused update, the temporally blocked CUDA kernel, or auto (auto)",
+    )
     b.add_argument("--json", action="store_true", help="one JSON line per case on stdout")
 
 
@@ -196,6 +202,7 @@ def run(args, argv) -> int:
             progress=progress,
             layout=args.devices,
             out_of_core=out_of_core_option(cfg),
+            kernel=kernel_option(cfg),
         )
     finally:
         progress.reporter.close()
@@ -207,6 +214,7 @@ def run(args, argv) -> int:
         "seconds": time.perf_counter() - t0,
         "compile_s": res.compile_seconds,
         "device": device_description(),
+        "kernel": res.kernel,
     }
     if len(sim.probes):
         summary["probes_max_abs"] = float(np.max(np.abs(np.asarray(res.probes))))
@@ -251,6 +259,7 @@ def _run_physical(args, argv, cfg) -> int:
             progress=progress,
             layout=args.devices,
             out_of_core=out_of_core_option(cfg),
+            kernel=kernel_option(cfg),
         )
     finally:
         progress.reporter.close()
@@ -263,6 +272,7 @@ def _run_physical(args, argv, cfg) -> int:
         "seconds": time.perf_counter() - t0,
         "compile_s": raw.compile_seconds,
         "device": device_description(),
+        "kernel": raw.kernel,
     }
     spectra = {}
     if "cross_sections" in res.monitor_planes:
@@ -340,7 +350,9 @@ def run_bench(args, argv) -> int:
                     )
         return 0
     for n in args.size:
-        r = fdtd_benchmark(n, args.steps, args.precision, args.boundary, args.order, args.material)
+        r = fdtd_benchmark(
+            n, args.steps, args.precision, args.boundary, args.order, args.material, kernel=args.kernel
+        )
         if args.json:
             print(json.dumps(r), flush=True)
         else:

@@ -86,8 +86,16 @@ def _outside_pml(idx, shape, pml, where: str, what: str = "index") -> None:
             )
 
 
-#: [run] keys of the calculation window (both FDTD configs)
-OUT_OF_CORE_KEYS = frozenset({"out_of_core", "th", "device_gb"})
+#: [run] keys of the calculation window (both FDTD configs), and the step's kernel
+OUT_OF_CORE_KEYS = frozenset({"out_of_core", "th", "device_gb", "kernel"})
+
+
+def kernel_option(cfg: dict) -> str:
+    """``[run].kernel``: "auto" (default), "xla" or "blocked" (:func:`emjax.fdtd.run`)."""
+    kernel = Table(cfg.get("run"), "[run]").get("kernel", "auto")
+    if kernel not in ("auto", "xla", "blocked"):
+        raise ConfigError(f'[run].kernel must be "auto", "xla" or "blocked", got {kernel!r}')
+    return kernel
 
 
 def out_of_core_option(cfg: dict):

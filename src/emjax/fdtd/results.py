@@ -38,6 +38,7 @@ class FDTDResult:
     compile_seconds: float
     dft: tuple = ()  # per monitor: {"E": (nf, 2, n1 + 1, n2 + 1), "H": ...} complex
     total_steps: int = 0  # the steps the fields and the DFTs have advanced
+    kernel: str = "xla"  # the step that ran, and why (emjax.fdtd.run's ``kernel``)
 
     def flux(self, monitor: int = 0) -> np.ndarray:
         """Flux spectrum through DFT monitor ``monitor`` (towards +axis)."""

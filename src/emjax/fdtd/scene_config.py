@@ -84,7 +84,7 @@ MONITOR_KEYS = {
     "field_plane": {"type", "frequencies", "center", "size", "name"},
 }
 PROBE_KEYS = {"position", "component", "field"}
-RUN_KEYS = {"steps", "until", "chunk", "checkpoint", "out_of_core", "th", "device_gb"}
+RUN_KEYS = {"steps", "until", "chunk", "checkpoint", "out_of_core", "th", "device_gb", "kernel"}
 BOUNDARIES = ("cpml", "pec", "periodic", "bloch")
 #: fewer cells than this across an object's smallest extent: a warning (it is barely resolved)
 MIN_FEATURE_CELLS = 2

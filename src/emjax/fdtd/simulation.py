@@ -18,8 +18,8 @@ from .. import progress as progress_bars
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_int, require_positive
 from ..layout import as_layout
+from . import blocked, sharded
 from . import checkpoint as checkpoint_mod
-from . import sharded
 from . import step as engine
 from .results import FDTDResult
 from .spec import GridSimulation, check_run_arguments, is_traced
@@ -88,6 +88,7 @@ def run(
     remat: int | None = None,
     layout=None,
     out_of_core=None,
+    kernel: str = "auto",
 ) -> FDTDResult:
     """Advance ``steps`` time steps (or ``until`` a time, length / c) on the default device,
     or on several (``layout``).
@@ -149,12 +150,22 @@ def run(
     host memory on a GPU at ``XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB`` (default 64, read when
     JAX starts): set it higher for grids whose fields exceed it, or the window falls back
     to NumPy (slower link).
+
+    ``kernel``: the step of a concrete, one-device, in-memory run: "xla" (XLA's fused
+    update, every step one pass over the grid), "blocked" (the temporally blocked CUDA
+    kernel, :mod:`emjax.fdtd.blocked`: TH steps per pass; a ConfigError where it cannot
+    run the simulation) or "auto" (default: the blocked kernel on a GPU where it supports
+    the simulation and is measured faster, else XLA; the log, logger ``emjax.fdtd``, and the
+    result's ``kernel`` say which and why). Traced, sharded and out-of-core runs use the
+    XLA step.
     """
     from . import physical
 
     check_run_arguments(progress, initial, checkpoint, out_of_core)
+    blocked.check_kernel(kernel)
     if isinstance(sim, physical.Simulation):
         kw = dict(chunk=chunk, initial=initial, progress=progress, checkpoint=checkpoint, layout=layout)
+        kw["kernel"] = kernel
         if out_of_core is not None:
             kw["out_of_core"] = out_of_core
         return physical.run(sim, steps, until=until, **kw)
@@ -167,10 +178,10 @@ def run(
     steps = require_int("steps", steps, 1)
     make = lambda: progress_bars.StepBar("fdtd", steps, "step")  # noqa: E731
     with progress_bars.shown(progress, make, is_traced((sim.eps, sim.sigma, initial))) as report:
-        return _run(sim, steps, chunk, initial, report, checkpoint, remat, layout, out_of_core)
+        return _run(sim, steps, chunk, initial, report, checkpoint, remat, layout, out_of_core, kernel)
 
 
-def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of_core) -> FDTDResult:
+def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of_core, kernel="auto"):
     """:func:`run` of a GridSimulation, ``steps`` checked, ``progress`` a callable or None."""
     if out_of_core is None and as_layout(layout) is None and jax.default_backend() != "cpu":
         if not is_traced((sim.eps, sim.sigma, initial)):
@@ -188,6 +199,8 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
                     f"window (state in host memory) does not support {why}; use a coarser grid, "
                     "single precision, or a device with more memory"
                 )
+    if kernel == "blocked" and (out_of_core or as_layout(layout) is not None):
+        raise ConfigError("kernel='blocked' runs on one device in memory: not with layout or out_of_core")
     if out_of_core:
         return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk)
     lay = as_layout(layout)
@@ -221,6 +234,8 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
         concrete = checkpoint is not None and not is_traced((arrays, state))  # then fingerprint it
         fp = checkpoint_mod.Fingerprint(plan, arrays, initial) if concrete else None
         if is_traced((arrays, state)):
+            if kernel == "blocked":
+                raise ConfigError("kernel='blocked' needs concrete inputs (a traced run uses the XLA step)")
             if plan.layout is not None:
                 raise ConfigError("a traced (differentiated) FDTD run runs on one device: layout=None")
             return _run_traced(sim, plan, arrays, state, steps, checkpoint, remat)
@@ -235,10 +250,11 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
         compile_s = t_run = 0.0
         timed_steps = 0
         seen = set()
+        advance, kernel_name, kernel_why = blocked.select(plan, dtype, kernel)
         while done < steps:
             n = min(chunk, steps - done)
             t0 = time.perf_counter()
-            state, rec, finite = engine.advance(plan, arrays, state, n)
+            state, rec, finite = advance(plan, arrays, state, n)
             finite = bool(finite)
             elapsed = time.perf_counter() - t0
             if n in seen:
@@ -270,6 +286,7 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
             compile_s,
             tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
             int(state["n"]),
+            kernel=f"{kernel_name} ({kernel_why})",
         )
 
 

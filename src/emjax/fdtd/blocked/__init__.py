@@ -162,7 +162,7 @@ from ..sources import PointDipole
 from . import gpu, traversal
 from .traversal import Tiling
 
-__all__ = ["TileConfig", "Tiling", "advance", "unsupported"]
+__all__ = ["KERNELS", "TileConfig", "Tiling", "advance", "select", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -389,3 +389,6 @@ def advance(
         interpret = jax.default_backend() == "cpu"
     tile = tuple(int(b) for b in tile)
     return _advance(plan, arrays, state, int(steps), int(th), tile, kernel, bool(interpret), bool(march))
+
+
+from .choice import KERNELS, check_kernel, select, why_not  # noqa: E402

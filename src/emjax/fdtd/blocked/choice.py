@@ -1,0 +1,74 @@
+"""Which step runs a simulation: the XLA step or the blocked kernel (``kernel=`` of
+:func:`emjax.fdtd.run`, ``[run] kernel`` in TOML, ``emjax bench fdtd --kernel``)."""
+
+from __future__ import annotations
+
+import logging
+
+import jax
+import numpy as np
+
+from ...errors import ConfigError
+
+KERNELS = ("auto", "xla", "blocked")
+_log = logging.getLogger("emjax.fdtd")
+
+
+def check_kernel(kernel) -> str:
+    if kernel not in KERNELS:
+        raise ConfigError(f"kernel must be 'auto', 'xla' or 'blocked', got {kernel!r}")
+    return kernel
+
+
+def why_not(plan, dtype) -> str | None:
+    """Why the blocked GPU kernel cannot run ``plan`` here (None: it can)."""
+    if jax.default_backend() != "gpu":
+        return f"no GPU (JAX backend {jax.default_backend()!r}); the blocked kernel is CUDA"
+    from . import cuda, cuda_advance, unsupported
+
+    why = unsupported(plan) or cuda_advance.unsupported(plan)
+    if why is not None:
+        return f"it does not support {why}"
+    if np.dtype(dtype).kind == "c":
+        return "it does not support complex (Bloch) fields"
+    if cuda.nvrtc() is None:
+        return "NVRTC (libnvrtc) is not installed: pip install emjax[cuda]"
+    return None
+
+
+def default_tiling(dtype) -> tuple:
+    """(th, tile) measured best on an H100 (BENCHMARKS.md): TH = 4, tiles of 24 x 24 in y-z
+    (32 x 32 windows, 2 rows per thread) in float32; TH = 2, 28 x 28 in float64."""
+    if np.dtype(dtype).itemsize == 8:
+        return 2, (1 << 30, 28, 28)
+    return 4, (1 << 30, 24, 24)
+
+
+def select(plan, dtype, kernel: str = "auto"):
+    """The step function for ``kernel`` ("auto", "xla" or "blocked") and the reason of the
+    choice: ``(advance, name, why)`` with ``advance(plan, arrays, state, n)`` as
+    :func:`emjax.fdtd.step.advance`. "auto" takes the blocked kernel on a GPU where it
+    supports the run and is measured faster (no CPML yet: with one, the XLA step is
+    faster); "blocked" where unsupported is a ConfigError naming why."""
+    from .. import step as engine
+    from . import advance
+
+    check_kernel(kernel)
+    if kernel == "xla":
+        return engine.advance, "xla", "asked for"
+    why = why_not(plan, dtype)
+    if kernel == "blocked" and why is not None:
+        raise ConfigError(f"kernel='blocked' cannot run this simulation: {why}; use kernel='xla' or 'auto'")
+    if kernel == "auto" and why is None and any(plan.pml):
+        why = "with a CPML the blocked kernel is still slower than the XLA step (BENCHMARKS.md)"
+    if kernel == "auto" and why is not None:
+        _log.info("FDTD kernel: xla (the blocked kernel not taken: %s)", why)
+        return engine.advance, "xla", f"the blocked kernel not taken: {why}"
+    th, tile = default_tiling(dtype)
+    tile = (plan.shape[0],) + tuple(min(b, n) for b, n in zip(tile[1:], plan.shape[1:]))
+
+    def run_blocked(plan, arrays, state, n):
+        return advance(plan, arrays, state, n, th=th, tile=tile, kernel="cuda")
+
+    _log.info("FDTD kernel: blocked (TH = %d, tiles of %d x %d)", th, tile[1], tile[2])
+    return run_blocked, "blocked", f"TH = {th}, tiles of {tile[1]} x {tile[2]}"

@@ -1,0 +1,63 @@
+"""Which step runs: ``kernel="auto" | "xla" | "blocked"`` on fdtd.run, ``[run] kernel`` in
+TOML, ``emjax bench fdtd --kernel``; the result names the step and why."""
+
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from emjax import ConfigError, fdtd
+from emjax.cli import main
+from emjax.fdtd.grid import CPML, PEC
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sim(boundary=PEC()):
+    g = fdtd.Grid((12, 10, 10), 1.0, boundary=boundary, precision="single")
+    src = fdtd.PointDipole((6, 5, 5), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+    return fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((7, 5, 5), 2),))
+
+
+def test_bad_kernel_one_line():
+    with pytest.raises(ConfigError, match="kernel must be 'auto', 'xla' or 'blocked', got 'fast'"):
+        fdtd.run(_sim(), 4, kernel="fast", progress=False)
+
+
+@pytest.mark.skipif(jax.default_backend() == "gpu", reason="the CPU's answer")
+def test_cpu_auto_says_why_and_blocked_refused():
+    r = fdtd.run(_sim(), 4, progress=False)
+    assert r.kernel.startswith("xla (the blocked kernel not taken: no GPU")
+    assert fdtd.run(_sim(), 4, kernel="xla", progress=False).kernel == "xla (asked for)"
+    with pytest.raises(ConfigError, match="kernel='blocked' cannot run this simulation: no GPU"):
+        fdtd.run(_sim(), 4, kernel="blocked", progress=False)
+
+
+def test_toml_kernel_key(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    text = (ROOT / "examples" / "fdtd_dipole_cells.toml").read_text()
+    cfg.write_text(text.replace("[run]", '[run]\nkernel = "sideways"'))
+    assert main(["fdtd", str(cfg), "--steps", "4"]) == 1
+    assert '[run].kernel must be "auto", "xla" or "blocked", got \'sideways\'' in capsys.readouterr().err
+    cfg.write_text(text.replace("[run]", '[run]\nkernel = "xla"'))
+    assert main(["fdtd", str(cfg), "--steps", "4", "--json", "--out", str(tmp_path / "o")]) == 0
+    assert json.loads(capsys.readouterr().out.strip())["kernel"] == "xla (asked for)"
+
+
+def test_bench_kernel_flag(capsys):
+    assert main(["bench", "fdtd", "--size", "24", "--steps", "4", "--kernel", "xla", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["kernel"] == "xla (asked for)"
+
+
+@pytest.mark.gpu
+def test_gpu_blocked_equals_xla_and_auto_takes_it():
+    a = fdtd.run(_sim(), 40, kernel="xla", progress=False)
+    b = fdtd.run(_sim(), 40, kernel="blocked", progress=False)
+    assert b.kernel.startswith("blocked")
+    assert (
+        np.abs(np.asarray(a.probes) - np.asarray(b.probes)).max() <= 1e-5 * np.abs(np.asarray(a.probes)).max()
+    )
+    assert fdtd.run(_sim(), 8, progress=False).kernel.startswith("blocked")
+    assert fdtd.run(_sim(CPML(3)), 8, progress=False).kernel.startswith("xla (the blocked kernel not taken")
