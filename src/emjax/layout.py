@@ -196,10 +196,11 @@ def as_layout(layout) -> Layout | None:
 
 
 #: where :func:`initialize_distributed` reads each setting, first found first: the emjax
-#: names, JAX's own, then a torchrun-style launcher's (MASTER_ADDR with MASTER_PORT)
+#: names, JAX's (its coordinator), then a torchrun-style launcher's (MASTER_ADDR with
+#: MASTER_PORT, WORLD_SIZE, RANK)
 COORDINATOR_ENV = ("EMJAX_COORDINATOR", "JAX_COORDINATOR_ADDRESS", "MASTER_ADDR")
-NUM_PROCESSES_ENV = ("EMJAX_NUM_PROCESSES", "JAX_NUM_PROCESSES", "WORLD_SIZE")
-PROCESS_ID_ENV = ("EMJAX_PROCESS_ID", "JAX_PROCESS_ID", "RANK")
+NUM_PROCESSES_ENV = ("EMJAX_NUM_PROCESSES", "WORLD_SIZE")
+PROCESS_ID_ENV = ("EMJAX_PROCESS_ID", "RANK")
 
 
 def _from_env(names):
@@ -246,8 +247,8 @@ def initialize_distributed(
 
     * coordinator ``HOST:PORT`` (process 0's host and a free port): ``EMJAX_COORDINATOR``,
       ``JAX_COORDINATOR_ADDRESS``, or ``MASTER_ADDR`` with ``MASTER_PORT`` (default 29500);
-    * number of processes: ``EMJAX_NUM_PROCESSES``, ``JAX_NUM_PROCESSES``, ``WORLD_SIZE``;
-    * this process's id in [0, number - 1]: ``EMJAX_PROCESS_ID``, ``JAX_PROCESS_ID``, ``RANK``;
+    * number of processes: ``EMJAX_NUM_PROCESSES``, ``WORLD_SIZE``;
+    * this process's id in [0, number - 1]: ``EMJAX_PROCESS_ID``, ``RANK``;
     * with no coordinator, inside ``srun`` with several tasks (``SLURM_STEP_NODELIST`` and
       ``SLURM_NTASKS`` > 1): JAX's own Slurm detection (coordinator on the first node, one
       process per task, each task's GPU by ``SLURM_LOCALID``).
