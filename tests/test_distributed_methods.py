@@ -2,10 +2,10 @@
 2 virtual CPU devices each: one layout over 4 devices in 2 processes) against the
 one-device answer computed in the same process: FDTD (slabs along x, halos crossing the
 process boundary), a DDA orientation average (each batch's right-hand sides split over
-the 4 devices), a layered map (each chunk of points one SPMD program). The command line
-started the same way writes one run folder (process 0's) and prints its summary once.
-Also, without starting JAX: the launch settings' one-line errors, and the writers of a
-process other than 0 writing nothing."""
+the 4 devices), one DDA lattice in slabs, a layered map (each chunk of points one SPMD
+program). The command line started the same way writes one run folder (process 0's) and
+prints its summary once. Also, without starting JAX: the launch settings' one-line
+errors, and the writers of a process other than 0 writing nothing."""
 
 import json
 import os
@@ -60,6 +60,17 @@ one = average(prob, q, dda.QMR(rtol=1e-9), batch=64)
 many = average(prob, q, dda.QMR(rtol=1e-9), batch=64, layout=lay)
 d = dict(Cext=rel(many.Cext_xy, one.Cext_xy), mueller=rel(many.mueller, one.mueller))
 assert d["Cext"] <= 1e-12 and d["mueller"] <= 1e-12, d
+"""
+
+DDA_SLABS = """
+from emjax import dda, geometry
+# one lattice in x slabs over the 4 devices (7 planes: padded to 8), the distributed FFT's
+# all-to-alls crossing the process boundary
+prob = dda.DDAProblem(geometry.Sphere(), m=(1.5 + 0.01j,), eq_rad=0.5, wavelength=0.6283185307, grid=7)
+one = dda.solve(prob, dda.QMR(rtol=1e-10))
+many = dda.solve(prob, dda.QMR(rtol=1e-10), layout=lay)
+d = dict(Cext=rel(many.Cext_xy, one.Cext_xy), S=rel(many.S, one.S))
+assert d["Cext"] <= 1e-8 and d["S"] <= 1e-8, d  # the in-process slab test's bound
 """
 
 LAYERED = """
@@ -144,6 +155,11 @@ def test_fdtd_over_two_processes_equals_one_device():
 @pytest.mark.slow
 def test_dda_orientations_over_two_processes_equal_one_device():
     _run_code(DDA)
+
+
+@pytest.mark.slow
+def test_dda_lattice_in_slabs_over_two_processes_equals_one_device():
+    _run_code(DDA_SLABS)
 
 
 @pytest.mark.slow

@@ -66,7 +66,9 @@ def solve_batched(Dhat, s, rhs, solver, variant: str, layout: Layout, progress=N
     of the plain batched loop from batch-split inputs gathers the whole batch around the
     FFTs: measured, 4 all-gathers per iteration). The host loop mirrors
     :func:`emjax.krylov.solve_batched`; each device's loop stops when its own systems have,
-    and a stopped system keeps its state, so the results do not depend on the split."""
+    and a stopped system keeps its state, so the results do not depend on the split. A
+    layout spanning several processes: every process gets every system's result, the
+    solutions gathered onto its own default device."""
     from ..krylov import batched as kb
     from ..krylov import core as kc
 
