@@ -43,6 +43,12 @@ sim = fdtd.GridSimulation(
 )
 one = fdtd.run(sim, 12)
 many = fdtd.run(sim, 12, layout=lay)
+from emjax.errors import ConfigError
+try:  # the first 2 devices would leave process 1 out of the layout
+    fdtd.run(sim, 12, layout=2)
+    raise AssertionError("a device count short of all the processes' devices was accepted")
+except ConfigError as e:
+    assert "with 2 processes a layout spans every process's devices: give 4" in str(e), e
 assert isinstance(many.E, np.ndarray) and many.E.shape == (3, 16, 10, 10)
 d = dict(E=rel(many.E, one.E), H=rel(many.H, one.H), probes=rel(many.probes, one.probes),
          flux=rel(many.flux(0), one.flux(0)))
@@ -216,6 +222,9 @@ def test_command_on_two_processes_writes_once(tmp_path):
         pa, pb = (np.asarray(ds[name]) for ds, name in ((a, _probe_var(a)), (b, _probe_var(b))))
     assert np.abs(pb).max() > 0
     assert np.abs(pa - pb).max() <= 2e-5 * np.abs(pb).max()
+    with pytest.raises(AssertionError, match="--devices: with 2 processes the run spans every"):
+        launch([*cmd, "--out", "three", "--devices", "2"], cwd=tmp_path)
+    assert not (tmp_path / "three").exists()
 
 
 def _probe_var(ds) -> str:
@@ -322,8 +331,8 @@ def test_command_process_flags_refused_in_one_line(tmp_path, monkeypatch, capsys
 
 
 def test_other_processes_write_nothing(tmp_path, monkeypatch):
-    """A process other than 0: save_dataset and a command's output folder write nothing
-    (process 0 writes the same files)."""
+    """A process other than 0: save_dataset, a command's output folder and an orientation
+    average's checkpoint write nothing (process 0 writes the same files)."""
     import xarray as xr
 
     from emjax import io
@@ -340,6 +349,10 @@ def test_other_processes_write_nothing(tmp_path, monkeypatch):
     folder = OutputFolder(None, method="fdtd", parent=tmp_path).check()
     with folder.writing("x") as stage:
         (stage / "b.txt").write_text("b")
+    assert list(tmp_path.iterdir()) == []
+    from emjax.dda import average_checkpoint
+
+    average_checkpoint.save(tmp_path / "avg.npz", "fingerprint", {})
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setattr(io, "main_process", lambda: True)  # process 0 (or the only one) writes
     assert io.save_dataset(ds, tmp_path / "r.nc").is_file()
