@@ -96,31 +96,41 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env(port: int, rank: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("EMJAX_", "JAX_", "MASTER_"))}
-    for k in ("WORLD_SIZE", "RANK", "SLURM_STEP_NODELIST", "SLURM_JOB_ID"):
+def _env(port: int, rank: int, slurm: bool = False) -> dict:
+    """Process ``rank`` of two: the emjax variables, or (``slurm``) what ``srun -n 2`` sets
+    on one node (JAX's Slurm detection; the coordinator's port given by JAX's variable)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EMJAX_", "JAX_", "MASTER_", "SLURM_"))}
+    for k in ("WORLD_SIZE", "RANK"):
         env.pop(k, None)
     env.update(
         XLA_FLAGS="--xla_force_host_platform_device_count=2",
         JAX_PLATFORMS="cpu",
-        EMJAX_COORDINATOR=f"localhost:{port}",
-        EMJAX_NUM_PROCESSES="2",
-        EMJAX_PROCESS_ID=str(rank),
         OPENBLAS_NUM_THREADS="1",
         EMJAX_COMPILATION_CACHE="0",
         PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
     )
+    if slurm:
+        env.update(
+            SLURM_JOB_ID="4242",
+            SLURM_STEP_NODELIST="localhost",
+            SLURM_NTASKS="2",
+            SLURM_PROCID=str(rank),
+            SLURM_LOCALID=str(rank),
+            JAX_COORDINATOR_PORT=str(port),
+        )
+    else:
+        env.update(EMJAX_COORDINATOR=f"localhost:{port}", EMJAX_NUM_PROCESSES="2", EMJAX_PROCESS_ID=str(rank))
     return env
 
 
-def launch(args, timeout: float = 300, cwd=None) -> list[tuple[str, str]]:
+def launch(args, timeout: float = 300, cwd=None, slurm: bool = False) -> list[tuple[str, str]]:
     """``python ARGS`` as processes 0 and 1 of two; (stdout, stderr) of each. Fails with
     both processes' output if either fails or runs past ``timeout`` (both are killed)."""
     port = _free_port()
     procs = [
         subprocess.Popen(
             [sys.executable, *args],
-            env=_env(port, rank),
+            env=_env(port, rank, slurm),
             cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -152,6 +162,14 @@ def _run_code(body: str):
     outs = launch(["-c", HEAD + body + '\nprint("rank", jax.process_index(), "ok")\n'])
     for rank, (out, _) in enumerate(outs):
         assert f"rank {rank} ok" in out, out
+
+
+def test_slurm_tasks_join_without_settings():
+    """Inside ``srun`` with 2 tasks and no emjax settings: JAX's Slurm detection starts the
+    processes (ids from SLURM_PROCID), and a layout spans both."""
+    code = HEAD + 'print("rank", jax.process_index(), "of", jax.process_count(), "ok")\n'
+    for rank, (out, _) in enumerate(launch(["-c", code], timeout=120, slurm=True)):
+        assert f"rank {rank} of 2 ok" in out, out
 
 
 def test_fdtd_over_two_processes_equals_one_device():
