@@ -27,6 +27,12 @@ s = jax.jit(lambda a: (a * a).sum())(x)
 out = lay.gather(d)
 assert np.array_equal(out, (g[1:] - g[:-1]) * 2.0), abs(out - (g[1:] - g[:-1]) * 2.0).max()
 assert abs(float(s) - float((g.astype(np.float64) ** 2).sum())) < 1e-3
+# gathered in pieces along an axis that is not split (bounded device memory): 7 planes in
+# pieces of 3 (the last one overlapping), and of 1
+g3 = np.arange(8 * 7 * 3, dtype=np.float32).reshape(8, 7, 3)
+x3 = lay.put(g3, 0)
+for piece_bytes in (300, 100):
+    assert np.array_equal(lay.gather(x3, piece_bytes=piece_bytes), g3), piece_bytes
 print("rank", jax.process_index(), "ok")
 """
 

@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import numpy as np
@@ -124,14 +125,35 @@ class Layout:
             )
         return jax.device_put(x, self.sharding(np.ndim(x), axis))
 
-    def gather(self, x) -> np.ndarray:
+    def gather(self, x, piece_bytes: int | None = None) -> np.ndarray:
         """``x`` as one host NumPy array, on every process (an array spread over several
-        processes is all-gathered; on one process this is ``np.asarray``)."""
+        processes is all-gathered; on one process this is ``np.asarray``).
+
+        The all-gather goes through the devices (each piece replicated on every device,
+        then copied to the host), so a large array comes in pieces along its longest axis
+        that is not split, each at most ``piece_bytes`` (default: a quarter of one device's
+        share of ``x``, at least 64 MiB): a device needs that much free, not the whole
+        array."""
         if getattr(x, "is_fully_addressable", True):
             return np.asarray(x)
         from jax.experimental import multihost_utils
 
-        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        limit = piece_bytes or max(x.nbytes // (4 * self.n), 64 << 20)
+        spec = tuple(getattr(x.sharding, "spec", ())) + (None,) * x.ndim
+        free = [k for k in range(x.ndim) if spec[k] is None and x.shape[k] > 1]
+        if x.nbytes <= limit or not free:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        axis = max(free, key=lambda k: x.shape[k])
+        length = x.shape[axis]
+        n_pieces = min(length, -(-x.nbytes // limit))
+        size = -(-length // n_pieces)
+        out = np.empty(x.shape, x.dtype)
+        for start in range(0, length, size):
+            start = min(start, length - size)  # the last piece ends at the end (overlaps)
+            piece = _piece(x, np.int32(start), axis, size)
+            where = (slice(None),) * axis + (slice(start, start + size),)
+            out[where] = np.asarray(multihost_utils.process_allgather(piece, tiled=True))
+        return out
 
     @property
     def local(self) -> bool:
@@ -155,6 +177,13 @@ class Layout:
         d = self.devices[0]
         hosts = len({dev.process_index for dev in self.devices})
         return f"{self.n} x {d.platform}" + (f" on {hosts} processes" if hosts > 1 else "")
+
+
+@partial(jax.jit, static_argnums=(2, 3))
+def _piece(x, start, axis: int, size: int):
+    """``size`` entries of ``x`` along ``axis`` from ``start`` (one compilation for every
+    piece of one size), split over the devices as ``x`` is."""
+    return jax.lax.dynamic_slice_in_dim(x, start, size, axis)
 
 
 def on_each(devices: Sequence, fn: Callable, *per_device: Sequence) -> list:
