@@ -290,7 +290,7 @@ def _clear_launch_env(monkeypatch):
             dict(EMJAX_COORDINATOR="h:1", EMJAX_NUM_PROCESSES="2"),
             "a coordinator (EMJAX_COORDINATOR) needs process_id (or EMJAX_PROCESS_ID) too",
         ),
-        (dict(WORLD_SIZE="2", RANK="1"), "WORLD_SIZE = 2 needs a coordinator HOST:PORT"),
+        (dict(EMJAX_NUM_PROCESSES="2"), "EMJAX_NUM_PROCESSES = 2 needs a coordinator HOST:PORT"),
         (
             dict(MASTER_ADDR="n1", MASTER_PORT="x", WORLD_SIZE="2", RANK="1"),
             "MASTER_ADDR/MASTER_PORT must be HOST:PORT",
@@ -313,6 +313,9 @@ def test_one_process_settings_start_nothing(monkeypatch):
     from emjax.layout import initialize_distributed
 
     _clear_launch_env(monkeypatch)
+    assert initialize_distributed() is False
+    monkeypatch.setenv("WORLD_SIZE", "4")  # another launcher's names without its coordinator
+    monkeypatch.setenv("RANK", "x")
     assert initialize_distributed() is False
     assert initialize_distributed("localhost:1234", 1, 0) is False
 

@@ -282,7 +282,8 @@ def initialize_distributed(
       ``SLURM_NTASKS`` > 1): JAX's own Slurm detection (coordinator on the first node, one
       process per task, each task's GPU by ``SLURM_LOCALID``).
 
-    A coordinator needs the other two; one process (``num_processes`` 1) does nothing. Bad
+    A coordinator needs the other two; one process (``num_processes`` 1) does nothing, and
+    so do ``WORLD_SIZE``/``RANK`` without a coordinator (another launcher's names). Bad
     values are a :class:`ConfigError` of one line naming the setting as it was written
     (``names``: how the caller's user wrote the three arguments, e.g. command-line flags).
     On the CPU, collectives between processes use gloo (selected here).
@@ -304,13 +305,16 @@ def initialize_distributed(
     # a setting found nowhere is named by the caller's name for it (an argument, a flag)
     envs = dict(coordinator=COORDINATOR_ENV, num_processes=NUM_PROCESSES_ENV, process_id=PROCESS_ID_ENV)
     given = {k: v or f"{default[k]} (or {envs[k][0]})" for k, v in given.items()}
+    slurm = coordinator is None and "SLURM_STEP_NODELIST" in os.environ and _slurm_tasks() > 1
+    generic = num_processes is None or given["num_processes"] == "WORLD_SIZE"
+    if coordinator is None and not slurm and generic:
+        return False  # nothing set, or a launcher's generic names without its coordinator
     if num_processes is not None:
         num_processes = _count(num_processes, given["num_processes"], 1)
     if process_id is not None:
         hi = None if num_processes is None else num_processes - 1
         process_id = _count(process_id, given["process_id"], 0, hi)
     if coordinator is None:
-        slurm = "SLURM_STEP_NODELIST" in os.environ and _slurm_tasks() > 1
         if not slurm:
             if num_processes is not None and num_processes > 1:
                 raise ConfigError(
