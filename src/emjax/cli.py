@@ -8,6 +8,10 @@ Exit status: 0 success, 1 invalid input or not enough memory (one line
 ``emjax: error: ...``), 2 a solve that did not converge (results are still written).
 JAX, xarray and matplotlib are imported inside the commands, so ``emjax --help`` is fast.
 
+A method's command started as one of several processes (``--coordinator``,
+``--num-processes``, ``--process-id``, or the environment: :func:`emjax.layout.initialize_distributed`)
+joins the others first and runs on every process's devices; process 0 prints and writes.
+
 Every command but ``info`` turns on JAX's persistent compilation cache
 (:func:`emjax.backend.enable_compilation_cache`; ``EMJAX_COMPILATION_CACHE=0`` turns it off,
 ``EMJAX_COMPILATION_CACHE_DIR`` moves it): the second run of a command loads its kernels.
