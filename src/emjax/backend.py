@@ -117,7 +117,9 @@ def raise_pinned_host_limit(fraction: float = 0.9) -> None:
 
 
 def default_device() -> jax.Device:
-    return jax.devices()[0]
+    """This process's first device (with several processes ``jax.devices()[0]`` belongs to
+    process 0 and is not addressable from the others)."""
+    return jax.local_devices()[0]
 
 
 def device_memory_bytes(device: jax.Device | None = None) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -216,18 +217,28 @@ def _netcdf_attrs(attrs: dict) -> dict:
     return out
 
 
+def main_process() -> bool:
+    """Whether this process writes shared results: process 0 of several started by
+    ``jax.distributed``, or the only one (JAX not imported: the only one)."""
+    jax = sys.modules.get("jax")
+    return jax is None or jax.process_index() == 0
+
+
 def save_dataset(ds, path) -> Path:
     """Write ``ds`` to ``path`` (``.nc``: NetCDF4, ``.h5``/``.hdf5``: HDF5; both via h5netcdf).
 
     Complex variables are split into ``*_real``/``*_imag``. Written atomically (a
     temporary file in the same folder, then renamed); the folder must exist. Returns the
-    path written.
+    path written. When several processes run together (``jax.distributed``), only process
+    0 writes (each holds the same result; the others return the path unwritten).
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in DATASET_SUFFIXES:
         raise ConfigError(f"path must end in one of {DATASET_SUFFIXES}, got {str(path)!r}")
     check_folder_of(path)
+    if not main_process():
+        return path
     ds = _split_complex(ds.copy())
     ds.attrs = _netcdf_attrs(ds.attrs)
     for name in ds.variables:

@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import numpy as np
@@ -56,14 +57,20 @@ class Layout:
         if isinstance(devices, Layout):
             return devices
         available = jax.devices()
-        if devices is None:
-            return cls((available[0],))
+        if devices is None:  # this process's first device (jax.devices()[0] is process 0's)
+            return cls((jax.local_devices()[0],))
         if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
             n = int(devices)
             if not 1 <= n <= len(available):
                 raise ConfigError(
                     f"devices must be in [1, {len(available)}] (the devices JAX sees: "
                     f"{available[0].platform} x {len(available)}), got {n}"
+                )
+            if jax.process_count() > 1 and n != len(available):
+                # the first n would leave some processes without a device of the layout
+                raise ConfigError(
+                    f"devices: with {jax.process_count()} processes a layout spans every "
+                    f"process's devices: give {len(available)} (all of them), got {n}"
                 )
             return cls(tuple(available[:n]))
         try:
@@ -118,14 +125,35 @@ class Layout:
             )
         return jax.device_put(x, self.sharding(np.ndim(x), axis))
 
-    def gather(self, x) -> np.ndarray:
+    def gather(self, x, piece_bytes: int | None = None) -> np.ndarray:
         """``x`` as one host NumPy array, on every process (an array spread over several
-        processes is all-gathered; on one process this is ``np.asarray``)."""
+        processes is all-gathered; on one process this is ``np.asarray``).
+
+        The all-gather goes through the devices (each piece replicated on every device,
+        then copied to the host), so a large array comes in pieces along its longest axis
+        that is not split, each at most ``piece_bytes`` (default: a quarter of one device's
+        share of ``x``, at least 64 MiB): a device needs that much free, not the whole
+        array."""
         if getattr(x, "is_fully_addressable", True):
             return np.asarray(x)
         from jax.experimental import multihost_utils
 
-        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        limit = piece_bytes or max(x.nbytes // (4 * self.n), 64 << 20)
+        spec = tuple(getattr(x.sharding, "spec", ())) + (None,) * x.ndim
+        free = [k for k in range(x.ndim) if spec[k] is None and x.shape[k] > 1]
+        if x.nbytes <= limit or not free:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        axis = max(free, key=lambda k: x.shape[k])
+        length = x.shape[axis]
+        n_pieces = min(length, -(-x.nbytes // limit))
+        size = -(-length // n_pieces)
+        out = np.empty(x.shape, x.dtype)
+        for start in range(0, length, size):
+            start = min(start, length - size)  # the last piece ends at the end (overlaps)
+            piece = _piece(x, np.int32(start), axis, size)
+            where = (slice(None),) * axis + (slice(start, start + size),)
+            out[where] = np.asarray(multihost_utils.process_allgather(piece, tiled=True))
+        return out
 
     @property
     def local(self) -> bool:
@@ -149,6 +177,13 @@ class Layout:
         d = self.devices[0]
         hosts = len({dev.process_index for dev in self.devices})
         return f"{self.n} x {d.platform}" + (f" on {hosts} processes" if hosts > 1 else "")
+
+
+@partial(jax.jit, static_argnums=(2, 3))
+def _piece(x, start, axis: int, size: int):
+    """``size`` entries of ``x`` along ``axis`` from ``start`` (one compilation for every
+    piece of one size), split over the devices as ``x`` is."""
+    return jax.lax.dynamic_slice_in_dim(x, start, size, axis)
 
 
 def on_each(devices: Sequence, fn: Callable, *per_device: Sequence) -> list:
@@ -189,44 +224,117 @@ def as_layout(layout) -> Layout | None:
     return None if lay.single else lay
 
 
-#: environment variables read by :func:`initialize_distributed`, in order of precedence
+#: where :func:`initialize_distributed` reads each setting, first found first: the emjax
+#: names, JAX's (its coordinator), then a torchrun-style launcher's (MASTER_ADDR with
+#: MASTER_PORT, WORLD_SIZE, RANK)
 COORDINATOR_ENV = ("EMJAX_COORDINATOR", "JAX_COORDINATOR_ADDRESS", "MASTER_ADDR")
+NUM_PROCESSES_ENV = ("EMJAX_NUM_PROCESSES", "WORLD_SIZE")
+PROCESS_ID_ENV = ("EMJAX_PROCESS_ID", "RANK")
+
+
+def _from_env(names):
+    """(value, the variable's name) of the first of ``names`` set and not empty, else (None, None)."""
+    for name in names:
+        v = os.environ.get(name, "").strip()
+        if v:
+            return v, name
+    return None, None
+
+
+def _count(value, name: str, lo: int, hi: int | None = None) -> int:
+    """An integer setting (from a flag, an argument or the environment) in [lo, hi]."""
+    try:
+        v = int(str(value).strip()) if not isinstance(value, (int, np.integer)) else int(value)
+    except ValueError:
+        v = None
+    if v is None or isinstance(value, bool) or v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ConfigError(f"{name} must be an integer {rng}, got {value!r}")
+    return v
+
+
+def _address(value, name: str) -> str:
+    host, sep, port = str(value).strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(f"{name} must be HOST:PORT (a port in [1, 65535]), got {value!r}")
+    return f"{host}:{int(port)}"
 
 
 def initialize_distributed(
-    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    names: tuple = ("coordinator", "num_processes", "process_id"),
 ) -> bool:
-    """Start JAX's multi-process runtime (``jax.distributed.initialize``) from arguments or
-    the usual environment. Returns True if it started, False for a single process.
+    """Start JAX's multi-process runtime (``jax.distributed.initialize``) from the arguments
+    or the environment, before anything else touches a device. Returns True when this
+    process is one of several (the runtime started, now or earlier), False for a single
+    process (nothing done).
 
-    Read, when the arguments are not given:
+    Each setting not given is read from the environment (first found):
 
-    * ``EMJAX_COORDINATOR`` / ``JAX_COORDINATOR_ADDRESS`` (``host:port``), or ``MASTER_ADDR``
-      with ``MASTER_PORT`` (torchrun-style launch);
-    * ``EMJAX_NUM_PROCESSES`` / ``WORLD_SIZE``; ``EMJAX_PROCESS_ID`` / ``RANK``;
-    * under Slurm (``SLURM_JOB_ID`` set) with none of these, JAX's own Slurm detection.
+    * coordinator ``HOST:PORT`` (process 0's host and a free port): ``EMJAX_COORDINATOR``,
+      ``JAX_COORDINATOR_ADDRESS``, or ``MASTER_ADDR`` with ``MASTER_PORT`` (default 29500);
+    * number of processes: ``EMJAX_NUM_PROCESSES``, ``WORLD_SIZE``;
+    * this process's id in [0, number - 1]: ``EMJAX_PROCESS_ID``, ``RANK``;
+    * with no coordinator, inside ``srun`` with several tasks (``SLURM_STEP_NODELIST`` and
+      ``SLURM_NTASKS`` > 1): JAX's own Slurm detection (coordinator on the first node, one
+      process per task, each task's GPU by ``SLURM_LOCALID``).
 
-    On the CPU, collectives between processes use gloo (set here before initializing).
+    A coordinator needs the other two; one process (``num_processes`` 1) does nothing, and
+    so do ``WORLD_SIZE``/``RANK`` without a coordinator (another launcher's names). Bad
+    values are a :class:`ConfigError` of one line naming the setting as it was written
+    (``names``: how the caller's user wrote the three arguments, e.g. command-line flags).
+    On the CPU, collectives between processes use gloo (selected here).
     """
-    env = os.environ
+    import jax.distributed as jd
+
+    default = dict(zip(("coordinator", "num_processes", "process_id"), names))
+    given = dict(default)
     if coordinator is None:
-        coordinator = env.get("EMJAX_COORDINATOR") or env.get("JAX_COORDINATOR_ADDRESS")
-        if coordinator is None and env.get("MASTER_ADDR"):
-            coordinator = f"{env['MASTER_ADDR']}:{env.get('MASTER_PORT', '29500')}"
+        coordinator, given["coordinator"] = _from_env(COORDINATOR_ENV[:2])
+        if coordinator is None and os.environ.get("MASTER_ADDR", "").strip():
+            port, _ = _from_env(("MASTER_PORT",))
+            coordinator = f"{os.environ['MASTER_ADDR'].strip()}:{port or 29500}"
+            given["coordinator"] = "MASTER_ADDR/MASTER_PORT"
     if num_processes is None:
-        v = env.get("EMJAX_NUM_PROCESSES") or env.get("WORLD_SIZE")
-        num_processes = int(v) if v else None
+        num_processes, given["num_processes"] = _from_env(NUM_PROCESSES_ENV)
     if process_id is None:
-        v = env.get("EMJAX_PROCESS_ID") or env.get("RANK")
-        process_id = int(v) if v else None
-    if coordinator is None and "SLURM_JOB_ID" not in env:
-        return False
-    if num_processes is not None and num_processes < 1:
-        raise ConfigError(f"num_processes must be >= 1, got {num_processes}")
-    if num_processes is not None and process_id is not None and not 0 <= process_id < num_processes:
-        raise ConfigError(f"process_id must be in [0, {num_processes - 1}], got {process_id}")
-    if num_processes == 1:
-        return False
+        process_id, given["process_id"] = _from_env(PROCESS_ID_ENV)
+    # a setting found nowhere is named by the caller's name for it (an argument, a flag)
+    envs = dict(coordinator=COORDINATOR_ENV, num_processes=NUM_PROCESSES_ENV, process_id=PROCESS_ID_ENV)
+    given = {k: v or f"{default[k]} (or {envs[k][0]})" for k, v in given.items()}
+    slurm = coordinator is None and "SLURM_STEP_NODELIST" in os.environ and _slurm_tasks() > 1
+    generic = num_processes is None or given["num_processes"] == "WORLD_SIZE"
+    if coordinator is None and not slurm and generic:
+        return False  # nothing set, or a launcher's generic names without its coordinator
+    if num_processes is not None:
+        num_processes = _count(num_processes, given["num_processes"], 1)
+    if process_id is not None:
+        hi = None if num_processes is None else num_processes - 1
+        process_id = _count(process_id, given["process_id"], 0, hi)
+    if coordinator is None:
+        if not slurm:
+            if num_processes is not None and num_processes > 1:
+                raise ConfigError(
+                    f"{given['num_processes']} = {num_processes} needs a coordinator HOST:PORT "
+                    f"({given['coordinator']})"
+                )
+            return False
+    else:
+        coordinator = _address(coordinator, given["coordinator"])
+        missing = [
+            name
+            for value, name in ((num_processes, given["num_processes"]), (process_id, given["process_id"]))
+            if value is None
+        ]
+        if missing:
+            raise ConfigError(f"a coordinator ({given['coordinator']}) needs {' and '.join(missing)} too")
+        if num_processes == 1:
+            return False
+    if jd.is_initialized():
+        return jax.process_count() > 1
     try:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     except Exception:  # noqa: BLE001  (option absent in this JAX: CPU collectives unavailable)
@@ -234,5 +342,17 @@ def initialize_distributed(
     kwargs = {}
     if coordinator is not None:
         kwargs = dict(coordinator_address=coordinator, num_processes=num_processes, process_id=process_id)
-    jax.distributed.initialize(**kwargs)
-    return True
+    try:
+        jd.initialize(**kwargs)
+    except Exception as exc:  # noqa: BLE001  (JAX's runtime errors: one line for the user)
+        where = f" (coordinator {coordinator}, process {process_id} of {num_processes})" if kwargs else ""
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"jax.distributed could not start{where}: {first}") from None
+    return jax.process_count() > 1
+
+
+def _slurm_tasks() -> int:
+    try:
+        return int(os.environ.get("SLURM_NTASKS", "1"))
+    except ValueError:
+        return 1

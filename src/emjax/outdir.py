@@ -197,7 +197,20 @@ class OutputFolder:
     def writing(self, description: str = "", command: str | None = None):
         """Yield a staging folder to write every file of the run into; when the block ends
         without an exception they become the run folder's (:attr:`path`), with the manifest.
-        ``description``: the ``runNNN_<method>_<description>`` part of a fresh folder."""
+        ``description``: the ``runNNN_<method>_<description>`` part of a fresh folder.
+        When several processes run together (``jax.distributed``), only process 0's files
+        become the run folder; the others write into a private temporary folder that is
+        removed (the same files, never two writers of one file)."""
+        from .io import main_process
+
+        if not main_process():
+            stage = Path(tempfile.mkdtemp(prefix=".emjax-other-process-"))
+            try:
+                yield stage
+                self.files = sorted(p.name for p in stage.iterdir() if p.is_file())
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
+            return
         created: list[Path] = []
         if self.out is not None and self.out.is_dir():
             stage = _staging_folder(self.out)

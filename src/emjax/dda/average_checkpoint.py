@@ -82,7 +82,12 @@ def _difference(saved: str, current: str) -> str | None:
 
 
 def save(path, fp: str, records: dict) -> None:
-    """Write ``{(beta, gamma): record}`` atomically to ``path``."""
+    """Write ``{(beta, gamma): record}`` atomically to ``path`` (several processes: process 0
+    only, each holding the same records)."""
+    from ..io import main_process
+
+    if not main_process():
+        return
     path = Path(path)
     angles = np.array(sorted(records), dtype=float).reshape(-1, 2)
     recs = [records[tuple(a)] for a in angles]

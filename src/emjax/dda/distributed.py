@@ -66,7 +66,9 @@ def solve_batched(Dhat, s, rhs, solver, variant: str, layout: Layout, progress=N
     of the plain batched loop from batch-split inputs gathers the whole batch around the
     FFTs: measured, 4 all-gathers per iteration). The host loop mirrors
     :func:`emjax.krylov.solve_batched`; each device's loop stops when its own systems have,
-    and a stopped system keeps its state, so the results do not depend on the split."""
+    and a stopped system keeps its state, so the results do not depend on the split. A
+    layout spanning several processes: every process gets every system's result, the
+    solutions gathered onto its own default device."""
     from ..krylov import batched as kb
     from ..krylov import core as kc
 
@@ -83,7 +85,9 @@ def solve_batched(Dhat, s, rhs, solver, variant: str, layout: Layout, progress=N
     init, chunk = _batched_loop(solver.name, treedef, axes, layout)
     t0 = time.perf_counter()
     rdt = jnp.real(b).dtype
-    bnorm = np.asarray(jax.vmap(kc._norm)(b), dtype=float)
+    # several processes: host reads gather the whole (small) per-system arrays everywhere
+    host = np.asarray if layout.local else layout.gather
+    bnorm = np.asarray(host(jax.vmap(kc._norm)(b)), dtype=float)
     tol = np.maximum(solver.rtol * bnorm, solver.atol)
     hist = jnp.full((solver.maxiter + 1,), jnp.nan, rdt)
     state = init(leaves, b, jnp.zeros_like(b), hist)
@@ -93,21 +97,24 @@ def solve_batched(Dhat, s, rhs, solver, variant: str, layout: Layout, progress=N
     while True:
         it = min(it + solver.chunk, solver.maxiter)
         state = chunk(leaves, state, jnp.int32(it), tol_d)
-        rnorm = np.asarray(state["rnorm"], dtype=float)
-        stopped = ~np.isfinite(rnorm) | (rnorm <= tol) | np.asarray(state["breakdown"])
+        rnorm = np.asarray(host(state["rnorm"]), dtype=float)
+        stopped = ~np.isfinite(rnorm) | (rnorm <= tol) | host(state["breakdown"])
         if progress is not None:
-            progress(int(np.max(state["it"])), float(np.max(np.where(bnorm == 0, 0, rnorm / safe_b))))
+            progress(int(np.max(host(state["it"]))), float(np.max(np.where(bnorm == 0, 0, rnorm / safe_b))))
         if stopped.all() or it >= solver.maxiter:
             break
     seconds = time.perf_counter() - t0
-    iters, hists, brk = np.asarray(state["it"]), np.asarray(state["hist"]), np.asarray(state["breakdown"])
+    iters, hists, brk = host(state["it"]), host(state["hist"]), host(state["breakdown"])
+    # one process: the solutions stay on the devices; several: each process gets them all,
+    # on its own default device (what follows, the observables, runs there)
+    X = state["x"] if layout.local else jax.device_put(layout.gather(state["x"]))
     out = []
     for i in range(B):
         r, n = float(rnorm[i]), int(iters[i])
         if bnorm[i] == 0:
             out.append(
                 kc.KrylovResult(
-                    jnp.zeros_like(b[i]), True, 0, 0, 0.0, np.zeros(1), "b = 0: x = 0", seconds, solver.name
+                    jnp.zeros_like(X[i]), True, 0, 0, 0.0, np.zeros(1), "b = 0: x = 0", seconds, solver.name
                 )
             )
             continue
@@ -116,7 +123,7 @@ def solve_batched(Dhat, s, rhs, solver, variant: str, layout: Layout, progress=N
         n_mv = n * solver.matvecs_per_iteration + 1
         out.append(
             kc.KrylovResult(
-                state["x"][i],
+                X[i],
                 conv,
                 n,
                 n_mv,

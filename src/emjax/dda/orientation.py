@@ -91,7 +91,9 @@ def average(
     until the records come back); the result equals one device's to rounding. The default
     batch is then the one-device default times the device count. A layout spanning several
     processes splits each batch's right-hand sides over all its devices instead
-    (:mod:`emjax.dda.distributed`).
+    (:mod:`emjax.dda.distributed`); each process then holds the whole batch's incident fields
+    and solutions on its default device (where the observables are computed), so the
+    default batch is what one device holds (at most ``max_batch`` times the device count).
     """
     q = quadrature or OrientationAverage()
     if not isinstance(q, OrientationAverage):
@@ -188,13 +190,20 @@ def _average(problem, q, solver, batch, max_batch, progress, variant, checkpoint
     cells = lat.n_dipoles if sparse else 3 * grid[0] * grid[1]
     ff_batch = int(min(256, max(4, 2**23 // cells)))
     fixed, per_rhs = _memory(problem, grid)
+    share = 1 if lay is None else lay.n
+    # several processes: each batch's incident fields and gathered solutions sit whole on
+    # every process's default device, so the batch is sized for one device
+    whole = lay is not None and not dealt
     if batch:
         nodes_per_batch = batch
-        per_device = -(-batch // (1 if lay is None else lay.n))  # each device's share
+        per_device = batch if whole else -(-batch // share)  # each device's share
         check_memory(fixed + 2 * per_device * per_rhs, f"an orientation batch of {per_device} on {grid}")
     else:  # as many as fit in half the free memory
         fit = int(max(0.5 * device_memory_bytes() - fixed, 0) // (2 * per_rhs))
-        nodes_per_batch = max(1, min(max_batch, fit)) * (1 if lay is None else lay.n)
+        if whole:
+            nodes_per_batch = max(1, min(max_batch * share, fit))
+        else:
+            nodes_per_batch = max(1, min(max_batch, fit)) * share
 
     env = _Env(
         problem=problem,

@@ -132,6 +132,23 @@ def host_copy(x) -> np.ndarray:
     return np.asarray(x.addressable_shards[0].data)
 
 
+@jax.jit
+def _stack(F):
+    return jnp.stack(F)
+
+
+def final_fields(F, layout: Layout, nx: int):
+    """The run's final field ``(3, nx, ny, nz)`` from its padded, split components ``F``: one
+    x-split device array when ``nx`` divides by the device count, else (a device array must
+    split evenly) the logical planes on the host. A layout spanning several processes
+    gathers the whole field onto every process's host (the result holds it like a
+    one-process run's; probes and DFT monitors are replicated already)."""
+    if nx % layout.n == 0:
+        out = _stack(F)
+        return out if layout.local else layout.gather(out)
+    return np.stack([(np.asarray(f) if layout.local else layout.gather(f))[:nx] for f in F])
+
+
 def _constrain(tree, axes, layout, length):
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     out = []

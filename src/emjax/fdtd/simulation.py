@@ -357,11 +357,7 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, f
         if progress is not None:
             progress(done, steps)
     probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))
-    if nx % lay.n == 0:
-        E, H = _stack(state["E"]), _stack(state["H"])
-    else:  # uneven: the logical fields on the host (a device array must split evenly)
-        E = np.stack([np.asarray(e)[:nx] for e in state["E"]])
-        H = np.stack([np.asarray(h)[:nx] for h in state["H"]])
+    E, H = sharded.final_fields(state["E"], lay, nx), sharded.final_fields(state["H"], lay, nx)
     return FDTDResult(
         sim,
         probes,
@@ -374,11 +370,6 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, f
         tuple({k: sharded.host_copy(v) for k, v in d.items()} for d in state["dft"]),
         int(sharded.host_copy(state["n"])),
     )
-
-
-@jax.jit
-def _stack(F):
-    return jnp.stack(F)
 
 
 def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk=None):

@@ -298,7 +298,8 @@ class _Group:
                 acc = som.call(
                     som.integrate, acc, k_, w_, coef_, kzm_, *pts, n_blocks=n_blocks, **self._statics(real)
                 )
-            K, err, last = (np.asarray(x)[:P] for x in acc)
+            # several processes: every process gathers the whole chunk (the others' parts too)
+            K, err, last = (np.asarray(x)[:P] if lay is None else lay.gather(x)[:P] for x in acc)
             q = np.exp(-self.h[sl] * w_last)
             res_k[sl] = K
             res_e[sl] = err + 2 * np.abs(last) * (q / (1 - q))[:, None]

@@ -300,10 +300,11 @@ def _compile(fn, args, kwargs, static, device):
 
 
 def _device(device=None):
-    """``device``, else the calling thread's default device (a program compiles per device)."""
+    """``device``, else the calling thread's default device (a program compiles per device);
+    with several processes, this process's first device (``jax.devices()[0]`` is process 0's)."""
     if device is None:
         device = jax.config.jax_default_device
-    return device if isinstance(device, jax.Device) else jax.devices()[0]
+    return device if isinstance(device, jax.Device) else jax.local_devices()[0]
 
 
 def _device_of(args):
