@@ -92,6 +92,8 @@ def main(argv=None):
     ap.add_argument("--bandwidth", type=float, default=3.35e12)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
+    if "double" in a.precision:
+        jax.config.update("jax_enable_x64", True)  # else float64 arrays silently stay float32
     labels = {"device": device_description(), "date": time.strftime("%Y-%m-%d"), "commit": git_commit()}
 
     def emit(row):
