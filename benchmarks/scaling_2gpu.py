@@ -14,7 +14,8 @@ Sizes: ``--small`` shrinks every case to seconds on a CPU. The full run: a hexag
 prism (m = 1.31, height = width, 64 and 96 dipoles across), 26 orientations (beta level 2,
 gamma level 3, 6-fold symmetry), 13 orientations per device and batch; a 128^3 sphere in
 slabs (matvec and QMR iteration, ``emjax.dda.bench.scaling_benchmark``); Quinto et al.'s
-2048^2 map (4.2 M points, double, rtol 1e-8). ``--budget`` seconds: cases not started by
+2048^2 map (4.2 M points, double, rtol 1e-8); ``fdfd3d`` (not in the default cases): one
+256^3 FDFD 3-D solve, 200 QMR iterations, time per iteration. ``--budget`` seconds: cases not started by
 then are skipped.
 """
 
@@ -176,6 +177,37 @@ def case_layered(n: int, small: bool, repeats: int) -> dict:
     return row
 
 
+def case_fdfd3d(n: int, small: bool, repeats: int) -> dict:
+    """One FDFD 3-D solve of an n^3 grid (an eps = 4 sphere, a plane wave, 8-cell SC-PML,
+    complex128, QMR with Jacobi) on one device and in slabs along x on two: a fixed number
+    of iterations (``maxiter``, no convergence), so time per iteration compares."""
+    from emjax import fdfd, geometry, scene
+    from emjax.krylov import QMR
+
+    res = n / 1.0  # the region is one unit across: n cells
+    sc = scene.Scene([scene.Object(geometry.Sphere(), 4.0, size=0.3)])
+    wave = fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0))
+    iters = 20 if small else 200
+    solver = fdfd.Iterative(QMR(rtol=1e-14, maxiter=iters, chunk=iters))
+    args = ((1.0, 1.0, 1.0), res, 2.0, wave, sc)
+
+    def run(layout):
+        return lambda: fdfd.solve_3d(*args, pml=fdfd.SCPML(8), solver=solver, progress=False, layout=layout)
+
+    row, r1, r2 = _side_by_side(run(None), run(2), repeats)
+    it1, it2 = r1.stats.get("iterations"), r2.stats.get("iterations")
+    row.update(
+        case="fdfd3d",
+        grid=list(np.shape(r1.Es)[1:]),
+        iterations=[it1, it2],
+        iteration_s_one=row["one_device"]["run_s"] / max(it1, 1),
+        iteration_s_two=row["two_devices"]["run_s"] / max(it2, 1),
+        max_rel_diff_E=_rel(r2.Es, r1.Es),
+        precision="double",
+    )
+    return row
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--small", action="store_true", help="tiny sizes (2 virtual CPU devices)")
@@ -193,6 +225,7 @@ def main(argv=None) -> int:
         "orient96": lambda: case_orientations(10 if s else 96, s, args.repeats),
         "slabs": lambda: case_slabs(12 if s else 128, s, args.repeats),
         "layered": lambda: case_layered(64 if s else 2048, s, max(args.repeats, 2)),
+        "fdfd3d": lambda: case_fdfd3d(16 if s else 256, s, args.repeats),
     }
     out_dir = os.environ.get("OUT")
     out_file = Path(out_dir) / "scaling_2gpu.json" if out_dir else None
