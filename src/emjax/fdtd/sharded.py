@@ -129,7 +129,12 @@ def host_copy(x) -> np.ndarray:
     of an array spanning several processes' devices fails)."""
     if getattr(x, "is_fully_addressable", True):
         return np.asarray(x)
-    return np.asarray(x.addressable_shards[0].data)
+    try:
+        return np.asarray(x.addressable_shards[0].data)
+    except ValueError:  # JAX 0.11 on GPUs, one device per process: the shard view fails
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
 @jax.jit
