@@ -240,7 +240,7 @@ def _compile_cached(text: str, arch: int) -> str:
     prog = ctypes.c_void_p()
     check = _nvrtc_check(lib)
     check(lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), b"yee_blocked.cu", 0, None, None))
-    opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17", b"-default-device"]
+    opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17", b"-default-device", b"-lineinfo"]
     arr = (ctypes.c_char_p * len(opts))(*opts)
     rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
     if rc != 0:
