@@ -111,6 +111,11 @@ class DDAProblem:
                 f"m: shape {self.shape.name!r} has {self.shape.n_domains} domain(s) but "
                 f"{len(self.m)} refractive index(es) were given"
             )
+        if is_traced(self.wavelength):
+            raise ConfigError(
+                "wavelength: not differentiable in emjax.dda; the efficiencies depend on k * size and m, "
+                "so differentiate the size (eq_rad or size_x) at a fixed wavelength"
+            )
         wl = require_finite("wavelength", self.wavelength)
         if wl <= 0:
             raise ConfigError(f"wavelength must be > 0, got {self.wavelength!r}")

@@ -315,6 +315,12 @@ def _run_traced(
     traced.py). Returns G, GH, E, H as (traced) jax Arrays."""
     stack0 = stack.primal()
     src0, pts0 = _host("source", source), _host("points", points)
+    if not jax.config.jax_enable_x64:  # the reverse pass runs in the caller's types
+        raise ConfigError(
+            "emjax.layered with traced inputs (jax.grad/jvp) needs 64-bit types where the "
+            "transformation runs: set JAX_ENABLE_X64=1 or jax.config.update('jax_enable_x64', True), "
+            "or differentiate inside `with emjax.backend.precision_scope():`"
+        )
     plan = []
     r0 = _run(
         stack0,
