@@ -92,6 +92,10 @@ class TracedResult(NamedTuple):
     def Cabs(self) -> jax.Array:
         return jnp.mean(self.Cabs_xy)
 
+    @property
+    def Csca(self) -> jax.Array:
+        return self.Cext - self.Cabs
+
 
 def efficiencies(problem, solver: krylov._Method | None = None, *, variant: str = "pruned") -> TracedResult:
     """Solve ``problem`` (a :class:`emjax.dda.DDAProblem`) traceably; see the module doc.

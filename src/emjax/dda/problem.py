@@ -336,7 +336,7 @@ def solve(
     Traced inputs (``jax.grad``/``jit``/``vmap`` of ``m``, the size, a substrate or its
     height; see :class:`DDAProblem`): the solve is :func:`emjax.dda.efficiencies` and the
     result its :class:`~emjax.dda.TracedResult` of JAX arrays (``Qext``, ``Qabs``, ``Qsca``,
-    ``Cext``, ``Cabs``, ``S``, ``mueller``, ``converged``), equal to this function's values
+    ``Cext``, ``Cabs``, ``Csca``, ``S``, ``mueller``, ``converged``), equal to this function's values
     for the same inputs; no progress, one device, no integrated Csca / g (``integrate``).
 
     ``precision="single"`` keeps the interaction tensor and runs the FFT matvec in
