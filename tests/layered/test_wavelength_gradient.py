@@ -62,13 +62,16 @@ def test_green_tensor_and_dipole_fields_wavelength_gradient():
 
 def test_wavelength_gradient_refusals():
     """One line each: a material whose eps is not traceable in the wavelength (names the
-    medium and what to give), a traced wavelength inside jax.jit (differentiate outside),
-    any traced input in a 32-bit session (what to set)."""
+    medium and what to give), a traced wavelength inside jax.jit and a thickness under
+    jax.vmap (the quadrature nodes need concrete values: differentiate outside, loop over a
+    batch), any traced input in a 32-bit session (what to set)."""
     drude = Stack(eps=[1.0, materials.Drude(omega_p=10.0, gamma=0.1), 2.25], thickness=[0.2])
     with precision_scope(), pytest.raises(ConfigError, match=r"Stack.eps\[1\].*eps as a number"):
         jax.grad(lambda wl: jnp.real(green_tensor(drude, wl, SRC, PTS, progress=False)[0, 0, 0]))(1.0)
     with precision_scope(), pytest.raises(ConfigError, match="wavelength is an abstract tracer.*outside jit"):
         jax.jit(lambda wl: green_tensor(_stack(), wl, SRC, PTS, progress=False))(1.0)
+    with precision_scope(), pytest.raises(ConfigError, match=r"thickness\[0\] is an abstract tracer.*vmap"):
+        jax.vmap(lambda d: green_tensor(_stack(d), 1.0, SRC, PTS, progress=False))(jnp.array([0.1, 0.2]))
     assert not jax.config.jax_enable_x64  # the test session's default
     with pytest.raises(ConfigError, match="JAX_ENABLE_X64"):
         jax.grad(lambda d: jnp.real(green_tensor(_stack(d), 1.0, SRC, PTS, progress=False)[0, 0, 0]))(0.2)
