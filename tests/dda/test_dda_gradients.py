@@ -201,29 +201,25 @@ def test_adjoint_memory_does_not_grow_with_iterations():
 
 
 def test_traced_problem_rules():
-    """A traced m needs a lattice that does not depend on it; dda.solve refuses tracers;
+    """Inside jax.jit (abstract values) the lattice cannot come from the traced m or size:
+    the default 10 |m| rule or a traced size without grid= are refused, naming what to give;
     traced inputs need 64-bit types where the transformation runs (a clear error, not the
     float32/float64 mix-up of JAX's transposes)."""
 
-    with pytest.raises(ConfigError, match="traced"), precision_scope():
-        jax.grad(lambda n: dda.efficiencies(dda.DDAProblem(geometry.Sphere(), m=n, eq_rad=0.5)).Qext)(1.5)
-
-    def via_solve(n):
-        return dda.solve(_problem(n, 0.1)).Qext
-
-    with pytest.raises(ConfigError, match="efficiencies"):
-        jax.grad(via_solve)(1.5)
+    with pytest.raises(ConfigError, match="dipoles_per_wavelength"), precision_scope():
+        jax.jit(lambda n: dda.efficiencies(dda.DDAProblem(geometry.Sphere(), m=n, eq_rad=0.5)).Qext)(1.5)
 
     def traced_size_without_grid(r):
-        return dda.efficiencies(
-            dda.DDAProblem(geometry.Sphere(), m=1.5, eq_rad=r, dipoles_per_wavelength=10)
-        ).Qext
+        return dda.solve(dda.DDAProblem(geometry.Sphere(), m=1.5, eq_rad=r, dipoles_per_wavelength=10)).Qext
 
-    with pytest.raises(ConfigError, match="grid"), precision_scope():
-        jax.grad(traced_size_without_grid)(0.5)
+    with pytest.raises(ConfigError, match="eq_rad.*grid="), precision_scope():
+        jax.jit(traced_size_without_grid)(0.5)
 
     with pytest.raises(ConfigError, match="64-bit"):  # outside a 64-bit scope
         jax.grad(lambda n: dda.efficiencies(_problem(n, 0.1)).Qext)(1.5)
+
+    with pytest.raises(ConfigError, match="JAX_ENABLE_X64"):  # the public call says the same
+        jax.grad(lambda n: dda.solve(_problem(n, 0.1)).Qext)(1.5)
 
 
 @pytest.mark.slow  # ~35 s of CPU on the 2-core box (compile included)

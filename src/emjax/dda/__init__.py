@@ -6,7 +6,9 @@
 >>> res = dda.solve(prob)          # QMR to relative residual 1e-5, both polarizations
 >>> res.Qext, res.Qabs, res.mueller.shape
 >>> dda.efficiencies(prob).Qext   # traceable: jax.grad w.r.t. m or the size,
-...                                # also on a substrate (and w.r.t. the substrate's index)
+...                                # also on a substrate (its index, the height)
+>>> # dda.solve / dda.average with traced m, size or height hand over to the traceable
+>>> # twins (see DDAProblem): jax.grad(lambda n: dda.solve(problem_of(n)).Qext) works
 >>> q = dda.OrientationAverage(eps=0, beta_levels=(2, 2), gamma_levels=(2, 2))
 >>> dda.efficiencies_averaged(prob, q).mueller[:, 0, 0]   # traceable <S11>(theta)
 

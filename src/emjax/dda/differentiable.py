@@ -83,6 +83,19 @@ class TracedResult(NamedTuple):
     residual: jax.Array
     converged: jax.Array
 
+    @property
+    def Cext(self) -> jax.Array:
+        """Polarization-averaged extinction cross section (as ``DDAResult.Cext``)."""
+        return jnp.mean(self.Cext_xy)
+
+    @property
+    def Cabs(self) -> jax.Array:
+        return jnp.mean(self.Cabs_xy)
+
+    @property
+    def Csca(self) -> jax.Array:
+        return self.Cext - self.Cabs
+
 
 def efficiencies(problem, solver: krylov._Method | None = None, *, variant: str = "pruned") -> TracedResult:
     """Solve ``problem`` (a :class:`emjax.dda.DDAProblem`) traceably; see the module doc.
@@ -109,9 +122,9 @@ def efficiencies(problem, solver: krylov._Method | None = None, *, variant: str 
         # the backward pass runs in the caller's context: with 32-bit types there, JAX's
         # transposes mix float32 constants into the float64 computation and fail
         raise ConfigError(
-            "dda.efficiencies with traced inputs (jax.grad/jit/vmap) needs 64-bit types where the "
-            "transformation runs: jax.config.update('jax_enable_x64', True), or call the transformed "
-            "function inside `with emjax.backend.precision_scope():`"
+            "emjax.dda with traced inputs (jax.grad/jit/vmap) needs 64-bit types where the "
+            "transformation runs: set JAX_ENABLE_X64=1 or jax.config.update('jax_enable_x64', True), "
+            "or call the transformed function inside `with emjax.backend.precision_scope():`"
         )
     with precision_scope():
         if problem.substrate is not None:

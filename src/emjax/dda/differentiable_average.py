@@ -167,9 +167,9 @@ def efficiencies_averaged(
     batch = require_int("batch", batch, 1, 1_000_000)
     if problem.traced and not jax.config.jax_enable_x64:
         raise ConfigError(
-            "dda.efficiencies_averaged with traced inputs (jax.grad/jit/vmap) needs 64-bit types where "
-            "the transformation runs: jax.config.update('jax_enable_x64', True), or call the "
-            "transformed function inside `with emjax.backend.precision_scope():`"
+            "emjax.dda with traced inputs (jax.grad/jit/vmap) needs 64-bit types where the "
+            "transformation runs: set JAX_ENABLE_X64=1 or jax.config.update('jax_enable_x64', True), "
+            "or call the transformed function inside `with emjax.backend.precision_scope():`"
         )
     with precision_scope():
         return _averaged(problem, solver, variant, beta, gamma, w, n_alpha, batch)

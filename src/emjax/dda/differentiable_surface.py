@@ -8,13 +8,15 @@ traced (``jax.grad``, ``jax.jvp``, ``jax.jacrev``/``jacfwd``):
   reflected-interaction table is a constant; works under ``jax.jit`` too;
 * the size (``size_x`` or ``eq_rad`` at a fixed ``grid``): the dipole spacing ``d`` moves
   every table point ``(rho, z_i + z_j) = (d sqrt(i^2 + j^2), 2 h + (s - n_z + 1) d)``;
+* the ``height`` of the lattice centre above the stack: it moves every table point
+  (``z_i + z_j = 2 h + ...``), the exciting wave's phase and the reflected far field's;
 * the substrate: a traced complex index (``substrate=n + 1j * k``) or a
   :class:`emjax.layered.Stack` with traced permittivities (tested: a substrate index;
   traced thicknesses go the same way but are not tested). Which branches apply (light from
   below, a far field below the surface) is decided on the concrete bottom index: from a
   lossless bottom medium d / d Im n_sub is one-sided and not meaningful there.
 
-For the last two the table comes from :func:`emjax.layered.green_tensor`'s traced path:
+For the last three the table comes from :func:`emjax.layered.green_tensor`'s traced path:
 the Sommerfeld quadrature nodes are chosen from the concrete (primal) values and the
 integrand is differentiated at those nodes, so the derivative is that of the quadrature
 rule (the table's accuracy, ``substrate.TABLE_RTOL`` = 1e-8, bounds it). That needs
@@ -37,7 +39,7 @@ Returned: a :class:`~emjax.dda.differentiable.TracedResult` with ``S`` (1, n_the
 incoming-irradiance factor), ``Cext_xy``/``Cabs_xy`` (X = p, Y = s) and ``Qext``, ``Qabs``
 with ADDA's normalization; ``Qsca = Qext - Qabs`` (with an absorbing substrate that
 includes the power the particle's near field deposits in it). Not here: Csca by hemisphere
-integration (``dda.solve``), a traced ``height``.
+integration (``dda.solve`` with concrete inputs).
 """
 
 from __future__ import annotations
@@ -77,20 +79,20 @@ def surface_efficiencies(problem, solver, variant):
 
     if variant != "pruned":
         raise ConfigError("variant: a particle on a substrate uses the 'pruned' matvec; allowed: 'pruned'")
-    if is_traced(problem.height):
-        raise ConfigError("height: a traced height is not differentiable yet; give a number")
     lat = problem.lattice()
     d = lat.d
     stack, eps, thickness = _stack(problem)
-    traced_table = is_traced(d) or stack.traced
+    traced_table = is_traced(d) or stack.traced or is_traced(problem.height)
     d0 = primal(d) if is_traced(d) else np.asarray(d)
-    if traced_table and (d0 is None or _abstract(eps) or _abstract(thickness)):
+    if traced_table and (d0 is None or _abstract(eps) or _abstract(thickness) or _abstract(problem.height)):
         raise ConfigError(
-            "dda.efficiencies on a substrate: a traced size or substrate needs concrete values to "
+            "emjax.dda on a substrate: a traced size, height or substrate needs concrete values to "
             "choose the reflected-interaction table's Sommerfeld nodes; call jax.grad/jacrev/jvp "
             "outside jax.jit (a traced m alone works under jit)"
         )
-    height, layers = check_height(Lattice(lat.domains, float(d0), float(d0) * lat.shape[0]), problem.height)
+    h0 = primal(problem.height) if is_traced(problem.height) else problem.height
+    _, layers = check_height(Lattice(lat.domains, float(d0), float(d0) * lat.shape[0]), float(h0))
+    height = problem.height if is_traced(problem.height) else float(h0)
     args = (stack, problem.wavelength, lat.shape, d, height, layers)
     if traced_table:
         table = reflected_table_traced(*args)
@@ -103,7 +105,6 @@ def surface_efficiencies(problem, solver, variant):
     static = _Static(
         grid=lat.shape,
         k=problem.k,
-        height=float(height),
         prop=tuple(float(v) for v in problem.incidence_direction()),
         theta=tuple(problem.theta),
         pol=problem.polarizability,
@@ -112,7 +113,7 @@ def surface_efficiencies(problem, solver, variant):
         bottom_lossless=bottom_lossless,
         reflects=reflects,
     )
-    params = dict(ms=tuple(problem.refractive_indices()), d=d, eps=eps, thickness=thickness)
+    params = dict(ms=tuple(problem.refractive_indices()), d=d, eps=eps, thickness=thickness, height=height)
     return traced_result(lat, *_core(params, table, jnp.asarray(lat.domains), static))
 
 
@@ -147,7 +148,7 @@ def _reflected_table(stack, wavelength, grid, d, height, layers, rtol):
     k = 2 * math.pi / wavelength
     sums = np.unique(layers[:, None] + layers[None, :])
     r2 = np.unique((np.arange(nx)[:, None] ** 2 + np.arange(ny)[None, :] ** 2).ravel())
-    traced = is_traced(d) or stack.traced
+    traced = is_traced(d) or stack.traced or is_traced(height)
     xp = jnp if traced else np
     # z_i + z_j above the surface: 2 h + (s - (nz - 1)) d for the layer-index sum s
     Z = 2 * height + (sums - (nz - 1)) * d
@@ -244,7 +245,7 @@ def _exciting(eps, thickness, height, k, prop, tm, grid, d):
     z0 = -height
     if p[2] < 0:  # from above: the unit incident wave and the stack's reflection
         kpar2 = float(p[0] ** 2 + p[1] ** 2)
-        D = np.exp(1j * k * p[2] * z0)
+        D = jnp.exp(1j * k * p[2] * z0)
         up, _ = reflection_up(eps, th_k, kpar2, tm)
         kz0 = -p[2]
         kpar = k * jnp.asarray(p[:2])
@@ -293,7 +294,7 @@ def _plane_far_field(d, k, eps, thickness, height, n, static):
             for tm in (False, True)
         )
         e_s, e_p, epR = es[ia], ep[ia], np.cross(es[ia], nR)
-        ph = np.exp(2j * k * height * na[:, 2])[:, None]
+        ph = jnp.exp(2j * k * height * na[:, 2])[:, None]
 
         def above_rows(A, na=na, e_s=e_s, e_p=e_p, epR=epR, ph=ph, rs=rs, rp=rp):
             AF, AN = A[: len(na)], A[len(na) :]
@@ -342,7 +343,6 @@ class _Static(NamedTuple):
 
     grid: tuple
     k: float
-    height: float
     prop: tuple
     theta: tuple
     pol: object
@@ -358,6 +358,7 @@ def _core(params, table, domains, static):
 
     grid, k = static.grid, static.k
     d, eps, thickness, ms = params["d"], jnp.asarray(params["eps"]), params["thickness"], params["ms"]
+    height = params["height"]
     cdt = np.dtype(static.cdt)
     vdt = np.complex128
     pol = static.pol
@@ -366,13 +367,13 @@ def _core(params, table, domains, static):
     p, eX, eY = beam_vectors(np.asarray(static.prop))
     mask = domains >= 0
     n_plane, par, per = scattering_plane(static.prop, static.theta)
-    far = _plane_far_field(d, k, eps, thickness, static.height, n_plane, static)
+    far = _plane_far_field(d, k, eps, thickness, height, n_plane, static)
     Cext, Cabs, F, infos = [], [], [], []
     for tm, e in ((True, eX), (False, eY)):
         alpha = jnp.stack([jnp.asarray(pol(m, d, k, p, e)).astype(vdt) for m in ms])
         s = sqrt_alpha_grid(domains, alpha, vdt)
         inv_alpha = jnp.where(mask, 1 / alpha[jnp.clip(domains, 0)], 0)
-        E, scale = _exciting(eps, thickness, static.height, k, static.prop, tm, grid, d)
+        E, scale = _exciting(eps, thickness, height, k, static.prop, tm, grid, d)
         E = E.astype(vdt)
         x, info = krylov.linear_solve(SurfaceOperator(Dhat, Rhat, s), s * E, static.solver, return_info=True)
         P = s * x

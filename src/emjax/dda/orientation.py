@@ -94,6 +94,14 @@ def average(
     (:mod:`emjax.dda.distributed`); each process then holds the whole batch's incident fields
     and solutions on its default device (where the observables are computed), so the
     default batch is what one device holds (at most ``max_batch`` times the device count).
+
+    Traced inputs (``jax.grad``/``jit``/``vmap`` of ``m`` or the size, see
+    :class:`~emjax.dda.DDAProblem`): the average is :func:`emjax.dda.efficiencies_averaged`
+    over the fixed rule of ``quadrature`` (which must then have ``beta_levels`` and
+    ``gamma_levels`` (j, j): no refinement that depends on the traced values), returning its
+    :class:`~emjax.dda.AveragedTracedResult` of JAX arrays (``Qext``, ``Cext``, ``mueller``
+    (n_theta, 4, 4), ...) equal to this function's values at those levels; ``batch``
+    (default 1) orientations are vmapped together; no progress, checkpoint or layout.
     """
     q = quadrature or OrientationAverage()
     if not isinstance(q, OrientationAverage):
@@ -112,6 +120,8 @@ def average(
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
     if batch is not None:
         batch = require_int("batch", batch, 1, 1_000_000)
+    if problem.traced:
+        return _average_traced(problem, q, solver, batch, variant, checkpoint, layout)
     if max_batch is None:
         max_batch = 1 if jax.default_backend() == "cpu" else 64
     max_batch = require_int("max_batch", max_batch, 1, 1_000_000)
@@ -124,6 +134,22 @@ def average(
         bar = report if isinstance(report, progress_bars.StepBar) else None
         report = None if bar is not None else report
         return _average(problem, q, solver, batch, max_batch, report, variant, checkpoint, layout, bar)
+
+
+def _average_traced(problem, q, solver, batch, variant, checkpoint, layout):
+    """``average`` with traced inputs: :func:`emjax.dda.efficiencies_averaged` on ``q``'s rule."""
+    for name, value in (("checkpoint", checkpoint), ("layout", layout)):
+        if value is not None:
+            raise ConfigError(f"{name}: not available for traced inputs (jax.grad/jit/vmap); leave it None")
+    if q.beta_levels[0] != q.beta_levels[1] or q.gamma_levels[0] != q.gamma_levels[1]:
+        raise ConfigError(
+            "quadrature: with traced inputs (jax.grad/jit/vmap) the orientations must not depend on them "
+            "(no adaptive refinement); give OrientationAverage(beta_levels=(j, j), gamma_levels=(j, j)), "
+            f"got beta_levels={q.beta_levels}, gamma_levels={q.gamma_levels}"
+        )
+    from .differentiable_average import efficiencies_averaged
+
+    return efficiencies_averaged(problem, q, solver, batch=batch or 1, variant=variant)
 
 
 class _Directions:

@@ -23,6 +23,7 @@ from ..scattering import (
     mueller_from_amplitude,
     scattering_basis,
 )
+from ..tracing import primal
 from . import interaction, observables
 from .lattice import Lattice, build_lattice, plan_grid
 from .matvec import DDAOperator, sqrt_alpha_grid
@@ -68,12 +69,18 @@ class DDAProblem:
     height : with a substrate, the distance from the stack's top interface up to the
         lattice (box) centre (ADDA's ``h``); the voxels must stay above the interface.
 
-    Differentiable inputs: ``m`` (each entry, e.g. ``n + 1j * k`` with traced
-    ``n``, ``k``) and the size (``size_x`` or ``eq_rad``) may be JAX tracers; they are not
-    checked then (their values are unknown while tracing). The lattice must not depend on
-    them: a traced ``m`` needs ``dipoles_per_wavelength`` or ``grid`` with a size (not the
-    default ``10 |m|`` rule), a traced size needs ``grid``. Such a problem is solved by
-    :func:`emjax.dda.efficiencies` (traceable, adjoint gradients), not by :func:`solve`.
+    Differentiable inputs (JAX tracers under ``jax.grad``, ``jvp``, ``jit``, ``vmap``): ``m``
+    (each entry, e.g. ``n + 1j * k`` with traced ``n``, ``k``), the size (``size_x`` or
+    ``eq_rad``) and, with a substrate, ``height`` and the substrate's index or a Stack's
+    eps / thicknesses. They are checked on their concrete values where JAX has them. The
+    lattice is discrete: it is chosen from the concrete values (the default ``10 |m|`` rule
+    or ``dipoles_per_wavelength``) and held fixed, so a size derivative is taken at a fixed
+    number of dipoles with the dipole spacing ``d`` proportional to the size (dipoles per
+    wavelength change with it; the jumps of the cell count are not differentiated). Inside
+    ``jax.jit``/``vmap`` there are no concrete values: a traced size needs ``grid=``, a
+    traced ``m`` ``dipoles_per_wavelength=`` or ``grid=`` with a size. :func:`solve` and
+    :func:`emjax.dda.average` hand such a problem to :func:`emjax.dda.efficiencies` /
+    :func:`emjax.dda.efficiencies_averaged` (adjoint gradients).
     """
 
     shape: Shape
@@ -103,6 +110,11 @@ class DDAProblem:
             raise ConfigError(
                 f"m: shape {self.shape.name!r} has {self.shape.n_domains} domain(s) but "
                 f"{len(self.m)} refractive index(es) were given"
+            )
+        if is_traced(self.wavelength):
+            raise ConfigError(
+                "wavelength: not differentiable in emjax.dda; the efficiencies depend on k * size and m, "
+                "so differentiate the size (eq_rad or size_x) at a fixed wavelength"
             )
         wl = require_finite("wavelength", self.wavelength)
         if wl <= 0:
@@ -161,8 +173,9 @@ class DDAProblem:
         _, eps = resolve_stack(self.substrate, self.wavelength)
         if self.height is None:
             raise ConfigError("height: a substrate needs the height of the lattice centre above it (> 0)")
-        h = require_finite("height", self.height)
-        if h <= 0:
+        # a traced height (jax.grad) is checked on its concrete value where there is one
+        h = primal(self.height) if is_traced(self.height) else require_finite("height", self.height)
+        if h is not None and float(h) <= 0:
             raise ConfigError(
                 f"height must be > 0 (the particle sits above the surface), got {self.height!r}"
             )
@@ -178,7 +191,6 @@ class DDAProblem:
                 f"below (prop_z > 0); prop_z = 0 (grazing) is not allowed, got prop = {self.prop}"
             )
         from ..tracing import is_traced as _traced
-        from ..tracing import primal
 
         bottom = primal(eps[-1]) if _traced(eps) else eps[-1]  # None: abstract (inside jit)
         if pz > 0 and bottom is not None and abs(complex(bottom).imag) > 1e-12:
@@ -196,7 +208,8 @@ class DDAProblem:
         out = []
         for i, m in enumerate(self.m):
             if isinstance(m, Material):
-                m = complex(np.asarray(m.refractive_index(self.wavelength)))
+                m = m.refractive_index(self.wavelength)
+                m = m if is_traced(m) else complex(np.asarray(m))  # traced: material parameters
             out.append(check_refractive_index(f"m[{i}]", m))
         return tuple(out)
 
@@ -224,32 +237,35 @@ class DDAProblem:
         return None
 
     def plan(self):
+        """Cells along x and the size rule. Traced inputs (see the class doc): the lattice is
+        chosen from their concrete (primal) values and held fixed; inside ``jax.jit`` or
+        ``jax.vmap`` (no concrete values) the inputs must fix it themselves."""
         ms = self.refractive_indices()
-        concrete = [abs(m) for m in ms if not is_traced(m)]
-        if len(concrete) < len(ms) and self.dipoles_per_wavelength is None:
-            if self.grid is None or (self.size_x is None and self.eq_rad is None):
-                raise ConfigError(
-                    "m is traced (jax.grad/jit): the default lattice (10 |m| dipoles per wavelength) "
-                    "would depend on it; give grid= with a size, or dipoles_per_wavelength="
-                )
-        m_max = max(concrete) if concrete else 1.0
+        m_abs = [_abs_primal(m) for m in ms]  # None: an abstract tracer
+        sized = self.size_x is not None or self.eq_rad is not None
+        if None in m_abs and self.dipoles_per_wavelength is None and (self.grid is None or not sized):
+            raise ConfigError(
+                "m is an abstract tracer (inside jax.jit/vmap): the default lattice (10 |m| dipoles per "
+                "wavelength) would depend on it; give grid= with a size, or dipoles_per_wavelength="
+            )
+        m_max = max((a for a in m_abs if a is not None), default=1.0)
         sizes = dict(size_x=self.size_x, eq_rad=self.eq_rad)
+        grid, dpl = self.grid, self.dipoles_per_wavelength
         traced = self._traced_size()
         if traced is not None:
-            if self.grid is None:
-                raise ConfigError(
-                    f"{traced[0]} is traced (jax.grad/jit): give grid= so that the lattice does not "
-                    "depend on it (the size then scales the dipole spacing)"
-                )
+            if grid is None:  # the cells along x from the concrete size, then held fixed
+                v = primal(traced[1])
+                if v is None:
+                    raise ConfigError(
+                        f"{traced[0]} is an abstract tracer (inside jax.jit/vmap): the lattice would "
+                        "depend on it; give grid= (the size then scales the dipole spacing)"
+                    )
+                concrete = {**sizes, traced[0]: float(v)}
+                wl = self.wavelength
+                grid = plan_grid(self.shape, wl, m_max, dipoles_per_wavelength=dpl, **concrete).nx
+                dpl = None
             sizes[traced[0]] = 1.0  # a concrete stand-in: d is proportional to the size
-        plan = plan_grid(
-            self.shape,
-            self.wavelength,
-            m_max,
-            dipoles_per_wavelength=self.dipoles_per_wavelength,
-            grid=self.grid,
-            **sizes,
-        )
+        plan = plan_grid(self.shape, self.wavelength, m_max, dipoles_per_wavelength=dpl, grid=grid, **sizes)
         if traced is not None:
             t = traced[1]
             plan = replace(
@@ -287,9 +303,15 @@ class DDAProblem:
         if traced is None:
             return build_lattice(self.shape, self.plan(), volume_correction=self.volume_correction)
         # every rule of build_lattice gives a d proportional to the size: build at size 1
-        unit = replace(self, **{traced[0]: 1.0})
+        unit = replace(self, **{traced[0]: 1.0}, grid=self.plan().nx, dipoles_per_wavelength=None)
         lat = build_lattice(unit.shape, unit.plan(), volume_correction=self.volume_correction)
         return Lattice(lat.domains, lat.d * traced[1], lat.size_x * traced[1])
+
+
+def _abs_primal(m):
+    """|m| of a concrete or traced index (its primal value), None for an abstract tracer."""
+    v = primal(m) if is_traced(m) else m
+    return None if v is None else abs(complex(v))
 
 
 def solve(
@@ -311,6 +333,12 @@ def solve(
     Non-convergence does not raise: the result has ``converged`` False for that
     polarization and a RuntimeWarning is issued (the CLI reports it loudly).
 
+    Traced inputs (``jax.grad``/``jit``/``vmap`` of ``m``, the size, a substrate or its
+    height; see :class:`DDAProblem`): the solve is :func:`emjax.dda.efficiencies` and the
+    result its :class:`~emjax.dda.TracedResult` of JAX arrays (``Qext``, ``Qabs``, ``Qsca``,
+    ``Cext``, ``Cabs``, ``Csca``, ``S``, ``mueller``, ``converged``), equal to this function's values
+    for the same inputs; no progress, one device, no integrated Csca / g (``integrate``).
+
     ``precision="single"`` keeps the interaction tensor and runs the FFT matvec in
     complex64 (the bulk of memory and time) but the Krylov vectors and recurrences in
     complex128: QMR's Lanczos recurrences in float32 stagnate above 1e-5 or diverge once a
@@ -321,10 +349,7 @@ def solve(
     if not isinstance(solver, krylov._Method):
         raise ConfigError(f"solver must be QMR(), BiCG() or BiCGStab(), got {solver!r}")
     if problem.traced:
-        raise ConfigError(
-            "dda.solve needs concrete m and size (it reports progress from the host); under "
-            "jax.grad/jit use dda.efficiencies(problem), the traceable solve with adjoint gradients"
-        )
+        return _solve_traced(problem, solver, keep_polarization, variant, layout)
     if variant not in interaction.LAYOUTS:
         raise ConfigError(f"variant must be one of {sorted(interaction.LAYOUTS)}, got {variant!r}")
     from ..layout import as_layout
@@ -335,6 +360,20 @@ def solve(
     with precision_scope(), progress_bars.shown(progress, make) as report:
         report = report.labelled if isinstance(report, progress_bars.ResidualBar) else report
         return _solve(problem, solver, report, keep_polarization, variant, layout, bool(progress))
+
+
+def _solve_traced(problem, solver, keep_polarization, variant, layout):
+    """``solve`` with traced inputs (jax.grad/jit/vmap): :func:`emjax.dda.efficiencies`."""
+    if layout is not None:
+        raise ConfigError("layout: traced inputs (jax.grad/jit/vmap) run on one device; leave layout=None")
+    if keep_polarization:
+        raise ConfigError(
+            "keep_polarization: the dipole polarization is not kept for traced inputs (jax.grad/jit/vmap); "
+            "solve with concrete values to get it"
+        )
+    from .differentiable import efficiencies
+
+    return efficiencies(problem, solver, variant=variant)
 
 
 def _solve(problem, solver, progress, keep_polarization, variant, layout=None, announce=False):

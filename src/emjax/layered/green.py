@@ -10,6 +10,7 @@ a dipole ``p`` at ``r'`` radiates ``E = (k0^2 / eps0) G p``. :func:`dipole_field
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from functools import partial
 
 import jax
@@ -25,7 +26,7 @@ from .groups import _PROGRESS, reporting_for
 from .mapping import warm
 from .results import DipoleFields, GreenResult
 from .stack import Stack
-from .traced import concrete, integrals, is_traced
+from .traced import concrete, integrals, is_traced, wavelength_scaled
 
 E_INTEGRALS = (0, 1, 2, 3, 4)
 H_INTEGRALS = (5, 6, 7, 8)
@@ -214,6 +215,12 @@ def _run(
 ) -> GreenResult:
     if not isinstance(stack, Stack):
         raise ConfigError(f"stack must be an emjax.layered.Stack, got {type(stack).__name__}")
+    if is_traced(wavelength):  # a length scale: G(wl; x) = s G(wl0; s x), s = wl0 / wl
+        stack, wl0, source, points, s = wavelength_scaled(stack, wavelength, source, points)
+        kw = dict(part=part, rtol=rtol, prec=prec, sel_fn=sel_fn, batch=batch, seed=seed, moment=moment)
+        r = _run(stack, wl0, source, points, **kw)
+        G, GH, E, H = (None if a is None else a * s**p for a, p in ((r.G, 1), (r.GH, 1), (r.E, 3), (r.H, 3)))
+        return replace(r, G=G, GH=GH, E=E, H=H)
     if stack.traced or is_traced(source) or is_traced(points) or is_traced(moment):
         return _run_traced(
             stack,
@@ -308,6 +315,12 @@ def _run_traced(
     traced.py). Returns G, GH, E, H as (traced) jax Arrays."""
     stack0 = stack.primal()
     src0, pts0 = _host("source", source), _host("points", points)
+    if not jax.config.jax_enable_x64:  # the reverse pass runs in the caller's types
+        raise ConfigError(
+            "emjax.layered with traced inputs (jax.grad/jvp) needs 64-bit types where the "
+            "transformation runs: set JAX_ENABLE_X64=1 or jax.config.update('jax_enable_x64', True), "
+            "or differentiate inside `with emjax.backend.precision_scope():`"
+        )
     plan = []
     r0 = _run(
         stack0,
@@ -377,9 +390,10 @@ def green_tensor(
     the wavelength's unit; G in 1 / length.
 
     Differentiable (``jax.grad``, ``jacfwd``, ``jacrev``, ``jvp``; not inside ``jit``/``vmap``)
-    with respect to ``source``, ``points`` and the stack's ``eps`` (complex), ``thickness``
-    and ``z_top``: with any of them traced, G is a ``jax.Array`` whose derivative is that of
-    the quadrature rule the concrete values choose (see ``emjax.layered.traced``).
+    with respect to ``source``, ``points``, the ``wavelength`` and the stack's ``eps``
+    (complex), ``thickness`` and ``z_top``: with any of them traced, G is a ``jax.Array``
+    whose derivative is that of the quadrature rule the concrete values choose (see
+    ``emjax.layered.traced``; a traced wavelength is a scale of every length there).
 
     ``layout``: devices to deal the points out to (an ``emjax.layout.Layout``, a device
     count or a device list; None: one device): each device integrates a contiguous run of
@@ -465,7 +479,7 @@ def dipole_fields(
     H = r.H if ("H" in fields and r.H is not None) else nan
     return DipoleFields(
         stack,
-        float(wavelength),
+        wavelength if is_traced(wavelength) else float(wavelength),
         source if traced else np.asarray(source, float),
         p if traced else pv,
         points if traced else r.points,

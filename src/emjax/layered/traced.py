@@ -145,3 +145,36 @@ def _group(ke, we, kt, wt, k0, eps, interfaces, src, pts, on_axis, *, s, m, n_me
             kr_j, wk.astype(cdt), coef, kzm.astype(cdt), *args, orders, real, m < n_media - 1, m > 0
         )
     return total
+
+
+_UNTRACEABLE = (TypeError, jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError)
+
+
+def wavelength_scaled(stack, wavelength, source, points):
+    """A traced ``wavelength`` as a traced length scale. ``G`` has units 1 / length and
+    depends on lengths only through ``k0 x``, so ``G(wl; x) = s G(wl0; s x)`` with ``s =
+    wl0 / wl``, ``wl0`` the concrete wavelength and ``x`` every length (source, points,
+    thicknesses, z_top): returns ``(stack', wl0, source', points', s)`` for a call at
+    ``wl0`` whose G (and G_H) is multiplied by ``s`` (E and H of a moment by ``s**3``). The
+    permittivities are those at the traced wavelength (a material's dispersion must be
+    traceable; constants are)."""
+    from ..materials import Material
+    from .stack import Stack
+
+    wl0 = float(concrete("wavelength", wavelength))
+    if not (np.isfinite(wl0) and wl0 > 0):
+        raise ConfigError(f"wavelength must be > 0, got {wl0!r}")
+    eps = []
+    for i, e in enumerate(stack.eps):
+        if isinstance(e, Material):
+            try:
+                e = jnp.asarray(e.permittivity(2 * np.pi / wavelength), jnp.complex128).reshape(())
+            except _UNTRACEABLE as err:
+                raise ConfigError(
+                    f"Stack.eps[{i}]: {type(e).__name__}'s permittivity is not traceable in the wavelength; "
+                    "for a wavelength gradient give eps as a number (or a traced value)"
+                ) from err
+        eps.append(e)
+    s = wl0 / wavelength
+    scaled = Stack(eps=eps, thickness=[d * s for d in stack.thickness], z_top=stack.z_top * s)
+    return scaled, wl0, jnp.asarray(source) * s, jnp.asarray(points) * s, s
