@@ -35,6 +35,10 @@ BOUNDARIES = {
     "cpml-x": (CPML(10), PEC(), PEC()),
     "cpml-y": (PEC(), CPML(10), PEC()),
     "cpml-z": (PEC(), PEC(), CPML(10)),
+    # 1-cell slabs: the CPML's code with almost no cells in it
+    "cpml1": CPML(1),
+    "cpml1-x": (CPML(1), PEC(), PEC()),
+    "cpml1-z": (PEC(), PEC(), CPML(1)),
 }
 
 
