@@ -129,8 +129,11 @@ def test_unsupported_and_bad_arguments():
         blocked.advance(plan, arrays, state, 2, th=0)
     with pytest.raises(ConfigError, match=r"^tile must be three integers >= 1"):
         blocked.advance(plan, arrays, state, 2, tile=(8, 0, 8))
-    with pytest.raises(ConfigError, match=r"^kernel must be 'pallas', 'xla' or 'triton'"):
-        blocked.advance(plan, arrays, state, 2, kernel="cuda")
+    with pytest.raises(ConfigError, match=r"^kernel must be 'cuda', 'emulate', 'pallas', 'xla' or 'triton'"):
+        blocked.advance(plan, arrays, state, 2, kernel="mosaic")
+    if jax.default_backend() != "gpu":
+        with pytest.raises(ConfigError, match=r"^kernel='cuda' needs a GPU"):
+            blocked.advance(plan, arrays, state, 2, kernel="cuda")
 
 
 def test_x_march_order_cpml_dielectric():

@@ -372,6 +372,8 @@ def advance(
         if why is not None:
             raise ConfigError(f"the CUDA blocked kernel does not support {why}; use the XLA step")
         block = (int(tile[1]), int(tile[2])) + ((int(rows_per_thread),) if rows_per_thread else ())
+        if kernel == "cuda" and jax.default_backend() != "gpu":
+            raise ConfigError("kernel='cuda' needs a GPU; kernel='emulate' runs the same kernel on the host")
         if kernel == "emulate":
             return cuda_advance.advance_emulated(plan, arrays, state, int(steps), int(th), block)
         return cuda_advance.advance_gpu(plan, arrays, state, int(steps), int(th), block)
