@@ -37,11 +37,12 @@ def why_not(plan, dtype) -> str | None:
 
 
 def default_tiling(dtype) -> tuple:
-    """(th, tile) measured best on an H100 (BENCHMARKS.md): TH = 4, tiles of 24 x 24 in y-z
-    (32 x 32 windows, 2 rows per thread) in float32; TH = 2, 28 x 28 in float64."""
+    """(th, tile, rows per thread) measured best on an H100 (BENCHMARKS.md): TH = 4, tiles of
+    24 x 24 in y-z (32 x 32 windows), 2 rows per thread in float32; TH = 2, 28 x 28, one row
+    per thread in float64 (twice the registers per value: deeper TH spills)."""
     if np.dtype(dtype).itemsize == 8:
-        return 2, (1 << 30, 28, 28)
-    return 4, (1 << 30, 24, 24)
+        return 2, (1 << 30, 28, 28), 1
+    return 4, (1 << 30, 24, 24), 2
 
 
 def select(plan, dtype, kernel: str = "auto"):
@@ -59,18 +60,23 @@ def select(plan, dtype, kernel: str = "auto"):
     why = why_not(plan, dtype)
     if kernel == "blocked" and why is not None:
         raise ConfigError(f"kernel='blocked' cannot run this simulation: {why}; use kernel='xla' or 'auto'")
-    if kernel == "auto" and why is None and any(2 * L > 0.02 * n for L, n in zip(plan.pml, plan.shape)):
-        # measured (H100, float32): all-face 10-cell CPML at 512^3 0.96x the XLA step, at
-        # 1024^3 1.35x; with no CPML 1.7-2.2x
-        why = "its CPML slabs are over 2% of the grid, where it is not yet faster than the XLA step"
+    if kernel == "auto" and why is None and any(plan.pml):
+        # measured (H100): float32, all-face 10-cell CPML at 512^3 0.96x the XLA step, at
+        # 1024^3 1.35x, with no CPML 1.7-2.2x; float64 at 512^3 0.68x with a CPML, 1.07x without
+        if np.dtype(dtype).itemsize == 8:
+            why = "in float64 with a CPML it is not yet faster than the XLA step"
+        elif any(2 * L > 0.02 * n for L, n in zip(plan.pml, plan.shape)):
+            why = "its CPML slabs are over 2% of the grid, where it is not yet faster than the XLA step"
     if kernel == "auto" and why is not None:
         _log.info("FDTD kernel: xla (the blocked kernel not taken: %s)", why)
         return engine.advance, "xla", f"the blocked kernel not taken: {why}"
-    th, tile = default_tiling(dtype)
+    th, tile, ry = default_tiling(dtype)
     tile = (plan.shape[0],) + tuple(min(b, n) for b, n in zip(tile[1:], plan.shape[1:]))
+    if (tile[1] + 2 * th) % ry:
+        ry = 1
 
     def run_blocked(plan, arrays, state, n):
-        return advance(plan, arrays, state, n, th=th, tile=tile, kernel="cuda")
+        return advance(plan, arrays, state, n, th=th, tile=tile, kernel="cuda", rows_per_thread=ry)
 
     _log.info("FDTD kernel: blocked (TH = %d, tiles of %d x %d)", th, tile[1], tile[2])
     return run_blocked, "blocked", f"TH = {th}, tiles of {tile[1]} x {tile[2]}"
