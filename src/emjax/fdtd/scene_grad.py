@@ -1,0 +1,200 @@
+"""The scene of a physical :class:`~emjax.fdtd.Simulation` whose parameters are JAX tracers
+(``jax.grad`` over an object's size, center, rotation or a permittivity): the cell-index
+materials as JAX functions of them.
+
+The host raster of the scene's values (:meth:`emjax.scene.Scene.primal`) gives the
+structure (each E node's material, the interface nodes); :mod:`emjax.scene.traced` gives
+the fill fractions and normals there as JAX functions of the geometry. The update is the
+concrete one's (:mod:`emjax.fdtd.scene_raster`): Farjadpour-Kottke's inverse tensor at the
+interface nodes (a traced :class:`~emjax.fdtd.SubpixelBox`), each other E node its own
+material's eps (given per node here: ``eps`` of shape ``(3, nx, ny, nz)``). The forward
+values equal the concrete run's to rounding; ``fdtd.run`` then differentiates through JAX's
+reverse mode of the checkpointed time loop.
+
+Covered: dielectric materials (real eps >= 1, numbers or ``materials.Constant``) with
+``averaging="subpixel"`` (geometry and eps) or ``"staircase"`` (eps only: a staircased
+boundary has no derivative). PEC and Drude/Lorentz media are refused with the reason.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import ConfigError
+from ..materials import Constant
+from ..tracing import is_traced, primal
+from .subpixel import SubpixelBox
+
+
+def _eps(name: str, m):
+    """The (possibly traced) real permittivity of a dielectric scene material."""
+    if is_traced(m):
+        value = primal(m)
+        if value is not None and (np.iscomplexobj(value) or value.real < 1):
+            raise ConfigError(f"FDTD: {name} = {value.item()} must be a real permittivity >= 1")
+        if jnp.iscomplexobj(m):
+            raise ConfigError(f"FDTD: {name} must be a real permittivity >= 1 (traced complex given)")
+        return m
+    if isinstance(m, Constant):
+        m = complex(m.permittivity(1.0))
+        m = m.real if m.imag == 0 else m
+    if isinstance(m, (int, float)) and m >= 1:
+        return float(m)
+    raise ConfigError(
+        f"FDTD: differentiating a scene (traced parameters) needs dielectric materials (real eps "
+        f">= 1); {name} is {m!r}: keep the parameters of scenes with PEC, Drude/Lorentz or lossy "
+        "media concrete, or differentiate GridSimulation's per-cell eps"
+    )
+
+
+def _check_inside(sim, scene, tf) -> np.ndarray:
+    """As :func:`emjax.fdtd.scene_raster.materials`: the objects inside the region (the CPML
+    excluded) and the TF/SF box; returns the periodic axes."""
+    from .grid import Bloch, Periodic
+
+    g = sim.grid
+    origin = np.asarray(sim.origin)
+    lo = origin + np.array([p[0] for p in sim.pml_cells]) * g.dx
+    hi = origin + np.array([n - p[1] for n, p in zip(g.shape, sim.pml_cells)]) * g.dx
+    periodic = np.array([isinstance(b, (Periodic, Bloch)) for b in g.boundary])
+    scene.check_inside(
+        np.where(periodic, -np.inf, lo),
+        np.where(periodic, np.inf, hi),
+        "the simulated region (the CPML excluded)",
+    )
+    if tf is not None:
+        tf_lo = origin + np.asarray(tf.lo) * g.dx
+        tf_hi = origin + np.asarray(tf.hi) * g.dx
+        scene.check_inside(tf_lo + 2 * g.dx, tf_hi - 2 * g.dx, "the PlaneWaveSource box (less two cells)")
+    return periodic
+
+
+def _box_bounds(sim, points, periodic):
+    """The box of E nodes holding ``points`` (K, 3), as the concrete raster's, or a
+    ConfigError where it comes within two cells of the CPML."""
+    g = sim.grid
+    blo, bhi = points.min(axis=0), points.max(axis=0) + 1
+    for ax in range(3):
+        if g.shape[ax] == 1:
+            blo[ax], bhi[ax] = 0, 1
+    pml = [max(p) for p in sim.pml_cells]
+    for ax in range(3):
+        if periodic[ax] and g.shape[ax] > 1 and (blo[ax] < 2 or bhi[ax] > g.shape[ax] - 2):
+            blo[ax], bhi[ax] = 0, g.shape[ax]
+    for a, b, n, p, per in zip(blo, bhi, g.shape, pml, periodic):
+        if n > 1 and not (per and a == 0 and b == n) and (a < 2 + p or b > n - 2 - p):
+            raise ConfigError(
+                "subpixel averaging at an interface within two cells of the CPML is not supported: "
+                'keep the objects two cells away from it, or use averaging="staircase"'
+            )
+    return blo, bhi
+
+
+def _leaves(scene):
+    """The scene's traced values (a list, each tracer once) and a function rebuilding the
+    scene from a list of values in their place (the scene inside ``jax.jit``)."""
+    from ..scene import Object, Scene
+
+    leaves, slots = [], {}
+
+    def slot(x):
+        if not is_traced(x):
+            return None
+        if id(x) not in slots:
+            slots[id(x)] = len(leaves)
+            leaves.append(x)
+        return slots[id(x)]
+
+    bg = slot(scene.background)
+    specs = [
+        (
+            tuple(slot(m) for m in o.material),
+            tuple(slot(v) for v in o.center),
+            slot(o.size),
+            slot(o.rotation_matrix) if "rotation" in o.traced else None,
+        )
+        for o in scene.objects
+    ]
+
+    def rebuild(values):
+        def get(i, default):
+            return default if i is None else values[i]
+
+        objs = [
+            Object(
+                o.shape,
+                tuple(get(i, m) for i, m in zip(mats, o.material)),
+                tuple(get(i, v) for i, v in zip(center, o.center)),
+                get(size, o.size),
+                get(rot, o.rotation),
+            )
+            for o, (mats, center, size, rot) in zip(scene.objects, specs)
+        ]
+        return Scene(objs, get(bg, scene.background))
+
+    return leaves, rebuild
+
+
+def materials(sim, tf=None) -> dict:
+    """``eps`` (per E node, ``(3, nx, ny, nz)``) and a traced ``subpixel`` box for the
+    :class:`GridSimulation` of ``sim``, whose scene holds JAX tracers."""
+    import jax
+
+    from ..scene import rasterize
+    from ..scene.traced import interface_values
+
+    scene = sim.scene
+    base = scene.primal()  # the values: the host raster's structure
+    periodic = _check_inside(sim, base, tf)
+    names = ["Scene.background"] + [f"Scene.materials[{i}]" for i in range(1, len(scene.materials))]
+    for name, m in zip(names, scene.materials):
+        _eps(name, m)
+    geometry = [name for o in scene.objects for name in o.traced]
+    if geometry and sim.averaging != "subpixel":
+        raise ConfigError(
+            f'averaging="staircase" has no derivative with respect to an object\'s {geometry[0]} '
+            '(a staircased boundary jumps from cell to cell): use averaging="subpixel"'
+        )
+    g = sim.grid
+    r = rasterize(base, g.shape, g.dx, sim.origin, averaging=sim.averaging)
+    nodes = [r.interface[c]["index"] if len(r.interface[c]["fill"]) else None for c in range(3)]
+    present = [q for q in nodes if q is not None]
+    box = _box_bounds(sim, np.concatenate(present), periodic) if present else None
+    leaves, rebuild = _leaves(scene)
+
+    def assemble(values):
+        """The per-node eps and the box's inverse tensors from the traced values."""
+        sc = rebuild(values)
+        lut = jnp.stack([jnp.asarray(_eps(n, m), dtype=float) for n, m in zip(names, sc.materials)])
+        eps = jnp.stack([lut[lab] for lab in r.label])
+        if box is None:
+            return eps, None
+        blo, bhi = box
+        sl = tuple(slice(int(a), int(b)) for a, b in zip(blo, bhi))
+        inv_box = jnp.zeros((3, 3) + tuple(int(v) for v in bhi - blo), dtype=eps.dtype)
+        for c in range(3):
+            inv_box = inv_box.at[c, c].set(1.0 / eps[c][sl])
+            if nodes[c] is None:
+                continue
+            it = r.interface[c]
+            f, n = interface_values(sc, r, c, base)
+            e1, e2 = lut[it["own"]], lut[it["other"]]
+            mean_inv = f / e1 + (1 - f) / e2  # <1/eps>
+            inv_mean = 1.0 / (f * e1 + (1 - f) * e2)  # <eps>^-1
+            P = n[:, :, None] * n[:, None, :]
+            inv = P * mean_inv[:, None, None] + (jnp.eye(3)[None] - P) * inv_mean[:, None, None]
+            i = tuple((nodes[c] - blo).T)
+            inv_box = inv_box.at[(c, slice(None)) + i].set(inv[:, c, :])  # (M, 3): row c per node
+        return eps, inv_box
+
+    # one compiled function, not one per operation (a ConfigError raised while tracing it, as
+    # interface_values' refusal, reaches the caller unchanged)
+    eps, inv_box = jax.jit(assemble)(leaves)
+    if box is None:
+        return {"eps": eps, "subpixel": None}
+    active = np.zeros((3,) + np.shape(inv_box)[2:], bool)
+    for c in range(3):
+        if nodes[c] is not None:
+            active[(c,) + tuple((nodes[c] - box[0]).T)] = True
+    return {"eps": eps, "subpixel": SubpixelBox(tuple(int(v) for v in box[0]), inv_box, active)}
