@@ -26,6 +26,7 @@ geometry is traced.
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -54,21 +55,49 @@ def _norm(q):
     return jnp.sqrt(jnp.maximum(jnp.sum(q * q, axis=-1), _TINY))
 
 
+def _max_last(e):
+    """``max(e, axis=-1)`` whose derivative is the mean of the entries that reach it (ties
+    within 16 ulp: central differences' answer at a tie). ``jnp.max``'s rule finds them by
+    exact equality with the recomputed maximum, which XLA's fused arithmetic can miss inside
+    ``jax.jit`` (a zero normal where a box's faces meet)."""
+    m = jnp.max(e, axis=-1, keepdims=True)
+    tol = 16 * jnp.finfo(e.dtype).eps * (1 + jnp.abs(m))
+    w = jax.lax.stop_gradient((e >= m - tol).astype(e.dtype))
+    return jnp.sum(w * e, axis=-1) / jnp.sum(w, axis=-1)
+
+
+def _box_distance(e):
+    """Signed distance from the per-axis excesses ``e`` (..., k) over a box's half-sides."""
+    top = _max_last(e)
+    return _norm(jnp.maximum(e, 0.0)) * (top > 0) + jnp.minimum(top, 0.0)
+
+
 def signed_distance(obj: Object, p):
     """Signed distance (negative inside) of ``obj``'s surface at lab points ``p`` (..., 3),
     as a JAX function of its (possibly traced) size, center and rotation; the same formulas
     as :meth:`Object.signed_distance` (exact for Sphere, Box, Cylinder, Disk, Rectangle;
     first order in the distance for an Ellipsoid)."""
-    shape = obj.shape
+    _check_shape(obj.shape)
+    return _distance(obj.shape, *_placement(obj), p)
+
+
+def _check_shape(shape) -> None:
     if type(shape) not in ANALYTIC:
         raise ConfigError(
             f"{shape.name}: traced geometry needs a shape with an analytic signed distance "
             f"({', '.join(c.__name__ for c in ANALYTIC)}); keep this object's size, center and "
             "rotation concrete"
         )
+
+
+def _placement(obj: Object):
+    """(size, center (3,), rotation matrix) of ``obj`` as JAX values."""
     center = jnp.stack([jnp.asarray(v) for v in obj.center])
-    q = (p - center) @ jnp.asarray(obj.rotation_matrix)
-    size = obj.size
+    return jnp.asarray(obj.size), center, jnp.asarray(obj.rotation_matrix)
+
+
+def _distance(shape, size, center, R, p):
+    q = (p - center) @ R
     if type(shape) is Sphere:
         return _norm(q) - size / 2
     if type(shape) is Disk:
@@ -76,13 +105,11 @@ def signed_distance(obj: Object, p):
     if type(shape) in (Box, Rectangle):
         if type(shape) is Box:
             h = 0.5 * size * jnp.array([1.0, shape.y_over_x, shape.z_over_x])
-            e = jnp.abs(q) - h
-        else:
-            e = jnp.abs(q[..., :2]) - 0.5 * size * jnp.array([1.0, shape.y_over_x])
-        return _norm(jnp.maximum(e, 0.0)) * (jnp.max(e, axis=-1) > 0) + jnp.minimum(jnp.max(e, axis=-1), 0.0)
+            return _box_distance(jnp.abs(q) - h)
+        return _box_distance(jnp.abs(q[..., :2]) - 0.5 * size * jnp.array([1.0, shape.y_over_x]))
     if type(shape) is Cylinder:
         e = jnp.stack([_norm(q[..., :2]) - size / 2, jnp.abs(q[..., 2]) - 0.5 * size * shape.aspect], axis=-1)
-        return _norm(jnp.maximum(e, 0.0)) * (jnp.max(e, axis=-1) > 0) + jnp.minimum(jnp.max(e, axis=-1), 0.0)
+        return _box_distance(e)
     a = 0.5 * size * jnp.array([1.0, shape.y_over_x, shape.z_over_x])  # Ellipsoid
     u = q / a
     phi = jnp.sum(u * u, axis=-1) - 1.0
@@ -110,9 +137,17 @@ def object_fill(obj: Object, p, dx: float):
     (a cube of side ``dx`` centred on each point) inside ``obj`` by its tangent-plane cut,
     and the outward unit normal ``grad d`` there; JAX arrays, differentiable in ``obj``'s
     traced parameters. Exactly 0 or 1 where the surface is more than ``sqrt(3)/2 dx`` away."""
-    p = jnp.asarray(p)
-    d = signed_distance(obj, p)
-    grad = jax.vmap(jax.grad(lambda x: signed_distance(obj, x)))(p.reshape(-1, 3)).reshape(p.shape)
+    _check_shape(obj.shape)
+    return _fill(obj.shape, *_placement(obj), jnp.asarray(p), dx)
+
+
+@partial(jax.jit, static_argnames=("shape", "dx"))
+def _fill(shape, size, center, R, p, dx):
+    """:func:`object_fill` compiled once per shape kind and point count."""
+    d = _distance(shape, size, center, R, p)
+    grad = jax.vmap(jax.grad(lambda x: _distance(shape, size, center, R, x)))(p.reshape(-1, 3)).reshape(
+        p.shape
+    )
     n = grad / jnp.maximum(jnp.sqrt(jnp.sum(grad * grad, axis=-1, keepdims=True)), 1e-300)
     return cube_plane_fill(n, d / dx), n
 
