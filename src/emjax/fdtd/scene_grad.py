@@ -18,9 +18,11 @@ boundary has no derivative). PEC and Drude/Lorentz media are refused with the re
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..backend import precision_scope
 from ..errors import ConfigError
 from ..materials import Constant
 from ..tracing import is_traced, primal
@@ -136,11 +138,53 @@ def _leaves(scene):
     return leaves, rebuild
 
 
+def _in_float64(f, leaves):
+    """``f(leaves)`` (one array) evaluated in float64 whatever the session's default: the
+    cube-plane fill cancels terms of size ``1 / (n_x n_y n_z)``, which float32 loses where a
+    normal is near an axis. In a 32-bit session the result comes back in float32 with a
+    derivative rule of float32 operations only (``jax.grad``'s backward pass runs after this
+    scope: it must not meet float64 arrays): the Jacobian with respect to the few traced
+    scalars is computed in float64 with the value, and the tangent is ``J @ t``."""
+    if jax.config.jax_enable_x64:  # a 64-bit session: plain
+        return f(leaves)
+    if any(is_traced(v) and primal(v) is None for v in leaves):
+        # inside jax.jit only concrete geometry passes (Scene.primal refuses the rest): the
+        # fill fractions are the host's, float32 loses nothing
+        return f(leaves)
+    shapes = [jnp.shape(v) for v in leaves]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+
+    def unflatten(x):
+        out, k = [], 0
+        for sh, n in zip(shapes, sizes):
+            out.append(x[k : k + n].reshape(sh))
+            k += n
+        return out
+
+    def g(x):
+        return f(unflatten(x))
+
+    @jax.custom_jvp
+    def value(x):
+        with precision_scope():
+            return g(jnp.asarray(np.asarray(x), jnp.float64)).astype(jnp.float32)
+
+    @value.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        x64 = np.asarray(primal(x) if is_traced(x) else x, np.float64)  # concrete: checked above
+        with precision_scope():
+            out, jac = jax.jit(lambda x: (g(x), jax.jacfwd(g)(x)))(jnp.asarray(x64))
+            out, jac = np.asarray(out, np.float32), np.asarray(jac, np.float32)
+        return jnp.asarray(out), jnp.tensordot(jnp.asarray(jac), t, axes=1)
+
+    x = jnp.concatenate([jnp.ravel(jnp.asarray(v, jnp.float32)) for v in leaves])
+    return value(x)
+
+
 def materials(sim, tf=None) -> dict:
     """``eps`` (per E node, ``(3, nx, ny, nz)``) and a traced ``subpixel`` box for the
     :class:`GridSimulation` of ``sim``, whose scene holds JAX tracers."""
-    import jax
-
     from ..scene import rasterize
     from ..scene.traced import interface_values
 
@@ -163,13 +207,16 @@ def materials(sim, tf=None) -> dict:
     box = _box_bounds(sim, np.concatenate(present), periodic) if present else None
     leaves, rebuild = _leaves(scene)
 
-    def assemble(values):
-        """The per-node eps and the box's inverse tensors from the traced values."""
+    def node_eps(values):
+        """The per-node eps (a lookup of the materials' eps by the node labels)."""
         sc = rebuild(values)
         lut = jnp.stack([jnp.asarray(_eps(n, m), dtype=float) for n, m in zip(names, sc.materials)])
-        eps = jnp.stack([lut[lab] for lab in r.label])
-        if box is None:
-            return eps, None
+        return jnp.stack([lut[lab] for lab in r.label]), lut
+
+    def tensors(values):
+        """The box's inverse tensors: 1 / eps on the diagonal, Kottke's at interface nodes."""
+        sc = rebuild(values)
+        eps, lut = node_eps(values)
         blo, bhi = box
         sl = tuple(slice(int(a), int(b)) for a, b in zip(blo, bhi))
         inv_box = jnp.zeros((3, 3) + tuple(int(v) for v in bhi - blo), dtype=eps.dtype)
@@ -186,11 +233,12 @@ def materials(sim, tf=None) -> dict:
             inv = P * mean_inv[:, None, None] + (jnp.eye(3)[None] - P) * inv_mean[:, None, None]
             i = tuple((nodes[c] - blo).T)
             inv_box = inv_box.at[(c, slice(None)) + i].set(inv[:, c, :])  # (M, 3): row c per node
-        return eps, inv_box
+        return inv_box
 
-    # one compiled function, not one per operation (a ConfigError raised while tracing it, as
-    # interface_values' refusal, reaches the caller unchanged)
-    eps, inv_box = jax.jit(assemble)(leaves)
+    # each one compiled function, not one operation at a time (a ConfigError raised while
+    # tracing, as interface_values' refusal, reaches the caller unchanged)
+    eps = jax.jit(lambda v: node_eps(v)[0])(leaves)
+    inv_box = None if box is None else _in_float64(jax.jit(tensors), leaves)
     if box is None:
         return {"eps": eps, "subpixel": None}
     active = np.zeros((3,) + np.shape(inv_box)[2:], bool)

@@ -201,7 +201,11 @@ def _coefficients(box: SubpixelBox, inv, cb, dt, dtype, shape, bloch, structural
     ``inv``'s values)."""
     traced = _is_tracer(inv) or _is_tracer(cb)
     xp = jnp if traced else np  # inside the weights' jit: JAX
-    cb = xp.asarray(cb, dtype=float)
+    # traced: in the run's dtype (the backward pass runs after fdtd.run's 64-bit scope: a
+    # float32 run must hold no float64 operation to transpose)
+    cb = jnp.asarray(cb, dtype=dtype) if traced else np.asarray(cb, dtype=float)
+    if traced:
+        inv = jnp.asarray(inv, dtype=dtype)
     act = box.active_mask
     lo = np.asarray(box.lo)
     # a zero entry (an axis-aligned normal) of a traced tensor still has a derivative
