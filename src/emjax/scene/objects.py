@@ -301,6 +301,15 @@ class Scene:
         number) is a JAX tracer (``jax.grad`` / ``jax.jit`` over it)."""
         return any(o.traced for o in self.objects) or any(is_traced(m) for m in self.materials)
 
+    @property
+    def traced_names(self) -> tuple:
+        """The traced parameters by name, as ``("objects[0].size", "background", ...)``."""
+        out = ["background"] if is_traced(self.background) else []
+        for i, o in enumerate(self.objects):
+            out += [f"objects[{i}].{name}" for name in o.traced]
+            out += [f"objects[{i}].material[{k}]" for k, m in enumerate(o.material) if is_traced(m)]
+        return tuple(out)
+
     def primal(self) -> Scene:
         """The scene with concrete values (host-side rasterization): each object's
         :meth:`Object.primal`, and each traced permittivity replaced by a

@@ -288,8 +288,10 @@ def rasterize(
         raise ConfigError(f"scene must be an emjax.scene.Scene, got {scene!r}")
     if scene.traced:
         raise ConfigError(
-            "scene.rasterize is the host (NumPy) raster and needs concrete scene parameters, got "
-            "JAX tracers: rasterize scene.primal() for the structure and take the traced fill "
+            "scene.rasterize is the host (NumPy) raster and needs concrete scene parameters, but "
+            f"the scene's {', '.join(scene.traced_names)} "
+            f"{'is a JAX tracer' if len(scene.traced_names) == 1 else 'are JAX tracers'}: rasterize "
+            "scene.primal() for the structure and take the traced fill "
             "fractions from emjax.scene.traced (the solver at hand may not differentiate scene "
             "geometry yet: then differentiate its per-cell permittivity instead)"
         )
