@@ -206,6 +206,25 @@ def test_traced_geometry_inside_jit_is_refused_with_the_reason():
         jax.jit(jax.grad(lambda r: _energy(_sphere(r, 0.0, 2.0))))(0.2)
 
 
+def test_material_eps_alone_may_be_traced_under_jit():
+    """With concrete geometry the raster's structure needs no values: ``jax.jit`` around a
+    function of the sphere's and the background's eps gives the unjitted value and
+    derivatives (to rounding), and the traced background matches a central difference."""
+
+    def inverse(eps, background):
+        sim = _sim(_sphere(0.22, 0.03, eps), background=background)
+        return jnp.sum(_effective_inverse(sim.to_grid()[0]) ** 2)
+
+    with precision_scope():
+        plain = jax.value_and_grad(inverse, argnums=(0, 1))(2.25, 1.5)
+        jitted = jax.jit(jax.value_and_grad(inverse, argnums=(0, 1)))(2.25, 1.5)
+        np.testing.assert_allclose(
+            np.asarray(jax.tree.leaves(jitted)), np.asarray(jax.tree.leaves(plain)), rtol=1e-12
+        )
+        fd = (float(inverse(2.25, 1.5 + H)) - float(inverse(2.25, 1.5 - H))) / (2 * H)
+        assert abs(float(plain[1][1]) - fd) <= 1e-6 * abs(fd)
+
+
 def test_untraceable_shape_names_the_shape():
     """A prism (no analytic signed distance) with a traced size: the ConfigError names it and
     the shapes that can be traced."""

@@ -189,7 +189,7 @@ def materials(sim, tf=None) -> dict:
     from ..scene.traced import interface_values
 
     scene = sim.scene
-    base = scene.primal()  # the values: the host raster's structure
+    base = scene.primal(structure_only=True)  # the values: the host raster's structure
     periodic = _check_inside(sim, base, tf)
     names = ["Scene.background"] + [f"Scene.materials[{i}]" for i in range(1, len(scene.materials))]
     for name, m in zip(names, scene.materials):

@@ -38,6 +38,21 @@ class PerfectConductor:
 PEC = PerfectConductor()
 
 
+class PrimalValue(Material):
+    """A non-dispersive medium standing for a traced permittivity in :meth:`Scene.primal`:
+    its value (``eps``), and its own identity (two tracers of equal value stay two
+    materials)."""
+
+    def __init__(self, eps):
+        self.eps = eps
+
+    def permittivity(self, omega):
+        return np.full(np.shape(omega), self.eps, dtype=complex)
+
+    def __repr__(self) -> str:
+        return f"PrimalValue({self.eps!r})"
+
+
 def check_material(name: str, m):
     """A number (eps, finite), a Material or PEC; returns it (numbers as complex or float).
     A JAX tracer (a permittivity being differentiated) is returned as it is, its value
@@ -310,27 +325,27 @@ class Scene:
             out += [f"objects[{i}].material[{k}]" for k, m in enumerate(o.material) if is_traced(m)]
         return tuple(out)
 
-    def primal(self) -> Scene:
+    def primal(self, structure_only: bool = False) -> Scene:
         """The scene with concrete values (host-side rasterization): each object's
         :meth:`Object.primal`, and each traced permittivity replaced by a
-        :class:`~emjax.materials.Constant` of its value (one per tracer: :attr:`materials`
+        :class:`PrimalValue` of its value (one per tracer: :attr:`materials`
         keeps its order, material ``i`` of both scenes is the same one). A ConfigError names
-        a value that is abstract (inside ``jax.jit`` or ``jax.vmap``)."""
+        a value that is abstract (inside ``jax.jit`` or ``jax.vmap``); ``structure_only``:
+        an abstract permittivity becomes a placeholder (eps 2) instead, for uses that need
+        the geometry alone (the raster's labels and interfaces do not depend on the values)."""
         if not self.traced:
             return self
-        from ..materials import Constant
-
         subst = {}
         for m in self.materials:
             if is_traced(m):
                 value = primal(m)
-                if value is None:
+                if value is None and not structure_only:
                     raise ConfigError(
                         "a scene permittivity is abstract (traced inside jax.jit or jax.vmap): "
                         "the scene is rasterized on the host from its values; take jax.grad of the "
                         "loss without jax.jit or jax.vmap around it"
                     )
-                subst[id(m)] = Constant.from_permittivity(value.item())
+                subst[id(m)] = PrimalValue(2.0 if value is None else value.item())
 
         def sub(m):
             return subst.get(id(m), m)
