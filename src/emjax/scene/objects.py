@@ -6,6 +6,12 @@ ZYZ Euler angles (degrees, as ADDA) or a rotation matrix, and moves it to ``cent
 Materials: a number (relative permittivity, complex allowed), an :mod:`emjax.materials`
 material (Constant, Drude/Lorentz, Debye, Tabulated) or :data:`PEC`. Later objects override
 earlier ones where they overlap.
+
+Differentiable: ``size``, ``center`` (numbers or a (3,) array), ``rotation`` and a numeric
+permittivity may be JAX tracers; their values are checked where JAX knows them (``jax.grad``,
+``jax.jvp``), only their shapes inside ``jax.jit``. The host-side methods (:meth:`Object.domain`,
+:meth:`Object.bounds`, :meth:`Object.signed_distance`) use the values (:meth:`Object.primal`);
+``emjax.scene.traced`` holds the JAX functions of them.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from ..geometry import Shape, Voxels
 from ..materials import Material
 from ..scattering import euler_matrix
 from ..tracing import is_traced, primal
+from .params import PrimalValue, has_tracer, traced_rotation
 
 __all__ = ["PEC", "Object", "Scene", "PerfectConductor"]
 
@@ -36,21 +43,6 @@ class PerfectConductor:
 
 #: the perfect electric conductor, as a material
 PEC = PerfectConductor()
-
-
-class PrimalValue(Material):
-    """A non-dispersive medium standing for a traced permittivity in :meth:`Scene.primal`:
-    its value (``eps``), and its own identity (two tracers of equal value stay two
-    materials)."""
-
-    def __init__(self, eps):
-        self.eps = eps
-
-    def permittivity(self, omega):
-        return np.full(np.shape(omega), self.eps, dtype=complex)
-
-    def __repr__(self) -> str:
-        return f"PrimalValue({self.eps!r})"
 
 
 def check_material(name: str, m):
@@ -82,7 +74,8 @@ def check_material(name: str, m):
 class Object:
     """``shape`` of extent ``size`` along its x axis, turned by ``rotation`` (ZYZ Euler angles
     in degrees, or a 3x3 matrix) and centred at ``center``; ``material`` (one per domain for
-    multi-domain shapes such as CoatedSphere: a tuple, domain 0 first)."""
+    multi-domain shapes such as CoatedSphere: a tuple, domain 0 first). ``size``, ``center``,
+    ``rotation`` and a numeric material may be JAX tracers: :attr:`traced` names them."""
 
     shape: Shape
     material: object
@@ -103,7 +96,7 @@ class Object:
             self, "material", tuple(check_material(f"Object.material[{i}]", m) for i, m in enumerate(mats))
         )
         traced = []
-        if _has_tracer(self.center):
+        if has_tracer(self.center):
             shape = (len(self.center),) if isinstance(self.center, (list, tuple)) else np.shape(self.center)
             if shape != (3,) or any(np.ndim(v) for v in self.center):
                 raise ConfigError(f"Object.center must be three numbers, got {self.center!r}")
@@ -133,8 +126,8 @@ class Object:
             require_positive("Object.size", self.size)
             object.__setattr__(self, "size", float(self.size))
         R = np.eye(3)
-        if self.rotation is not None and _has_tracer(self.rotation):
-            R = _traced_rotation(self.rotation)
+        if self.rotation is not None and has_tracer(self.rotation):
+            R = traced_rotation(self.rotation)
             traced.append("rotation")
         elif self.rotation is not None:
             r = require_floats(
@@ -245,34 +238,6 @@ class Object:
             grad = np.linalg.norm(2 * u / a, axis=-1)
             return phi / np.maximum(grad, 1e-300)  # phi / |grad phi|: the distance to first order
         return None
-
-
-def _has_tracer(v) -> bool:
-    """Whether ``v`` (a tracer, or a list/tuple of numbers and tracers) holds a tracer."""
-    return is_traced(v) or (isinstance(v, (list, tuple)) and any(is_traced(x) for x in v))
-
-
-def _traced_rotation(rotation):
-    """The rotation matrix of traced Euler angles (degrees, ZYZ as :func:`euler_matrix`) or of
-    a traced 3x3 matrix (orthogonality checked on its value where concrete), as a JAX array."""
-    import jax.numpy as jnp
-
-    r = jnp.stack([jnp.asarray(x) for x in rotation]) if isinstance(rotation, (list, tuple)) else rotation
-    r = jnp.asarray(r)
-    if r.shape == (3,):
-        a, b, g = jnp.deg2rad(r[0]), jnp.deg2rad(r[1]), jnp.deg2rad(r[2])
-
-        def rz(t):
-            c, s = jnp.cos(t), jnp.sin(t)
-            return jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-        cb, sb = jnp.cos(b), jnp.sin(b)
-        ry = jnp.array([[cb, 0.0, sb], [0.0, 1.0, 0.0], [-sb, 0.0, cb]])
-        return rz(a) @ ry @ rz(g)
-    value = primal(r)
-    if r.shape != (3, 3) or (value is not None and not np.allclose(value @ value.T, np.eye(3), atol=1e-9)):
-        raise ConfigError("Object.rotation must be (alpha, beta, gamma) in degrees or a 3x3 rotation")
-    return r
 
 
 def _voxel_domain(shape: Voxels, q: np.ndarray) -> np.ndarray:
