@@ -13,7 +13,12 @@ reverse mode of the checkpointed time loop.
 
 Covered: dielectric materials (real eps >= 1, numbers or ``materials.Constant``) with
 ``averaging="subpixel"`` (geometry and eps) or ``"staircase"`` (eps only: a staircased
-boundary has no derivative). PEC and Drude/Lorentz media are refused with the reason.
+boundary has no derivative). PEC and Drude/Lorentz media are refused with the reason. The
+tensors are computed in float64 in any session (:func:`_in_float64`). Under ``jax.jit`` only
+permittivities may be traced (the host raster needs the geometry's values; Scene.primal
+refuses abstract geometry with that reason). Each call compiles the raster's JAX function
+anew (its structure is captured); the time loop's compilation is reused while the interface
+nodes stay the same.
 """
 
 from __future__ import annotations
