@@ -113,13 +113,16 @@ def _distance(shape, size, center, R, p):
     a = 0.5 * size * jnp.array([1.0, shape.y_over_x, shape.z_over_x])  # Ellipsoid
     u = q / a
     phi = jnp.sum(u * u, axis=-1) - 1.0
-    return phi / jnp.maximum(_norm(2 * u / a), 1e-300)
+    return phi / jnp.maximum(_norm(2 * u / a), jnp.finfo(phi.dtype).tiny)
 
 
 def cube_plane_fill(normal, distance):
     """:func:`emjax.scene.cube_plane_fill` in ``jax.numpy``: the volume fraction of the unit
     cube on the side ``n . x <= -distance`` of a plane (``normal`` (..., 3), ``distance`` in
-    cell units, negative inside)."""
+    cell units, negative inside). Evaluate it in float64: the closed form sums terms of size
+    ``1 / (n_x n_y n_z)`` (up to 1e12 with the 1e-4 floor on each component) that cancel, so
+    float32 loses the result where a normal is near an axis (the FDTD's traced raster runs it
+    in float64 in any session)."""
     n = jnp.maximum(jnp.abs(normal), 1e-4)  # as the host: a face-parallel plane as a limit
     n = n / jnp.sqrt(jnp.sum(n * n, axis=-1, keepdims=True))
     t = -distance
@@ -148,7 +151,7 @@ def _fill(shape, size, center, R, p, dx):
     grad = jax.vmap(jax.grad(lambda x: _distance(shape, size, center, R, x)))(p.reshape(-1, 3)).reshape(
         p.shape
     )
-    n = grad / jnp.maximum(jnp.sqrt(jnp.sum(grad * grad, axis=-1, keepdims=True)), 1e-300)
+    n = grad / jnp.maximum(jnp.sqrt(jnp.sum(grad * grad, axis=-1, keepdims=True)), jnp.finfo(grad.dtype).tiny)
     return cube_plane_fill(n, d / dx), n
 
 
@@ -162,7 +165,8 @@ def fill_fraction(obj: Object, shape, dx: float, origin=(0.0, 0.0, 0.0), compone
     """The volume fraction of each E_``component`` node's dual cell inside ``obj``, shape
     ``shape`` (a JAX array): the smooth raster of one object on a whole grid (dense: for
     design regions of modest size). Equals the host raster's fill fraction of the object's
-    material wherever that one uses the tangent-plane cut."""
+    material wherever that one uses the tangent-plane cut. Float64 (see
+    :func:`cube_plane_fill`)."""
     pos = node_positions(shape, dx, tuple(float(v) for v in origin), component)
     f, _ = object_fill(obj, pos.reshape(-1, 3), dx)
     return f.reshape(tuple(shape))
