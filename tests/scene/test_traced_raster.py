@@ -74,7 +74,8 @@ def test_filled_volume_and_its_radius_derivative():
 def test_objects_accept_tracers_and_check_concrete_values():
     """Size, center (a tuple or an array), rotation and eps may be tracers; concrete bad input
     keeps its one-line ConfigError, a traced value is checked where JAX knows it, and the
-    host raster refuses a traced scene with what to use instead."""
+    host raster refuses a traced scene with what to use instead; a shape's proportions and
+    a polygon's vertices are refused as not differentiable (one line each)."""
 
     def build(size, cz, eps, beta):
         o = scene.Object(geometry.Box(), eps, center=(0.0, 0.0, cz), size=size, rotation=(0.0, beta, 0.0))
@@ -97,6 +98,11 @@ def test_objects_accept_tracers_and_check_concrete_values():
         scene.Object(geometry.Sphere(), 2.0, size=-1.0)
     with pytest.raises(ConfigError, match="Object.center must be three"):
         scene.Object(geometry.Sphere(), 2.0, center=(0.0, 1.0))
+
+    with pytest.raises(ConfigError, match="y_over_x is not differentiable .got a JAX tracer"):
+        jax.grad(lambda a: scene.Object(geometry.Box(y_over_x=a), 2.0).size)(0.5)
+    with pytest.raises(ConfigError, match="Polygon.vertices are not differentiable yet"):
+        jax.grad(lambda a: scene.Object(geometry.Polygon([[0, 0], [a, 0], [0, 1.0]]), 2.0).size)(0.5)
 
     def abstract(size):
         return scene.Object(geometry.Sphere(), 2.0, size=size).primal()

@@ -86,6 +86,13 @@ class Object:
     def __post_init__(self):
         if not isinstance(self.shape, Shape):
             raise ConfigError(f"Object.shape must be an emjax.geometry shape, got {self.shape!r}")
+        for name, value in vars(self.shape).items():
+            if has_tracer(value) or (np.ndim(value) and any(is_traced(v) for v in np.ravel(value))):
+                raise ConfigError(
+                    f"{type(self.shape).__name__}.{name} is a JAX tracer: a shape's proportions "
+                    "cannot be traced; trace the Object's size, center or rotation (a box of "
+                    "independent sides: one traced size per object)"
+                )
         n = self.shape.n_domains
         mats = self.material if isinstance(self.material, (tuple, list)) else (self.material,)
         if len(mats) != n:
