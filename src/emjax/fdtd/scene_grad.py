@@ -16,12 +16,16 @@ Covered: dielectric materials (real eps >= 1, numbers or ``materials.Constant``)
 boundary has no derivative). PEC and Drude/Lorentz media are refused with the reason. The
 tensors are computed in float64 in any session (:func:`_in_float64`). Under ``jax.jit`` only
 permittivities may be traced (the host raster needs the geometry's values; Scene.primal
-refuses abstract geometry with that reason). Each call compiles the raster's JAX function
-anew (its structure is captured); the time loop's compilation is reused while the interface
-nodes stay the same.
+refuses abstract geometry with that reason). The raster's compiled functions are cached by
+structure (:data:`_COMPILED`: the interface nodes, materials and untraced values), as the
+time loop's are by their arrays' shapes: a new set of interface nodes compiles anew.
 """
 
 from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
@@ -113,6 +117,9 @@ def _leaves(scene):
             leaves.append(x)
         return slots[id(x)]
 
+    def describe(slot_index, value):
+        return ("traced", slot_index) if slot_index is not None else ("value", repr(value))
+
     bg = slot(scene.background)
     specs = [
         (
@@ -124,32 +131,84 @@ def _leaves(scene):
         for o in scene.objects
     ]
 
+    # the untraced values only (a cached rebuild must hold no tracer of an earlier call)
+    fixed = [
+        (
+            o.shape,
+            tuple(None if i is not None else m for i, m in zip(mats, o.material)),
+            tuple(None if i is not None else v for i, v in zip(center, o.center)),
+            None if size is not None else o.size,
+            None if rot is not None else o.rotation,
+        )
+        for o, (mats, center, size, rot) in zip(scene.objects, specs)
+    ]
+    background = None if bg is not None else scene.background
+
     def rebuild(values):
         def get(i, default):
             return default if i is None else values[i]
 
         objs = [
             Object(
-                o.shape,
-                tuple(get(i, m) for i, m in zip(mats, o.material)),
-                tuple(get(i, v) for i, v in zip(center, o.center)),
-                get(size, o.size),
-                get(rot, o.rotation),
+                shape,
+                tuple(get(i, m) for i, m in zip(mats, mats0)),
+                tuple(get(i, v) for i, v in zip(center, center0)),
+                get(size, size0),
+                get(rot, rot0),
             )
-            for o, (mats, center, size, rot) in zip(scene.objects, specs)
+            for (shape, mats0, center0, size0, rot0), (mats, center, size, rot) in zip(fixed, specs)
         ]
-        return Scene(objs, get(bg, scene.background))
+        return Scene(objs, get(bg, background))
 
-    return leaves, rebuild
+    description = (describe(bg, scene.background),) + tuple(
+        (
+            type(o.shape).__name__,
+            repr(o.shape),
+            tuple(describe(i, m) for i, m in zip(mats, o.material)),
+            tuple(describe(i, v) for i, v in zip(center, o.center)),
+            describe(size, o.size),
+            describe(rot, None if rot is not None else np.asarray(o.rotation_matrix).tolist()),
+        )
+        for o, (mats, center, size, rot) in zip(scene.objects, specs)
+    )
+    return leaves, rebuild, description
 
 
-def _in_float64(f, leaves):
+#: compiled raster functions by structure (the same interface nodes, materials and untraced
+#: values): an optimization's next step reuses them instead of compiling anew
+_COMPILED: OrderedDict = OrderedDict()
+_COMPILED_MAX = 8
+
+
+def _digest(*parts) -> str:
+    """A hash of nested tuples of plain values and NumPy arrays (shape, dtype and bytes)."""
+    h = hashlib.sha1()
+
+    def feed(x):
+        if isinstance(x, np.ndarray):
+            h.update(repr((x.shape, x.dtype.str)).encode())
+            h.update(np.ascontiguousarray(x).tobytes())
+        elif isinstance(x, (tuple, list)):
+            h.update(b"(")
+            for v in x:
+                feed(v)
+            h.update(b")")
+        else:
+            h.update(repr(x).encode())
+        h.update(b",")
+
+    feed(parts)
+    return h.hexdigest()
+
+
+def _in_float64(entry, leaves):
     """``f(leaves)`` (one array) evaluated in float64 whatever the session's default: the
     cube-plane fill cancels terms of size ``1 / (n_x n_y n_z)``, which float32 loses where a
     normal is near an axis. In a 32-bit session the result comes back in float32 with a
     derivative rule of float32 operations only (``jax.grad``'s backward pass runs after this
     scope: it must not meet float64 arrays): the Jacobian with respect to the few traced
     scalars is computed in float64 with the value, and the tangent is ``J @ t``."""
+    f = entry["tensors"]
     if jax.config.jax_enable_x64:  # a 64-bit session: plain
         return f(leaves)
     if any(is_traced(v) and primal(v) is None for v in leaves):
@@ -179,7 +238,9 @@ def _in_float64(f, leaves):
         (x,), (t,) = primals, tangents
         x64 = np.asarray(primal(x) if is_traced(x) else x, np.float64)  # concrete: checked above
         with precision_scope():
-            out, jac = jax.jit(lambda x: (g(x), jax.jacfwd(g)(x)))(jnp.asarray(x64))
+            if entry["jacobian"] is None:
+                entry["jacobian"] = jax.jit(lambda x: (g(x), jax.jacfwd(g)(x)))
+            out, jac = entry["jacobian"](jnp.asarray(x64))
             out, jac = np.asarray(out, np.float32), np.asarray(jac, np.float32)
         return jnp.asarray(out), jnp.tensordot(jnp.asarray(jac), t, axes=1)
 
@@ -187,11 +248,49 @@ def _in_float64(f, leaves):
     return value(x)
 
 
+def _compile(raster, box, groups, names, rebuild) -> dict:
+    """The jitted per-node eps and box tensors of a structure (what a cache entry holds);
+    they read only their arguments' structure, never the scene's traced values."""
+    from ..scene.traced import interface_values
+
+    def node_eps(values):
+        """The per-node eps (a lookup of the materials' eps by the node labels)."""
+        sc = rebuild(values)
+        lut = jnp.stack([jnp.asarray(_eps(n, m), dtype=float) for n, m in zip(names, sc.materials)])
+        return jnp.stack([lut[lab] for lab in raster.label]), lut
+
+    def tensors(values):
+        """The box's inverse tensors: 1 / eps on the diagonal, Kottke's at interface nodes."""
+        sc = rebuild(values)
+        eps, lut = node_eps(values)
+        blo, bhi = box
+        sl = tuple(slice(int(a), int(b)) for a, b in zip(blo, bhi))
+        inv_box = jnp.zeros((3, 3) + tuple(int(v) for v in bhi - blo), dtype=eps.dtype)
+        for c in range(3):
+            inv_box = inv_box.at[c, c].set(1.0 / eps[c][sl])
+            it = raster.interface[c]
+            if not len(it["fill"]):
+                continue
+            f, n = interface_values(sc, raster, c, groups=groups[c])
+            e1, e2 = lut[it["own"]], lut[it["other"]]
+            mean_inv = f / e1 + (1 - f) / e2  # <1/eps>
+            inv_mean = 1.0 / (f * e1 + (1 - f) * e2)  # <eps>^-1
+            P = n[:, :, None] * n[:, None, :]
+            inv = P * mean_inv[:, None, None] + (jnp.eye(3)[None] - P) * inv_mean[:, None, None]
+            i = tuple((it["index"] - blo).T)
+            inv_box = inv_box.at[(c, slice(None)) + i].set(inv[:, c, :])  # (M, 3): row c per node
+        return inv_box
+
+    # each one compiled function, not one operation at a time (a ConfigError raised while
+    # tracing reaches the caller unchanged)
+    return {"eps": jax.jit(lambda v: node_eps(v)[0]), "tensors": jax.jit(tensors), "jacobian": None}
+
+
 def materials(sim, tf=None) -> dict:
     """``eps`` (per E node, ``(3, nx, ny, nz)``) and a traced ``subpixel`` box for the
     :class:`GridSimulation` of ``sim``, whose scene holds JAX tracers."""
     from ..scene import rasterize
-    from ..scene.traced import interface_values
+    from ..scene.traced import interface_groups
 
     scene = sim.scene
     base = scene.primal(structure_only=True)  # the values: the host raster's structure
@@ -210,40 +309,32 @@ def materials(sim, tf=None) -> dict:
     nodes = [r.interface[c]["index"] if len(r.interface[c]["fill"]) else None for c in range(3)]
     present = [q for q in nodes if q is not None]
     box = _box_bounds(sim, np.concatenate(present), periodic) if present else None
-    leaves, rebuild = _leaves(scene)
-
-    def node_eps(values):
-        """The per-node eps (a lookup of the materials' eps by the node labels)."""
-        sc = rebuild(values)
-        lut = jnp.stack([jnp.asarray(_eps(n, m), dtype=float) for n, m in zip(names, sc.materials)])
-        return jnp.stack([lut[lab] for lab in r.label]), lut
-
-    def tensors(values):
-        """The box's inverse tensors: 1 / eps on the diagonal, Kottke's at interface nodes."""
-        sc = rebuild(values)
-        eps, lut = node_eps(values)
-        blo, bhi = box
-        sl = tuple(slice(int(a), int(b)) for a, b in zip(blo, bhi))
-        inv_box = jnp.zeros((3, 3) + tuple(int(v) for v in bhi - blo), dtype=eps.dtype)
-        for c in range(3):
-            inv_box = inv_box.at[c, c].set(1.0 / eps[c][sl])
-            if nodes[c] is None:
-                continue
-            it = r.interface[c]
-            f, n = interface_values(sc, r, c, base)
-            e1, e2 = lut[it["own"]], lut[it["other"]]
-            mean_inv = f / e1 + (1 - f) / e2  # <1/eps>
-            inv_mean = 1.0 / (f * e1 + (1 - f) * e2)  # <eps>^-1
-            P = n[:, :, None] * n[:, None, :]
-            inv = P * mean_inv[:, None, None] + (jnp.eye(3)[None] - P) * inv_mean[:, None, None]
-            i = tuple((nodes[c] - blo).T)
-            inv_box = inv_box.at[(c, slice(None)) + i].set(inv[:, c, :])  # (M, 3): row c per node
-        return inv_box
-
-    # each one compiled function, not one operation at a time (a ConfigError raised while
-    # tracing, as interface_values' refusal, reaches the caller unchanged)
-    eps = jax.jit(lambda v: node_eps(v)[0])(leaves)
-    inv_box = None if box is None else _in_float64(jax.jit(tensors), leaves)
+    leaves, rebuild, description = _leaves(scene)
+    groups = [interface_groups(scene, r, c, base) if nodes[c] is not None else [] for c in range(3)]
+    # what the compiled functions read: the raster without the values the traced geometry
+    # replaces (nor the scene's values), the groups, the scene's structure and untraced values
+    stripped = []
+    for c in range(3):
+        it = dict(r.interface[c])
+        it["fill"], it["normal"] = it["fill"].copy(), it["normal"].copy()
+        for _, rows, _ in groups[c]:
+            it["fill"][rows], it["normal"][rows] = 0.0, 0.0
+        stripped.append(it)
+    raster = replace(r, scene=None, interface=tuple(stripped))
+    key = _digest(
+        (raster.shape, raster.dx, raster.origin, raster.averaging, None if box is None else box),
+        tuple(raster.label),
+        tuple((it["index"], it["own"], it["other"], it["fill"], it["normal"]) for it in stripped),
+        tuple(tuple((k, rows, mine) for k, rows, mine in grp) for grp in groups),
+        tuple(names),
+        description,
+    )
+    entry = _COMPILED.pop(key, None) or _compile(raster, box, groups, names, rebuild)
+    _COMPILED[key] = entry
+    while len(_COMPILED) > _COMPILED_MAX:
+        _COMPILED.popitem(last=False)
+    eps = entry["eps"](leaves)
+    inv_box = None if box is None else _in_float64(entry, leaves)
     if box is None:
         return {"eps": eps, "subpixel": None}
     active = np.zeros((3,) + np.shape(inv_box)[2:], bool)

@@ -20,6 +20,7 @@ it (:func:`mixed_poles`), with their polarizations kept per interface node
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -190,9 +191,22 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
 
     args = (dt, dtype, shape, bloch)
     out = _coefficients(box, np.zeros(np.shape(box.eps_inv)), np.zeros(np.shape(cb)), *args, structural=True)
-    weights = jax.jit(lambda inv, c: _coefficients(box, inv, c, *args, structural=True)["sub_w"])
+    # one compiled function per structure (an optimization's next step reuses it)
+    key = (box.lo, box.active_mask.shape, box.active_mask.tobytes(), float(dt), str(np.dtype(dtype)))
+    key += (tuple(shape), tuple(None if b is None else complex(b) for b in bloch), np.shape(cb))
+    weights = _WEIGHTS.pop(key, None)
+    if weights is None:  # over a stand-in of the structure (the cache must hold no tracer)
+        like = SubpixelBox(box.lo, np.ones(np.shape(box.eps_inv)), box.active_mask)
+        weights = jax.jit(lambda inv, c: _coefficients(like, inv, c, *args, structural=True)["sub_w"])
+    _WEIGHTS[key] = weights
+    while len(_WEIGHTS) > 8:
+        _WEIGHTS.popitem(last=False)
     out["sub_w"] = weights(box.eps_inv, cb)
     return out
+
+
+#: the jitted weights of traced boxes by structure (lo, active nodes, grid, dtype)
+_WEIGHTS: OrderedDict = OrderedDict()
 
 
 def _coefficients(box: SubpixelBox, inv, cb, dt, dtype, shape, bloch, structural: bool) -> dict:

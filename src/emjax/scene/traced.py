@@ -39,6 +39,7 @@ from .raster import YeeRaster
 
 __all__ = [
     "ANALYTIC",
+    "interface_groups",
     "cube_plane_fill",
     "fill_fraction",
     "interface_values",
@@ -185,29 +186,21 @@ def _reaching(scene: Scene, pos: np.ndarray, dx: float) -> list:
     return out
 
 
-def interface_values(scene: Scene, raster: YeeRaster, component: int, base: Scene | None = None):
-    """``(fill, normal)`` at ``raster``'s interface nodes of E_``component`` as JAX
-    functions of ``scene``'s traced parameters: ``raster`` is the host raster of
-    ``scene.primal()`` (the structure: nodes, own and other materials), and the result
-    replaces its ``fill`` and ``normal`` there (the same meaning: fraction of the node's
-    own material, normal pointing out of it). Nodes the host sampled keep its values; a
-    ConfigError names the object when one of them is reached by traced geometry. ``base``:
-    ``scene.primal()`` where it is known already (inside ``jax.jit`` the scene's own tracers
-    are abstract)."""
+def interface_groups(scene: Scene, raster: YeeRaster, component: int, base: Scene | None = None) -> list:
+    """The host part of :func:`interface_values`: ``[(k, rows, mine), ...]``, per object
+    ``k`` with traced geometry, the interface nodes (rows of ``raster.interface[component]``)
+    that it alone reaches (the tangent-plane cut) and whether each node's own material is
+    the object's. A ConfigError names the object when traced geometry reaches a node the host
+    sampled. ``base``: ``scene.primal()`` where it is known already."""
     it = raster.interface[component]
-    fill = jnp.asarray(it["fill"])
-    normal = jnp.asarray(it["normal"])
     if not len(it["fill"]) or not any(o.traced for o in scene.objects):
-        return fill, normal
+        return []
     primal = scene.primal() if base is None else base
-    dx = raster.dx
-    pos = node_positions(raster.shape, dx, raster.origin, component)[tuple(it["index"].T)]
-    reach = _reaching(primal, pos, dx)
+    pos = node_positions(raster.shape, raster.dx, raster.origin, component)[tuple(it["index"].T)]
     groups = {}
-    for i, ks in enumerate(reach):
+    for i, ks in enumerate(_reaching(primal, pos, raster.dx)):
         o = scene.objects[ks[0]] if len(ks) == 1 else None
-        analytic = o is not None and len(o.material) == 1 and type(o.shape) in ANALYTIC
-        if analytic:
+        if o is not None and len(o.material) == 1 and type(o.shape) in ANALYTIC:
             groups.setdefault(ks[0], []).append(i)
             continue
         for k in ks:
@@ -224,14 +217,36 @@ def interface_values(scene: Scene, raster: YeeRaster, component: int, base: Scen
                     f"traced geometry over a cell apart, use one of "
                     f"{', '.join(c.__name__ for c in ANALYTIC)}, or keep that geometry concrete"
                 )
-    for k, rows in groups.items():
-        o = scene.objects[k]
-        if not o.traced:
-            continue  # the host's values stand (no parameter of it is traced)
-        rows = np.asarray(rows)
-        f_in, n = object_fill(o, pos[rows], dx)
-        m_obj = primal.material_index(primal.objects[k].material[0])
-        mine = it["own"][rows] == m_obj
+    out = []
+    for k, rows in sorted(groups.items()):
+        if scene.objects[k].traced:  # else the host's values stand
+            rows = np.asarray(rows)
+            m_obj = primal.material_index(primal.objects[k].material[0])
+            out.append((k, rows, it["own"][rows] == m_obj))
+    return out
+
+
+def interface_values(
+    scene: Scene, raster: YeeRaster, component: int, base: Scene | None = None, groups: list | None = None
+):
+    """``(fill, normal)`` at ``raster``'s interface nodes of E_``component`` as JAX
+    functions of ``scene``'s traced parameters: ``raster`` is the host raster of
+    ``scene.primal()`` (the structure: nodes, own and other materials), and the result
+    replaces its ``fill`` and ``normal`` there (the same meaning: fraction of the node's
+    own material, normal pointing out of it). Nodes the host sampled keep its values; a
+    ConfigError names the object when one of them is reached by traced geometry. ``base``:
+    ``scene.primal()`` where it is known already (inside ``jax.jit`` the scene's own tracers
+    are abstract); ``groups``: :func:`interface_groups`' answer where it is known already."""
+    it = raster.interface[component]
+    fill = jnp.asarray(it["fill"])
+    normal = jnp.asarray(it["normal"])
+    if groups is None:
+        groups = interface_groups(scene, raster, component, base)
+    if not groups:
+        return fill, normal
+    pos = node_positions(raster.shape, raster.dx, raster.origin, component)[tuple(it["index"].T)]
+    for k, rows, mine in groups:
+        f_in, n = object_fill(scene.objects[k], pos[rows], raster.dx)
         fill = fill.at[rows].set(jnp.where(mine, f_in, 1.0 - f_in))
         normal = normal.at[rows].set(jnp.where(mine[:, None], 1.0, -1.0) * n)
     return fill, normal
