@@ -188,11 +188,11 @@ def test_compiled_raster_reused_only_for_the_same_structure():
         assert len(scene_grad._COMPILED) == 2
 
 
-def test_32_bit_session_gets_the_float64_raster_and_its_derivatives():
+def test_32_bit_jax_gets_the_float64_raster_and_its_derivatives():
     """In JAX's default 32-bit mode the traced raster is computed in float64 (float32 loses
     the cube-plane fill where a normal is near an axis: 2% off in Csca before) and handed on
     in float32 with a float32 derivative rule: values and ``jax.grad`` (reverse mode, whose
-    backward pass runs outside any 64-bit scope) equal the 64-bit session's to float32
+    backward pass runs outside any 64-bit scope) equal 64-bit JAX's to float32
     rounding (measured 7e-10 in the value, 1.4e-7 of the largest derivative; tolerance 1e-5)."""
     p0 = (0.22, 0.03, 2.25)
     weights = np.random.default_rng(1).random((3, 3, 12, 12, 12))

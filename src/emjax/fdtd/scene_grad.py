@@ -14,7 +14,7 @@ reverse mode of the checkpointed time loop.
 Covered: dielectric materials (real eps >= 1, numbers or ``materials.Constant``) with
 ``averaging="subpixel"`` (geometry and eps) or ``"staircase"`` (eps only: a staircased
 boundary has no derivative). PEC and Drude/Lorentz media are refused with the reason. The
-tensors are computed in float64 in any session (:func:`_in_float64`). Under ``jax.jit`` only
+tensors are computed in float64 in either JAX mode (:func:`_in_float64`). Under ``jax.jit`` only
 permittivities may be traced (the host raster needs the geometry's values; Scene.primal
 refuses abstract geometry with that reason). The raster's compiled functions are cached by
 structure (:data:`_COMPILED`: the interface nodes, materials and untraced values), as the
@@ -202,14 +202,14 @@ def _digest(*parts) -> str:
 
 
 def _in_float64(entry, leaves):
-    """``f(leaves)`` (one array) evaluated in float64 whatever the session's default: the
+    """``f(leaves)`` (one array) evaluated in float64 whatever JAX's default: the
     cube-plane fill cancels terms of size ``1 / (n_x n_y n_z)``, which float32 loses where a
-    normal is near an axis. In a 32-bit session the result comes back in float32 with a
+    normal is near an axis. In JAX's 32-bit mode the result comes back in float32 with a
     derivative rule of float32 operations only (``jax.grad``'s backward pass runs after this
     scope: it must not meet float64 arrays): the Jacobian with respect to the few traced
     scalars is computed in float64 with the value, and the tangent is ``J @ t``."""
     f = entry["tensors"]
-    if jax.config.jax_enable_x64:  # a 64-bit session: plain
+    if jax.config.jax_enable_x64:  # 64-bit JAX: plain
         return f(leaves)
     if any(is_traced(v) and primal(v) is None for v in leaves):
         # inside jax.jit only concrete geometry passes (Scene.primal refuses the rest): the

@@ -123,7 +123,7 @@ def cube_plane_fill(normal, distance):
     cell units, negative inside). Evaluate it in float64: the closed form sums terms of size
     ``1 / (n_x n_y n_z)`` (up to 1e12 with the 1e-4 floor on each component) that cancel, so
     float32 loses the result where a normal is near an axis (the FDTD's traced raster runs it
-    in float64 in any session)."""
+    in float64 in either JAX mode)."""
     n = jnp.maximum(jnp.abs(normal), 1e-4)  # as the host: a face-parallel plane as a limit
     n = n / jnp.sqrt(jnp.sum(n * n, axis=-1, keepdims=True))
     t = -distance
