@@ -27,6 +27,7 @@ SHARED = [
     "emjax.geometry",
     "emjax.scene.objects",
     "emjax.scene.raster",
+    "emjax.scene.traced",
     "emjax.materials",
     "emjax.scattering",
     "emjax.krylov",

@@ -34,11 +34,21 @@ class ResourceError(EmjaxError, MemoryError):
     """A run would need more memory than the device has; says needed vs available."""
 
 
+def _refuse_tracer(name: str, value) -> None:
+    """A JAX tracer where a concrete number is needed: say so (not "must be a number")."""
+    if type(value).__module__.startswith("jax") and hasattr(value, "aval"):
+        raise ConfigError(
+            f"{name} is not differentiable (got a JAX tracer under jax.grad, jax.jit or jax.vmap): "
+            "give it a concrete number"
+        )
+
+
 def require_finite(name: str, value: float) -> float:
     """Return ``float(value)`` or raise :class:`ConfigError` if it is NaN/Inf."""
     try:
         v = float(value)
     except (TypeError, ValueError) as exc:
+        _refuse_tracer(name, value)
         raise ConfigError(f"{name} must be a real number, got {value!r}") from exc
     if not math.isfinite(v):
         raise ConfigError(f"{name} must be finite, got {value!r}")
@@ -63,6 +73,7 @@ def require_range(
     try:
         v = float(value)
     except (TypeError, ValueError) as exc:
+        _refuse_tracer(name, value)
         raise ConfigError(f"{name} must be a number {rng}, got {value!r}") from exc
     if not math.isfinite(v) or v < lo or v > hi or (open_lo and v == lo):
         raise ConfigError(f"{name} must be {rng}, got {value!r}")

@@ -21,6 +21,15 @@ import numpy as np
 
 from .errors import ConfigError, require_int, require_positive, require_range
 
+
+def _has_tracer(v) -> bool:
+    from .tracing import is_traced
+
+    return is_traced(v) or (
+        isinstance(v, np.ndarray) and v.dtype == object and any(is_traced(x) for x in v.flat)
+    )
+
+
 #: largest number of lattice cells along one axis that emjax accepts (as ADDA's limit)
 MAX_CELLS_PER_AXIS = 65535
 
@@ -278,6 +287,11 @@ class PolygonPrism(Shape):
     name = "polygon_prism"
 
     def __post_init__(self):
+        if _has_tracer(self.vertices):
+            raise ConfigError(
+                f"{type(self).__name__}.vertices are not differentiable yet (got JAX tracers): give "
+                "concrete vertices; trace the Object's size, center or rotation instead"
+            )
         v = np.asarray(self.vertices, dtype=float)
         if v.ndim != 2 or v.shape[1] != 2 or len(v) < 3 or not np.all(np.isfinite(v)):
             raise ConfigError(f"PolygonPrism.vertices must be (n >= 3, 2) finite, got shape {v.shape}")

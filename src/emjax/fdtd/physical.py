@@ -423,7 +423,12 @@ class Simulation:
                     )
             probes.append(Probe(tuple(cells), AXIS[p[1]], p[2] if len(p) > 2 else "E"))
         probes = tuple(probes)
-        materials = scene_raster.materials(self, tf)
+        if getattr(self.scene, "traced", False):  # jax.grad over scene parameters
+            from . import scene_grad
+
+            materials = scene_grad.materials(self, tf)
+        else:
+            materials = scene_raster.materials(self, tf)
         sim = GridSimulation(g, sources=tuple(sources), probes=probes, monitors=tuple(monitors), **materials)
         return sim, names
 

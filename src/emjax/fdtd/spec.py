@@ -52,7 +52,8 @@ class GridSimulation:
     ``jax.jvp`` or ``jax.jit`` over them): then only their shapes are validated, and
     :func:`run` steps the whole loop as one traced computation with rematerialized segments
     (see :func:`emjax.fdtd.run`). The masks (``dispersive``, ``pec``) and a ``subpixel`` box
-    are NumPy-rasterized and must stay concrete.
+    are NumPy-rasterized and must stay concrete, except a ``subpixel`` box whose ``eps_inv``
+    is itself traced (a differentiated scene: :mod:`emjax.fdtd.scene_grad`).
     """
 
     grid: Grid
@@ -98,7 +99,10 @@ class GridSimulation:
         for name in ("dispersive", "pec"):
             if is_traced(getattr(self, name)):
                 raise ConfigError(f"{name} must be concrete (only eps and sigma may be traced inputs)")
-        if self.subpixel is not None and is_traced((self.eps, self.sigma)):
+        box_traced = isinstance(self.subpixel, SubpixelBox) and self.subpixel.traced
+        if box_traced and is_traced(self.sigma):
+            raise ConfigError("sigma must be concrete with a traced SubpixelBox (a differentiated scene)")
+        if self.subpixel is not None and not box_traced and is_traced((self.eps, self.sigma)):
             raise ConfigError(
                 "subpixel boxes are rasterized with NumPy: eps and sigma must be concrete with a "
                 "SubpixelBox (differentiate a GridSimulation without one)"
@@ -186,6 +190,12 @@ class GridSimulation:
                 raise ConfigError(f"probes must be Probe objects, got {p!r}")
             for ax, (i, n) in enumerate(zip(p.index, self.grid.shape)):
                 require_int(f"Probe.index[{ax}]", i, 0, n - 1)
+
+    @property
+    def traced_inputs(self) -> tuple:
+        """The inputs that may hold JAX tracers (a traced run when any does)."""
+        box = self.subpixel.eps_inv if self.subpixel is not None and self.subpixel.traced else None
+        return (self.eps, self.sigma, box)
 
     def memory_bytes(self) -> int:
         arrays = 6 + (2 if np.ndim(self.eps) or np.ndim(self.sigma) else 0)

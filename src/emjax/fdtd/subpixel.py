@@ -20,6 +20,7 @@ it (:func:`mixed_poles`), with their polarizations kept per interface node
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -50,6 +51,9 @@ class SubpixelBox:
     poles: dict | None = None  # anisotropic dispersive interface nodes (see :func:`interface_poles`)
 
     def __post_init__(self):
+        if _is_tracer(self.eps_inv):  # a traced raster (jax.grad over scene parameters)
+            self._check_traced()
+            return
         a = np.asarray(self.eps_inv, dtype=float)
         if a.ndim != 5 or a.shape[:2] != (3, 3):
             raise ConfigError(f"SubpixelBox.eps_inv must have shape (3, 3, bx, by, bz), got {a.shape}")
@@ -75,6 +79,25 @@ class SubpixelBox:
             if not np.isfinite(self.poles.get("c2", np.nan)):
                 raise ConfigError("SubpixelBox.poles['c2'] must be a finite number")
 
+    def _check_traced(self):
+        """A box whose ``eps_inv`` is a JAX tracer: shapes only (values unknown); the node
+        structure (``active``) must be concrete, and no dispersive poles."""
+        shape = tuple(np.shape(self.eps_inv))
+        if len(shape) != 5 or shape[:2] != (3, 3):
+            raise ConfigError(f"SubpixelBox.eps_inv must have shape (3, 3, bx, by, bz), got {shape}")
+        if self.active is None or _is_tracer(self.active) or self.poles is not None:
+            raise ConfigError("a traced SubpixelBox.eps_inv needs a concrete active mask and no poles")
+        act = np.asarray(self.active, bool)
+        if act.shape != (3,) + shape[2:]:
+            raise ConfigError(f"SubpixelBox.active must have shape {(3,) + shape[2:]}, got {act.shape}")
+        object.__setattr__(self, "active", act)
+        object.__setattr__(self, "lo", tuple(int(v) for v in self.lo))
+
+    @property
+    def traced(self) -> bool:
+        """Whether ``eps_inv`` is a JAX tracer (a differentiated scene raster)."""
+        return _is_tracer(self.eps_inv)
+
     @property
     def active_mask(self) -> np.ndarray:
         """(3, bx, by, bz) bool: the nodes whose update the tensor replaces."""
@@ -84,7 +107,7 @@ class SubpixelBox:
 
     @property
     def shape(self) -> tuple:
-        return self.eps_inv.shape[2:]
+        return tuple(np.shape(self.eps_inv)[2:])
 
     @property
     def slices(self) -> tuple:
@@ -107,6 +130,12 @@ class SubpixelBox:
                     f"{2 + L}..{N - 2 - L} (inside the grid, outside the CPML, two cells margin), or span "
                     "a periodic axis whole"
                 )
+
+
+def _is_tracer(x) -> bool:
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
 
 
 def _neighbours(coords, offset, shape, bloch):
@@ -151,17 +180,65 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
     eps_inv[c, c] - cb`` (cb: the plain update's coefficient there) and the symmetrized
     off-diagonal weights ``w_q = (dt / 8) (eps_inv[c, j] at the E_c node + eps_inv[j, c] at
     E_j's node q)`` (times q's Bloch factor). The curls are computed only where needed: at
-    the active nodes and their neighbours (``curl_nodes``), from six gathers of H each."""
-    cb = np.asarray(cb, dtype=float)
+    the active nodes and their neighbours (``curl_nodes``), from six gathers of H each.
+
+    A traced box or ``cb`` (a differentiated scene): the node lists from the active mask (every
+    entry of an active node may vary), the weights ``sub_w`` as one jitted JAX function of
+    ``eps_inv`` and ``cb``."""
+    if not (box.traced or _is_tracer(cb)):
+        return _coefficients(box, box.eps_inv, cb, dt, dtype, shape, bloch, structural=False)
+    import jax
+
+    args = (dt, dtype, shape, bloch)
+    out = _coefficients(box, np.zeros(np.shape(box.eps_inv)), np.zeros(np.shape(cb)), *args, structural=True)
+    # one compiled function per structure (an optimization's next step reuses it)
+    key = (box.lo, box.active_mask.shape, box.active_mask.tobytes(), float(dt), str(np.dtype(dtype)))
+    key += (tuple(shape), tuple(None if b is None else complex(b) for b in bloch), np.shape(cb))
+    weights = _WEIGHTS.pop(key, None)
+    if weights is None:  # over a stand-in of the structure (the cache must hold no tracer)
+        like = SubpixelBox(box.lo, np.ones(np.shape(box.eps_inv)), box.active_mask)
+        weights = jax.jit(lambda inv, c: _coefficients(like, inv, c, *args, structural=True)["sub_w"])
+    _WEIGHTS[key] = weights
+    while len(_WEIGHTS) > 8:
+        _WEIGHTS.popitem(last=False)
+    out["sub_w"] = weights(box.eps_inv, cb)
+    return out
+
+
+#: the jitted weights of traced boxes by structure (lo, active nodes, grid, dtype)
+_WEIGHTS: OrderedDict = OrderedDict()
+
+
+def _coefficients(box: SubpixelBox, inv, cb, dt, dtype, shape, bloch, structural: bool) -> dict:
+    """:func:`coefficients` with the tensors ``inv`` (``box.eps_inv`` or a stand-in);
+    ``structural``: which off-diagonal entries may be nonzero is the active mask's (else
+    ``inv``'s values)."""
+    traced = _is_tracer(inv) or _is_tracer(cb)
+    xp = jnp if traced else np  # inside the weights' jit: JAX
+    # traced: in the run's dtype (the backward pass runs after fdtd.run's 64-bit scope: a
+    # float32 run must hold no float64 operation to transpose)
+    cb = jnp.asarray(cb, dtype=dtype) if traced else np.asarray(cb, dtype=float)
+    if traced:
+        inv = jnp.asarray(inv, dtype=dtype)
     act = box.active_mask
     lo = np.asarray(box.lo)
-    inv = box.eps_inv
+    # a zero entry (an axis-aligned normal) of a traced tensor still has a derivative
+    pattern = np.broadcast_to(act[:, None], (3, 3) + act.shape[1:]) if structural else inv
     complex_w = any(b is not None for b in bloch)
     wdtype = jnp.result_type(dtype, jnp.complex64) if complex_w else dtype
 
     def cb_at(c, cells):
         a = cb[c] if cb.ndim == 4 else cb
-        return a[tuple(cells.T)] if np.ndim(a) == 3 else np.full(len(cells), float(a))
+        return a[tuple(cells.T)] if np.ndim(a) == 3 else xp.full(len(cells), a)
+
+    def pick(a, b, ok):
+        """``a[b]`` where ``ok``, 0 elsewhere (``b`` (M, 3) box positions)."""
+        if not traced:
+            out = np.zeros(len(b))
+            out[ok] = a[tuple(b[ok].T)]
+            return out
+        safe = np.where(ok[:, None], b, 0)
+        return jnp.where(ok, jnp.asarray(a)[tuple(safe.T)], 0.0)
 
     box_shape = np.asarray(box.shape)
 
@@ -176,7 +253,11 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
     # row couples back to E_c (the symmetrized term reaches them)
     # components with off-diagonal coupling (staircased boxes have none: then no neighbours)
     coupled = [
-        any(np.any(inv[c, j][act[c]] != 0) or np.any(inv[j, c][act[j]] != 0) for j in range(3) if j != c)
+        any(
+            np.any(pattern[c, j][act[c]] != 0) or np.any(pattern[j, c][act[j]] != 0)
+            for j in range(3)
+            if j != c
+        )
         for c in range(3)
     ]
     cells = []
@@ -185,7 +266,7 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
         for j in range(3):
             if j == c:
                 continue
-            q = np.argwhere(act[j] & (inv[j, c] != 0)) + lo
+            q = np.argwhere(act[j] & (pattern[j, c] != 0)) + lo
             cand += [q - np.asarray(off) for off in _around(c, j)]
         flat, _ = _neighbours(np.concatenate(cand), (0, 0, 0), shape, bloch)
         cells.append(np.array(np.unravel_index(np.unique(flat), shape)).T.reshape(-1, 3))
@@ -218,23 +299,21 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
         for j in range(3):
             if j == c or not coupled[c]:
                 continue
-            o_cj = np.zeros(len(bc))
-            o_cj[on_c] = inv[c, j][tuple(bc[on_c].T)]
+            o_cj = pick(inv[c, j], bc, on_c)
             for off in _around(c, j):
                 q = nbr[(c, j, tuple(off))]
                 flat_q, ph = _neighbours(q, (0, 0, 0), shape, bloch)
                 # the neighbour's E_j tensor row (at its wrapped node), if it lies in the box (else 0)
                 qb, on_j = in_box(np.array(np.unravel_index(flat_q, shape)).T.reshape(-1, 3), j)
-                o_jc = np.zeros(len(q))
-                o_jc[on_j] = inv[j, c][tuple(qb[on_j].T)]
+                o_jc = pick(inv[j, c], qb, on_j)
                 w = dt / 8 * (o_cj + o_jc)
                 if ph is not None:
                     w = w * ph
                 w_c.append(w)
                 g_c.append(np.searchsorted(pos[j], flat_q).astype(np.int32))
-        d_c = np.zeros(len(bc))
-        d_c[on_c] = dt * inv[c, c][tuple(bc[on_c].T)] - cb_at(c, cells[c][on_c])
-        weights.append((jnp.asarray(d_c, dtype), jnp.asarray(np.stack(w_c), wdtype) if w_c else None))
+        safe = np.where(on_c[:, None], cells[c], cells[c][:1] if len(cells[c]) else 0)
+        d_c = xp.where(on_c, dt * pick(inv[c, c], bc, on_c) - cb_at(c, safe), 0.0)
+        weights.append((jnp.asarray(d_c, dtype), jnp.asarray(xp.stack(w_c), wdtype) if w_c else None))
         gather.append(jnp.asarray(np.stack(g_c)) if g_c else None)
     # curl_j = (H_b[q] - H_b[q - e_a]) - (H_a[q] - H_a[q - e_b]) with a = j + 1, b = j + 2
     curl_idx = []

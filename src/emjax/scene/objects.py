@@ -6,6 +6,12 @@ ZYZ Euler angles (degrees, as ADDA) or a rotation matrix, and moves it to ``cent
 Materials: a number (relative permittivity, complex allowed), an :mod:`emjax.materials`
 material (Constant, Drude/Lorentz, Debye, Tabulated) or :data:`PEC`. Later objects override
 earlier ones where they overlap.
+
+Differentiable: ``size``, ``center`` (numbers or a (3,) array), ``rotation`` and a numeric
+permittivity may be JAX tracers; their values are checked where JAX knows them (``jax.grad``,
+``jax.jvp``), only their shapes inside ``jax.jit``. The host-side methods (:meth:`Object.domain`,
+:meth:`Object.bounds`, :meth:`Object.signed_distance`) use the values (:meth:`Object.primal`);
+``emjax.scene.traced`` holds the JAX functions of them.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from ..errors import ConfigError, require_floats, require_positive
 from ..geometry import Shape, Voxels
 from ..materials import Material
 from ..scattering import euler_matrix
+from ..tracing import is_traced, primal
+from .params import PrimalValue, has_tracer, traced_rotation
 
 __all__ = ["PEC", "Object", "Scene", "PerfectConductor"]
 
@@ -38,8 +46,17 @@ PEC = PerfectConductor()
 
 
 def check_material(name: str, m):
-    """A number (eps, finite), a Material or PEC; returns it (numbers as complex or float)."""
+    """A number (eps, finite), a Material or PEC; returns it (numbers as complex or float).
+    A JAX tracer (a permittivity being differentiated) is returned as it is, its value
+    checked where it is concrete."""
     if m is PEC or isinstance(m, Material):
+        return m
+    if is_traced(m):
+        if np.ndim(m) != 0:
+            raise ConfigError(f"{name} must be a scalar permittivity, got an array of shape {np.shape(m)}")
+        value = primal(m)
+        if value is not None:
+            check_material(name, value.item())
         return m
     if isinstance(m, bool) or not isinstance(m, (int, float, complex, np.number)):
         raise ConfigError(
@@ -57,7 +74,8 @@ def check_material(name: str, m):
 class Object:
     """``shape`` of extent ``size`` along its x axis, turned by ``rotation`` (ZYZ Euler angles
     in degrees, or a 3x3 matrix) and centred at ``center``; ``material`` (one per domain for
-    multi-domain shapes such as CoatedSphere: a tuple, domain 0 first)."""
+    multi-domain shapes such as CoatedSphere: a tuple, domain 0 first). ``size``, ``center``,
+    ``rotation`` and a numeric material may be JAX tracers: :attr:`traced` names them."""
 
     shape: Shape
     material: object
@@ -68,6 +86,13 @@ class Object:
     def __post_init__(self):
         if not isinstance(self.shape, Shape):
             raise ConfigError(f"Object.shape must be an emjax.geometry shape, got {self.shape!r}")
+        for name, value in vars(self.shape).items():
+            if has_tracer(value) or (np.ndim(value) and any(is_traced(v) for v in np.ravel(value))):
+                raise ConfigError(
+                    f"{type(self.shape).__name__}.{name} is a JAX tracer: a shape's proportions "
+                    "cannot be traced; trace the Object's size, center or rotation (a box of "
+                    "independent sides: one traced size per object)"
+                )
         n = self.shape.n_domains
         mats = self.material if isinstance(self.material, (tuple, list)) else (self.material,)
         if len(mats) != n:
@@ -77,17 +102,41 @@ class Object:
         object.__setattr__(
             self, "material", tuple(check_material(f"Object.material[{i}]", m) for i, m in enumerate(mats))
         )
-        try:
-            c = tuple(float(v) for v in self.center)
-        except (TypeError, ValueError):
-            raise ConfigError(f"Object.center must be three numbers, got {self.center!r}") from None
-        if len(c) != 3 or not all(math.isfinite(v) for v in c):
-            raise ConfigError(f"Object.center must be three finite numbers, got {self.center!r}")
+        traced = []
+        if has_tracer(self.center):
+            shape = (len(self.center),) if isinstance(self.center, (list, tuple)) else np.shape(self.center)
+            if shape != (3,) or any(np.ndim(v) for v in self.center):
+                raise ConfigError(f"Object.center must be three numbers, got {self.center!r}")
+            c = tuple(self.center[i] for i in range(3))
+            value = primal(c)
+            if value is not None and not np.all(np.isfinite(value)):
+                raise ConfigError(f"Object.center must be three finite numbers, got {value.tolist()}")
+            traced.append("center")
+        else:
+            try:
+                c = tuple(float(v) for v in self.center)
+            except (TypeError, ValueError):
+                raise ConfigError(f"Object.center must be three numbers, got {self.center!r}") from None
+            if len(c) != 3 or not all(math.isfinite(v) for v in c):
+                raise ConfigError(f"Object.center must be three finite numbers, got {self.center!r}")
         object.__setattr__(self, "center", c)
-        require_positive("Object.size", self.size)
-        object.__setattr__(self, "size", float(self.size))
+        if is_traced(self.size):
+            if np.ndim(self.size) != 0:
+                raise ConfigError(
+                    f"Object.size must be a scalar, got an array of shape {np.shape(self.size)}"
+                )
+            value = primal(self.size)
+            if value is not None:
+                require_positive("Object.size", value.item())
+            traced.append("size")
+        else:
+            require_positive("Object.size", self.size)
+            object.__setattr__(self, "size", float(self.size))
         R = np.eye(3)
-        if self.rotation is not None:
+        if self.rotation is not None and has_tracer(self.rotation):
+            R = traced_rotation(self.rotation)
+            traced.append("rotation")
+        elif self.rotation is not None:
             r = require_floats(
                 "Object.rotation", self.rotation, "three Euler angles (deg) or a 3x3 rotation matrix"
             )
@@ -98,14 +147,51 @@ class Object:
             else:
                 raise ConfigError("Object.rotation must be (alpha, beta, gamma) in degrees or a 3x3 rotation")
         object.__setattr__(self, "_R", R)
+        object.__setattr__(self, "traced", tuple(traced))
 
     @property
-    def rotation_matrix(self) -> np.ndarray:
-        """Columns: the object's x, y, z axes in the lab frame."""
+    def rotation_matrix(self):
+        """Columns: the object's x, y, z axes in the lab frame (a JAX array when the
+        rotation is traced)."""
         return self._R
+
+    def primal(self) -> Object:
+        """This object with concrete geometry: itself when nothing is traced, else its
+        traced size, center and rotation replaced by their values (a ConfigError where they
+        have none: abstract tracers inside ``jax.jit`` or ``jax.vmap``). The host-side
+        methods (:meth:`domain`, :meth:`bounds`, :meth:`signed_distance`) use it."""
+        if not self.traced:
+            return self
+        cached = self.__dict__.get("_primal")
+        if cached is not None:
+            return cached
+        values = {}
+        for name in self.traced:
+            value = primal(getattr(self, name) if name != "rotation" else self._R)
+            if value is None:
+                raise ConfigError(
+                    f"Object.{name} is abstract (traced inside jax.jit or jax.vmap): the scene is "
+                    "rasterized on the host from the geometry's values; take jax.grad of the loss "
+                    "without jax.jit or jax.vmap around it (or keep the geometry concrete there)"
+                )
+            values[name] = tuple(value.tolist()) if name == "center" else value
+        values["rotation"] = values.get("rotation", self.rotation)
+        if "size" in values:
+            values["size"] = float(values["size"])
+        out = Object(
+            self.shape,
+            self.material,
+            values.get("center", self.center),
+            values.get("size", self.size),
+            values["rotation"],
+        )
+        object.__setattr__(self, "_primal", out)
+        return out
 
     def domain(self, x, y, z) -> np.ndarray:
         """Domain index at lab points (arrays of any shape), -1 outside."""
+        if self.traced:
+            return self.primal().domain(x, y, z)
         x, y, z = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float), np.asarray(z, float))
         p = np.stack([x, y, z], axis=-1)
         q = (p - np.asarray(self.center)) @ self._R / self.size  # the shape's frame, units of size
@@ -115,6 +201,8 @@ class Object:
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Lab-frame bounding box (lo, hi) of the turned shape."""
+        if self.traced:
+            return self.primal().bounds()
         half = 0.5 * self.size * np.array([1.0, self.shape.yx_ratio, self.shape.zx_ratio])
         ext = np.abs(self._R) @ half
         c = np.asarray(self.center)
@@ -126,6 +214,8 @@ class Object:
         to first order in the distance), else None (the raster then samples :meth:`domain`)."""
         from ..geometry import Box, Cylinder, Disk, Ellipsoid, Rectangle, Sphere
 
+        if self.traced:
+            return self.primal().signed_distance(p)
         q = (p - np.asarray(self.center)) @ self._R
         if type(self.shape) is Sphere:
             return np.linalg.norm(q, axis=-1) - self.size / 2
@@ -191,6 +281,61 @@ class Scene:
                 if not any(m is x or (_is_number(m) and _is_number(x) and m == x) for x in mats):
                     mats.append(m)
         object.__setattr__(self, "materials", tuple(mats))
+
+    @property
+    def traced(self) -> bool:
+        """Whether a scene parameter (an object's size, center, rotation, or a permittivity
+        number) is a JAX tracer (``jax.grad`` / ``jax.jit`` over it)."""
+        return any(o.traced for o in self.objects) or any(is_traced(m) for m in self.materials)
+
+    @property
+    def traced_names(self) -> tuple:
+        """The traced parameters by name, as ``("objects[0].size", "background", ...)``."""
+        out = ["background"] if is_traced(self.background) else []
+        for i, o in enumerate(self.objects):
+            out += [f"objects[{i}].{name}" for name in o.traced]
+            out += [f"objects[{i}].material[{k}]" for k, m in enumerate(o.material) if is_traced(m)]
+        return tuple(out)
+
+    def primal(self, structure_only: bool = False) -> Scene:
+        """The scene with concrete values (host-side rasterization): each object's
+        :meth:`Object.primal`, and each traced permittivity replaced by a
+        :class:`PrimalValue` of its value (one per tracer: :attr:`materials`
+        keeps its order, material ``i`` of both scenes is the same one). A ConfigError names
+        a value that is abstract (inside ``jax.jit`` or ``jax.vmap``); ``structure_only``:
+        an abstract permittivity becomes a placeholder (eps 2) instead, for uses that need
+        the geometry alone (the raster's labels and interfaces do not depend on the values)."""
+        if not self.traced:
+            return self
+        subst = {}
+        for m in self.materials:
+            if is_traced(m):
+                value = primal(m)
+                if value is None and not structure_only:
+                    raise ConfigError(
+                        "a scene permittivity is abstract (traced inside jax.jit or jax.vmap): "
+                        "the scene is rasterized on the host from its values; take jax.grad of the "
+                        "loss without jax.jit or jax.vmap around it"
+                    )
+                subst[id(m)] = PrimalValue(2.0 if value is None else value.item())
+
+        def sub(m):
+            return subst.get(id(m), m)
+
+        objs = tuple(
+            Object(
+                o.primal().shape,
+                tuple(sub(m) for m in o.material),
+                o.primal().center,
+                o.primal().size,
+                o.primal().rotation,
+            )
+            for o in self.objects
+        )
+        out = Scene(objs, sub(self.background))
+        if len(out.materials) != len(self.materials):  # cannot happen: identities are kept
+            raise ConfigError("Scene.primal: the materials' order changed")
+        return out
 
     def material_index(self, m) -> int:
         """Index of material ``m`` in :attr:`materials` (0: the background)."""

@@ -286,6 +286,15 @@ def rasterize(
     ``interface`` entries are None; a 2-D TM solve needs E_z only)."""
     if not isinstance(scene, Scene):
         raise ConfigError(f"scene must be an emjax.scene.Scene, got {scene!r}")
+    if scene.traced:
+        raise ConfigError(
+            "scene.rasterize is the host (NumPy) raster and needs concrete scene parameters, but "
+            f"the scene's {', '.join(scene.traced_names)} "
+            f"{'is a JAX tracer' if len(scene.traced_names) == 1 else 'are JAX tracers'}: rasterize "
+            "scene.primal() for the structure and take the traced fill "
+            "fractions from emjax.scene.traced (the solver at hand may not differentiate scene "
+            "geometry yet: then differentiate its per-cell permittivity instead)"
+        )
     shape = tuple(require_int(f"shape[{i}]", n, 1) for i, n in enumerate(shape))
     if len(shape) != 3:
         raise ConfigError(f"shape must be (nx, ny, nz), got {shape!r}")
