@@ -122,3 +122,16 @@ def test_untraceable_shape_is_named():
 
     with pytest.raises(ConfigError, match="prism.*Sphere, Ellipsoid, Box, Cylinder"):
         jax.jvp(values, (0.4,), (1.0,))
+
+
+def test_concrete_jax_scalars_are_numbers():
+    """An optimizer's parameters are concrete 0-d JAX arrays between steps: a material and a
+    size given so are numbers, as NumPy scalars are."""
+    import jax.numpy as jnp
+
+    from emjax import geometry, scene
+
+    o = scene.Object(geometry.Sphere(), jnp.asarray(2.25), size=jnp.asarray(0.5))
+    assert o.material == (2.25,) and float(o.size) == 0.5
+    with pytest.raises(ConfigError, match="Im eps must be >= 0"):
+        scene.Object(geometry.Sphere(), jnp.asarray(2.0 - 0.1j), size=0.5)

@@ -58,6 +58,8 @@ def check_material(name: str, m):
         if value is not None:
             check_material(name, value.item())
         return m
+    if not isinstance(m, (bool, np.bool_)) and hasattr(m, "dtype") and np.ndim(m) == 0:
+        m = np.asarray(m).item()  # a 0-d NumPy or JAX array (an optimizer's parameter) is a number
     if isinstance(m, bool) or not isinstance(m, (int, float, complex, np.number)):
         raise ConfigError(
             f"{name} must be a permittivity (number), an emjax.materials material or scene.PEC, got {m!r}"
