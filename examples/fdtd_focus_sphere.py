@@ -16,6 +16,11 @@ before and after, the objective's history) and ``history.json`` into ``--out``.
 
 Each step compiles the time loop again when the sphere's surface moves across a node
 (tens of seconds on a CPU, a few on a GPU); run it on a GPU for more steps or a finer grid.
+
+Measured on an H100 (12 steps, resolution 10, 106 s with the compiles): the patch's power
+over the intensity rises from 0.078 (the small sphere shades the 0.09 patch a little) to
+0.319, 3.5 times the patch's own area: the radius goes to its bound 0.45 (a larger lens
+gathers more) and eps settles at 2.31, where the sphere's focus falls on the patch.
 """
 
 from __future__ import annotations
