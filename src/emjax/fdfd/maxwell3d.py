@@ -355,6 +355,14 @@ def solve_3d(
     :mod:`emjax.fdfd.distributed`). Returns
     a :class:`Result3D`, or a list for a list of waves."""
     progress_bars.check(progress)
+    from .permittivity2d import traced_scene
+
+    if traced_scene(scene):  # jax.grad over a material: JAX arrays, the adjoint solve
+        from .scene_traced import solve_3d_traced
+
+        return solve_3d_traced(
+            size, resolution, frequency, source, scene, pml, center, averaging, solver, precision, progress
+        )
     freqs = [frequency] if np.ndim(frequency) == 0 else list(np.asarray(frequency, float).ravel())
 
     def make():  # the iterative solve's bar (Iterative()'s default rtol: 1e-6)
