@@ -22,7 +22,7 @@ from . import checkpoint as checkpoint_mod
 from . import sharded
 from . import step as engine
 from .results import FDTDResult
-from .spec import GridSimulation, check_run_arguments, is_traced
+from .spec import GridSimulation, check_run_arguments, is_traced, traced_inputs
 
 # Reverse mode of traced runs: "custom" (emjax.fdtd.adjoint, where it applies) or "autodiff"
 # (JAX's through the checkpointed scan); tests and benchmarks compare them.
@@ -166,14 +166,14 @@ def run(
         steps = int(math.ceil(require_positive("until", until) / sim.grid.dt))
     steps = require_int("steps", steps, 1)
     make = lambda: progress_bars.StepBar("fdtd", steps, "step")  # noqa: E731
-    with progress_bars.shown(progress, make, is_traced((sim.eps, sim.sigma, initial))) as report:
+    with progress_bars.shown(progress, make, is_traced(traced_inputs(sim, initial))) as report:
         return _run(sim, steps, chunk, initial, report, checkpoint, remat, layout, out_of_core)
 
 
 def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of_core) -> FDTDResult:
     """:func:`run` of a GridSimulation, ``steps`` checked, ``progress`` a callable or None."""
     if out_of_core is None and as_layout(layout) is None and jax.default_backend() != "cpu":
-        if not is_traced((sim.eps, sim.sigma, initial)):
+        if not is_traced(traced_inputs(sim, initial)):
             from ..backend import device_memory_bytes
 
             out_of_core = sim.memory_bytes() > 0.9 * device_memory_bytes()
@@ -197,14 +197,14 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
     else:  # each device holds its slab (plus replicated x-CPML windows: small)
         check_memory(sim.memory_bytes() // lay.n, f"FDTD on a {shape_txt} grid split over {lay.n} devices")
     chunk = default_chunk(steps, sim.grid.n_cells) if chunk is None else require_int("chunk", chunk, 1)
-    if checkpoint is not None and not is_traced((sim.eps, sim.sigma, initial)):
+    if checkpoint is not None and not is_traced(traced_inputs(sim, initial)):
         from ..io import check_output_file
 
         check_output_file(checkpoint, "checkpoint", create_folder=False)  # before any step
     if (
         sim.grid.precision == "double"
         and not jax.config.jax_enable_x64
-        and is_traced((sim.eps, sim.sigma, initial))
+        and is_traced(traced_inputs(sim, initial))
     ):
         # the backward pass runs after run() returns, outside its 64-bit scope
         raise ConfigError(
