@@ -116,6 +116,11 @@ def caller_scope(fn, *args):
     complex64. So the entry points work in JAX's default 32-bit mode and under
     ``jax.jit``, and with 64-bit JAX on they are unchanged."""
     out = jax.dtypes.canonicalize_dtype(jnp.complex128)
+    if any(type(x).__name__ == "JVPTracer" for x in jax.tree_util.tree_leaves(args)):
+        raise ConfigError(
+            "FDFD: forward mode (jax.jvp, jax.jacfwd) through the solve is not available (its adjoint "
+            "is a custom_vjp); use reverse mode: jax.grad, jax.vjp or jax.jacrev"
+        )
 
     @jax.custom_vjp
     def f(*a):

@@ -273,6 +273,14 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
         )
 
 
+def _forward_mode(tree) -> bool:
+    """Whether a leaf is traced by forward mode (``jax.jvp``, ``jax.jacfwd``): the hand-written
+    adjoint is a ``custom_vjp``, which JAX cannot push tangents through, so forward mode
+    differentiates the checkpointed loop itself (reverse mode, ``jax.grad``, linearizes
+    with another tracer and keeps the adjoint)."""
+    return any(type(x).__name__ == "JVPTracer" for x in jax.tree_util.tree_leaves(tree))
+
+
 def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResult:
     """The run of traced inputs: one jitted computation (see :func:`run`)."""
     if checkpoint is not None:
@@ -280,7 +288,7 @@ def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResul
     segment = remat_segment(steps) if remat is None else require_int("remat", remat, 0)
     from . import adjoint
 
-    if ADJOINT == "custom" and adjoint.applicable(plan):
+    if ADJOINT == "custom" and adjoint.applicable(plan) and not _forward_mode((arrays, state)):
         lossless = not is_traced(sim.sigma) and np.all(np.asarray(sim.sigma) == 0)
         state, rec = adjoint.advance(plan, arrays, state, steps, segment, lossy=not lossless)
     else:
