@@ -134,25 +134,32 @@ def test_material_gradient_in_a_32bit_session():
     assert abs(got["grad"] - ref) < 1e-3 * abs(ref)
 
 
-def test_2d_forward_mode_jit_and_vmap_through_the_scene_solve():
+@pytest.mark.parametrize("solve,averaging", [(fdfd.solve_tm, "subpixel"), (fdfd.solve_te, "staircase")])
+def test_2d_forward_mode_jit_and_vmap_through_the_scene_solve(solve, averaging):
     """jax.jvp and jax.jacfwd equal jax.grad; jax.jit of the gradient and jax.vmap over a
     batch of permittivities (values and gradients) equal the one-by-one calls."""
+    f = lambda e: _width(e, solve, averaging)  # noqa: E731
     with precision_scope():
-        g = jax.grad(_width)(2.5)
-        _, t = jax.jvp(_width, (2.5,), (1.0,))
+        g = jax.grad(f)(2.5)
+        _, t = jax.jvp(f, (2.5,), (1.0,))
         assert abs(t - g) < 1e-10 * abs(g)
-        assert abs(jax.jacfwd(_width)(2.5) - g) < 1e-10 * abs(g)
-        # jitted inside precision_scope (64-bit by context, not globally) it differs by ~3e-8
-        # relative (measured; with jax_enable_x64 set globally, by rounding only)
-        assert abs(jax.jit(jax.grad(_width))(2.5) - g) < 1e-6 * abs(g)
+        assert abs(jax.jacfwd(f)(2.5) - g) < 1e-10 * abs(g)
+        # jitted inside precision_scope (64-bit by context, not globally) TM's differs by
+        # ~3e-8 relative (measured; with jax_enable_x64 set globally, by rounding only)
+        assert abs(jax.jit(jax.grad(f))(2.5) - g) < 1e-6 * abs(g)
         batch = jnp.array([2.0, 2.5])
-        values = jax.vmap(_width)(batch)
-        grads = jax.vmap(jax.grad(_width))(batch)
-        assert abs(values[0] - _width(2.0)) < 1e-10 * abs(values[0])
+        values = jax.vmap(f)(batch)
+        grads = jax.vmap(jax.grad(f))(batch)
+        assert abs(values[0] - f(2.0)) < 1e-10 * abs(values[0])
         assert abs(grads[1] - g) < 1e-10 * abs(g)
 
 
-def test_forward_mode_refused_where_the_adjoint_is_a_custom_vjp():
+def test_3d_forward_mode_refused_naming_reverse_mode():
+    eps = jnp.ones((3, 12, 12, 12))
     with precision_scope():
         with pytest.raises(ConfigError, match="jax.grad"):
-            jax.jvp(lambda e: _width(e, fdfd.solve_te, "staircase"), (2.5,), (1.0,))
+            jax.jvp(
+                lambda e: fdfd.field_3d(e, 10, 1.0, fdfd.PlaneWave3D((0, 0, 1), (1, 0, 0)), fdfd.SCPML(2)),
+                (eps,),
+                (eps,),
+            )
