@@ -34,6 +34,12 @@ def _value(m):
     """The real permittivity of a dielectric (a number or a Constant), traced or not."""
     import jax.numpy as jnp
 
+    from ..materials import Material
+
+    if isinstance(m, Material) and not isinstance(m, Constant):
+        raise ConfigError(
+            f"FDTD cannot step material {m!r}: use real eps >= 1, materials.Drude/Lorentz, or scene.PEC"
+        )
     v = m.m**2 if isinstance(m, Constant) else m
     if is_traced(v):
         if jnp.iscomplexobj(v):
