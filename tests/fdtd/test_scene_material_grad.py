@@ -48,12 +48,17 @@ def test_material_gradient_matches_central_differences(loss, x0):
 
 
 @pytest.mark.slow
-def test_forward_mode_equals_reverse_mode():
+def test_forward_mode_jit_and_vmap_equal_reverse_mode():
+    """jax.jvp and jax.jacfwd equal jax.grad; jax.jit of the gradient (cross_sections()
+    inside a jitted loss) and jax.vmap over two permittivities equal the plain calls."""
     with precision_scope():
         g = jax.grad(_eps_loss)(3.0)
         _, t = jax.jvp(_eps_loss, (3.0,), (1.0,))
         assert abs(t - g) < 1e-10 * abs(g)
         assert abs(jax.jacfwd(_eps_loss)(3.0) - g) < 1e-10 * abs(g)
+        assert abs(jax.jit(jax.grad(_eps_loss))(3.0) - g) < 1e-9 * abs(g)
+        grads = jax.vmap(jax.grad(_eps_loss))(jnp.array([2.0, 3.0]))
+        assert abs(grads[1] - g) < 1e-10 * abs(g)
 
 
 def test_subpixel_with_a_traced_material_is_refused_naming_staircase():
@@ -66,3 +71,56 @@ def test_subpixel_with_a_traced_material_is_refused_naming_staircase():
                     ).cross_sections()["Csca"]
                 )
             )(3.0)
+
+
+SCRIPT_32 = r"""
+import json, jax, jax.numpy as jnp
+from emjax import ConfigError, fdtd, geometry, materials, scene
+assert not jax.config.jax_enable_x64
+
+def sim(wp, precision):
+    radius, res = 0.2, 10
+    box = 2 * radius + 8 / res
+    return fdtd.Simulation(
+        size=(box + 12 / res,) * 3, resolution=res, averaging="staircase", precision=precision,
+        scene=scene.Scene([scene.Object(geometry.Sphere(), materials.Drude(1.0, omega_p=wp, gamma=0.5),
+                                        size=0.4)]),
+        sources=[fdtd.PlaneWaveSource((0, 0, 0), (box,) * 3, waveform=fdtd.GaussianPulse(1.0, 0.5))],
+        monitors=[fdtd.CrossSections([1.0])],
+    )
+
+def loss(wp, precision="single"):
+    cs = fdtd.run(sim(wp, precision), until=6, progress=False).cross_sections()
+    return jnp.sum(cs["Csca"] + cs["Cabs"])
+
+g = jax.grad(loss)(6.0)
+try:
+    jax.grad(lambda wp: loss(wp, "double"))(6.0)
+    refusal = ""
+except ConfigError as e:
+    refusal = str(e)
+print(json.dumps({"grad": float(g), "dtype": str(g.dtype), "refusal": refusal}))
+"""
+
+
+@pytest.mark.slow
+def test_drude_gradient_in_a_32bit_session():
+    """Without JAX_ENABLE_X64 a single-precision run's gradient works (float32, equal to the
+    float64 one to 1e-3); a double-precision one is refused in one line saying what to set."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT_32], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["dtype"] == "float32"
+    assert "jax_enable_x64" in got["refusal"]
+    with precision_scope():
+        ref = jax.grad(_drude_loss)(6.0)
+    assert abs(got["grad"] - ref) < 1e-3 * abs(ref)

@@ -216,6 +216,7 @@ def solve_3d_traced(
             f"solve_3d: {_WHY} needs the iterative solver (its adjoint reuses it); solver={solver!r} "
             "is not differentiable: give solver=emjax.fdfd.Iterative(...) or leave it out"
         )
+    solver = Iterative() if solver is None else solver  # solve_3d's default (rtol 1e-6)
     waves = _waves(source)
     if not all(isinstance(w, PlaneWave3D) for w in waves):
         raise ConfigError(f"solve_3d: {_WHY} covers plane waves (PlaneWave3D), got {source!r}")
