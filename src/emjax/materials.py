@@ -40,6 +40,29 @@ def is_traced(value) -> bool:
     return isinstance(value, jax.core.Tracer)
 
 
+def has_tracer(material) -> bool:
+    """True if a material's parameters (a number, a Constant's ``m``, a pole model's
+    ``eps_inf`` and pole parameters, a Debye's) hold a JAX tracer: the solvers then build
+    their permittivity arrays as JAX functions of them (``jax.grad`` flows to them)."""
+    if is_traced(material):
+        return True
+    if isinstance(material, Constant):
+        return is_traced(material.m)
+    if isinstance(material, Dispersive):
+        poles = (v for p in material.poles for v in vars(p).values())
+        return is_traced(material.eps_inf) or any(is_traced(v) for v in poles)
+    if isinstance(material, Debye):
+        return any(is_traced(v) for v in (material.eps_inf, material.delta_eps, material.tau))
+    if isinstance(material, DiagonalAnisotropic):
+        return any(has_tracer(v) for v in (material.xx, material.yy, material.zz))
+    return False
+
+
+def _checked(check, name: str, value):
+    """``check(name, value)`` for a concrete value; a tracer passes unchecked (DESIGN 3b)."""
+    return value if is_traced(value) else check(name, value)
+
+
 def check_refractive_index(name: str, m):
     """Validate a complex refractive index ``n + i k`` with ``k >= 0`` (exp(-i omega t)).
 
@@ -85,11 +108,21 @@ class Constant(Material):
 
     @classmethod
     def from_permittivity(cls, eps) -> Constant:
+        """The medium of permittivity ``eps``; a JAX tracer (real or complex, Im eps >= 0)
+        is kept traced: ``m = sqrt(eps)`` (the principal root, Im m >= 0)."""
+        if is_traced(eps):
+            import jax.numpy as jnp
+
+            return cls(jnp.sqrt(eps))
         e = _as_complex("eps", eps)
         m = np.sqrt(e)
         return cls(-m if m.imag < 0 else m)
 
     def permittivity(self, omega):
+        if is_traced(self.m):
+            import jax.numpy as jnp
+
+            return jnp.full(np.shape(omega), self.m**2)
         return np.full(np.shape(omega), self.m**2, dtype=complex)
 
 
@@ -126,20 +159,27 @@ class Dispersive(Material):
     poles: tuple = field(default_factory=tuple)
 
     def __post_init__(self):
-        require_finite("eps_inf", self.eps_inf)
+        _checked(require_finite, "eps_inf", self.eps_inf)  # tracers (jax.grad) pass unchecked
         for i, p in enumerate(self.poles):
             if not isinstance(p, (DrudePole, LorentzPole)):
                 raise ConfigError(f"poles[{i}] must be a DrudePole or LorentzPole, got {p!r}")
             if isinstance(p, DrudePole):
-                require_positive(f"poles[{i}].omega_p", p.omega_p)
+                _checked(require_positive, f"poles[{i}].omega_p", p.omega_p)
             else:
-                require_finite(f"poles[{i}].delta_eps", p.delta_eps)
-                require_positive(f"poles[{i}].omega_0", p.omega_0)
-            if require_finite(f"poles[{i}].gamma", p.gamma) < 0:
+                _checked(require_finite, f"poles[{i}].delta_eps", p.delta_eps)
+                _checked(require_positive, f"poles[{i}].omega_0", p.omega_0)
+            if not is_traced(p.gamma) and require_finite(f"poles[{i}].gamma", p.gamma) < 0:
                 raise ConfigError(f"poles[{i}].gamma must be >= 0, got {p.gamma}")
 
     def permittivity(self, omega):
         omega = np.asarray(omega, dtype=float)
+        if has_tracer(self):
+            import jax.numpy as jnp
+
+            eps = jnp.full(omega.shape, self.eps_inf) + 0j
+            for p in self.poles:
+                eps = eps + p(omega)
+            return eps
         eps = np.full(omega.shape, self.eps_inf, dtype=complex)
         for p in self.poles:
             eps = eps + p(omega)
@@ -162,10 +202,10 @@ def _angular(model: str, name_f: str, name_omega: str, f, omega, gamma) -> tuple
         unit = name_f if f is not None else name_omega
         raise ConfigError(f"{model}: gamma= (the damping, in the unit of {unit}) is required")
     if f is not None:
-        require_positive(f"{model}.{name_f}", f)
-        return _TWO_PI * f, _TWO_PI * require_finite(f"{model}.gamma", gamma)
-    require_positive(f"{model}.{name_omega}", omega)
-    return omega, require_finite(f"{model}.gamma", gamma)
+        _checked(require_positive, f"{model}.{name_f}", f)
+        return _TWO_PI * f, _TWO_PI * _checked(require_finite, f"{model}.gamma", gamma)
+    _checked(require_positive, f"{model}.{name_omega}", omega)
+    return omega, _checked(require_finite, f"{model}.gamma", gamma)
 
 
 def _no_positional(model: str, args: tuple, keywords: str) -> None:
@@ -220,7 +260,7 @@ def Lorentz(
     if delta_eps is None:
         raise ConfigError("Lorentz: delta_eps= (the oscillator strength, dimensionless) is required")
     w, g = _angular("Lorentz", "f_0", "omega_0", f_0, omega_0, gamma)
-    return Dispersive(eps_inf, (LorentzPole(require_finite("Lorentz.delta_eps", delta_eps), w, g),))
+    return Dispersive(eps_inf, (LorentzPole(_checked(require_finite, "Lorentz.delta_eps", delta_eps), w, g),))
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def _incident(wave, shape, dx, omega, origin):
     return np.exp(1j * omega * (X * math.cos(phi) + Y * math.sin(phi)))
 
 
-def caller_scope(fn, *args):
+def caller_scope(fn, *args, forward: bool = False):
     """``fn(*args)`` computed in double precision, returned in the caller's dtypes.
 
     ``fn`` (JAX arrays -> one complex array) runs inside ``precision_scope``; its result is
@@ -114,8 +114,21 @@ def caller_scope(fn, *args):
     pullback as residual): JAX would otherwise transpose the complex128 operations where the
     caller's ``jax.grad`` runs, outside the scope, and mix them with the caller's
     complex64. So the entry points work in JAX's default 32-bit mode and under
-    ``jax.jit``, and with 64-bit JAX on they are unchanged."""
+    ``jax.jit``, and with 64-bit JAX on they are unchanged.
+
+    ``forward``: ``fn`` supports forward mode (its solves are ``custom_jvp``); then this is a
+    ``custom_jvp`` too, whose tangent map (``jax.linearize`` of ``fn`` in the scope) carries
+    its transpose (``jax.linear_transpose``, also in the scope) through
+    :func:`scoped_linear`: ``jax.jvp``, ``jax.jacfwd``, ``jax.grad`` and ``jax.vmap`` of them
+    all work. Otherwise forward mode is refused in one line naming reverse mode."""
     out = jax.dtypes.canonicalize_dtype(jnp.complex128)
+    if forward:
+        return _caller_scope_jvp(fn, out, args)
+    if any(type(x).__name__ == "JVPTracer" for x in jax.tree_util.tree_leaves(args)):
+        raise ConfigError(
+            "FDFD: forward mode (jax.jvp, jax.jacfwd) through this solve is not available (its adjoint "
+            "is a custom_vjp); use reverse mode: jax.grad, jax.vjp or jax.jacrev"
+        )
 
     @jax.custom_vjp
     def f(*a):
@@ -132,6 +145,66 @@ def caller_scope(fn, *args):
             return pullback(jnp.asarray(ct, jnp.complex128))
 
     f.defvjp(f_fwd, f_bwd)
+    with precision_scope():  # NumPy complex128 arguments stay complex128
+        return f(*args)
+
+
+def scoped_linear(lin, lin_t, tangents, out_like):
+    """``lin(*tangents)`` (a linear map) whose transpose is ``lin_t`` (cotangent -> tuple of
+    the tangents' cotangents), both run as given (e.g. inside a precision scope), through
+    ``lax.custom_linear_solve`` on the square map ``(t, o) -> (0, lin(t))``: JAX transposes
+    it by calling ``lin_t``, batches and jits it like any linear solve. (The identity
+    ``matvec`` is never evaluated for values: ``lin`` closes over no differentiated input;
+    the ``o`` part is a zero made from a tangent, so every part of the right side is linear,
+    as the transpose rule requires.)"""
+    tangents = tuple(tangents)
+    t0 = jnp.ravel(tangents[0])[0]
+    zero_out = jnp.broadcast_to(0 * t0, out_like.shape).astype(out_like.dtype)
+
+    def solve(_, v):
+        t, _o = v
+        return tuple(jnp.zeros_like(x) for x in t), lin(*t).astype(out_like.dtype)
+
+    def transpose_solve(_, v):
+        t, ct = v
+        g = lin_t(ct)
+        return tuple(jnp.asarray(gi, x.dtype) for gi, x in zip(g, t)), jnp.zeros_like(ct)
+
+    return jax.lax.custom_linear_solve(lambda v: v, (tangents, zero_out), solve, transpose_solve)[1]
+
+
+def _caller_scope_jvp(fn, out, args):
+    from jax.custom_derivatives import SymbolicZero
+
+    @jax.custom_jvp
+    def f(*a):
+        with precision_scope():
+            return fn(*a).astype(out)
+
+    def f_jvp(primals, tangents):
+        live = [i for i, t in enumerate(tangents) if not isinstance(t, SymbolicZero)]
+        with precision_scope():
+            y, lin = jax.linearize(fn, *primals)
+            lin_t = jax.linear_transpose(lin, *primals)
+        y = y.astype(out)
+        if not live:
+            return y, SymbolicZero(jax.core.get_aval(y).to_tangent_aval())
+
+        def push(*t):
+            full = [jnp.zeros_like(p) for p in primals]
+            for i, ti in zip(live, t):
+                full[i] = jnp.asarray(ti, primals[i].dtype)
+            with precision_scope():
+                return lin(*full)
+
+        def pull(ct):
+            with precision_scope():
+                g = lin_t(jnp.asarray(ct, jnp.complex128))
+            return tuple(g[i] for i in live)
+
+        return y, scoped_linear(push, pull, [tangents[i] for i in live], y)
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
     with precision_scope():  # NumPy complex128 arguments stay complex128
         return f(*args)
 
@@ -186,7 +259,7 @@ def tm_field(
             e = jnp.asarray(e, jnp.complex128)
             return solve(e, -_mass_apply(e - 1.0, jnp.asarray(einc), omega, stencil)) + einc
 
-        return caller_scope(field, _array(eps))
+        return caller_scope(field, _array(eps), forward=True)
     if np.shape(source) != shape:
         raise ConfigError(
             f"the source must be a PlaneWave2D or a current array of shape {shape}, got {np.shape(source)}"
@@ -198,7 +271,7 @@ def tm_field(
             b = _mass_apply(jnp.ones(shape, jnp.complex128), b, 1.0, stencil)
         return solve(jnp.asarray(e, jnp.complex128), b)
 
-    return caller_scope(field, _array(eps), _array(source))
+    return caller_scope(field, _array(eps), _array(source), forward=True)
 
 
 def _array(x):
@@ -222,7 +295,8 @@ def _from_bytes(u):
 
 
 def _make_solve(shape, dx, omega, pml, stencil):
-    """``(eps, b) -> A(eps)^-1 b`` with a custom VJP (the adjoint, transposed solve)."""
+    """``(eps, b) -> A(eps)^-1 b`` with a custom JVP whose linear solve transposes to the
+    adjoint (transposed) solve: forward and reverse mode, batching (solves one by one)."""
     out_type = jax.ShapeDtypeStruct((*shape, 16), jnp.uint8)
 
     def host_solve(e, b, transposed):
@@ -236,24 +310,28 @@ def _make_solve(shape, dx, omega, pml, stencil):
     def adj_host(e, g):
         return host_solve(e, g, True)
 
-    @jax.custom_vjp
+    def host(fn, e, v):
+        return _from_bytes(jax.pure_callback(fn, out_type, e, v, vmap_method="sequential"))
+
+    @jax.custom_jvp
     def solve(e, b):
-        return _from_bytes(jax.pure_callback(fwd_host, out_type, e, b))
+        return host(fwd_host, e, b)
 
-    def solve_fwd(e, b):
+    @solve.defjvp
+    def solve_jvp(primals, tangents):
+        # A(e) u = b: du = A^-1 (db - dA u), only the mass term depends on e (b's own
+        # dependence on e is differentiated by JAX outside, through the right side)
+        e, b = primals
+        de, db = tangents
         u = solve(e, b)
-        return u, (e, u)
+        r = db - _mass_apply(de, u, omega, stencil)
+        # the linear solve with the same factorization; its transpose (reverse mode) the
+        # transposed solve (SuperLU's trans="T")
+        du = jax.lax.custom_linear_solve(
+            lambda v: v, r, lambda _, v: host(fwd_host, e, v), lambda _, v: host(adj_host, e, v)
+        )
+        return u, du
 
-    def solve_bwd(res_, ubar):
-        e, u = res_
-        lam = _from_bytes(jax.pure_callback(adj_host, out_type, e, ubar))  # A^-T ubar
-        # r(e, u) = A(e) u - b: only the mass term depends on e here (b's own dependence is
-        # differentiated by JAX outside, through rhs(e))
-        _, vjp = jax.vjp(lambda e_: _mass_apply(e_, u, omega, stencil), e)
-        (ebar,) = vjp(lam)
-        return (-ebar, lam)  # b's cotangent: lambda
-
-    solve.defvjp(solve_fwd, solve_bwd)
     return solve
 
 

@@ -86,7 +86,9 @@ def field_3d(
     if isinstance(eps, jax.core.Tracer) and not _differentiating_only(eps):
         raise ConfigError(_JIT_MESSAGE)
     progress_bars.check(progress)
-    solve = _make_solve(pml, dx, omega, solver, dtype, progress)
+    forward = _forward_mode((eps, source))
+    solve = (_make_solve_jvp if forward else _make_solve)(pml, dx, omega, solver, dtype, progress)
+    scope = _eager_jvp_scope if forward else caller_scope
     if isinstance(source, PlaneWave3D):
         axes = tuple(o + np.arange(n) * dx for o, n in zip(origin, grid))
         with precision_scope():
@@ -96,7 +98,7 @@ def field_3d(
             e = jnp.asarray(e, jnp.complex128)
             return solve(e, omega**2 * (e - 1.0) * einc) + einc
 
-        return caller_scope(field, _array(eps))
+        return scope(field, _array(eps))
     if np.shape(source) != shape:
         raise ConfigError(
             f"source must be a PlaneWave3D or a right-side array of shape {shape}, got {np.shape(source)}"
@@ -105,13 +107,59 @@ def field_3d(
     def field(e, b):
         return solve(jnp.asarray(e, jnp.complex128), jnp.asarray(b, jnp.complex128))
 
-    return caller_scope(field, _array(eps), _array(source))
+    return scope(field, _array(eps), _array(source))
 
 
 _JIT_MESSAGE = (
     "fdfd.field_3d drives its Krylov loop from the host and cannot run inside jax.jit or "
-    "jax.vmap; call jax.grad / jax.value_and_grad of it without jit"
+    "jax.vmap (jax.jacfwd is a vmap); call jax.grad / jax.value_and_grad (or jax.jvp) of it "
+    "without jit"
 )
+
+
+def _forward_mode(tree) -> bool:
+    return any(type(x).__name__ == "JVPTracer" for x in jax.tree_util.tree_leaves(tree))
+
+
+def _eager_jvp_scope(fn, *args):
+    """:func:`~emjax.fdfd.adjoint.caller_scope` for forward mode (``jax.jvp`` run eagerly):
+    ``fn`` and its JVP in double precision, the results in the caller's dtypes; the solves'
+    JVP rules (:func:`_make_solve_jvp`) then see concrete values and drive the Krylov loop
+    from the host as the forward solve does."""
+    out = jax.dtypes.canonicalize_dtype(jnp.complex128)
+
+    @jax.custom_jvp
+    def f(*a):
+        with precision_scope():
+            return fn(*a).astype(out)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        with precision_scope():
+            y, ydot = jax.jvp(fn, primals, tangents)
+        return y.astype(out), ydot.astype(out)
+
+    with precision_scope():
+        return f(*args)
+
+
+def _make_solve_jvp(pml, dx, omega, solver, dtype, progress):
+    """``(eps, b) -> A(eps)^-1 b`` for forward mode: the tangent ``A dx = db + omega^2 deps
+    x`` is one more solve with the same solver (concrete values: ``jax.jvp`` run eagerly)."""
+
+    @jax.custom_jvp
+    def solve(eps, b):
+        return _solve_concrete(eps, b, pml, dx, omega, solver, dtype, "forward", progress)[0]
+
+    @solve.defjvp
+    def solve_jvp(primals, tangents):
+        (eps, b), (de, db) = primals, tangents
+        x = _solve_concrete(eps, b, pml, dx, omega, solver, dtype, "forward", progress)[0]
+        r = jnp.asarray(db, jnp.complex128) + omega**2 * jnp.asarray(de, jnp.complex128) * x
+        dx_, _ = _solve_concrete(eps, r, pml, dx, omega, solver, dtype, "tangent", progress)
+        return x, dx_
+
+    return solve
 
 
 def _differentiating_only(x) -> bool:

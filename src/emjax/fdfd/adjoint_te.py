@@ -128,11 +128,12 @@ def te_field(
         ex, ey = jnp.asarray(ex, jnp.complex128), jnp.asarray(ey, jnp.complex128)
         return solve(1.0 / ex, 1.0 / ey, jnp.asarray(m, jnp.complex128))
 
-    return caller_scope(field, _array(eps_x), _array(eps_y), _array(M))
+    return caller_scope(field, _array(eps_x), _array(eps_y), _array(M), forward=True)
 
 
 def _make_solve(parts, shape, hinc, key):
-    """``(inv_x, inv_y, M) -> H_z`` (total field) with a custom VJP, everything sparse on the
+    """``(inv_x, inv_y, M) -> H_z`` (total field) with a custom JVP (its tangent one more
+    solve, transposed to the adjoint below: forward and reverse mode), everything sparse on the
     host: forward ``A u = b`` (``b = -K(inv - 1) H_inc`` for a plane wave, the mass-spread
     ``-i omega M`` for a current), reverse ``lambda = A^-T Hbar`` and the cotangents of the
     residual ``r = K(inv) w - ...`` (``w = u + H_inc``: the total field):
@@ -166,18 +167,42 @@ def _make_solve(parts, shape, hinc, key):
         gm = -1j * omega * (h["M"].T @ lam)
         return _to_bytes(np.stack([gx, gy, gm]).reshape(3, *shape))
 
-    @jax.custom_vjp
+    def tan_host(ix, iy, total, dix, diy, dm):
+        # A du = -K(d inv) w - i omega M dm (w the total field; module docstring)
+        ix, iy = np.asarray(ix), np.asarray(iy)
+        w = np.asarray(total).ravel()
+        r = -k_apply(np.asarray(dix), np.asarray(diy), w) + h["M"] @ (-1j * omega * np.asarray(dm).ravel())
+        return _to_bytes(_factor(parts, ix, iy, key).solve(r).reshape(shape))
+
+    def call(fn, kind, *a):
+        return _from_bytes(jax.pure_callback(fn, kind, *a, vmap_method="sequential"))
+
+    @jax.custom_jvp
     def solve(ix, iy, m):
-        return _from_bytes(jax.pure_callback(fwd_host, out_type, ix, iy, m))
+        return call(fwd_host, out_type, ix, iy, m)
 
-    def fwd(ix, iy, m):
+    def solve_jvp(primals, tangents):
+        from jax.custom_derivatives import SymbolicZero
+
+        from .adjoint import scoped_linear
+
+        ix, iy, m = primals
         total = solve(ix, iy, m)
-        return total, (ix, iy, total)
+        live = [i for i, t in enumerate(tangents) if not isinstance(t, SymbolicZero)]
+        if not live:
+            return total, SymbolicZero(jax.core.get_aval(total).to_tangent_aval())
 
-    def bwd(res_, hbar):
-        ix, iy, total = res_
-        g = _from_bytes(jax.pure_callback(bwd_host, grads_type, ix, iy, total, hbar))
-        return (g[0], g[1], g[2])
+        def push(*t):  # the tangent: one more solve with the same factorization
+            full = [jnp.zeros_like(p) for p in primals]
+            for i, ti in zip(live, t):
+                full[i] = jnp.asarray(ti, primals[i].dtype)
+            return call(tan_host, out_type, ix, iy, total, *full)
 
-    solve.defvjp(fwd, bwd)
+        def pull(ct):  # its transpose: the adjoint solve and the residual's products
+            g = call(bwd_host, grads_type, ix, iy, total, ct)
+            return tuple(g[i] for i in live)
+
+        return total, scoped_linear(push, pull, [tangents[i] for i in live], total)
+
+    solve.defjvp(solve_jvp, symbolic_zeros=True)
     return solve

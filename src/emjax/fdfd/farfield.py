@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError, require_int
+from .scene_traced import scene_mask, xp_of
 
 
 def scattering_width(result, phi_deg, margin: int | None = None, pml: int | None = None) -> np.ndarray:
@@ -45,7 +46,8 @@ def scattering_width(result, phi_deg, margin: int | None = None, pml: int | None
         L = p
     if L is None:
         raise ConfigError("scattering_width: the result does not record its PML; give pml= (cells)")
-    u = np.asarray(result.Es)
+    xp = xp_of(result.Es)  # a traced result (jax.grad over the scene): the same sums in JAX
+    u = xp.asarray(result.Es)
     x, y = np.asarray(result.x), np.asarray(result.y)
     m = 3 if margin is None else require_int("scattering_width: margin", margin, 1)
     phi = _angles("scattering_width: phi_deg", phi_deg)
@@ -56,9 +58,8 @@ def scattering_width(result, phi_deg, margin: int | None = None, pml: int | None
             f"scattering_width: margin {m} leaves no room for the contour inside the PML ({L} cells); "
             "give a smaller margin or enlarge the region"
         )
-    if np.any(result.eps[i0 : i1 + 1, j0 : j1 + 1][[0, -1]] != 1) or np.any(
-        result.eps[i0 : i1 + 1, j0 : j1 + 1][:, [0, -1]] != 1
-    ):
+    on = scene_mask(result)[i0 : i1 + 1, j0 : j1 + 1]
+    if np.any(on[[0, -1]]) or np.any(on[:, [0, -1]]):
         raise ConfigError(
             f"scattering_width: margin {m}: the contour crosses the scene; give a smaller margin or enlarge "
             "the region"
@@ -88,18 +89,24 @@ def scattering_width(result, phi_deg, margin: int | None = None, pml: int | None
     ]
     # exp(-i k rhat.r') factors into the phase of the side's first sample and powers of the
     # phase step z = exp(-i k dx rhat_c) along it: the sums are polynomials in z (Horner)
-    Sx = _polynomial(np.stack(along_x, 1), np.exp(-1j * k * dx * c)) * np.exp(-1j * k * x[i0] * c)
-    Sy = _polynomial(np.stack(along_y, 1), np.exp(-1j * k * dx * s)) * np.exp(-1j * k * y[j0] * s)
+    Sx = _polynomial(xp.stack(along_x, 1), np.exp(-1j * k * dx * c)) * np.exp(-1j * k * x[i0] * c)
+    Sy = _polynomial(xp.stack(along_y, 1), np.exp(-1j * k * dx * s)) * np.exp(-1j * k * y[j0] * s)
     total = (Sx[0] - 1j * k * s * Sx[1]) * np.exp(-1j * k * y[j0] * s)
     total += (Sx[2] + 1j * k * s * Sx[3]) * np.exp(-1j * k * y[j1] * s)
     total += (Sy[0] - 1j * k * c * Sy[1]) * np.exp(-1j * k * x[i0] * c)
     total += (Sy[2] + 1j * k * c * Sy[3]) * np.exp(-1j * k * x[i1] * c)
-    return np.abs(total) ** 2 / (4 * k)
+    return xp.abs(total) ** 2 / (4 * k)
 
 
 def _polynomial(F: np.ndarray, z: np.ndarray) -> np.ndarray:
     """``sum_n F[n, m] z^n`` (M, P) for the columns of ``F`` (N, M) and ``z`` (P,), by Horner's
     rule (|z| = 1 here: rounding grows like N eps, no exponentials of N x P arrays)."""
+    if not isinstance(F, np.ndarray):  # JAX (a traced result): the same recursion as a scan
+        import jax
+
+        zj = jax.numpy.asarray(z, F.dtype)
+        acc0 = jax.numpy.zeros((F.shape[1], len(z)), F.dtype)
+        return jax.lax.scan(lambda acc, f: (acc * zj + f[:, None], None), acc0, F[::-1])[0]
     acc = np.zeros((F.shape[1], len(z)), complex)
     for f in F[::-1]:
         acc *= z

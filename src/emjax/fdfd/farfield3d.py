@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import ConfigError, require_int
 from .farfield import _angles
+from .scene_traced import scene_mask, xp_of
 
 __all__ = ["cross_sections_3d", "far_field_3d", "rcs_3d", "plane_directions", "lattice_wavenumber"]
 
@@ -68,7 +69,7 @@ def _result_3d(result, who: str):
             f"{who} needs a 3-D result of solve_3d, got {type(result).__name__} "
             "(a 2-D result of solve_tm / solve_te: use scattering_width)"
         )
-    return np.asarray(Es)
+    return Es if xp_of(Es) is not np else np.asarray(Es)
 
 
 def _margin(margin, default: int = 2) -> int:
@@ -108,14 +109,15 @@ def far_field_3d(result, rhat, margin: int | None = None) -> np.ndarray:
             f"far field: margin {m} leaves no room for the integration box inside the PML ({L} cells); "
             "give a smaller margin or enlarge the region"
         )
-    eps = result.eps
-    F = np.zeros((len(rhat), 3), complex)
+    xp = xp_of(Es)  # a traced result (jax.grad over the scene): the same sums in JAX
+    on = scene_mask(result)
+    F = []
     for c in range(3):
         box = tuple(slice(lo[a] - 1, hi[a] + 2) for a in range(3))
-        sub = eps[c][box]
+        sub = on[c][box]
         shell = np.ones(sub.shape, bool)
         shell[2:-2, 2:-2, 2:-2] = False
-        if np.any(sub[shell] != 1):
+        if np.any(sub[shell]):
             raise ConfigError(
                 f"far field: margin {m}: the integration box crosses the scene; give a smaller margin or "
                 "enlarge the region"
@@ -123,15 +125,17 @@ def far_field_3d(result, rhat, margin: int | None = None) -> np.ndarray:
         u = Es[c]
         pos = [axes[a] + (0.5 * dx if a == c else 0.0) for a in range(3)]
         phase = [np.exp(-1j * np.outer(k * rhat[:, a], pos[a])) for a in range(3)]  # (P, n_a)
+        Fc = 0.0
         for a in range(3):  # the two faces normal to axis a
             b1, b2 = [x for x in range(3) if x != a]
             s1, s2 = slice(lo[b1], hi[b1] + 1), slice(lo[b2], hi[b2] + 1)
             p1, p2 = phase[b1][:, s1], phase[b2][:, s2]
             for i_in, i_out in ((hi[a], hi[a] + 1), (lo[a], lo[a] - 1)):
                 # sum_{j, l} u[.., i, ..] v_b1(j) v_b2(l) for every direction, i = in and out
-                s_out, s_in = (np.sum((p1 @ np.take(u, i, a)[s1, s2]) * p2, axis=1) for i in (i_out, i_in))
-                F[:, c] += phase[a][:, i_in] * s_out - phase[a][:, i_out] * s_in
-    return -F * dx / (4 * math.pi)
+                s_out, s_in = (xp.sum((p1 @ xp.take(u, i, a)[s1, s2]) * p2, axis=1) for i in (i_out, i_in))
+                Fc = Fc + phase[a][:, i_in] * s_out - phase[a][:, i_out] * s_in
+        F.append(Fc)
+    return -xp.stack(F, 1) * dx / (4 * math.pi)
 
 
 def plane_directions(wave, theta_deg, plane: str) -> np.ndarray:
@@ -162,8 +166,9 @@ def rcs_3d(result, theta_deg, plane: str = "E", margin: int | None = None) -> np
     direction; 180 = backscatter) in the ``plane`` "E" or "H" of the incident wave."""
     rhat = plane_directions(_plane_wave(result, "rcs_3d"), theta_deg, plane)
     F = far_field_3d(result, rhat, margin)
-    Ft = F - rhat * np.sum(rhat * F, axis=1, keepdims=True)
-    return 4 * math.pi * np.sum(np.abs(Ft) ** 2, axis=1)
+    xp = xp_of(F)
+    Ft = F - rhat * xp.sum(rhat * F, axis=1, keepdims=True)
+    return 4 * math.pi * xp.sum(xp.abs(Ft) ** 2, axis=1)
 
 
 def cross_sections_3d(result, margin: int | None = None, far_field: bool = False) -> dict:
@@ -191,7 +196,8 @@ def cross_sections_3d(result, margin: int | None = None, far_field: bool = False
     m = _margin(margin)
     lo, hi = box_bounds(result, m)
     omega = 2 * math.pi * result.frequency
-    E, Es = np.asarray(result.E), np.asarray(result.Es)
+    xp = xp_of(result.E, result.Es)  # a traced result: JAX values (not floats)
+    E, Es = xp.asarray(result.E), xp.asarray(result.Es)
     Ei = E - Es
 
     def flux(a, b):
@@ -200,7 +206,8 @@ def cross_sections_3d(result, margin: int | None = None, far_field: bool = False
     # power / intensity with the unit wave's intensity 1/2: C = Re Phi / (2 * 1/2)
     csca = flux(Es, Es)
     cext = -(flux(Ei, Es) + flux(Es, Ei))
-    out = {"Csca": float(csca), "Cext": float(cext), "Cabs": float(-flux(E, E))}
+    num = float if xp is np else (lambda v: v)
+    out = {"Csca": num(csca), "Cext": num(cext), "Cabs": num(-flux(E, E))}
     if far_field:
         out["Csca_far"] = _far_field_csca(result, wave, m)
     return out

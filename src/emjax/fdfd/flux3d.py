@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
+from .scene_traced import scene_mask, xp_of
 
 __all__ = ["box_flux", "box_bounds"]
 
@@ -40,7 +41,7 @@ def box_bounds(result, margin: int) -> tuple:
     """(lo, hi) node indices (per axis) of a box ``margin`` cells inside the PML, checked to
     enclose the scene (vacuum on and next to its surface)."""
     L = result.pml_cells
-    shape = np.asarray(result.E).shape[1:]
+    shape = np.shape(result.E)[1:]
     lo = [L + margin] * 3
     hi = [n - 1 - L - margin for n in shape]
     if any(h - lo_ < 2 for lo_, h in zip(lo, hi)):
@@ -48,7 +49,7 @@ def box_bounds(result, margin: int) -> tuple:
             f"margin {margin}: the integration box leaves no room inside the PML (grid {tuple(shape)}, "
             f"PML {L} cells); give a smaller margin or enlarge the region"
         )
-    eps = np.asarray(result.eps)
+    on = scene_mask(result)
     inside = np.zeros(shape, bool)
     inside[lo[0] + 1 : hi[0], lo[1] + 1 : hi[1], lo[2] + 1 : hi[2]] = True
     ring = ~inside  # the nodes on the box's surface and one layer either side of it
@@ -56,7 +57,7 @@ def box_bounds(result, margin: int) -> tuple:
     ring[:, : lo[1] - 1] = ring[:, hi[1] + 2 :] = False
     ring[:, :, : lo[2] - 1] = ring[:, :, hi[2] + 2 :] = False
     for c in range(3):
-        if np.any(eps[c][ring] != 1):
+        if np.any(on[c][ring]):
             raise ConfigError(
                 f"margin {margin}: the integration box crosses the scene; give a smaller margin or enlarge "
                 "the region"
@@ -69,20 +70,21 @@ def _h_slab(E: np.ndarray, dx: float, omega: float, a: int, i: int, c: int) -> n
     (c != a; H_c sits at node + (e_a + e_b) / 2, b the third axis)."""
     # (curl E)_c = d_{c+1} E_{c+2} - d_{c+2} E_{c+1} (cyclic)
     p, q = (c + 1) % 3, (c + 2) % 3
+    xp = xp_of(E)
 
     def take(comp, shift_axis):  # E_comp on plane i along a, forward difference along shift_axis
         f = E[comp]
         if shift_axis == a:
-            return (np.take(f, i + 1, axis=a) - np.take(f, i, axis=a)) / dx
-        g = np.take(f, i, axis=a)
+            return (xp.take(f, i + 1, axis=a) - xp.take(f, i, axis=a)) / dx
+        g = xp.take(f, i, axis=a)
         ax = shift_axis if shift_axis < a else shift_axis - 1
         n = g.shape[ax]
-        hi = np.take(g, np.arange(1, n), axis=ax)
-        lo = np.take(g, np.arange(0, n - 1), axis=ax)
+        hi = xp.take(g, np.arange(1, n), axis=ax)
+        lo = xp.take(g, np.arange(0, n - 1), axis=ax)
         d = (hi - lo) / dx
         pad = [(0, 0), (0, 0)]
         pad[ax] = (0, 1)
-        return np.pad(d, pad)  # the last row has no forward neighbour: never used below
+        return xp.pad(d, pad)  # the last row has no forward neighbour: never used below
 
     return (take(q, p) - take(p, q)) / (1j * omega)
 
@@ -91,13 +93,14 @@ def box_flux(Ea: np.ndarray, Eb: np.ndarray, dx: float, omega: float, lo, hi) ->
     """``Phi(Ea, Hb)``: the grid's ``oint (Ea x Hb*) . n dS`` over the box of nodes
     ``[lo, hi]`` (per axis), ``Hb = curl_e Eb / (i omega)`` (module docstring)."""
     total = 0.0j
+    xp = xp_of(Ea, Eb)
     for a in range(3):
         b, c = (a + 1) % 3, (a + 2) % 3
         for i, h, sign in ((hi[a], hi[a], 1.0), (lo[a], lo[a] - 1, -1.0)):
             # tangential edges on the face: E_b (b-index lo..hi-1, c-index lo..hi), E_c alike
             Hc = _h_slab(Eb, dx, omega, a, h, c)
             Hb = _h_slab(Eb, dx, omega, a, h, b)
-            eb, ec = np.take(Ea[b], i, axis=a), np.take(Ea[c], i, axis=a)
+            eb, ec = xp.take(Ea[b], i, axis=a), xp.take(Ea[c], i, axis=a)
             # the face plane's two axes in increasing order; b's position in it
             ib, ic = (0, 1) if b < c else (1, 0)
             sb = [slice(None), slice(None)]
@@ -105,5 +108,5 @@ def box_flux(Ea: np.ndarray, Eb: np.ndarray, dx: float, omega: float, lo, hi) ->
             sc = [slice(None), slice(None)]
             sc[ib], sc[ic] = slice(lo[b], hi[b] + 1), slice(lo[c], hi[c])
             sb, sc = tuple(sb), tuple(sc)
-            total += sign * (np.sum(eb[sb] * np.conj(Hc[sb])) - np.sum(ec[sc] * np.conj(Hb[sc])))
+            total += sign * (xp.sum(eb[sb] * xp.conj(Hc[sb])) - xp.sum(ec[sc] * xp.conj(Hb[sc])))
     return total * dx**2

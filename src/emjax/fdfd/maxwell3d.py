@@ -36,6 +36,8 @@ from ..layout import as_layout
 from .operator3d import Scaled, build_operator, probe_diagonal, probe_matrix
 from .operators import SCPML
 from .pec3d import pec_fractions
+from .permittivity2d import traced_scene
+from .scene_traced import solve_3d_traced
 from .solvers import Direct, Iterative, check_solver
 
 __all__ = ["PlaneWave3D", "PointDipole3D", "Result3D", "field_at", "solve_3d", "permittivity_3d"]
@@ -355,6 +357,10 @@ def solve_3d(
     :mod:`emjax.fdfd.distributed`). Returns
     a :class:`Result3D`, or a list for a list of waves."""
     progress_bars.check(progress)
+    if traced_scene(scene):  # jax.grad over a material's value
+        return solve_3d_traced(
+            size, resolution, frequency, source, scene, pml, center, averaging, solver, precision, progress
+        )
     freqs = [frequency] if np.ndim(frequency) == 0 else list(np.asarray(frequency, float).ravel())
 
     def make():  # the iterative solve's bar (Iterative()'s default rtol: 1e-6)

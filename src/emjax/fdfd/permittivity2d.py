@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from ..errors import ConfigError
+
 
 def _permittivity(material, omega: float, component: int = 2) -> complex:
     """eps of ``material`` at ``omega`` seen by the E component ``component`` (0, 1, 2: x,
@@ -24,8 +26,60 @@ def _permittivity(material, omega: float, component: int = 2) -> complex:
     return complex(material)
 
 
-def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel") -> np.ndarray:
-    """eps at the E_z nodes of a 2-D grid (``shape = (nx, ny)``, node (0, 0) at ``origin``)."""
+def traced_scene(scene) -> bool:
+    """Whether a material of ``scene`` holds a JAX tracer (``jax.grad`` over its eps, n or
+    pole parameters): then the permittivity arrays are JAX functions of them."""
+    from ..materials import has_tracer
+
+    return scene is not None and any(has_tracer(m) for m in scene.materials)
+
+
+def _lut(scene, omega, component: int):
+    """The materials' eps seen by E component ``component``: NumPy complex, or a JAX array
+    when a material is traced (then a conductor has no entry that matters: its nodes are
+    refused by the traced solvers). Also the conductors' flags (concrete)."""
+    from ..scene import PEC
+
+    pec = np.array([m is PEC for m in scene.materials])
+    if not traced_scene(scene):
+        return np.array([_permittivity(m, omega, component) for m in scene.materials]), pec
+    import jax.numpy as jnp
+
+    from ..materials import DiagonalAnisotropic
+
+    vals = []
+    for m in scene.materials:
+        if m is PEC:
+            vals.append(jnp.asarray(1.0 + 0j))
+        elif isinstance(m, DiagonalAnisotropic):
+            raise ConfigError(
+                "FDFD: a traced DiagonalAnisotropic material is not differentiable (this version); "
+                "trace an isotropic material's eps (materials.Constant.from_permittivity) instead"
+            )
+        elif hasattr(m, "permittivity"):
+            vals.append(jnp.reshape(m.permittivity(omega), ()) + 0j)
+        else:
+            vals.append(jnp.asarray(m) + 0j)
+    return jnp.stack(vals), pec
+
+
+def _jnp():
+    import jax.numpy as jnp
+
+    return jnp
+
+
+def _set(a, index, values):
+    """``a[index] = values`` for a NumPy array (in place) or a JAX array (a new one)."""
+    if isinstance(a, np.ndarray):
+        a[index] = values
+        return a
+    return a.at[index].set(values)
+
+
+def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel"):
+    """eps at the E_z nodes of a 2-D grid (``shape = (nx, ny)``, node (0, 0) at ``origin``):
+    NumPy, or a JAX array of the traced materials (:func:`traced_scene`)."""
     from ..scene import rasterize
 
     if scene is None:
@@ -38,15 +92,38 @@ def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel") -> 
         averaging=averaging,
         components=(2,),
     )
-    lut = np.array([_permittivity(m, omega, 2) for m in scene.materials])  # E_z sees eps_zz
+    lut, pec = _lut(scene, omega, 2)  # E_z sees eps_zz
     eps = lut[r.label[2][:, :, 0]]
     it = r.interface[2]
     if averaging == "subpixel" and len(it["fill"]):
         # no mean with a conductor: its nodes stay inf, their neighbours keep their own eps
-        ok = np.isfinite(lut[it["own"]]) & np.isfinite(lut[it["other"]])
+        ok = ~pec[it["own"]] & ~pec[it["other"]]
         i, j, f = it["index"][ok, 0], it["index"][ok, 1], it["fill"][ok]
-        eps[i, j] = f * lut[it["own"][ok]] + (1 - f) * lut[it["other"][ok]]
+        eps = _set(eps, (i, j), f * lut[it["own"][ok]] + (1 - f) * lut[it["other"][ok]])
     return eps
+
+
+def scene_nodes(scene, shape, dx, origin, averaging="subpixel") -> np.ndarray:
+    """The E_z nodes (bool (nx, ny)) where the scene is not its background (or an interface
+    node touches an object): what ``eps != 1`` marks for a vacuum background, known without
+    the (possibly traced) permittivities."""
+    from ..scene import rasterize
+
+    if scene is None:
+        return np.zeros(shape, bool)
+    r = rasterize(
+        scene,
+        (shape[0], shape[1], 1),
+        dx,
+        (origin[0], origin[1], -dx / 2),
+        averaging=averaging,
+        components=(2,),
+    )
+    on = r.label[2][:, :, 0] != 0
+    it = r.interface[2]
+    if averaging == "subpixel" and len(it["fill"]):
+        on[it["index"][:, 0], it["index"][:, 1]] = True
+    return on
 
 
 def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
@@ -74,21 +151,24 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
     )
     diag, off = [], []
     for c in (0, 1):
-        lut = np.array([_permittivity(m, omega, c) for m in scene.materials])
+        lut, is_pec = _lut(scene, omega, c)
+        xp = np if isinstance(lut, np.ndarray) else _jnp()
         inv = 1.0 / lut[r.label[c][:, :, 0]]
-        cross = np.zeros(shape, complex)
+        cross = xp.zeros(shape, complex)
         it = r.interface[c]
         if averaging == "subpixel" and len(it["fill"]):
             f, e1, e2 = it["fill"], lut[it["own"]], lut[it["other"]]
             nrm = it["normal"]
             i, j = it["index"][:, 0], it["index"][:, 1]
-            conductor = np.isinf(e1) | np.isinf(e2)
+            p1, p2 = is_pec[it["own"]], is_pec[it["other"]]
+            if xp is not np:  # conductors are refused with traced materials: no inf here
+                e1, e2 = xp.where(p1, 1.0, e1), xp.where(p2, 1.0, e2)
             with np.errstate(invalid="ignore", divide="ignore"):
                 harmonic, arithmetic = f / e1 + (1 - f) / e2, 1 / (f * e1 + (1 - f) * e2)
                 kottke = nrm[:, c] ** 2 * harmonic + (1 - nrm[:, c] ** 2) * arithmetic
                 coupling = nrm[:, 0] * nrm[:, 1] * (harmonic - arithmetic)
-            inv[i, j] = np.where(np.isinf(e1), 1 / e2, np.where(np.isinf(e2), 1 / e1, kottke))
-            cross[i, j] = np.where(conductor, 0.0, coupling)
+            inv = _set(inv, (i, j), xp.where(p1, 1 / e2, xp.where(p2, 1 / e1, kottke)))
+            cross = _set(cross, (i, j), xp.where(p1 | p2, 0.0, coupling))
         diag.append(inv)
         off.append(cross)
     return diag[0], diag[1], off[0], off[1]

@@ -52,7 +52,8 @@ from ..errors import ConfigError
 from .grid2d import _bad_source, _grid, _incident, _incident_waves, _inner, _plane_waves, _source_node
 from .operators import SCPML, derivatives
 from .pec2d import pec_index, te_open_fractions, tm_rows
-from .permittivity2d import _inplane_inverse, node_permittivity
+from .permittivity2d import _inplane_inverse, node_permittivity, traced_scene
+from .scene_traced import solve_te_traced, solve_tm_traced
 from .solve2d import _check_memory, _check_solver, _host_format, _solve
 from .specs2d import LineSource, PlaneWave2D, TMResult
 from .stencil2d import (
@@ -104,6 +105,8 @@ def solve_tm(
     _check_solver(solver)
     g = _grid(size, resolution, frequency, pml, center, averaging, half=False)
     _check_memory(g.shape, solver, source)
+    if traced_scene(scene):  # jax.grad over a material: JAX arrays, the adjoint solve
+        return solve_tm_traced(g, source, scene, averaging, stencil, solver)
     omega, shape = g.omega, g.shape
     t0 = time.perf_counter()
     eps = node_permittivity(scene, shape, g.dx, g.origin, omega, averaging)
@@ -184,6 +187,8 @@ def solve_te(
     _check_solver(solver)
     g = _grid(size, resolution, frequency, pml, center, averaging, half=True)
     _check_memory(g.shape, solver, source)
+    if traced_scene(scene):  # jax.grad over a material: JAX arrays, the adjoint solve
+        return solve_te_traced(g, source, scene, averaging, stencil, solver)
     omega, shape = g.omega, g.shape
     nx, ny = shape
     t0 = time.perf_counter()

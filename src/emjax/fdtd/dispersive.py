@@ -32,6 +32,9 @@ def coefficients(material, mask, eps, dt: float, dtype):
     averaging: a node is the parallel mixture ``w medium + (1 - w) background``, i.e. the
     susceptibility and eps_inf are volume-averaged; then eps and the betas come back per
     component)."""
+    from ..materials import has_tracer
+
+    xp = jnp if has_tracer(material) else np  # traced pole parameters: the coefficients in JAX
     w = np.asarray(mask)
     w = w.astype(float) if w.dtype == bool else np.clip(w.astype(float), 0.0, 1.0)
     inside = w > 0
@@ -40,7 +43,7 @@ def coefficients(material, mask, eps, dt: float, dtype):
     for p in material.poles:
         if isinstance(p, DrudePole):
             damp = 1 + p.gamma * dt / 2
-            ks.append(np.where(inside, (1 - p.gamma * dt / 2) / damp, 0.0))
+            ks.append(xp.where(inside, (1 - p.gamma * dt / 2) / damp, 0.0))
             betas.append(w * ((p.omega_p**2 * dt / 2) / damp))
         else:
             damp = 1 + p.gamma * dt / 2

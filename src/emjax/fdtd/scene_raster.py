@@ -53,7 +53,8 @@ def _kind(m) -> str:
             raise ConfigError(f"FDTD: permittivity {m} < 1: give metals as materials.Drude(...) or scene.PEC")
         return "dielectric"
     if isinstance(m, Constant):
-        return _kind(m.permittivity(1.0).real) if np.imag(m.permittivity(1.0)) == 0 else "complex"
+        e = complex(np.asarray(m.permittivity(1.0)))  # a 0-d array: as a number
+        return _kind(e.real) if e.imag == 0 else "complex"
     if isinstance(m, Dispersive) and all(isinstance(p, (DrudePole, LorentzPole)) for p in m.poles):
         return "dispersive"
     if isinstance(m, complex):
@@ -137,6 +138,10 @@ def materials(sim, tf=None) -> dict:
         tf_lo = origin + np.asarray(tf.lo) * g.dx
         tf_hi = origin + np.asarray(tf.hi) * g.dx
         sim.scene.check_inside(tf_lo + 2 * g.dx, tf_hi - 2 * g.dx, "the PlaneWaveSource box (less two cells)")
+    from .scene_traced import materials_traced, traced_scene
+
+    if traced_scene(sim.scene):  # jax.grad over a material's value: eps as a JAX array
+        return materials_traced(sim, tf)
     mats = sim.scene.materials
     kinds = [_kind(m) for m in mats]
     if "complex" in kinds:

@@ -22,7 +22,7 @@ from . import blocked, sharded
 from . import checkpoint as checkpoint_mod
 from . import step as engine
 from .results import FDTDResult
-from .spec import GridSimulation, check_run_arguments, is_traced
+from .spec import GridSimulation, check_run_arguments, is_traced, traced_inputs
 
 # Reverse mode of traced runs: "custom" (emjax.fdtd.adjoint, where it applies) or "autodiff"
 # (JAX's through the checkpointed scan); tests and benchmarks compare them.
@@ -177,14 +177,14 @@ def run(
         steps = int(math.ceil(require_positive("until", until) / sim.grid.dt))
     steps = require_int("steps", steps, 1)
     make = lambda: progress_bars.StepBar("fdtd", steps, "step")  # noqa: E731
-    with progress_bars.shown(progress, make, is_traced((*sim.traced_inputs, initial))) as report:
+    with progress_bars.shown(progress, make, is_traced(traced_inputs(sim, initial))) as report:
         return _run(sim, steps, chunk, initial, report, checkpoint, remat, layout, out_of_core, kernel)
 
 
 def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of_core, kernel="auto"):
     """:func:`run` of a GridSimulation, ``steps`` checked, ``progress`` a callable or None."""
     if out_of_core is None and as_layout(layout) is None and jax.default_backend() != "cpu":
-        if not is_traced((*sim.traced_inputs, initial)):
+        if not is_traced(traced_inputs(sim, initial)):
             from ..backend import device_memory_bytes
 
             out_of_core = sim.memory_bytes() > 0.9 * device_memory_bytes()
@@ -210,14 +210,14 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
     else:  # each device holds its slab (plus replicated x-CPML windows: small)
         check_memory(sim.memory_bytes() // lay.n, f"FDTD on a {shape_txt} grid split over {lay.n} devices")
     chunk = default_chunk(steps, sim.grid.n_cells) if chunk is None else require_int("chunk", chunk, 1)
-    if checkpoint is not None and not is_traced((*sim.traced_inputs, initial)):
+    if checkpoint is not None and not is_traced(traced_inputs(sim, initial)):
         from ..io import check_output_file
 
         check_output_file(checkpoint, "checkpoint", create_folder=False)  # before any step
     if (
         sim.grid.precision == "double"
         and not jax.config.jax_enable_x64
-        and is_traced((*sim.traced_inputs, initial))
+        and is_traced(traced_inputs(sim, initial))
     ):
         # the backward pass runs after run() returns, outside its 64-bit scope
         raise ConfigError(
@@ -290,6 +290,14 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
         )
 
 
+def _forward_mode(tree) -> bool:
+    """Whether a leaf is traced by forward mode (``jax.jvp``, ``jax.jacfwd``): the hand-written
+    adjoint is a ``custom_vjp``, which JAX cannot push tangents through, so forward mode
+    differentiates the checkpointed loop itself (reverse mode, ``jax.grad``, linearizes
+    with another tracer and keeps the adjoint)."""
+    return any(type(x).__name__ == "JVPTracer" for x in jax.tree_util.tree_leaves(tree))
+
+
 def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResult:
     """The run of traced inputs: one jitted computation (see :func:`run`)."""
     if checkpoint is not None:
@@ -297,7 +305,7 @@ def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResul
     segment = remat_segment(steps) if remat is None else require_int("remat", remat, 0)
     from . import adjoint
 
-    if ADJOINT == "custom" and adjoint.applicable(plan):
+    if ADJOINT == "custom" and adjoint.applicable(plan) and not _forward_mode((arrays, state)):
         lossless = not is_traced(sim.sigma) and np.all(np.asarray(sim.sigma) == 0)
         state, rec = adjoint.advance(plan, arrays, state, steps, segment, lossy=not lossless)
     else:

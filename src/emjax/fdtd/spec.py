@@ -23,6 +23,17 @@ def is_traced(value) -> bool:
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(value))
 
 
+def traced_inputs(sim, initial=None) -> tuple:
+    """What a run differentiates: ``eps``, ``sigma``, a traced subpixel box's tensors,
+    ``initial`` and the dispersive material's parameters (``eps_inf``, the poles'), for
+    :func:`is_traced`."""
+    params = ()
+    if sim.dispersive is not None:
+        mat = sim.dispersive[0]
+        params = (mat.eps_inf, tuple(tuple(vars(p).values()) for p in mat.poles))
+    return (*sim.traced_inputs, initial, params)
+
+
 @dataclass(frozen=True)
 class Probe:
     """Record ``field`` ("E" or "H") component ``component`` at node ``index`` every step."""
@@ -141,7 +152,7 @@ class GridSimulation:
             ):
                 raise ConfigError("dispersive must be (materials.Dispersive with Drude/Lorentz poles, mask)")
             for p in mat.poles:
-                if isinstance(p, LorentzPole) and p.omega_0 * self.grid.dt >= 2:
+                if isinstance(p, LorentzPole) and not is_traced(p.omega_0) and p.omega_0 * self.grid.dt >= 2:
                     raise ConfigError(
                         f"Lorentz pole omega_0 = {p.omega_0} needs dt < 2 / omega_0 "
                         f"(dt = {self.grid.dt:.3g}): refine the grid"

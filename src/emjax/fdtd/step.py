@@ -27,7 +27,7 @@ from . import pml as pml_mod
 from . import tfsf as tfsf_mod
 from .grid import CPML, PEC
 from .sources import PlaneSource, PointDipole
-from .spec import GridSimulation, is_traced
+from .spec import GridSimulation, is_traced, traced_inputs
 from .tfsf import TFSF
 from .update import d_backward, d_forward
 
@@ -72,7 +72,7 @@ class Plan:
 def coefficients(sim: GridSimulation, dtype):
     g = sim.grid
     dt = g.dt
-    traced = is_traced((sim.eps, sim.sigma))
+    traced = is_traced(traced_inputs(sim))  # initial is None here
     xp = jnp if traced else np  # traced eps/sigma (jax.grad over them): coefficients in JAX
     eps = xp.asarray(sim.eps, dtype=float)
     sig = xp.asarray(sim.sigma, dtype=float)

@@ -115,10 +115,15 @@ def aux_step_e(src, e1, h1, courant, t_next):
 def incident_spectrum(src: TFSF, frequencies, steps: int, dt: float) -> np.ndarray:
     """DFT of the incident E amplitude (as the monitors' DFT: samples at (n + 1) dt), which
     the lossless 1-D grid carries unchanged in magnitude to the box."""
+    import jax
+
     t = (np.arange(steps) + 1) * dt
-    w = np.asarray(src.waveform(jnp.asarray(t)))
+    with jax.ensure_compile_time_eval():  # a concrete waveform stays concrete under jax.jit
+        w = src.waveform(jnp.asarray(t))
+    xp = jnp if isinstance(w, jax.core.Tracer) else np  # a traced waveform parameter: JAX
+    w = xp.asarray(w)
     f = np.asarray(frequencies, dtype=float)
-    return (np.exp(2j * np.pi * f[:, None] * t[None, :]) * w[None, :]).sum(axis=1) * dt
+    return (xp.exp(2j * np.pi * f[:, None] * t[None, :]) * w[None, :]).sum(axis=1) * dt
 
 
 def _mask_1d(n, lo, hi, half, dtype):
