@@ -69,8 +69,9 @@ def materials_traced(sim, tf=None) -> dict:
 
     if sim.averaging != "staircase":
         raise ConfigError(
-            'FDTD: jax.grad through a material\'s value needs averaging="staircase" (this version: '
-            'subpixel averaging\'s interface tensors are not traced); set Simulation(averaging="staircase")'
+            "FDTD: jax.grad through a material object's parameters (Constant, Drude, Lorentz) needs "
+            'averaging="staircase": set Simulation(averaging="staircase"), or give a dielectric\'s '
+            "permittivity as a plain (traced) number, which subpixel averaging differentiates"
         )
     mats = sim.scene.materials
     disp = [i for i, m in enumerate(mats) if isinstance(m, Dispersive)]
