@@ -14,6 +14,7 @@ def _tracer_type():
     jax = sys.modules.get("jax")
     return None if jax is None else jax.core.Tracer
 
+
 __all__ = ["is_traced", "primal"]
 
 
