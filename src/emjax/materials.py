@@ -16,6 +16,7 @@ of :class:`Drude` and :class:`Lorentz` terms.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,10 +35,10 @@ def _as_complex(name: str, value) -> complex:
 
 
 def is_traced(value) -> bool:
-    """True for a JAX tracer (under jit/grad/vmap): its value is unknown, do not check it."""
-    import jax
-
-    return isinstance(value, jax.core.Tracer)
+    """True for a JAX tracer (under jit/grad/vmap): its value is unknown, do not check it.
+    (JAX is not imported here: before it is, nothing is a tracer.)"""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(value, jax.core.Tracer)
 
 
 def has_tracer(material) -> bool:

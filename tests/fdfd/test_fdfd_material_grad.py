@@ -138,6 +138,7 @@ def test_material_gradient_in_a_32bit_session():
     assert abs(got["grad"] - ref) < 1e-3 * abs(ref)
 
 
+@pytest.mark.slow  # 20-30 s: the fast suite keeps the gradient checks
 @pytest.mark.parametrize("solve,averaging", [(fdfd.solve_tm, "subpixel"), (fdfd.solve_te, "staircase")])
 def test_2d_forward_mode_jit_and_vmap_through_the_scene_solve(solve, averaging):
     """jax.jvp and jax.jacfwd equal jax.grad; jax.jit of the gradient and jax.vmap over a

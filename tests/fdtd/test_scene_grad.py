@@ -163,6 +163,7 @@ def test_2d_disk_raster_derivatives_central_differences():
             assert np.max(np.abs(fd)) > 0 and np.max(np.abs(jac[k] - fd)) <= 1e-4 * np.max(np.abs(fd))
 
 
+@pytest.mark.slow  # ~10 s
 def test_compiled_raster_reused_only_for_the_same_structure():
     """A second gradient with the same interface nodes (another eps, the same geometry) reuses
     the compiled raster function and gives what a fresh compilation gives (bit for bit);
@@ -188,6 +189,7 @@ def test_compiled_raster_reused_only_for_the_same_structure():
         assert len(scene_grad._COMPILED) == 2
 
 
+@pytest.mark.slow  # ~11 s
 def test_32_bit_jax_gets_the_float64_raster_and_its_derivatives():
     """In JAX's default 32-bit mode the traced raster is computed in float64 (float32 loses
     the cube-plane fill where a normal is near an axis: 2% off in Csca before) and handed on
