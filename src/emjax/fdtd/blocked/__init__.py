@@ -139,8 +139,19 @@ pipelined plane by plane with the y/z neighbours exchanged through shared memory
 barrier per level) and the x neighbours kept in registers; the CPML's psi of the
 intermediate levels in per-thread chains. ``kernel="emulate"`` runs the same source on
 the host (threads and barriers; small grids), which is how the CPU tests check it. It
-needs x walled (PEC or CPML). Measured on an H200 (BENCHMARKS.md): right, and not yet
-faster than the XLA step.
+needs x walled (PEC or CPML). Measured on an H100 (BENCHMARKS.md): 1.7-2.2x the XLA step
+with PEC walls, 0.96x (512^3) to 1.35x (1024^3) with a CPML on every face.
+
+What the CPML costs, and the design it calls for: with 1-cell slabs (almost no cells in
+them) the kernel already loses half its rate: the CPML's code takes registers and
+scheduling from every cell's update, wherever it runs (a non-inlined CPML function and
+per-case compiled copies of the levels were measured and dropped). So the CPML wants a
+kernel of its own: the bulk kernel (no CPML code) advances every tile as if the walls were
+plain PEC, which spoils the slabs and, after TH steps, TH cells beyond them; a CPML kernel
+then recomputes the slabs plus that TH-cell margin from the same inputs (its windows: the
+border tiles over the whole x range, and the interior tiles over the x slabs' planes plus
+margins, a march that starts and ends inside the grid with an x halo like the y/z ones),
+writing over the bulk's values there. Both write into the same aliased outputs, in order.
 
 Not yet: DFT monitors (accumulate per step from the levels' planes, or from records kept
 per TH block), TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch
