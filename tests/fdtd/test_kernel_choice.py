@@ -62,3 +62,21 @@ def test_gpu_blocked_equals_xla_and_auto_takes_it():
     assert fdtd.run(_sim(), 8, progress=False).kernel.startswith("blocked")
     why = fdtd.run(_sim(CPML(3)), 8, progress=False).kernel
     assert why.startswith("xla (the blocked kernel not taken: its CPML")
+
+
+def test_no_room_for_the_second_copy_is_a_reason(monkeypatch):
+    """The blocked kernel needs a second copy of the fields on the device: where it does not
+    fit, "auto" keeps XLA saying so (checked with the GPU and its memory stood in for)."""
+    from emjax import backend
+    from emjax.fdtd import step as engine
+    from emjax.fdtd.blocked import choice, cuda
+
+    sim = _sim()
+    arrays, pml = engine.coefficients(sim, np.float32)
+    plan = engine.make_plan(sim, 4, np.float32, arrays, pml)
+    monkeypatch.setattr(choice.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(cuda, "nvrtc", lambda: object())
+    monkeypatch.setattr(backend, "device_memory_bytes", lambda: 1000)
+    assert "does not fit the 0.0 GB free on the device" in choice.why_not(plan, np.float32)
+    monkeypatch.setattr(backend, "device_memory_bytes", lambda: 10**9)
+    assert choice.why_not(plan, np.float32) is None

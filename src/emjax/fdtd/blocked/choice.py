@@ -33,6 +33,17 @@ def why_not(plan, dtype) -> str | None:
         return "it does not support complex (Bloch) fields"
     if cuda.nvrtc() is None:
         return "NVRTC (libnvrtc) is not installed: pip install emjax[cuda]"
+    # the kernel reads one copy of the fields and writes another: a second copy of E and H
+    # (the psi slabs too) must fit beside the state already on the device
+    from ...backend import device_memory_bytes
+
+    extra = 6 * int(np.prod(plan.shape)) * np.dtype(dtype).itemsize
+    free = device_memory_bytes()
+    if 1.1 * extra > free:
+        return (
+            f"its second copy of the fields ({extra / 1e9:.1f} GB) does not fit the "
+            f"{free / 1e9:.1f} GB free on the device"
+        )
     return None
 
 
