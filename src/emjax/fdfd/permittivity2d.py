@@ -77,21 +77,28 @@ def _set(a, index, values):
     return a.at[index].set(values)
 
 
-def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel"):
-    """eps at the E_z nodes of a 2-D grid (``shape = (nx, ny)``, node (0, 0) at ``origin``):
-    NumPy, or a JAX array of the traced materials (:func:`traced_scene`)."""
+def raster2d(scene, shape, dx, origin, averaging, components):
+    """The scene's raster on a 2-D grid (``shape = (nx, ny)``, node (0, 0) at ``origin``): one
+    cell thick in z, centred on the plane, for the E components ``components``."""
     from ..scene import rasterize
 
-    if scene is None:
-        return np.ones(shape, complex)
-    r = rasterize(
+    return rasterize(
         scene,
         (shape[0], shape[1], 1),
         dx,
         (origin[0], origin[1], -dx / 2),
         averaging=averaging,
-        components=(2,),
+        components=components,
     )
+
+
+def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel"):
+    """eps at the E_z nodes of a 2-D grid (``shape = (nx, ny)``, node (0, 0) at ``origin``):
+    NumPy, or a JAX array of the traced materials (:func:`traced_scene`)."""
+
+    if scene is None:
+        return np.ones(shape, complex)
+    r = raster2d(scene, shape, dx, origin, averaging, (2,))
     lut, pec = _lut(scene, omega, 2)  # E_z sees eps_zz
     eps = lut[r.label[2][:, :, 0]]
     it = r.interface[2]
@@ -107,18 +114,10 @@ def scene_nodes(scene, shape, dx, origin, averaging="subpixel") -> np.ndarray:
     """The E_z nodes (bool (nx, ny)) where the scene is not its background (or an interface
     node touches an object): what ``eps != 1`` marks for a vacuum background, known without
     the (possibly traced) permittivities."""
-    from ..scene import rasterize
 
     if scene is None:
         return np.zeros(shape, bool)
-    r = rasterize(
-        scene,
-        (shape[0], shape[1], 1),
-        dx,
-        (origin[0], origin[1], -dx / 2),
-        averaging=averaging,
-        components=(2,),
-    )
+    r = raster2d(scene, shape, dx, origin, averaging, (2,))
     on = r.label[2][:, :, 0] != 0
     it = r.interface[2]
     if averaging == "subpixel" and len(it["fill"]):
@@ -136,19 +135,11 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
     exact for interfaces along the axes, an approximation at oblique ones). 1/eps = 0 at
     nodes inside a conductor; where a conductor meets another material, that material's
     1/eps and no off-diagonal (the open fraction comes on top)."""
-    from ..scene import rasterize
 
     if scene is None:
         one, zero = np.ones(shape, complex), np.zeros(shape, complex)
         return one, one, zero, zero
-    r = rasterize(
-        scene,
-        (shape[0], shape[1], 1),
-        dx,
-        (origin[0], origin[1], -dx / 2),
-        averaging=averaging,
-        components=(0, 1),
-    )
+    r = raster2d(scene, shape, dx, origin, averaging, (0, 1))
     diag, off = [], []
     for c in (0, 1):
         lut, is_pec = _lut(scene, omega, c)

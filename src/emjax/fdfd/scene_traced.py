@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .grid2d import _bad_source, _incident_waves, _inner, _plane_waves, _source_node
-from .permittivity2d import _inplane_inverse, _lut, node_permittivity, scene_nodes
+from .permittivity2d import _inplane_inverse, _lut, node_permittivity, raster2d, scene_nodes
 from .specs2d import LineSource, TMResult
 
 _WHY = "jax.grad through the scene's materials"
@@ -101,20 +101,12 @@ def solve_te_traced(g, source, scene, averaging, stencil, solver):
     """:func:`emjax.fdfd.solve_te` on the (cell-centre) grid ``g`` for a scene with traced
     materials: the in-plane permittivity diagonal (Kottke's diagonal entries at interface
     edges); an interface that needs the off-diagonal term is refused."""
-    from ..scene import rasterize
     from .adjoint_te import te_field
 
     _refuse_pec(scene, "solve_te")
     _check_solver(solver, "solve_te")
     if averaging == "subpixel":
-        r = rasterize(
-            scene,
-            (*g.shape, 1),
-            g.dx,
-            (g.origin[0], g.origin[1], -g.dx / 2),
-            averaging=averaging,
-            components=(0, 1),
-        )
+        r = raster2d(scene, g.shape, g.dx, g.origin, averaging, (0, 1))
         for c in (0, 1):
             nrm = r.interface[c]["normal"]
             if len(nrm) and np.any(np.abs(nrm[:, 0] * nrm[:, 1]) > 1e-12):
@@ -147,16 +139,8 @@ def solve_te_traced(g, source, scene, averaging, stencil, solver):
 
 def _te_scene_nodes(scene, g, averaging) -> np.ndarray:
     """The H_z cells with a non-vacuum E_x or E_y edge (or an interface on one)."""
-    from ..scene import rasterize
 
-    r = rasterize(
-        scene,
-        (*g.shape, 1),
-        g.dx,
-        (g.origin[0], g.origin[1], -g.dx / 2),
-        averaging=averaging,
-        components=(0, 1),
-    )
+    r = raster2d(scene, g.shape, g.dx, g.origin, averaging, (0, 1))
     on = np.zeros(g.shape, bool)
     for c in (0, 1):
         on |= r.label[c][:, :, 0] != 0
