@@ -16,12 +16,12 @@ of :class:`Drude` and :class:`Lorentz` terms.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import ConfigError, require_finite, require_floats, require_positive
+from .tracing import is_traced  # noqa: F401  (re-exported: the slices' material checks use it)
 
 
 def _as_complex(name: str, value) -> complex:
@@ -32,13 +32,6 @@ def _as_complex(name: str, value) -> complex:
     if not (np.isfinite(z.real) and np.isfinite(z.imag)):
         raise ConfigError(f"{name} must be finite, got {value!r}")
     return z
-
-
-def is_traced(value) -> bool:
-    """True for a JAX tracer (under jit/grad/vmap): its value is unknown, do not check it.
-    (JAX is not imported here: before it is, nothing is a tracer.)"""
-    jax = sys.modules.get("jax")
-    return jax is not None and isinstance(value, jax.core.Tracer)
 
 
 def has_tracer(material) -> bool:
