@@ -93,12 +93,20 @@ def main(argv=None):
     ap.add_argument(
         "--configs", nargs="+", default=["4,24,2", "3,26,2", "2,28,2"], help="TH,tile,rows per thread"
     )
+    ap.add_argument(
+        "--split", nargs="+", default=["on"], choices=["on", "off"], help="the CPML as a kernel of its own"
+    )
+    ap.add_argument("--commit", default=None, help="the commit to record (default: git's)")
     ap.add_argument("--bandwidth", type=float, default=3.35e12)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     if "double" in a.precision:
         jax.config.update("jax_enable_x64", True)  # else float64 arrays silently stay float32
-    labels = {"device": device_description(), "date": time.strftime("%Y-%m-%d"), "commit": git_commit()}
+    labels = {
+        "device": device_description(),
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": a.commit or git_commit(),
+    }
 
     def emit(row):
         print(json.dumps(row), flush=True)
@@ -138,7 +146,9 @@ def main(argv=None):
                             "bandwidth_fraction": rate * bpu / a.bandwidth,
                         }
                     )
-                    for cfg in a.configs:
+                    for cfg, split in [(c, sp) for c in a.configs for sp in a.split]:
+                        if split == "off" and boundary == "pec":
+                            continue
                         th, b, ry = (int(v) for v in cfg.split(","))
                         row = {
                             **case,
@@ -146,9 +156,18 @@ def main(argv=None):
                             "th": th,
                             "tile": [b, b],
                             "rows_per_thread": ry,
+                            "split_cpml": split == "on",
                         }
-                        fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n: blocked.advance(  # noqa: E731
-                            p, ar, st, k, th=th, tile=(n, b, b), kernel="cuda", rows_per_thread=ry
+                        fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
+                            p,
+                            ar,
+                            st,
+                            k,
+                            th=th,
+                            tile=(n, b, b),
+                            kernel="cuda",
+                            rows_per_thread=ry,
+                            split_cpml=sp == "on",
                         )
                         try:
                             c, s, got = _timed(fn, sim, a.steps, dtype)

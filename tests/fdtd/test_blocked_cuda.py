@@ -85,6 +85,74 @@ def test_emulated_bulk_tiles_and_planes_without_cpml_code():
 
 
 @emulated
+@pytest.mark.parametrize("split_cpml", [True, False])
+def test_emulated_cpml_kernel_of_its_own(split_cpml):
+    """The CPML as a kernel of its own after a bulk kernel without CPML code, with windows
+    that just cover each slab plus TH cells (y: 3 + 3 in tiles of 5, z: 2 + 3 in tiles of
+    4), x marches of L + 2 TH planes at each face, a dipole and probes in the slabs and in
+    the bulk; and the single kernel with the CPML inside it (``split_cpml=False``)."""
+    g = fdtd.Grid(
+        (20, 30, 27),
+        1.0,
+        boundary=(CPML(thickness=3), CPML(thickness=3), CPML(thickness=2)),
+        precision="double",
+    )
+    srcs = (
+        fdtd.PointDipole((10, 15, 13), 1, fdtd.GaussianPulse(frequency=0.15, bandwidth=0.5)),
+        fdtd.PointDipole((2, 27, 1), 0, fdtd.GaussianPulse(frequency=0.12, bandwidth=0.5)),
+        fdtd.PointDipole((10, 1, 12), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5)),
+    )
+    probes = (fdtd.Probe((1, 14, 13), 2), fdtd.Probe((10, 15, 14), 0, "H"), fdtd.Probe((18, 4, 25), 1))
+    sim = fdtd.GridSimulation(g, sources=srcs, probes=probes)
+    with precision_scope():
+        plan, arrays, state = _setup(sim, 7)
+        ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 7)
+        out, rec, _ = blocked.advance(
+            plan, arrays, state, 7, th=3, tile=(20, 5, 4), kernel="emulate", split_cpml=split_cpml
+        )
+    for f in "EH":
+        a, b = np.stack(out[f]), np.stack(ref[f])
+        assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), f
+    scale = max(np.abs(np.asarray(v)).max() for v in ref["psi"].values())
+    for k in ref["psi"]:
+        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+    assert np.abs(np.asarray(rec) - np.asarray(rec_ref)).max() <= 1e-12 * np.abs(np.asarray(rec_ref)).max()
+
+
+def test_cpml_kernel_tasks_cover_the_slabs_once_per_cell_kind():
+    """Every cell within L + TH of a CPML face is written by some task, and no task writes
+    a plane its march spoils (the TH planes at an end inside the grid)."""
+    from emjax.fdtd.blocked import split as cpml_split
+
+    spec = cuda.Spec(
+        "float32",
+        (64, 100, 41),
+        4,
+        (24, 24),
+        1.0,
+        0.5,
+        1.0,
+        0.5,
+        None,
+        (True,) * 3,
+        (6, 5, 0),
+        (False,) * 3,
+        (),
+        (),
+    )
+    rows = cpml_split.tasks(spec)
+    hit = np.zeros(spec.shape, bool)
+    for y0, z0, oy0, oy1, oz0, oz1, x0, nxw, ox0, ox1 in rows:
+        assert y0 <= oy0 and oy1 <= y0 + 24 and z0 <= oz0 and oz1 <= z0 + 24
+        assert (x0 == 0 or ox0 >= x0 + 4) and (x0 + nxw == 64 or ox1 <= x0 + nxw - 4)
+        hit[ox0:ox1, oy0:oy1, oz0:oz1] = True
+    x, y = np.arange(64)[:, None, None], np.arange(100)[None, :, None]
+    need = (x < 10) | (x >= 54) | (y < 9) | (y >= 91)
+    assert hit[np.broadcast_to(need, hit.shape)].all()
+    assert not hit[20:44, 30:70].any()  # the bulk is left alone
+
+
+@emulated
 @pytest.mark.slow
 def test_emulated_th4_not_dividing():
     _compare(_cpml_dielectric(), 23, th=4, tile=(16, 5, 4), kernel="emulate")

@@ -350,6 +350,7 @@ def advance(
     interpret=None,
     march: bool = False,
     rows_per_thread: int | None = None,
+    split_cpml: bool = True,
 ):
     """``steps`` steps of ``state`` (as :func:`emjax.fdtd.step.advance`: the same state,
     records ``(steps, n_probes)`` and finiteness flag) in passes of ``th`` steps over tiles
@@ -386,8 +387,10 @@ def advance(
         if kernel == "cuda" and jax.default_backend() != "gpu":
             raise ConfigError("kernel='cuda' needs a GPU; kernel='emulate' runs the same kernel on the host")
         if kernel == "emulate":
-            return cuda_advance.advance_emulated(plan, arrays, state, int(steps), int(th), block)
-        return cuda_advance.advance_gpu(plan, arrays, state, int(steps), int(th), block)
+            return cuda_advance.advance_emulated(
+                plan, arrays, state, int(steps), int(th), block, bool(split_cpml)
+            )
+        return cuda_advance.advance_gpu(plan, arrays, state, int(steps), int(th), block, bool(split_cpml))
     if kernel == "triton":
         march = True  # the Triton kernel is the x-march
         why = gpu.check_window(Tiling(plan.shape, tuple(int(b) for b in tile), int(th), True))

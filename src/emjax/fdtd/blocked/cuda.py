@@ -63,6 +63,10 @@ class Spec:
     sources: tuple  # (((i, j, k) or None, component), ...)
     probes: tuple  # ((field, component, (i, j, k)), ...)
     ry: int = 1  # window rows per thread (WY must be a multiple)
+    # CTAs from a table instead of the regular tiling: rows (y0, z0, oy0, oy1, oz0, oz1, x0,
+    # nxw, ox0, ox1), window origin, own y/z cells, the x march and its written planes
+    tasks: tuple = ()
+    record: tuple | None = None  # the probes this kernel records (indices; None: all)
 
     @property
     def window(self) -> tuple:
@@ -74,7 +78,9 @@ class Spec:
 
     @property
     def grid(self) -> tuple:
-        """CTAs: (z tiles, y tiles, 1)."""
+        """CTAs: (z tiles, y tiles, 1), or (tasks, 1, 1)."""
+        if self.tasks:
+            return (len(self.tasks), 1, 1)
         (by, bz), (_, ny, nz) = self.block, self.shape
         return (math.ceil(nz / bz), math.ceil(ny / by), 1)
 
@@ -158,7 +164,10 @@ def source(spec: Spec) -> str:
         "DT": _literal(spec.dt),
         "NSRC": len(spec.sources),
         "NPROBE": len(spec.probes),
+        "NTASK": len(spec.tasks),
     }
+    if spec.tasks:
+        d["TASK_TABLE"] = ", ".join("{" + ", ".join(str(int(v)) for v in row) + "}" for row in spec.tasks)
     for key in ("ca", "cb"):
         v = getattr(spec, key)
         d[f"{key.upper()}_KIND"] = kinds.get(v, 3) if isinstance(v, str) else 3
@@ -178,6 +187,8 @@ def source(spec: Spec) -> str:
             src.append(f"if (p == {i} && gyk == {j} && gz == {k}) en[k][{comp}] += sv[(s - 1) * NSRC + {m}];")
     prb = []
     for m, (field, comp, (i, j, k)) in enumerate(spec.probes):
+        if spec.record is not None and m not in spec.record:
+            continue
         val = f"en[k][{comp}]" if field == "E" else f"hc[k][{comp}]"
         prb.append(f"if (p == {i} && gyk == {j} && gz == {k}) rec[(s - 1) * NPROBE + {m}] = {val};")
     d["SOURCES"] = " ".join(src) or ";"
@@ -399,12 +410,16 @@ extern "C" int emulate_launch({params}) {{
     return (HERE / "emulate.h").read_text() + "\n" + source(spec) + launcher
 
 
-def emulate_pass(spec: Spec, args: list) -> list:
-    """One pass on the host (NumPy arrays in, NumPy arrays out): the same kernel text."""
+def emulate_pass(spec: Spec, args: list, dest: list | None = None) -> list:
+    """One pass on the host (NumPy arrays in, NumPy arrays out): the same kernel text.
+    ``dest``: the values of :func:`aliased` 's buffers before the pass (what the kernel does
+    not write keeps them); None: NaN."""
     lib = _emulated_library(emulated_source(spec))
     dt = np.dtype(spec.dtype)
     ins = [np.ascontiguousarray(np.asarray(a, dt).reshape(s)) for a, (_, s) in zip(args, inputs(spec))]
     outs = [np.full(s, np.nan, dt) for _, s in outputs(spec)]
+    for o, v in zip(outs, dest or []):
+        o[...] = np.asarray(v, dt).reshape(o.shape)
     if spec.probes:
         outs[-1][...] = 0
     dest = [o for o, (n, _) in zip(outs, outputs(spec)) if n != "rec"]

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ConfigError
-from . import cuda
+from . import cuda, split
 from .cuda import PSI, Spec
 
 
@@ -146,14 +146,27 @@ def _sv(plan, arrays, n, th, dtype):
     return jnp.reshape(_source_values(plan, arrays, n, th, dtype), (-1,))
 
 
-def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run, dest=None):
+def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run, dest=None, split_cpml=True):
     """One pass from (E, H, psi); ``dest``: the buffers the GPU writes the results into
-    (a state of the same shapes, overwritten)."""
+    (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
+    runs as a kernel of its own after a bulk kernel without CPML code (:mod:`.split`)."""
     args = list(E) + list(H) + list(static)
     if spec.sources:
         args.append(_sv(plan, arrays, n, spec.th, spec.dtype))
-    args += list(prof) + list(psi)
-    outs = run(spec, args) if dest is None else run(spec, args, list(dest[0]) + list(dest[1]) + list(dest[2]))
+    parts = split.split(spec) if split_cpml else None
+    if parts is None:
+        outs = run(
+            spec, args + list(prof) + list(psi), None if dest is None else [*dest[0], *dest[1], *dest[2]]
+        )
+    else:
+        bulk, fix = parts
+        first = run(bulk, args, None if dest is None else [*dest[0], *dest[1]])
+        # the CPML kernel writes over the bulk's fields; every psi is its own (NaN on the host
+        # before it runs, so a cell it missed shows)
+        rest = [np.full(np.shape(v), np.nan, spec.dtype) for v in psi] if dest is None else list(dest[2])
+        outs = run(fix, args + list(prof) + list(psi), list(first[:6]) + rest)
+        if spec.probes:
+            outs = list(outs[:-1]) + [outs[-1] + first[-1]]
     E, H = tuple(outs[:3]), tuple(outs[3:6])
     npsi = len(psi)
     psi = list(outs[6 : 6 + npsi])
@@ -161,8 +174,8 @@ def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run, dest=None):
     return E, H, psi, rec
 
 
-@partial(jax.jit, static_argnames=("plan", "steps", "th", "block"), donate_argnames=("state",))
-def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple):
+@partial(jax.jit, static_argnames=("plan", "steps", "th", "block", "split_cpml"), donate_argnames=("state",))
+def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True):
     dtype = state["E"][0].dtype
     spec = make_spec(plan, arrays, dtype, th, block)
     static, prof = static_inputs(plan, arrays, spec)
@@ -179,7 +192,7 @@ def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple):
     )
 
     def run(sp, cur, dst, n):
-        E, H, psi, rec = _one_pass(plan, arrays, sp, static, prof, *cur, n, cuda.gpu_pass, dst)
+        E, H, psi, rec = _one_pass(plan, arrays, sp, static, prof, *cur, n, cuda.gpu_pass, dst, split_cpml)
         rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
         return (E, H, psi), rec
 
@@ -207,7 +220,7 @@ def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple):
     return new, rec, finite
 
 
-def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple):
+def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True):
     """The same passes with the kernel compiled for the host (NumPy; small grids)."""
     dtype = np.dtype(state["E"][0].dtype)
     spec = make_spec(plan, arrays, dtype, th, block)
@@ -223,7 +236,9 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple):
     while done < steps:
         k = min(th, steps - done)
         sp = spec if k == th else make_spec(plan, arrays, dtype, k, block)
-        E, H, psi, rec = _one_pass(plan, arrays, sp, static, prof, E, H, psi, jnp.int32(n), _emulated_run)
+        E, H, psi, rec = _one_pass(
+            plan, arrays, sp, static, prof, E, H, psi, jnp.int32(n), _emulated_run, None, split_cpml
+        )
         recs.append(rec.reshape(k, -1) if sp.probes else np.zeros((k, 0), dtype))
         n += k
         done += k
@@ -238,5 +253,5 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple):
     return new, jnp.asarray(rec), bool(all(np.all(np.isfinite(f)) for f in E + H))
 
 
-def _emulated_run(spec, args):
-    return cuda.emulate_pass(spec, [np.asarray(a) for a in args])
+def _emulated_run(spec, args, dest=None):
+    return cuda.emulate_pass(spec, [np.asarray(a) for a in args], dest)

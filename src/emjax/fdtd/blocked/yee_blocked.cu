@@ -22,6 +22,12 @@
 // iteration parity) or, at level 1, from memory; level TH writes it back.
 // Differences and CPML corrections are those of emjax.fdtd.step (tile.py is the
 // reference): plain differences wrap, the CPML's own difference reads 0 past the wall.
+//
+// Tasks (NTASK > 0): CTA b takes its window and its cells from row b of a generated table
+// instead of the regular tiling: window origin (y0, z0), own cells [oy0, oy1) x [oz0, oz1),
+// and the march along x over planes [x0, x0 + nxw) of which [ox0, ox1) are written. A march
+// that starts or ends inside the grid spoils TH planes at that end (their x neighbours are
+// missing), as the y/z halo does: the table leaves them out of [ox0, ox1).
 
 #define IDX(x, y, z) (((long)(x) * NY + (y)) * NZ + (z))
 
@@ -61,6 +67,10 @@
 // their memory), a slot per (kind, differentiated component): x: H0_1 0, H0_2 1, E0_1 2,
 // E0_2 3; y: H1_0 0, H1_2 1, E1_0 2, E1_2 3; z: H2_0 0, H2_1 1, E2_0 2, E2_1 3. Level s
 // (< TH) leaves its psi in [parity][s]; level s + 1 takes it in the next iteration.
+#if NTASK
+__device__ const int TASK[NTASK][10] = {TASK_TABLE};
+#endif
+
 struct Chain {
   REAL v[2][TH][4];
 };
@@ -96,11 +106,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const bool active = t < W / RY;
   const int lz = active ? t % WZ : 0;
   const int r = active ? t / WZ : 0;
+#if NTASK
+  const int *task_row = TASK[blockIdx.x];
+  const int y0 = task_row[0], z0 = task_row[1], oy0 = task_row[2], oy1 = task_row[3];
+  const int oz0 = task_row[4], oz1 = task_row[5], X0 = task_row[6], NXW = task_row[7];
+  const int OX0 = task_row[8], OX1 = task_row[9];
+#else
   const int ty = blockIdx.y, tz = blockIdx.x;
   const int y0 = min(ty * BY, NY - BY), z0 = min(tz * BZ, NZ - BZ);
+  const int oy0 = ty * BY, oy1 = min((ty + 1) * BY, NY), oz0 = tz * BZ, oz1 = min((tz + 1) * BZ, NZ);
+  const int X0 = 0, NXW = NX, OX0 = 0, OX1 = NX;
+#endif
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
   const int pz = z0 - TH + lz;  // unwrapped
-  const bool own_z = lz >= TH && lz < TH + BZ && pz >= tz * BZ && pz < min((tz + 1) * BZ, NZ);
+  const bool own_z = lz >= TH && lz < TH + BZ && pz >= oz0 && pz < oz1;
   const int dzm = (lz > 0) ? -1 : 0, dzp = (lz < WZ - 1) ? 1 : 0;  // clamped at the window
   int ly[RY], gy[RY], cell[RY], dym[RY], dyp[RY];
   bool own[RY];
@@ -109,12 +128,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     ly[k] = r + k * (WY / RY);
     gy[k] = ((y0 - TH + ly[k]) % NY + NY) % NY;
     const int py = y0 - TH + ly[k];
-    own[k] = active && own_z && ly[k] >= TH && ly[k] < TH + BY && py >= ty * BY &&
-             py < min((ty + 1) * BY, NY);
+    own[k] = active && own_z && ly[k] >= TH && ly[k] < TH + BY && py >= oy0 && py < oy1;
     cell[k] = ly[k] * WZ + lz;
     dym[k] = (ly[k] > 0) ? -WZ : 0;
     dyp[k] = (ly[k] < WY - 1) ? WZ : 0;
-    col[k] = IDX(0, gy[k], gz);
+    col[k] = IDX(X0, gy[k], gz);
   }
   const long plane = (long)NY * NZ;
   const REAL inv_dx = (REAL)INV_DX, dt = (REAL)DT;
@@ -125,7 +143,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   REAL eo[TH + 1][RY][3];     // level s: E^{s-1} on plane q - 1
   REAL hp[TH + 1][RY][3];     // level s: H^s on plane q without its x difference
   REAL hprev[TH + 1][RY][2];  // level s: Hy, Hz^s on plane q - 2
-  REAL e0[RY][2];             // Ey, Ez^0 on plane 0 (level 1's x wrap; later levels: 0, the wall)
 #if PML0
   Chain chx[RY];
 #endif
@@ -141,7 +158,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       for (int c = 0; c < 3; ++c) eo[s][k][c] = hp[s][k][c] = (REAL)0;
       hprev[s][k][0] = hprev[s][k][1] = (REAL)0;
     }
-  FOR_K { e0[k][0] = e0[k][1] = (REAL)0; }
 
   // plane i + 1 is read while plane i is worked on
   REAL nxt[RY][6];
@@ -152,13 +168,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     }
   }
   int task = 0;  // running level count: the shared-memory set alternates with it
-  for (int i = 0; i < NX + TH; ++i) {
+  for (int i = 0; i < NXW + TH; ++i) {
     const int par = i & 1;
     REAL ef[RY][3], hin[RY][3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
     FOR_K {
-      if (active && i < NX) {
+      if (active && i < NXW) {
         for (int c = 0; c < 3; ++c) { ef[k][c] = nxt[k][c]; hin[k][c] = nxt[k][3 + c]; }
-        if (i + 1 < NX) {
+        if (i + 1 < NXW) {
           const long at = col[k] + (i + 1) * plane;
           nxt[k][0] = ex[at]; nxt[k][1] = ey[at]; nxt[k][2] = ez[at];
           nxt[k][3] = hx[at]; nxt[k][4] = hy[at]; nxt[k][5] = hz[at];
@@ -169,19 +185,22 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     }
 #pragma unroll
     for (int s = 1; s <= TH; ++s) {
-      if (i < s - 1 || i > NX - 1 + s) continue;  // uniform over the CTA
-      const int q = i - s + 1;
+      if (i < s - 1 || i > NXW - 1 + s) continue;  // uniform over the CTA
+      const int ql = i - s + 1;                      // the march's own plane count
+      const int q = X0 + ql;                         // the grid's plane
       const int set = task & 1;
       ++task;
-      const bool do_e = active && q >= 1 && q <= NX;  // E update, H completion on q - 1
-      const bool do_h = active && q <= NX - 1;        // H start on plane q
+      const bool do_e = active && ql >= 1 && ql <= NXW;  // E update, H completion on q - 1
+      const bool do_h = active && ql <= NXW - 1;         // H start on plane q
       const int p = q - 1;
+      const bool out_p = p >= OX0 && p < OX1, out_q = q >= OX0 && q < OX1;  // written planes
       REAL hc[RY][3];
       FOR_K {
         hc[k][0] = hp[s][k][0]; hc[k][1] = hp[s][k][1]; hc[k][2] = hp[s][k][2];
-        if (q == NX) {  // E^{s-1}(NX) is the wrapped plane 0
-          ef[k][1] = (s == 1) ? e0[k][0] : (REAL)0;
-          ef[k][2] = (s == 1) ? e0[k][1] : (REAL)0;
+        if (q == NX) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall)
+          const long at0 = col[k] - (long)X0 * plane;
+          ef[k][1] = (s == 1 && active) ? ey[at0] : (REAL)0;
+          ef[k][2] = (s == 1 && active) ? ez[at0] : (REAL)0;
         }
         // a. H^s(q-1): the x differences, -dt (-dx Ez) on Hy and -dt (dx Ey) on Hz
         if (do_e) {
@@ -192,9 +211,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL b = pH0[p], c = pH0[NX + p], kp = pH0[2 * NX + p];
             const long pi = PIDX0(p, gy[k], gz);
             dxEz += cpml_term(chx[k], par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
-                              KAPPA0, pin_H0_2, pout_H0_2, pi, own[k]);
+                              KAPPA0, pin_H0_2, pout_H0_2, pi, own[k] && out_p);
             dxEy += cpml_term(chx[k], par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
-                              KAPPA0, pin_H0_1, pout_H0_1, pi, own[k]);
+                              KAPPA0, pin_H0_1, pout_H0_1, pi, own[k] && out_p);
           }
 #endif
           hc[k][1] = hc[k][1] + dt * dxEz;
@@ -227,9 +246,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL b = pE0[p], c = pE0[NX + p], kp = pE0[2 * NX + p];
             const long pi = PIDX0(p, gy[k], gz);
             dxHz += cpml_term(chx[k], par, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
-                              pin_E0_2, pout_E0_2, pi, own[k]);
+                              pin_E0_2, pout_E0_2, pi, own[k] && out_p);
             dxHy += cpml_term(chx[k], par, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
-                              pin_E0_1, pout_E0_1, pi, own[k]);
+                              pin_E0_1, pout_E0_1, pi, own[k] && out_p);
           }
 #endif
 #if PML1
@@ -239,9 +258,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL m = (g == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(p, g, gz);
             dyHz += cpml_term(chy[k], par, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
-                              pin_E1_2, pout_E1_2, pi, own[k]);
+                              pin_E1_2, pout_E1_2, pi, own[k] && out_p);
             dyHx += cpml_term(chy[k], par, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
-                              pin_E1_0, pout_E1_0, pi, own[k]);
+                              pin_E1_0, pout_E1_0, pi, own[k] && out_p);
           }
 #endif
 #if PML2
@@ -250,9 +269,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(p, gy[k], gz);
             dzHy += cpml_term(chz[k], par, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
-                              KAPPA2, pin_E2_1, pout_E2_1, pi, own[k]);
+                              KAPPA2, pin_E2_1, pout_E2_1, pi, own[k] && out_p);
             dzHx += cpml_term(chz[k], par, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
-                              KAPPA2, pin_E2_0, pout_E2_0, pi, own[k]);
+                              KAPPA2, pin_E2_0, pout_E2_0, pi, own[k] && out_p);
           }
 #endif
           const int gyk = gy[k];
@@ -277,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           SOURCES
 #endif
 #if NPROBE
-          if (own[k]) {
+          if (own[k] && out_p) {
             PROBES
           }
 #endif
@@ -297,9 +316,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL m = (g == NY - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(q, g, gz);
             dyEz += cpml_term(chy[k], par, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
-                              pin_H1_2, pout_H1_2, pi, own[k]);
+                              pin_H1_2, pout_H1_2, pi, own[k] && out_q);
             dyEx += cpml_term(chy[k], par, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
-                              pin_H1_0, pout_H1_0, pi, own[k]);
+                              pin_H1_0, pout_H1_0, pi, own[k] && out_q);
           }
 #endif
 #if PML2
@@ -308,9 +327,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(q, gy[k], gz);
             dzEy += cpml_term(chz[k], par, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
-                              KAPPA2, pin_H2_1, pout_H2_1, pi, own[k]);
+                              KAPPA2, pin_H2_1, pout_H2_1, pi, own[k] && out_q);
             dzEx += cpml_term(chz[k], par, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
-                              KAPPA2, pin_H2_0, pout_H2_0, pi, own[k]);
+                              KAPPA2, pin_H2_0, pout_H2_0, pi, own[k] && out_q);
           }
 #endif
           hn[0] = hin[k][0] - dt * (dyEz - dzEy);
@@ -318,13 +337,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           hn[2] = hin[k][2] + dt * dyEx;
         }
         // carry: this level's state for the next iteration, the next level's inputs
-        if (s == 1 && q == 0) { e0[k][0] = ef[k][1]; e0[k][1] = ef[k][2]; }
         eo[s][k][0] = ef[k][0]; eo[s][k][1] = ef[k][1]; eo[s][k][2] = ef[k][2];
         hp[s][k][0] = hn[0]; hp[s][k][1] = hn[1]; hp[s][k][2] = hn[2];
         hprev[s][k][0] = hc[k][1]; hprev[s][k][1] = hc[k][2];
         if (s == TH) {
-          if (own[k] && do_e) {
-            const long at = col[k] + p * plane;
+          if (own[k] && do_e && out_p) {
+            const long at = col[k] + (long)(p - X0) * plane;
             ex_out[at] = en[k][0]; ey_out[at] = en[k][1]; ez_out[at] = en[k][2];
             hx_out[at] = hc[k][0]; hy_out[at] = hc[k][1]; hz_out[at] = hc[k][2];
           }
