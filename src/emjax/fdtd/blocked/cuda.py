@@ -63,10 +63,17 @@ class Spec:
     sources: tuple  # (((i, j, k) or None, component), ...)
     probes: tuple  # ((field, component, (i, j, k)), ...)
     ry: int = 1  # window rows per thread (WY must be a multiple)
-    # CTAs from a table instead of the regular tiling: rows (y0, z0, oy0, oy1, oz0, oz1, x0,
-    # nxw, ox0, ox1), window origin, own y/z cells, the x march and its written planes
-    tasks: tuple = ()
+    # CTAs from a table (an int32 input of ``ntask`` rows) instead of the regular tiling:
+    # rows (y0, z0, oy0, oy1, oz0, oz1, x0, nxw, ox0, ox1), window origin, own y/z cells, the
+    # x march and its written planes
+    ntask: int = 0
     record: tuple | None = None  # the probes this kernel records (indices; None: all)
+    nxa: int | None = None  # planes the arrays hold (a shard's slab; None: the grid's nx)
+
+    @property
+    def ashape(self) -> tuple:
+        """The field arrays' shape (a shard's slab along x)."""
+        return (self.nxa or self.shape[0],) + tuple(self.shape[1:])
 
     @property
     def window(self) -> tuple:
@@ -79,8 +86,8 @@ class Spec:
     @property
     def grid(self) -> tuple:
         """CTAs: (z tiles, y tiles, 1), or (tasks, 1, 1)."""
-        if self.tasks:
-            return (len(self.tasks), 1, 1)
+        if self.ntask:
+            return (self.ntask, 1, 1)
         (by, bz), (_, ny, nz) = self.block, self.shape
         return (math.ceil(nz / bz), math.ceil(ny / by), 1)
 
@@ -93,9 +100,13 @@ class Spec:
         return 12 * self.window[0] * self.window[1] * self.itemsize
 
 
+#: inputs of int32 (the rest are of the spec's dtype)
+INTS = ("xr", "tasks")
+
+
 def inputs(spec: Spec) -> list[tuple[str, tuple]]:
     """The kernel's input buffers, in order: (name, shape)."""
-    n = spec.shape
+    n = spec.ashape
     out = [(f, n) for f in FIELDS]
     for key in ("ca", "cb"):
         kind = getattr(spec, key)
@@ -111,15 +122,18 @@ def inputs(spec: Spec) -> list[tuple[str, tuple]]:
         out.append(("sv", (spec.th * len(spec.sources),)))
     for a, L in enumerate(spec.pml):
         if L:
-            out += [(f"pE{a}", (3 * n[a],)), (f"pH{a}", (3 * n[a],))]
+            out += [(f"pE{a}", (3 * spec.shape[a],)), (f"pH{a}", (3 * spec.shape[a],))]
     for a, L in enumerate(spec.pml):
         if L:
             out += [(f"pin_{k}{a}_{c}", psi_shape(spec, a)) for k, c in PSI[a]]
+    out.append(("xr", (5,)))
+    if spec.ntask:
+        out.append(("tasks", (spec.ntask, 10)))
     return out
 
 
 def outputs(spec: Spec) -> list[tuple[str, tuple]]:
-    out = [(f + "_out", spec.shape) for f in FIELDS]
+    out = [(f + "_out", spec.ashape) for f in FIELDS]
     for a, L in enumerate(spec.pml):
         if L:
             out += [(f"pout_{k}{a}_{c}", psi_shape(spec, a)) for k, c in PSI[a]]
@@ -134,7 +148,7 @@ def aliased(spec: Spec) -> list[tuple[str, tuple]]:
 
 
 def psi_shape(spec: Spec, a: int) -> tuple:
-    s = list(spec.shape)
+    s = list(spec.shape if a == 0 else spec.ashape)
     s[a] = 2 * spec.pml[a]
     return tuple(s)
 
@@ -164,10 +178,9 @@ def source(spec: Spec) -> str:
         "DT": _literal(spec.dt),
         "NSRC": len(spec.sources),
         "NPROBE": len(spec.probes),
-        "NTASK": len(spec.tasks),
+        "NXA": spec.ashape[0],
+        "NTASK": spec.ntask,
     }
-    if spec.tasks:
-        d["TASK_TABLE"] = ", ".join("{" + ", ".join(str(int(v)) for v in row) + "}" for row in spec.tasks)
     for key in ("ca", "cb"):
         v = getattr(spec, key)
         d[f"{key.upper()}_KIND"] = kinds.get(v, 3) if isinstance(v, str) else 3
@@ -193,7 +206,7 @@ def source(spec: Spec) -> str:
         prb.append(f"if (p == {i} && gyk == {j} && gz == {k}) rec[(s - 1) * NPROBE + {m}] = {val};")
     d["SOURCES"] = " ".join(src) or ";"
     d["PROBES"] = " ".join(prb) or ";"
-    params = [f"const {real} *__restrict__ {name}" for name, _ in inputs(spec)]
+    params = [f"const {'int' if name in INTS else real} *__restrict__ {name}" for name, _ in inputs(spec)]
     # the outputs' buffers also come in as operands (XLA aliases them to the results, so a
     # loop of passes ping-pongs between two copies of the state without copying)
     params += [f"{real} *__restrict__ alias_{name}" for name, _ in aliased(spec)]
@@ -386,7 +399,7 @@ def emulated_source(spec: Spec) -> str:
     names += [n for n, _ in outputs(spec)]
     real = "float" if spec.dtype == "float32" else "double"
     params = ", ".join(f"void *{n}" for n in names)
-    args = ", ".join(f"({real} *){n}" for n in names)
+    args = ", ".join(f"({'int' if n in INTS else real} *){n}" for n in names)
     launcher = f"""
 extern "C" int emulate_launch({params}) {{
   std::vector<unsigned char> shared({spec.smem_bytes});
@@ -416,7 +429,10 @@ def emulate_pass(spec: Spec, args: list, dest: list | None = None) -> list:
     not write keeps them); None: NaN."""
     lib = _emulated_library(emulated_source(spec))
     dt = np.dtype(spec.dtype)
-    ins = [np.ascontiguousarray(np.asarray(a, dt).reshape(s)) for a, (_, s) in zip(args, inputs(spec))]
+    ins = [
+        np.ascontiguousarray(np.asarray(a, np.int32 if n in INTS else dt).reshape(s))
+        for a, (n, s) in zip(args, inputs(spec))
+    ]
     outs = [np.full(s, np.nan, dt) for _, s in outputs(spec)]
     for o, v in zip(outs, dest or []):
         o[...] = np.asarray(v, dt).reshape(o.shape)

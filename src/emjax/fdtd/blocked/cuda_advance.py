@@ -153,18 +153,23 @@ def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run, dest=None, sp
     args = list(E) + list(H) + list(static)
     if spec.sources:
         args.append(_sv(plan, arrays, n, spec.th, spec.dtype))
+    nx = spec.shape[0]
+    xr = np.array([0, 0, nx, 0, nx], np.int32)
     parts = split.split(spec) if split_cpml else None
     if parts is None:
         outs = run(
-            spec, args + list(prof) + list(psi), None if dest is None else [*dest[0], *dest[1], *dest[2]]
+            spec,
+            args + list(prof) + list(psi) + [xr],
+            None if dest is None else [*dest[0], *dest[1], *dest[2]],
         )
     else:
-        bulk, fix = parts
-        first = run(bulk, args, None if dest is None else [*dest[0], *dest[1]])
+        bulk, fix, rows = parts
+        first = run(bulk, args + [xr], None if dest is None else [*dest[0], *dest[1]])
         # the CPML kernel writes over the bulk's fields; every psi is its own (NaN on the host
         # before it runs, so a cell it missed shows)
         rest = [np.full(np.shape(v), np.nan, spec.dtype) for v in psi] if dest is None else list(dest[2])
-        outs = run(fix, args + list(prof) + list(psi), list(first[:6]) + rest)
+        table = np.array(rows, np.int32).reshape(-1, 10)
+        outs = run(fix, args + list(prof) + list(psi) + [xr, table], list(first[:6]) + rest)
         if spec.probes:
             outs = list(outs[:-1]) + [outs[-1] + first[-1]]
     E, H = tuple(outs[:3]), tuple(outs[3:6])

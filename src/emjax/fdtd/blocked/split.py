@@ -79,12 +79,25 @@ def _owned(row: tuple, node: tuple) -> bool:
     return row[8] <= i < row[9] and row[2] <= j < row[3] and row[4] <= k < row[5]
 
 
-def split(spec: Spec) -> tuple[Spec, Spec] | None:
-    """(bulk, CPML) kernels for a pass of ``spec``; None without a CPML."""
+def clip(rows: tuple, planes: tuple, own: tuple) -> tuple:
+    """The rows for a slab of the grid: arrays holding ``planes`` = [A0, A1), writing ``own``
+    = [a, b) (at least TH planes inside [A0, A1) where that is not the grid's end). Marches
+    are cut to the arrays; rows left without cells get nxw = 0."""
+    out = []
+    for r in rows:
+        x0, x1 = max(r[6], planes[0]), min(r[6] + r[7], planes[1])
+        o0, o1 = max(r[8], own[0]), min(r[9], own[1])
+        out.append(r[:6] + ((x0, x1 - x0, o0, o1) if o0 < o1 and x0 < x1 else (0, 0, 0, 0)))
+    return tuple(out)
+
+
+def split(spec: Spec, rows: tuple | None = None) -> tuple[Spec, Spec, tuple] | None:
+    """(bulk, CPML) kernels for a pass of ``spec`` and the CPML kernel's task rows; None
+    without a CPML. ``rows``: the table (default :func:`tasks`)."""
     if not any(spec.pml):
         return None
-    rows = tasks(spec)
+    rows = tasks(spec) if rows is None else rows
     mine = tuple(m for m, (_, _, node) in enumerate(spec.probes) if any(_owned(r, node) for r in rows))
     rest = tuple(m for m in range(len(spec.probes)) if m not in mine)
     bulk = replace(spec, pml=(0, 0, 0), kappa=(False, False, False), record=rest)
-    return bulk, replace(spec, tasks=rows, record=mine)
+    return bulk, replace(spec, ntask=len(rows), record=mine), rows

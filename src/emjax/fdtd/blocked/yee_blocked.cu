@@ -23,18 +23,23 @@
 // Differences and CPML corrections are those of emjax.fdtd.step (tile.py is the
 // reference): plain differences wrap, the CPML's own difference reads 0 past the wall.
 //
-// Tasks (NTASK > 0): CTA b takes its window and its cells from row b of a generated table
+// Where along x: xr = (xoff, x0, nxw, ox0, ox1), read at run time: the arrays' first plane
+// is the grid's plane xoff (a shard of several devices), each CTA marches over planes
+// [x0, x0 + nxw) and writes [ox0, ox1). A march that starts or ends inside the grid spoils
+// TH planes at that end (their x neighbours are missing), as the y/z halo does; they are
+// left out of [ox0, ox1). The x-CPML's packed psi is indexed by the grid's plane.
+// Tasks (NTASK > 0): CTA b takes its window and its cells from row b of the table ``tasks``
 // instead of the regular tiling: window origin (y0, z0), own cells [oy0, oy1) x [oz0, oz1),
-// and the march along x over planes [x0, x0 + nxw) of which [ox0, ox1) are written. A march
-// that starts or ends inside the grid spoils TH planes at that end (their x neighbours are
-// missing), as the y/z halo does: the table leaves them out of [ox0, ox1).
+// and its march (x0, nxw, ox0, ox1); a row with nxw = 0 does nothing.
 
-#define IDX(x, y, z) (((long)(x) * NY + (y)) * NZ + (z))
+// the arrays hold NXA planes from the grid's plane xoff (a shard's slab: xoff at run time)
+#define IDX(x, y, z) (((long)((x) - xoff) * NY + (y)) * NZ + (z))
+#define NCELL ((long)NXA * NY * NZ)
 
 #if CA_KIND == 1
 #define CA(c, x, y, z) ca[IDX(x, y, z)]
 #elif CA_KIND == 2
-#define CA(c, x, y, z) ca[(long)(c) * NX * NY * NZ + IDX(x, y, z)]
+#define CA(c, x, y, z) ca[(long)(c) * NCELL + IDX(x, y, z)]
 #elif CA_KIND == 0
 #define CA(c, x, y, z) ca[0]
 #else
@@ -43,7 +48,7 @@
 #if CB_KIND == 1
 #define CB(c, x, y, z) cb[IDX(x, y, z)]
 #elif CB_KIND == 2
-#define CB(c, x, y, z) cb[(long)(c) * NX * NY * NZ + IDX(x, y, z)]
+#define CB(c, x, y, z) cb[(long)(c) * NCELL + IDX(x, y, z)]
 #elif CB_KIND == 0
 #define CB(c, x, y, z) cb[0]
 #else
@@ -52,25 +57,21 @@
 #if PEC_KIND == 1
 #define KEEP(c, x, y, z) pec[IDX(x, y, z)]
 #elif PEC_KIND == 2
-#define KEEP(c, x, y, z) pec[(long)(c) * NX * NY * NZ + IDX(x, y, z)]
+#define KEEP(c, x, y, z) pec[(long)(c) * NCELL + IDX(x, y, z)]
 #endif
 
 // index of a cell in a packed psi array along axis a: the lo slab's L cells, then the hi
 // slab's (the caller checks that the cell is in one of them)
 #define SLAB(g, n, L) ((g) < (L) ? (g) : (g) - (n) + 2 * (L))
 #define PIDX0(x, y, z) (((long)SLAB(x, NX, L0) * NY + (y)) * NZ + (z))
-#define PIDX1(x, y, z) (((long)(x) * 2 * L1 + SLAB(y, NY, L1)) * NZ + (z))
-#define PIDX2(x, y, z) (((long)(x) * NY + (y)) * 2 * L2 + SLAB(z, NZ, L2))
+#define PIDX1(x, y, z) (((long)((x) - xoff) * 2 * L1 + SLAB(y, NY, L1)) * NZ + (z))
+#define PIDX2(x, y, z) (((long)((x) - xoff) * NY + (y)) * 2 * L2 + SLAB(z, NZ, L2))
 #define INSLAB(g, n, L) ((g) < (L) || (g) >= (n) - (L))
 
 // the psi chains, one per CPML axis (so a cell outside the y and z slabs touches none of
 // their memory), a slot per (kind, differentiated component): x: H0_1 0, H0_2 1, E0_1 2,
 // E0_2 3; y: H1_0 0, H1_2 1, E1_0 2, E1_2 3; z: H2_0 0, H2_1 1, E2_0 2, E2_1 3. Level s
 // (< TH) leaves its psi in [parity][s]; level s + 1 takes it in the next iteration.
-#if NTASK
-__device__ const int TASK[NTASK][10] = {TASK_TABLE};
-#endif
-
 struct Chain {
   REAL v[2][TH][4];
 };
@@ -106,16 +107,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const bool active = t < W / RY;
   const int lz = active ? t % WZ : 0;
   const int r = active ? t / WZ : 0;
+  const int xoff = xr[0];
 #if NTASK
-  const int *task_row = TASK[blockIdx.x];
+  const int *task_row = tasks + 10 * blockIdx.x;
   const int y0 = task_row[0], z0 = task_row[1], oy0 = task_row[2], oy1 = task_row[3];
   const int oz0 = task_row[4], oz1 = task_row[5], X0 = task_row[6], NXW = task_row[7];
   const int OX0 = task_row[8], OX1 = task_row[9];
+  if (NXW <= 0) return;
 #else
   const int ty = blockIdx.y, tz = blockIdx.x;
   const int y0 = min(ty * BY, NY - BY), z0 = min(tz * BZ, NZ - BZ);
   const int oy0 = ty * BY, oy1 = min((ty + 1) * BY, NY), oz0 = tz * BZ, oz1 = min((tz + 1) * BZ, NZ);
-  const int X0 = 0, NXW = NX, OX0 = 0, OX1 = NX;
+  const int X0 = xr[1], NXW = xr[2], OX0 = xr[3], OX1 = xr[4];
 #endif
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
   const int pz = z0 - TH + lz;  // unwrapped
@@ -197,10 +200,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       REAL hc[RY][3];
       FOR_K {
         hc[k][0] = hp[s][k][0]; hc[k][1] = hp[s][k][1]; hc[k][2] = hp[s][k][2];
-        if (q == NX) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall)
-          const long at0 = col[k] - (long)X0 * plane;
-          ef[k][1] = (s == 1 && active) ? ey[at0] : (REAL)0;
-          ef[k][2] = (s == 1 && active) ? ez[at0] : (REAL)0;
+        if (q == NX) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall);
+          // a shard without plane 0 takes 0 (what the wall leaves after the first step)
+          const long at0 = col[k] - (long)(X0 - xoff) * plane;
+          ef[k][1] = (s == 1 && active && xoff == 0) ? ey[at0] : (REAL)0;
+          ef[k][2] = (s == 1 && active && xoff == 0) ? ez[at0] : (REAL)0;
         }
         // a. H^s(q-1): the x differences, -dt (-dx Ez) on Hy and -dt (dx Ey) on Hz
         if (do_e) {
