@@ -151,13 +151,13 @@ def run(
     JAX starts): set it higher for grids whose fields exceed it, or the window falls back
     to NumPy (slower link).
 
-    ``kernel``: the step of a concrete, one-device, in-memory run: "xla" (XLA's fused
-    update, every step one pass over the grid), "blocked" (the temporally blocked CUDA
-    kernel, :mod:`emjax.fdtd.blocked`: TH steps per pass; a ConfigError where it cannot
-    run the simulation) or "auto" (default: the blocked kernel on a GPU where it supports
-    the simulation and is measured faster, else XLA; the log, logger ``emjax.fdtd``, and the
-    result's ``kernel`` say which and why). Traced, sharded and out-of-core runs use the
-    XLA step.
+    ``kernel``: the step of a concrete, in-memory run: "xla" (XLA's fused update, every
+    step one pass over the grid), "blocked" (the temporally blocked CUDA kernel,
+    :mod:`emjax.fdtd.blocked`: TH steps per pass; with a ``layout``, x slabs whose TH-deep
+    halos are exchanged once per pass; a ConfigError where it cannot run the simulation) or
+    "auto" (default: the blocked kernel on GPUs where it supports the simulation and is
+    measured faster, else XLA; the log, logger ``emjax.fdtd``, and the result's ``kernel``
+    say which and why). Traced and out-of-core runs use the XLA step.
     """
     from . import physical
 
@@ -199,8 +199,8 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
                     f"window (state in host memory) does not support {why}; use a coarser grid, "
                     "single precision, or a device with more memory"
                 )
-    if kernel == "blocked" and (out_of_core or as_layout(layout) is not None):
-        raise ConfigError("kernel='blocked' runs on one device in memory: not with layout or out_of_core")
+    if kernel == "blocked" and out_of_core:
+        raise ConfigError("kernel='blocked' runs in device memory: not with out_of_core")
     if out_of_core:
         return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk)
     lay = as_layout(layout)
@@ -240,7 +240,7 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
                 raise ConfigError("a traced (differentiated) FDTD run runs on one device: layout=None")
             return _run_traced(sim, plan, arrays, state, steps, checkpoint, remat)
         if plan.layout is not None:
-            return _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, fp)
+            return _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, fp, kernel)
         recs = []
         if checkpoint is not None and Path(checkpoint).exists():
             state, recs = checkpoint_mod.load(Path(checkpoint), state, fp)
@@ -324,8 +324,11 @@ def _run_traced(sim, plan, arrays, state, steps, checkpoint, remat) -> FDTDResul
     )
 
 
-def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, fp) -> FDTDResult:
-    """The loop of :func:`run` on several devices (``plan.layout``; see sharded.py)."""
+def _run_sharded(
+    sim, plan, arrays, state, steps, chunk, checkpoint, progress, fp, kernel="auto"
+) -> FDTDResult:
+    """The loop of :func:`run` on several devices (``plan.layout``; see sharded.py; the
+    blocked kernel's slabs: blocked/shards.py)."""
     g = sim.grid
     lay, nx = plan.layout, g.shape[0]
     axes = (sharded.axes_of(arrays, g.shape), sharded.axes_of(state, g.shape))
@@ -341,10 +344,13 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, f
     compile_s = t_run = 0.0
     timed_steps = 0
     seen = set()
+    adv, kernel_name, kernel_why = blocked.select(plan, state["E"][0].dtype, kernel)
+    if kernel_name == "xla":
+        adv = partial(_sharded_xla, axes=axes)
     while done < steps:
         n = min(chunk, steps - done)
         t0 = time.perf_counter()
-        state, rec, finite = sharded.advance(plan, arrays, state, n, axes)
+        state, rec, finite = adv(plan, arrays, state, n)
         finite = bool(sharded.host_copy(finite))
         elapsed = time.perf_counter() - t0
         if n in seen:
@@ -377,7 +383,12 @@ def _run_sharded(sim, plan, arrays, state, steps, chunk, checkpoint, progress, f
         compile_s,
         tuple({k: sharded.host_copy(v) for k, v in d.items()} for d in state["dft"]),
         int(sharded.host_copy(state["n"])),
+        kernel=f"{kernel_name} ({kernel_why})",
     )
+
+
+def _sharded_xla(plan, arrays, state, n, axes):
+    return sharded.advance(plan, arrays, state, n, axes)
 
 
 def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk=None):

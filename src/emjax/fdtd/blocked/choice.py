@@ -21,7 +21,8 @@ def check_kernel(kernel) -> str:
 
 
 def why_not(plan, dtype) -> str | None:
-    """Why the blocked GPU kernel cannot run ``plan`` here (None: it can)."""
+    """Why the blocked GPU kernel cannot run ``plan`` here (None: it can); with a layout,
+    on its devices (x slabs with TH-deep halos, :mod:`.shards`)."""
     if jax.default_backend() != "gpu":
         return f"no GPU (JAX backend {jax.default_backend()!r}); the blocked kernel is CUDA"
     from . import cuda, cuda_advance, unsupported
@@ -37,7 +38,15 @@ def why_not(plan, dtype) -> str | None:
     # (the psi slabs too) must fit beside the state already on the device
     from ...backend import device_memory_bytes
 
-    extra = 6 * int(np.prod(plan.shape)) * np.dtype(dtype).itemsize
+    devices = 1
+    if plan.layout is not None:
+        from . import shards
+
+        why = shards.unsupported(plan, default_tiling(dtype)[0])
+        if why is not None:
+            return f"it does not support {why} on {plan.layout.n} devices"
+        devices = plan.layout.n
+    extra = 6 * int(np.prod(plan.shape)) * np.dtype(dtype).itemsize // devices
     free = device_memory_bytes()
     if 1.1 * extra > free:
         return (
@@ -87,6 +96,10 @@ def select(plan, dtype, kernel: str = "auto"):
         ry = 1
 
     def run_blocked(plan, arrays, state, n):
+        if plan.layout is not None:
+            from . import shards
+
+            return shards.advance(plan, arrays, state, n, th, (tile[1], tile[2], ry))
         return advance(plan, arrays, state, n, th=th, tile=tile, kernel="cuda", rows_per_thread=ry)
 
     _log.info("FDTD kernel: blocked (TH = %d, tiles of %d x %d)", th, tile[1], tile[2])

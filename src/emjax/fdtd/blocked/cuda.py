@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -374,8 +375,16 @@ def emulation_available() -> bool:
     return _cxx() is not None
 
 
-@lru_cache(maxsize=16)
+_build_lock = threading.Lock()
+
+
 def _emulated_library(text: str):
+    with _build_lock:  # several devices' callbacks may ask at once
+        return _emulated_library_cached(text)
+
+
+@lru_cache(maxsize=16)
+def _emulated_library_cached(text: str):
     cache = Path(os.environ.get("EMJAX_CACHE", Path(tempfile.gettempdir()) / "emjax-kernels"))
     cache.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(text.encode()).hexdigest()[:16]

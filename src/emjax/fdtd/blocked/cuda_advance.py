@@ -146,15 +146,18 @@ def _sv(plan, arrays, n, th, dtype):
     return jnp.reshape(_source_values(plan, arrays, n, th, dtype), (-1,))
 
 
-def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run, dest=None, split_cpml=True):
-    """One pass from (E, H, psi); ``dest``: the buffers the GPU writes the results into
-    (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
-    runs as a kernel of its own after a bulk kernel without CPML code (:mod:`.split`)."""
+def _one_pass(spec, static, sv, prof, E, H, psi, run, dest=None, split_cpml=True, xr=None, table=None):
+    """One pass from (E, H, psi); ``sv``: the point sources' values (None without);
+    ``dest``: the buffers the GPU writes the results into (a state of the same shapes,
+    overwritten; None on the host). ``split_cpml``: a CPML runs as a kernel of its own after
+    a bulk kernel without CPML code (:mod:`.split`). ``xr``, ``table``: where along x (a
+    shard's slab) and the CPML kernel's rows for it (default: the whole grid)."""
     args = list(E) + list(H) + list(static)
     if spec.sources:
-        args.append(_sv(plan, arrays, n, spec.th, spec.dtype))
+        args.append(sv)
     nx = spec.shape[0]
-    xr = np.array([0, 0, nx, 0, nx], np.int32)
+    if xr is None:
+        xr = np.array([0, 0, nx, 0, nx], np.int32)
     parts = split.split(spec) if split_cpml else None
     if parts is None:
         outs = run(
@@ -168,7 +171,8 @@ def _one_pass(plan, arrays, spec, static, prof, E, H, psi, n, run, dest=None, sp
         # the CPML kernel writes over the bulk's fields; every psi is its own (NaN on the host
         # before it runs, so a cell it missed shows)
         rest = [np.full(np.shape(v), np.nan, spec.dtype) for v in psi] if dest is None else list(dest[2])
-        table = np.array(rows, np.int32).reshape(-1, 10)
+        if table is None:
+            table = np.array(rows, np.int32).reshape(-1, 10)
         outs = run(fix, args + list(prof) + list(psi) + [xr, table], list(first[:6]) + rest)
         if spec.probes:
             outs = list(outs[:-1]) + [outs[-1] + first[-1]]
@@ -197,7 +201,8 @@ def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cp
     )
 
     def run(sp, cur, dst, n):
-        E, H, psi, rec = _one_pass(plan, arrays, sp, static, prof, *cur, n, cuda.gpu_pass, dst, split_cpml)
+        sv = _sv(plan, arrays, n, sp.th, sp.dtype) if sp.sources else None
+        E, H, psi, rec = _one_pass(sp, static, sv, prof, *cur, cuda.gpu_pass, dst, split_cpml)
         rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
         return (E, H, psi), rec
 
@@ -241,9 +246,8 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
     while done < steps:
         k = min(th, steps - done)
         sp = spec if k == th else make_spec(plan, arrays, dtype, k, block)
-        E, H, psi, rec = _one_pass(
-            plan, arrays, sp, static, prof, E, H, psi, jnp.int32(n), _emulated_run, None, split_cpml
-        )
+        sv = _sv(plan, arrays, jnp.int32(n), sp.th, sp.dtype) if sp.sources else None
+        E, H, psi, rec = _one_pass(sp, static, sv, prof, E, H, psi, _emulated_run, None, split_cpml)
         recs.append(rec.reshape(k, -1) if sp.probes else np.zeros((k, 0), dtype))
         n += k
         done += k

@@ -202,9 +202,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
         hc[k][0] = hp[s][k][0]; hc[k][1] = hp[s][k][1]; hc[k][2] = hp[s][k][2];
         if (q == NX) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall);
           // a shard without plane 0 takes 0 (what the wall leaves after the first step)
-          const long at0 = col[k] - (long)(X0 - xoff) * plane;
-          ef[k][1] = (s == 1 && active && xoff == 0) ? ey[at0] : (REAL)0;
-          ef[k][2] = (s == 1 && active && xoff == 0) ? ez[at0] : (REAL)0;
+          const bool has0 = xoff <= 0 && xoff + NXA > 0;
+          const long at0 = col[k] - (long)X0 * plane;  // IDX(0, gy, gz)
+          ef[k][1] = (s == 1 && active && has0) ? ey[at0] : (REAL)0;
+          ef[k][2] = (s == 1 && active && has0) ? ez[at0] : (REAL)0;
         }
         // a. H^s(q-1): the x differences, -dt (-dx Ez) on Hy and -dt (dx Ey) on Hz
         if (do_e) {

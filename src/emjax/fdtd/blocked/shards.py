@@ -1,0 +1,218 @@
+"""The blocked kernel on several devices: the grid in x slabs, each device's slab held with
+TH-deep halos that are exchanged once per pass of TH steps.
+
+Device ``k`` of ``n`` owns planes ``[k m, (k + 1) m)``, ``m = nx / n``, and holds them with
+TH planes of each neighbour on either side (arrays of ``m + 2 TH`` planes whose first is the
+grid's plane ``k m - TH``). A pass runs the kernel on the whole extended slab: its march
+starts and ends inside the grid, which spoils the TH planes at each end in TH steps, exactly
+the halo; the slab's own planes come out exact. Then each device sends its first and last
+TH own planes to its neighbours (``ppermute`` on the ring), which write them into their
+halos: one exchange of ``2 TH`` planes per field per TH steps, the seed paper's multi-node
+scheme, instead of a plane per field every half step. The y- and z-CPML's psi travel the
+same way; the x-CPML's packed psi is kept per device (each writes the planes it owns; the low
+slab comes back from device 0, the high one from device n - 1). Probes are recorded by the
+device that owns their cell and summed. The grid's first and last devices march from plane
+0 and to plane nx (their outer halos hold the ring's wrapped planes, never read: x is walled).
+
+On the host the same driver runs with the kernel emulated (one callback per device), which
+is how the CPU tests check it on virtual devices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from ...layout import AXIS
+from ..sharded import split_axis
+from . import cuda, split
+from .cuda_advance import _one_pass, make_spec, pack_psi, static_inputs, unpack_psi
+
+
+def unsupported(plan, th: int) -> str | None:
+    """Why the blocked kernel cannot run ``plan`` on its layout's devices (None: it can)."""
+    n, nx = plan.layout.n, plan.shape[0]
+    if nx % n:
+        return f"nx = {nx} not divisible by the {n} devices"
+    need = plan.pml[0] + 2 * th
+    if nx // n < need:
+        return f"slabs of {nx // n} planes, under the {need} its x-CPML and halos need"
+    return None
+
+
+def _tables(spec, n: int, split_cpml: bool, th: int):
+    """Per device: xr rows (n, 5) and the CPML kernel's clipped task rows (n, ntask, 10), for
+    slabs held with ``th`` halo planes (a last, shorter pass keeps the arrays' halos)."""
+    nx = spec.shape[0]
+    m = nx // n
+    xr, tabs = [], []
+    parts = split.split(spec) if split_cpml else None
+    for k in range(n):
+        lo, hi = k * m - th, (k + 1) * m + th
+        planes = (max(lo, 0), min(hi, nx))
+        xr.append((lo, planes[0], planes[1] - planes[0], k * m, (k + 1) * m))
+        if parts is not None:
+            tabs.append(split.clip(parts[2], planes, (k * m, (k + 1) * m)))
+    tab = np.array(tabs, np.int32).reshape(n, -1, 10) if tabs else None
+    return np.array(xr, np.int32), tab
+
+
+def _exchange(a, th: int, n: int, axis: int = 0):
+    """Refresh the halos of an extended slab (own planes ``[th, th + m)`` along ``axis``)."""
+    m = a.shape[axis] - 2 * th
+    to_left = [(i, (i - 1) % n) for i in range(n)]
+    to_right = [(i, (i + 1) % n) for i in range(n)]
+    lo = jax.lax.ppermute(jax.lax.slice_in_dim(a, m, m + th, axis=axis), AXIS, to_right)
+    hi = jax.lax.ppermute(jax.lax.slice_in_dim(a, th, 2 * th, axis=axis), AXIS, to_left)
+    a = jax.lax.dynamic_update_slice_in_dim(a, lo, 0, axis)
+    return jax.lax.dynamic_update_slice_in_dim(a, hi, m + th, axis)
+
+
+def _extend(a, th: int, n: int, axis: int = 0):
+    pad = [(0, 0)] * a.ndim
+    pad[axis] = (th, th)
+    return _exchange(jnp.pad(a, pad), th, n, axis)
+
+
+def _emulated(spec, args, dest):
+    shapes = [jax.ShapeDtypeStruct(s, np.dtype(spec.dtype)) for _, s in cuda.outputs(spec)]
+
+    def host(*a):
+        k = len(cuda.inputs(spec))
+        return cuda.emulate_pass(spec, [np.asarray(v) for v in a[:k]], [np.asarray(v) for v in a[k:]])
+
+    return jax.pure_callback(host, shapes, *args, *dest)
+
+
+@partial(
+    jax.jit,
+    static_argnames=("plan", "steps", "th", "block", "split_cpml", "emulate"),
+    donate_argnames=("state",),
+)
+def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True, emulate=False):
+    """``steps`` steps of a run on ``plan.layout``'s devices (x-split state, as
+    :func:`emjax.fdtd.sharded.advance`), in passes of the blocked kernel."""
+    layout = plan.layout
+    n, nx = layout.n, plan.shape[0]
+    m = nx // n
+    dtype = state["E"][0].dtype
+    spec = make_spec(plan, arrays, dtype, th, block)
+    rest_spec = make_spec(plan, arrays, dtype, steps % th, block) if steps % th else None
+    static, prof = static_inputs(plan, arrays, spec)
+    psi = pack_psi(plan, state["psi"], spec)
+    lx = plan.pml[0]
+    npsi_x = 4 if lx else 0
+    # the x-CPML's packed psi, one copy per device
+    psi_x = [jnp.tile(v, (n, 1, 1)) for v in psi[:npsi_x]]
+    psi_yz = psi[npsi_x:]
+    run = _emulated if emulate else cuda.gpu_pass
+    tables = {sp.th: _tables(sp, n, split_cpml, th) for sp in (spec, rest_spec) if sp is not None}
+    src_cb = arrays["src_cb"] if plan.sources else jnp.zeros((0,), dtype)
+    sax = [1 if np.ndim(v) == 4 else 0 for v in static]  # static arrays' x axes
+    split_static = [np.ndim(v) >= 3 for v in static]
+
+    def local(E, H, static, prof, psi_x, psi_yz, xr, tabs, src_cb, n0):
+        E = [_extend(f, th, n) for f in E]
+        H = [_extend(f, th, n) for f in H]
+        psi_yz = [_extend(v, th, n) for v in psi_yz]
+        static = [_extend(v, th, n, ax) if sp else v for v, ax, sp in zip(static, sax, split_static)]
+        from . import _source_values
+
+        def one(sp, cur, dst, step_n):
+            xr_k = xr[sp.th][0]
+            tab = tabs[sp.th][0] if sp.th in tabs else None
+            sv = (
+                _source_values(plan, {"src_cb": src_cb}, step_n, sp.th, dtype).reshape(-1)
+                if sp.sources
+                else None
+            )
+            lsp = replace(sp, nxa=m + 2 * th)
+            Ec, Hc, psc = cur
+            out_E, out_H, out_psi, rec = _one_pass(
+                lsp, static, sv, prof, Ec, Hc, list(psc[0]) + list(psc[1]), run, dst, split_cpml, xr_k, tab
+            )
+            out_E = tuple(_exchange(f, th, n) for f in out_E)
+            out_H = tuple(_exchange(f, th, n) for f in out_H)
+            out_px, out_pyz = out_psi[:npsi_x], [_exchange(v, th, n) for v in out_psi[npsi_x:]]
+            nprobe = len(sp.probes)
+            rec = jax.lax.psum(rec.reshape(sp.th, nprobe), AXIS) if nprobe else jnp.zeros((sp.th, 0), dtype)
+            return (out_E, out_H, (out_px, out_pyz)), rec
+
+        cur = (tuple(E), tuple(H), (list(psi_x), list(psi_yz)))
+        other = jax.tree_util.tree_map(jnp.empty_like, cur)
+        n_pass = steps // th
+        recs = []
+
+        def body(carry, _):
+            a, b, step_n = carry
+            b, r1 = one(spec, a, _flat(b), step_n)
+            a, r2 = one(spec, b, _flat(a), step_n + th)
+            return (a, b, step_n + 2 * th), jnp.concatenate([r1, r2])
+
+        step_n = n0
+        if n_pass // 2:
+            (cur, other, step_n), rec = jax.lax.scan(body, (cur, other, step_n), None, length=n_pass // 2)
+            recs.append(rec.reshape(-1, len(spec.probes)))
+        for sp in ([spec] if n_pass % 2 else []) + ([rest_spec] if rest_spec else []):
+            new, rec = one(sp, cur, _flat(other), step_n)
+            cur, other = new, cur
+            recs.append(rec)
+            step_n = step_n + sp.th
+        E, H, (px, pyz) = cur
+        own = lambda f: jax.lax.slice_in_dim(f, th, th + m, axis=0)  # noqa: E731
+        rec = jnp.concatenate(recs) if recs else jnp.zeros((0, len(spec.probes)), dtype)
+        return [own(f) for f in E], [own(f) for f in H], px, [own(v) for v in pyz], rec
+
+    xs = P(AXIS)
+    xr_all = {t: jnp.asarray(v[0]) for t, v in tables.items()}
+    tab_all = {t: jnp.asarray(v[1]) for t, v in tables.items() if v[1] is not None}
+    static_specs = [
+        P(None, AXIS) if ax == 1 and sp else (xs if sp else P()) for ax, sp in zip(sax, split_static)
+    ]
+    in_specs = (
+        [xs] * 3,
+        [xs] * 3,
+        static_specs,
+        [P()] * len(prof),
+        [xs] * len(psi_x),
+        [xs] * len(psi_yz),
+        {t: xs for t in tables},
+        {t: xs for t in tab_all},
+        P(),
+        P(),
+    )
+    out_specs = ([xs] * 3, [xs] * 3, [xs] * len(psi_x), [xs] * len(psi_yz), P())
+    E, H, px, pyz, rec = jax.shard_map(
+        local, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
+    )(
+        list(state["E"]),
+        list(state["H"]),
+        list(static),
+        list(prof),
+        psi_x,
+        list(psi_yz),
+        xr_all,
+        tab_all,
+        src_cb,
+        state["n"],
+    )
+    # the x-CPML's psi: the low slab from device 0, the high one from device n - 1
+    px = [jnp.concatenate([v[:lx], v[(n - 1) * 2 * lx + lx :]]) for v in px]
+    new_psi = unpack_psi(plan, px + list(pyz), state["psi"], spec)
+    new = {**state, "E": tuple(E), "H": tuple(H), "psi": new_psi, "n": state["n"] + steps}
+    # the placement of fdtd.sharded: x-split where an array spans x, else replicated
+    new = jax.tree_util.tree_map(
+        lambda x: jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, split_axis(x, plan.shape))), new
+    )
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
+    return new, rec, finite
+
+
+def _flat(c):
+    E, H, (px, pyz) = c
+    return (E, H, list(px) + list(pyz))
