@@ -337,6 +337,7 @@ def run_bench(args, argv) -> int:
     if args.devices:
         modes = _scaling_modes(args.scaling)
         kw = dict(precision=args.precision, boundary=args.boundary, order=args.order, material=args.material)
+        kw["kernel"] = args.kernel
         for n in args.size:
             for r in fdtd_scaling(n, args.devices, args.steps, modes, **kw):
                 if args.json:

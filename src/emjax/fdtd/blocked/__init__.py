@@ -155,8 +155,8 @@ writing over the bulk's values there. Both write into the same aliased outputs, 
 
 Not yet: DFT monitors (accumulate per step from the levels' planes, or from records kept
 per TH block), TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch
-phases, the 4th-order stencil (halo 2 planes per step), several devices (shards would
-exchange TH-deep halos once per pass).
+phases, the 4th-order stencil (halo 2 planes per step). Several devices: :mod:`.shards`
+(x slabs whose TH-deep halos are exchanged once per pass).
 """
 
 from __future__ import annotations
