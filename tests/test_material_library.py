@@ -212,3 +212,20 @@ def test_ito_table_is_interpolated_and_its_pole_fit_recorded():
     assert 0 < m.rms_error < 0.01
     fitted = m.pole_model().refractive_index(rows[:, 0])
     assert np.all(np.abs(fitted - got) < 0.05)
+
+
+def test_docs_table_lists_every_material_with_its_model_and_range():
+    """docs/materials.md has one row per library material: its model and its valid range
+    (in um, to the 3 digits printed)."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "materials.md").read_text()
+    rows = {m.group(1): m for m in re.finditer(r"^\| `(\w+)` \| ([\w-]+) \| ([\d.]+) - ([\d.]+)", page, re.M)}
+    assert set(rows) == set(materials.names())
+    for name, row in rows.items():
+        m = materials.library(name)
+        assert row.group(2) == m.model
+        lo, hi = (float(row.group(k)) for k in (3, 4))
+        assert lo == pytest.approx(m.wavelength_range[0], rel=5e-3)
+        assert hi == pytest.approx(m.wavelength_range[1], rel=5e-3)

@@ -35,7 +35,7 @@ class LorentzDrudeEntry:
     oscillators: tuple
     range_ev: tuple
     citation: str = RAKIC
-    note: str = "evaporated film data fitted by the LD model"
+    note: str = "fit to measured data from several sources"
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ DIELECTRICS = {
         (0.31, 5.504),
         "K. Luke, Y. Okawachi, M. R. E. Lamont, A. L. Gaeta, M. Lipson, Broadband mid-infrared "
         "frequency comb generation in a Si3N4 microresonator, Opt. Lett. 40, 4823-4826 (2015)",
-        "LPCVD film",
+        "340 nm film on thermal SiO2",
     ),
     "Al2O3": SellmeierEntry(
         1.0,
