@@ -107,6 +107,71 @@ def _linear_amplitudes(x, target, weight, w0, g, gd):
     return amps, rnorm
 
 
+def _bounds(x, poles: int, drude: bool):
+    """eps_inf >= 1, amplitudes >= 0; resonances and dampings within a decade of the band (the
+    FDTD needs omega_0 dt < 2; a damping far above the band only trades off against the
+    strength)."""
+    n_params = 1 + 3 * poles + (2 if drude else 0)
+    lo, hi = np.zeros(n_params), np.full(n_params, np.inf)
+    lo[0] = 1.0
+    for j in range(poles):
+        lo[2 + 3 * j], hi[2 + 3 * j] = 0.1 * x.min(), 10 * x.max()
+        hi[3 + 3 * j] = 10 * x.max()
+    if drude:
+        hi[-1] = 10 * x.max()
+    return lo, hi
+
+
+def _solve(x, eps, weight, poles: int, drude: bool, refined: int = REFINED_STARTS):
+    """The best parameters (normalized frequencies) from the linear starts and, for two
+    poles or more, from the best fit with one pole fewer plus a weak new pole (so adding a
+    pole never fits worse than the fit it extends)."""
+    from scipy.optimize import least_squares
+
+    starts = []
+    for w0, g, gd in _starts(x, poles, drude):
+        amps, rnorm = _linear_amplitudes(x, eps - 1.0, weight, w0, g, gd)
+        p = [1.0 + amps[0]]
+        for j in range(poles):
+            p += [amps[1 + j], w0[j], g[j]]
+        if drude:
+            p += [amps[-1], gd]
+        starts.append((rnorm, np.array(p)))
+    starts.sort(key=lambda s: s[0])
+    starts = [p for _, p in starts[:refined]]
+    if poles >= 2:
+        prev = _solve(x, eps, weight, poles - 1, drude, refined)
+        split = 1 + 3 * (poles - 1)
+        for w0 in np.geomspace(x.min(), x.max(), 3):
+            starts.append(np.concatenate([prev[:split], [0.0, w0, 0.3 * w0], prev[split:]]))
+    lo, hi = _bounds(x, poles, drude)
+
+    def residual(p):
+        r = (_model(p, x, poles, drude)[0] - eps) * weight
+        return np.concatenate([r.real, r.imag])
+
+    def jacobian(p):
+        j = _model(p, x, poles, drude)[1] * weight[:, None]
+        return np.vstack([j.real, j.imag])
+
+    best = None
+    for p0 in starts:
+        res = least_squares(
+            residual,
+            np.clip(p0, lo, hi),
+            jac=jacobian,
+            bounds=(lo, hi),
+            x_scale="jac",
+            ftol=1e-14,
+            xtol=1e-14,
+            gtol=1e-14,
+            max_nfev=40 * len(lo),
+        )
+        if best is None or res.cost < best.cost:
+            best = res
+    return best.x
+
+
 def fit(wavelength, n, k, poles: int = 3, *, drude: bool | None = None, unit: str = "um") -> DispersionFit:
     """Fit a passive, causal Drude-Lorentz model to ``n + i k`` sampled at ``wavelength``.
 
@@ -125,8 +190,6 @@ def fit(wavelength, n, k, poles: int = 3, *, drude: bool | None = None, unit: st
     -------
     DispersionFit with the model and its RMS error in ``n + i k``.
     """
-    from scipy.optimize import least_squares
-
     wl = require_floats("fit.wavelength", wavelength, "a list of wavelengths (> 0)")
     n = require_floats("fit.n", n, "a list of refractive indices")
     k = require_floats("fit.k", k, "a list of extinction coefficients (>= 0)")
@@ -159,55 +222,8 @@ def fit(wavelength, n, k, poles: int = 3, *, drude: bool | None = None, unit: st
     omega = 2 * np.pi / wl
     scale = float(np.sqrt(omega.min() * omega.max()))  # the fit runs in omega / scale
     x = omega / scale
-    weight = 1.0 / np.abs(eps)
-    target = eps - 1.0
-
-    starts = []
-    for w0, g, gd in _starts(x, poles, drude):
-        amps, rnorm = _linear_amplitudes(x, target, weight, w0, g, gd)
-        p = [1.0 + amps[0]]
-        for j in range(poles):
-            p += [amps[1 + j], w0[j], g[j]]
-        if drude:
-            p += [amps[-1], gd]
-        starts.append((rnorm, np.array(p)))
-    starts.sort(key=lambda s: s[0])
-
-    lo = np.full(n_params, 0.0)
-    hi = np.full(n_params, np.inf)
-    lo[0] = 1.0
-    # resonances and dampings within a decade of the band (the FDTD needs omega_0 dt < 2;
-    # a damping far above the band only trades off against the strength)
-    for j in range(poles):
-        lo[2 + 3 * j], hi[2 + 3 * j] = 0.1 * x.min(), 10 * x.max()
-        hi[3 + 3 * j] = 10 * x.max()
-    if drude:
-        hi[-1] = 10 * x.max()
-
-    def residual(p):
-        r = (_model(p, x, poles, drude)[0] - eps) * weight
-        return np.concatenate([r.real, r.imag])
-
-    def jacobian(p):
-        j = _model(p, x, poles, drude)[1] * weight[:, None]
-        return np.vstack([j.real, j.imag])
-
-    best = None
-    for _, p0 in starts[:REFINED_STARTS]:
-        res = least_squares(
-            residual,
-            np.clip(p0, lo, hi),
-            jac=jacobian,
-            bounds=(lo, hi),
-            x_scale="jac",
-            ftol=1e-14,
-            xtol=1e-14,
-            gtol=1e-14,
-            max_nfev=100 * n_params,
-        )
-        if best is None or res.cost < best.cost:
-            best = res
-    eps_inf, lor, dru = _unpack(best.x, poles, drude)
+    params = _solve(x, eps, 1.0 / np.abs(eps), poles, drude)
+    eps_inf, lor, dru = _unpack(params, poles, drude)
     pole_objs = []
     if dru is not None and dru[0] > 0:
         pole_objs.append(DrudePole(float(np.sqrt(dru[0]) * scale), float(dru[1] * scale)))
