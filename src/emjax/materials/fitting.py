@@ -8,14 +8,16 @@ The model is :class:`emjax.materials.Dispersive`::
 with every parameter bounded to the physical side (``eps_inf >= 1``, ``delta_eps_j >= 0``,
 ``omega_j > 0``, ``gamma >= 0``, ``omega_p >= 0``). Such a sum has ``Im eps >= 0`` at every
 positive frequency (passive), its poles lie in the lower half plane (causal, with
-``exp(-i omega t)``), and the FDTD's auxiliary-equation update of it is stable (given
-``omega_j dt < 2``, which the FDTD checks).
+``exp(-i omega t)``), and the FDTD's auxiliary-equation update of it is stable where
+``omega_j dt < 2`` and the Courant number is below the one its poles allow (the FDTD checks
+both and lowers its default Courant number to fit).
 
 Least squares on the permittivity relative to ``|eps|`` (so a metal's large infrared
 ``|eps|`` does not drown the visible), from several starts: Lorentz resonances spread over
 the band (and just beyond it), a few damping ratios, the amplitudes of each start solved
-exactly by non-negative linear least squares; the best starts are then refined with
-``scipy.optimize.least_squares`` within the bounds.
+exactly by non-negative linear least squares, and the fit with one pole fewer plus a weak
+new pole; the best starts are then refined with ``scipy.optimize.least_squares`` within the
+bounds.
 """
 
 from __future__ import annotations
