@@ -26,21 +26,32 @@ MODES = 257
 TOLERANCE = 1e-9
 
 
-def _matrices(material, dt: float):
+def _key(material) -> tuple:
+    """The medium as plain floats (hashable whatever array types hold its parameters):
+    ``(eps_inf, ((omega_p, gamma), ...), ((delta_eps, omega_0, gamma), ...))``."""
+    drude = tuple((float(p.omega_p), float(p.gamma)) for p in material.poles if isinstance(p, DrudePole))
+    lorentz = tuple(
+        (float(p.delta_eps), float(p.omega_0), float(p.gamma))
+        for p in material.poles
+        if isinstance(p, LorentzPole)
+    )
+    return float(material.eps_inf), drude, lorentz
+
+
+def _matrices(key: tuple, dt: float):
     """``(A0, A1, A2)`` with the one-step matrix ``A0 + u A1 + u**2 A2``."""
-    drude = [p for p in material.poles if isinstance(p, DrudePole)]
-    lorentz = [p for p in material.poles if not isinstance(p, DrudePole)]
-    ks = [(1 - p.gamma * dt / 2) / (1 + p.gamma * dt / 2) for p in drude]
-    betas = [(p.omega_p**2 * dt / 2) / (1 + p.gamma * dt / 2) for p in drude]
-    den = 2 * material.eps_inf + sum(betas) * dt
-    ca, cb = (2 * material.eps_inf - sum(betas) * dt) / den, 2 * dt / den
+    eps_inf, drude, lorentz = key
+    ks = [(1 - g * dt / 2) / (1 + g * dt / 2) for _, g in drude]
+    betas = [(wp**2 * dt / 2) / (1 + g * dt / 2) for wp, g in drude]
+    den = 2 * eps_inf + sum(betas) * dt
+    ca, cb = (2 * eps_inf - sum(betas) * dt) / den, 2 * dt / den
     cl = [
         (
-            (2 - (p.omega_0 * dt) ** 2) / (1 + p.gamma * dt / 2),
-            -(1 - p.gamma * dt / 2) / (1 + p.gamma * dt / 2),
-            p.delta_eps * (p.omega_0 * dt) ** 2 / (1 + p.gamma * dt / 2),
+            (2 - (w0 * dt) ** 2) / (1 + g * dt / 2),
+            -(1 - g * dt / 2) / (1 + g * dt / 2),
+            de * (w0 * dt) ** 2 / (1 + g * dt / 2),
         )
-        for p in lorentz
+        for de, w0, g in lorentz
     ]
     nd, nl = len(drude), len(lorentz)
     n = 2 + nd + 2 * nl
@@ -61,26 +72,34 @@ def _matrices(material, dt: float):
     return at[0.0], a1, a2
 
 
-@functools.lru_cache(maxsize=256)
 def stable(material, dt: float, courant_fraction: float) -> bool:
     """Whether the homogeneous ``material`` is stable at time step ``dt`` with the Courant
     number at ``courant_fraction`` of the vacuum limit."""
-    a0, a1, a2 = _matrices(material, dt)
+    return _stable(_key(material), float(dt), float(courant_fraction))
+
+
+@functools.lru_cache(maxsize=256)
+def _stable(key: tuple, dt: float, courant_fraction: float) -> bool:
+    a0, a1, a2 = _matrices(key, dt)
     u = np.linspace(0.0, 2 * courant_fraction, MODES)[:, None, None]
     radius = np.abs(np.linalg.eigvals(a0 + u * a1 + u**2 * a2)).max()
     return bool(radius <= 1 + TOLERANCE)
 
 
-@functools.lru_cache(maxsize=64)
 def max_courant(material, dx: float, limit: float) -> float:
     """The largest Courant number ``c dt / dx`` (at most the vacuum ``limit``) at which the
     homogeneous ``material`` is stable on a grid of spacing ``dx`` (bisection, 3 digits)."""
+    return _max_courant(_key(material), float(dx), float(limit))
+
+
+@functools.lru_cache(maxsize=64)
+def _max_courant(key: tuple, dx: float, limit: float) -> float:
     lo, hi = 0.0, limit
-    if stable(material, hi * dx, 1.0):
+    if _stable(key, hi * dx, 1.0):
         return limit
     for _ in range(12):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if stable(material, mid * dx, mid / limit) else (lo, mid)
+        lo, hi = (mid, hi) if _stable(key, mid * dx, mid / limit) else (lo, mid)
     return lo
 
 
