@@ -202,8 +202,8 @@ def test_unknown_name_and_unit_are_refused_in_one_line():
 
 def test_ito_table_is_interpolated_and_its_pole_fit_recorded():
     """ITO (König 2014, via refractiveindex.info): at table rows the frequency-domain value
-    is the table's; the FDTD's poles are a 4-pole fit made on first use, with its RMS error
-    in n + i k recorded (below 0.01: measured 0.0073)."""
+    is the table's; the FDTD's poles are a Drude + 3 Lorentz fit made on first use, with its
+    RMS error in n + i k recorded (below 0.01: measured 0.0072)."""
     m = materials.library("ITO")
     rows = np.array([(0.49982, 1.91380632, 0.00397279), (0.63318, 1.78218266, 0.00325083)])
     got = m.refractive_index(rows[:, 0])

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,13 +49,13 @@ class LibraryMaterial(Dispersive):
     """
 
     name: str = ""
-    citation: str = ""
-    note: str = ""
+    citation: str = field(default="", repr=False)
+    note: str = field(default="", repr=False)
     model: str = ""
     wavelength_range: tuple = (0.0, math.inf)
     unit: str = "um"
     rms_error: float = 0.0
-    table: tuple | None = None
+    table: tuple | None = field(default=None, repr=False)
 
     def _check_range(self, omega) -> None:
         if is_traced(omega):
@@ -167,7 +167,7 @@ def _build(name: str, unit: str) -> LibraryMaterial:
 
     rows = np.array([[float(v) for v in line.split()] for line in DATA[e.table].strip().splitlines()])
     wl, n, k = rows[:, 0] / s, rows[:, 1], rows[:, 2]
-    result = fit(wl, n, k, e.poles, unit=unit)
+    result = fit(wl, n, k, e.poles, drude=e.drude, unit=unit)
     model = result.model
     table = (tuple(wl), tuple(n), tuple(k))
     rng = (float(wl[0]), float(wl[-1]))

@@ -59,6 +59,7 @@ class TableEntry:
     citation: str
     note: str = ""
     poles: int = 3  # Lorentz poles of the pole model the FDTD steps (fitted)
+    drude: bool | None = None  # and a Drude term (None: where the data have Re eps < 0)
 
 
 METALS = {
@@ -254,6 +255,7 @@ TABLES = {
         "nanomaterials induced by a redox-active electrochromic polymer, ACS Nano 8, 6182-6192 "
         "(2014); data via refractiveindex.info (CC0), every fourth point",
         "72 nm ITO film on glass, ellipsometry",
-        poles=4,
+        poles=3,
+        drude=True,  # the free carriers (their plasma edge lies beyond the table's 1 um)
     ),
 }
