@@ -114,6 +114,7 @@ SELLMEIER = {  # name: (terms (B, C in um^2), eps_inf, three wavelengths in rang
         [0.2, 0.5, 1.0],
     ),
     "Ge": ([(0.4886331, 1.393959), (14.5142535, 0.1626427), (0.0091224, 752.190)], 1.0, [2.5, 5.0, 10.0]),
+    "ice_150K": ([(0.496, 0.071**2), (0.190, 0.134**2)], 1.0, [0.25, 0.5, 0.7]),
 }
 
 
@@ -147,15 +148,19 @@ def test_published_points():
     """Fused silica's n_d (587.6 nm) = 1.4585 (Malitson 1965); water at 20 °C: n_D = 1.33299
     relative to air (the refractometer standard), times the index of air at 589 nm
     (1.000277) gives the absolute 1.33336 (Daimon & Masumura's formula is absolute; 5e-5
-    covers air's and the standard's rounding); ice: Kofman's crystalline ice (150 K) against
-    Warren & Brandt's (2008) compilation at 266 K (0.5 and 0.6 um: 1.3130, 1.3094): the
-    colder, denser ice lies within 0.006 of it."""
+    covers air's and the standard's rounding); ice: Warren & Brandt's (2008) compilation at 266
+    K as printed (0.4, 0.5, 0.6 um: n = 1.3194, 1.3130, 1.3094; k = 2.365e-11, 5.889e-10,
+    5.730e-9), and Kofman's crystalline ice at 150 K within 0.006 of it (colder, denser)."""
     assert materials.library("SiO2").refractive_index(0.5876).real == pytest.approx(1.4585, abs=5e-5)
     assert materials.library("water").refractive_index(0.5893).real == pytest.approx(
         1.33299 * 1.000277, abs=5e-5
     )
-    ice = materials.library("ice").refractive_index(np.array([0.5, 0.6])).real
-    np.testing.assert_allclose(ice, [1.3130, 1.3094], atol=0.006)
+    wl = np.array([0.4, 0.5, 0.6])
+    ice = materials.library("ice").refractive_index(wl)
+    np.testing.assert_allclose(ice.real, [1.3194, 1.3130, 1.3094], rtol=1e-12)
+    np.testing.assert_allclose(ice.imag, [2.365e-11, 5.889e-10, 5.730e-9], rtol=1e-9)
+    cold = materials.library("ice_150K").refractive_index(wl[1:]).real
+    np.testing.assert_allclose(cold, [1.3130, 1.3094], atol=0.006)
 
 
 def test_units_scale_the_poles_not_the_answer():

@@ -135,8 +135,8 @@ def library(name: str, unit: str = "um") -> LibraryMaterial:
     "mm", "cm", "m"): the same length unit as the problem's geometry and wavelengths.
 
     Metals (Rakić et al. 1998, Lorentz-Drude): Ag, Al, Au, Cr, Cu, Ni, Pt, Ti, W.
-    Dielectrics (Sellmeier fits): Si, Ge, GaAs, InP, SiO2, Si3N4, Al2O3, TiO2, water, ice.
-    Tabulated: ITO. Names are matched without regard to case. Each material carries its
+    Dielectrics (Sellmeier fits): Si, Ge, GaAs, InP, SiO2, Si3N4, Al2O3, TiO2, water,
+    ice_150K. Tabulated: ITO, ice (266 K). Names are matched without regard to case. Each material carries its
     ``citation``, ``note`` and ``wavelength_range``; use outside the range warns."""
     _unit_scale(unit)
     return _build(_canonical(name), unit)

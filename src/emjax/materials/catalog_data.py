@@ -237,7 +237,7 @@ DIELECTRICS = {
         "the near-infrared region to the ultraviolet region, Appl. Opt. 46, 3811-3820 (2007)",
         "distilled water, 20.0 °C; absorption neglected",
     ),
-    "ice": SellmeierEntry(
+    "ice_150K": SellmeierEntry(
         1.0,
         ((0.496, 0.071), (0.190, 0.134)),
         True,
@@ -257,5 +257,14 @@ TABLES = {
         "72 nm ITO film on glass, ellipsometry",
         poles=3,
         drude=True,  # the free carriers (their plasma edge lies beyond the table's 1 um)
+    ),
+    "ice": TableEntry(
+        "ice",
+        "S. G. Warren, R. E. Brandt, Optical constants of ice from the ultraviolet to the "
+        "microwave: A revised compilation, J. Geophys. Res. 113, D14220 (2008); data via "
+        "refractiveindex.info (CC0), 0.2-2.5 um",
+        "ice Ih at 266 K (-7 °C)",
+        poles=2,
+        drude=False,
     ),
 }
