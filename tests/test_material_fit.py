@@ -81,3 +81,7 @@ def test_bad_data_refused_in_one_line():
         materials.fit(wl, n, k, poles=-1)
     with pytest.raises(ConfigError, match="fit.wavelength must be finite and > 0"):
         materials.fit([0.5, -0.6, 0.7, 0.8], n, k, poles=1)
+    with pytest.raises(ConfigError, match="refit: wavelength_min = 2.0 must be below wavelength_max = 1.0"):
+        materials.library("Au").refit(2.0, 1.0)
+    with pytest.raises(ConfigError, match="refit.wavelength_min must be > 0"):
+        materials.library("Au").refit(-1.0, 1.0)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require_positive
 from ..tracing import is_traced
 from . import Dispersive, DrudePole, LorentzPole
 from .catalog_data import DIELECTRICS, HC_EV_UM, METALS, TABLES
@@ -106,7 +106,11 @@ class LibraryMaterial(Dispersive):
         narrow band. Returns :class:`emjax.materials.DispersionFit`."""
         from .fitting import fit
 
-        wl = np.geomspace(float(wavelength_min), float(wavelength_max), 200)
+        lo = require_positive("refit.wavelength_min", wavelength_min)
+        hi = require_positive("refit.wavelength_max", wavelength_max)
+        if not lo < hi:
+            raise ConfigError(f"refit: wavelength_min = {lo} must be below wavelength_max = {hi}")
+        wl = np.geomspace(lo, hi, 200)
         m = self.refractive_index(wl)
         return fit(wl, m.real, m.imag, poles, drude=drude, unit=self.unit)
 
