@@ -29,6 +29,8 @@ SHARED = [
     "emjax.scene.raster",
     "emjax.scene.traced",
     "emjax.materials",
+    "emjax.materials.catalog",
+    "emjax.materials.fitting",
     "emjax.scattering",
     "emjax.krylov",
     "emjax.backend",

@@ -157,7 +157,7 @@ BAD = [
     ('shape = "cylinder"', 'shape = "sphere"', "objects[0].shape must be one of"),
     ("radius = 0.4", "radius = -0.4", "objects[0].radius must be > 0"),
     ("eps = 4.0", "eps = [4.0, -0.1]", "objects[0].eps: Im eps must be >= 0"),
-    ("eps = 4.0", 'material = "gold"', 'objects[0].material must be "pec"'),
+    ("eps = 4.0", 'material = "gold"', "objects[0].material: unknown material 'gold'; known: pec, Ag"),
     ("eps = 4.0", 'eps = 4.0\nmaterial = "pec"', "give exactly one of"),
     ("angles = 13", "angles = 0", "[rcs].angles must be an integer in [1, 100000]"),
     ("angles = 13", 'angles = 13\n[solver]\ntype = "gmres"', "[solver].type must be one of direct, qmr"),

@@ -12,6 +12,7 @@ examples/fdfd_cylinder.toml; every key with its type, range and default: docs/to
     averaging = "subpixel"      # or "staircase"
     stencil = "compact"         # 2-D: or "yee" (five-point; 3-D is always Yee)
     precision = "double"        # 3-D iterative solves: or "single"
+    unit = "um"                 # the length unit (needed by library materials)
 
     [[objects]]                 # later objects override earlier ones
     shape = "cylinder"          # 2-D: cylinder (circle), box, ellipse, polygon
@@ -21,7 +22,8 @@ examples/fdfd_cylinder.toml; every key with its type, range and default: docs/to
                                 # ellipse/ellipsoid: semi_axes; polygon: vertices = [[x, y], ...]
                                 # 3-D cylinder: height; rotation: degrees (2-D: about z;
                                 # 3-D: ZYZ Euler angles [alpha, beta, gamma])
-    material = "pec"            # or eps = 4.0 ("4+0.1j" or [re, im]), n = 1.5 (or [n, k]),
+    material = "pec"            # or a library material ("Au", "SiO2", ...: needs unit),
+                                # or eps = 4.0 ("4+0.1j" or [re, im]), n = 1.5 (or [n, k]),
                                 # eps_diag = [exx, eyy, ezz] (lab axes),
                                 # drude = {eps_inf, omega_p, gamma}, lorentz = {...}
                                 # (angular frequencies in rad per length unit: 2 pi / wavelength)
@@ -79,6 +81,7 @@ TOP_KEYS = {
     "rcs",
     "monostatic",
     "solver",
+    "unit",
 }
 MATERIAL_KEYS = {"material", "eps", "eps_diag", "n", "drude", "lorentz"}
 #: per dimension and shape: the geometry keys (besides shape, center, material keys)
@@ -172,8 +175,9 @@ def _angles(value, field: str, full: float, endpoint: bool) -> np.ndarray:
     return np.linspace(0.0, full, n, endpoint=endpoint) if n > 1 else np.zeros(1)
 
 
-def _material(o: dict, where: str):
+def _material(o: dict, where: str, unit=None):
     from .. import scene
+    from ..materials import catalog
 
     given = [k for k in MATERIAL_KEYS if k in o]
     if len(given) != 1:
@@ -182,10 +186,10 @@ def _material(o: dict, where: str):
             f"(got {given or 'none'})"
         )
     k = given[0]
-    if k == "material":
-        if not isinstance(o[k], str) or o[k].lower() != "pec":
-            raise ConfigError(f'{where}.material must be "pec" (for dielectrics give eps or n), got {o[k]!r}')
-        return scene.PEC
+    if k == "material":  # "pec" or a library material (in the config's length unit)
+        if isinstance(o[k], str) and o[k].lower() == "pec":
+            return scene.PEC
+        return catalog.from_config(o[k], where, unit, extra=("pec",))
     if k in ("drude", "lorentz"):
         return dispersive_material(k, o[k], where)
     if k == "eps_diag":  # [exx, eyy, ezz], each as eps
@@ -210,7 +214,7 @@ def _material(o: dict, where: str):
     return eps.real if eps.imag == 0 else eps
 
 
-def _object(o, i: int, dims: int):
+def _object(o, i: int, dims: int, unit=None):
     """(scene.Object, smallest feature length) of one ``[[objects]]`` table."""
     from .. import geometry, scene
 
@@ -219,7 +223,7 @@ def _object(o, i: int, dims: int):
     shapes = SHAPE_KEYS[dims]
     name = t.choice("shape", tuple(shapes), fold=True)
     Table(o, where, {"shape", "center"} | MATERIAL_KEYS | shapes[name])
-    mat = _material(o, where)
+    mat = _material(o, where, unit)
     c = t.reals("center", length=dims, default=[0.0] * dims)
     center = (c[0], c[1], 0.0) if dims == 2 else tuple(c)
 
@@ -336,6 +340,7 @@ def build_fdfd(cfg: dict) -> FDFDProblem:
     field and its allowed values for anything invalid (checked before anything is
     allocated)."""
     from .. import scene
+    from ..materials import catalog
 
     top = Table(cfg, "", TOP_KEYS)
     dims = cfg.get("dims", 2)
@@ -374,7 +379,8 @@ def build_fdfd(cfg: dict) -> FDFDProblem:
         raise ConfigError('precision = "single" applies to 3-D iterative solves only (qmr, bicgstab)')
 
     raw = [t.table for t in top.tables("objects")]
-    built = [_object(o, i, dims) for i, o in enumerate(raw)]
+    unit = top.choice("unit", tuple(catalog.UNITS), default=None)  # for library materials
+    built = [_object(o, i, dims, unit) for i, o in enumerate(raw)]
     dx = wavelength / resolution
     for i, (obj, _) in enumerate(built):
         _check_placement(obj, i, dims, size, center, dx)

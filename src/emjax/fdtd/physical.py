@@ -203,7 +203,8 @@ class Simulation:
         axis; a CPML is added outside ``size``.
     center : centre of the region.
     averaging : "subpixel" (anisotropic averaging at interfaces, second order) or "staircase".
-    precision, courant, order : as :class:`emjax.fdtd.Grid`.
+    precision, courant, order : as :class:`emjax.fdtd.Grid`; the default Courant number is
+        lowered where a Drude-Lorentz medium's poles need it (:mod:`.pole_stability`).
     """
 
     size: tuple
@@ -292,7 +293,14 @@ class Simulation:
     @property
     def grid(self) -> Grid:
         shape = tuple(n + lo + hi for n, (lo, hi) in zip(self.interior_cells, self.pml_cells))
-        return Grid(shape, self.dx, self.courant, self.order, self.boundary, self.precision)
+        g = Grid(shape, self.dx, self.courant, self.order, self.boundary, self.precision)
+        if self.courant is None and self.scene is not None:  # the default, lowered for the poles
+            from .pole_stability import default_courant
+
+            c = default_courant(self.scene.materials, g)
+            if c < g.courant:
+                g = Grid(shape, self.dx, c, self.order, self.boundary, self.precision)
+        return g
 
     @property
     def origin(self) -> tuple:

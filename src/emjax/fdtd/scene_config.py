@@ -12,6 +12,7 @@ and default: docs/toml.md)::
     averaging = "subpixel"          # or "staircase"
     precision = "single"
     background = 1.0                # eps of the background
+    unit = "um"                     # the length unit (needed by library materials)
 
     [[objects]]                     # later objects override earlier ones
     shape = "sphere"                # sphere, ellipsoid, box, cylinder, coated, prism,
@@ -21,6 +22,7 @@ and default: docs/toml.md)::
     rotation = [0, 0, 0]            # ZYZ Euler angles, degrees
     eps = 6.0                       # or: pec = true, or drude = {eps_inf, omega_p, gamma}
                                     #     or lorentz = {eps_inf, delta_eps, omega_0, gamma}
+                                    #     or material = "Au" (the library; needs unit)
     # aspect, core_ratio, semi_axes, box_ratios: as emjax dda's shape options;
     # vertices = [[x, y], ...] for "polygon" (2-D grids) and "polygon_prism"
 
@@ -54,6 +56,7 @@ import warnings
 
 from ..config import Table, dispersive_material
 from ..errors import ConfigError
+from ..materials import catalog
 from .config import _highest_frequency, _resolution, out_of_core_option, waveform
 
 TOP_KEYS = {"simulation", "objects", "sources", "monitors", "probes", "run"}
@@ -68,9 +71,11 @@ SIM_KEYS = {
     "courant",
     "background",
     "bloch_k",
+    "unit",
 }
 SHAPE_OPTIONS = {"aspect", "core_ratio", "semi_axes", "box_ratios", "vertices"}
-OBJECT_KEYS = {"shape", "size", "center", "rotation", "eps", "pec", "drude", "lorentz"} | SHAPE_OPTIONS
+MATERIAL_KEYS = ("eps", "pec", "drude", "lorentz", "material")
+OBJECT_KEYS = {"shape", "size", "center", "rotation", *MATERIAL_KEYS} | SHAPE_OPTIONS
 WAVEFORM_KEYS = {"waveform", "frequency", "bandwidth", "ramp"}
 SOURCE_KEYS = {
     "plane_wave": {"type", "center", "size", "direction", "polarization"} | WAVEFORM_KEYS,
@@ -97,14 +102,20 @@ def _shapes() -> dict:
     return {**SHAPES_3D, **SHAPES_2D, "polygon_prism": PolygonPrism}
 
 
-def _material(o: Table):
-    """(material, largest real permittivity for the resolution check or None)."""
+def _material(o: Table, unit):
+    """(material, largest real permittivity for the resolution check or None); ``unit`` the
+    length unit a library ``material`` needs (None: not given)."""
     from .. import scene
 
-    given = [k for k in ("eps", "pec", "drude", "lorentz") if o.has(k)]
+    given = [k for k in MATERIAL_KEYS if o.has(k)]
     if len(given) != 1:
-        raise ConfigError(f"{o.where}: give exactly one of eps, pec, drude, lorentz (got {given or 'none'})")
+        raise ConfigError(
+            f"{o.where}: give exactly one of eps, pec, drude, lorentz, material (got {given or 'none'})"
+        )
     k = given[0]
+    if k == "material":
+        mat = catalog.from_config(o.get(k), o.where, unit)
+        return mat, max(1.0, mat.max_real_permittivity())
     if k == "eps":
         if isinstance(o.get("eps"), list):  # one per domain (a coated sphere: shell, core)
             eps = o.reals("eps", lo=1.0)
@@ -121,7 +132,7 @@ def _material(o: Table):
     return mat, max(1.0, float(mat.eps_inf))
 
 
-def _object(o: Table):
+def _object(o: Table, unit=None):
     """(scene.Object, largest permittivity or None)."""
     from .. import scene
 
@@ -149,7 +160,7 @@ def _object(o: Table):
         raise ConfigError(f"{o.where}: {sorted(kw)} do not apply to shape {name!r}") from None
     except ConfigError as exc:
         raise ConfigError(f"{o.where}: {exc}") from None
-    mat, eps_max = _material(o)
+    mat, eps_max = _material(o, unit)
     n_domains = shape.n_domains
     if n_domains > 1 and not isinstance(mat, tuple):
         raise ConfigError(
@@ -252,6 +263,7 @@ def build_physical(cfg: dict):
     precision = s.choice("precision", ("single", "double"), default="single")
     courant = s.real("courant", default=None, lo=0, lo_open=True, hi=1.0)
     background = s.real("background", default=1.0, lo=1.0)
+    unit = s.choice("unit", tuple(catalog.UNITS), default=None)  # the length unit, for library materials
     bds = []
     for ax, name in enumerate(names):
         if name == "cpml":
@@ -267,7 +279,7 @@ def build_physical(cfg: dict):
 
     objects, eps_max = [], background
     for o in top.tables("objects", OBJECT_KEYS):
-        obj, e = _object(o)
+        obj, e = _object(o, unit)
         lo, hi = obj.bounds()
         for ax in range(3):
             if hi[ax] <= region[0][ax] or lo[ax] >= region[1][ax]:

@@ -157,6 +157,7 @@ class GridSimulation:
                         f"Lorentz pole omega_0 = {p.omega_0} needs dt < 2 / omega_0 "
                         f"(dt = {self.grid.dt:.3g}): refine the grid"
                     )
+            _check_pole_courant(mat, self.grid)
             if np.shape(mask) not in (self.grid.shape, (3,) + self.grid.shape):
                 raise ConfigError(
                     f"dispersive mask must have shape {self.grid.shape} or {(3,) + self.grid.shape}"
@@ -248,3 +249,23 @@ def state_bytes(grid: Grid, arrays: int, box_cells: int = 0) -> int:
         if isinstance(b, CPML):
             psi += 8 * len(b.faces) * b.thickness * n // grid.shape[ax]
     return (arrays * n + psi + 9 * box_cells) * item * 2  # x2: XLA's double buffering of the carry
+
+
+def _check_pole_courant(material, grid) -> None:
+    """Refuse a Courant number at which the Lorentz poles' explicit update is unstable
+    (:mod:`.pole_stability`), naming the largest stable one."""
+    from ..materials import has_tracer
+    from .grid import courant_limit
+    from .pole_stability import max_courant, stable
+
+    if has_tracer(material) or not any(isinstance(p, LorentzPole) for p in material.poles):
+        return
+    limit = courant_limit(grid.order, grid.dimensions)
+    if not stable(material, grid.dt, grid.courant / limit):
+        best = max_courant(material, grid.dx, limit)
+        raise ConfigError(
+            f"courant = {grid.courant:.6g} is unstable for the dispersive medium's Lorentz poles (their "
+            f"explicit update lowers the permittivity the grid sees): use courant <= {best:.4g} "
+            "(the default is lowered so when a scene holds the medium), or refit the material over "
+            "your band with fewer, lower poles"
+        )

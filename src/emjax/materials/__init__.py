@@ -12,6 +12,10 @@ media have ``Im eps > 0`` and ``m = sqrt(eps)`` with ``Im m >= 0``.
 Every material has ``permittivity(omega)`` and ``refractive_index(wavelength)``;
 frequency-domain solvers (DDA, FDFD, layered) call these, FDTD reads the pole parameters
 of :class:`Drude` and :class:`Lorentz` terms.
+
+:func:`library` gives published models by name (Rakić's metals, Sellmeier dielectrics,
+tabulated data) with their sources and valid ranges; :func:`fit` fits a passive, causal
+Drude-Lorentz model to measured ``n, k``.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ConfigError, require_finite, require_floats, require_positive
-from .tracing import is_traced  # noqa: F401  (re-exported: the slices' material checks use it)
+from ..errors import ConfigError, require_finite, require_floats, require_positive
+from ..tracing import is_traced  # noqa: F401  (re-exported: the slices' material checks use it)
 
 
 def _as_complex(name: str, value) -> complex:
@@ -369,3 +373,8 @@ class DiagonalAnisotropic(Material):
             "DiagonalAnisotropic: this solver needs a scalar permittivity; anisotropic media "
             "are supported by emjax.fdfd only"
         )
+
+
+# The library and the fitter build on the classes above.
+from .catalog import LibraryMaterial, MaterialRangeWarning, library, names  # noqa: E402
+from .fitting import DispersionFit, fit  # noqa: E402
