@@ -119,6 +119,35 @@ def test_emulated_cpml_kernel_of_its_own(split_cpml):
     assert np.abs(np.asarray(rec) - np.asarray(rec_ref)).max() <= 1e-12 * np.abs(np.asarray(rec_ref)).max()
 
 
+@emulated
+def test_emulated_dft_planes():
+    """DFT planes recorded by the kernel every step and summed after each pass equal the XLA
+    step's running DFTs: planes normal to x, y and z, whole (wrapped samples on a periodic z
+    and at the grid's end) and limited to boxes, one crossing the CPML kernel's slabs."""
+    from emjax.fdtd import monitors as M
+
+    g = fdtd.Grid(
+        (20, 17, 15), 1.0, boundary=(CPML(thickness=3), CPML(thickness=2), Periodic()), precision="double"
+    )
+    srcs = (fdtd.PointDipole((10, 8, 7), 1, fdtd.GaussianPulse(frequency=0.15, bandwidth=0.5)),)
+    mons = (
+        M.DFTPlane(0, 5, (0.1, 0.15)),
+        M.DFTPlane(1, 12, (0.12,), lo=(4, 0, 3), hi=(15, 0, 12)),
+        M.DFTPlane(2, 9, (0.1, 0.2), lo=(2, 3, 0), hi=(18, 14, 0)),
+        M.DFTPlane(1, 4, (0.1,)),
+    )
+    sim = fdtd.GridSimulation(g, sources=srcs, monitors=mons, probes=(fdtd.Probe((3, 3, 3), 0),))
+    with precision_scope():
+        plan, arrays, state = _setup(sim, 9)
+        ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 9)
+        out, rec, _ = blocked.advance(plan, arrays, state, 9, th=2, tile=(20, 5, 4), kernel="emulate")
+    for a, b in zip(out["dft"], ref["dft"]):
+        for k in "EH":
+            assert a[k].shape == b[k].shape
+            assert np.abs(a[k] - b[k]).max() <= 1e-13 * np.abs(b[k]).max()
+    assert np.abs(np.asarray(rec) - np.asarray(rec_ref)).max() <= 1e-12 * np.abs(np.asarray(rec_ref)).max()
+
+
 def test_cpml_kernel_tasks_cover_the_slabs_once_per_cell_kind():
     """Every cell within L + TH of a CPML face is written by some task, and no task writes
     a plane its march spoils (the TH planes at an end inside the grid)."""

@@ -27,7 +27,9 @@ def sim(nx, with_probes=True):
             fdtd.PointDipole((nx - 3, 3, 6), 2, pulse(0.1)), fdtd.PointDipole((16, 5, 7), 0, pulse(0.13)))
     probes = (fdtd.Probe((1, 6, 6), 2), fdtd.Probe((12, 7, 7), 0, "H"), fdtd.Probe((nx - 2, 4, 11), 1))
     eps = 1 + np.random.default_rng(0).random((nx, 14, 13))
-    return fdtd.GridSimulation(g, eps=eps, sources=srcs, probes=probes if with_probes else ())
+    from emjax.fdtd import monitors as M
+    mons = (M.DFTPlane(0, 12, (0.1, 0.15)), M.DFTPlane(2, 6, (0.12,), lo=(2, 3, 0), hi=(nx - 2, 12, 0)))
+    return fdtd.GridSimulation(g, eps=eps, sources=srcs, probes=probes if with_probes else (), monitors=mons)
 
 def check(n, split, steps=7, nx=24, th=2, with_probes=True):
     s = sim(nx, with_probes)
@@ -46,6 +48,7 @@ def check(n, split, steps=7, nx=24, th=2, with_probes=True):
     scale = max(float(np.abs(np.asarray(v)).max()) for v in ref["psi"].values())
     err["psi"] = max(rel(out["psi"][k], ref["psi"][k], scale) for k in ref["psi"])
     err["rec"] = rel(rec, rec_ref) if with_probes else float(np.shape(rec) != (steps, 0))
+    err["dft"] = max(rel(a[k], b[k]) for a, b in zip(out["dft"], ref["dft"]) for k in "EH")
     assert int(out["n"]) == steps and bool(fin)
     assert all(v <= 1e-12 for v in err.values()), (n, split, err)
 

@@ -190,8 +190,9 @@ class TileConfig:
     probes: tuple  # (field, component, (i, j, k)), in plan order
 
 
-def unsupported(plan) -> str | None:
-    """Why the blocked kernel cannot run ``plan`` (a step.Plan), or None."""
+def unsupported(plan, monitors: bool = False) -> str | None:
+    """Why the blocked kernel cannot run ``plan`` (a step.Plan), or None. ``monitors``: the
+    kernel records DFT planes (the CUDA kernel does, :mod:`.records`)."""
     if plan.order != 2:
         return "the 4th-order stencil"
     if any(p is not None for p in plan.bloch):
@@ -202,8 +203,12 @@ def unsupported(plan) -> str | None:
         return "subpixel corrections"
     if plan.aux_len or any(not isinstance(s, PointDipole) for s in plan.sources):
         return "sources other than point dipoles (TF/SF, plane sources)"
-    if plan.monitors:
+    if plan.monitors and not monitors:
         return "DFT/flux monitors"
+    if plan.monitors:
+        from . import records
+
+        return records.unsupported(plan)
     if plan.layout is not None:
         return "several devices"
     return None
@@ -362,7 +367,7 @@ def advance(
     or "xla" (the same passes in plain JAX: a loop over tiles). ``march``: each
     tile updated plane by plane along x in the order the GPU kernel must follow
     (:mod:`emjax.fdtd.blocked.march`; x tiled, or walled)."""
-    why = unsupported(plan)
+    why = unsupported(plan, monitors=kernel in ("cuda", "emulate"))
     if why is not None:
         raise ConfigError(f"the blocked FDTD kernel does not support {why}; use the XLA step")
     if isinstance(th, bool) or not isinstance(th, (int, np.integer)) or th < 1:

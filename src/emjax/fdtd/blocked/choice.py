@@ -30,7 +30,7 @@ def why_not(plan, dtype) -> str | None:
     from . import cuda, cuda_advance, unsupported
 
     # several devices are the CUDA kernel's own business (.shards, below)
-    why = unsupported(replace(plan, layout=None)) or cuda_advance.unsupported(plan)
+    why = unsupported(replace(plan, layout=None), monitors=True) or cuda_advance.unsupported(plan)
     if why is not None:
         return f"it does not support {why}"
     if np.dtype(dtype).kind == "c":

@@ -70,6 +70,14 @@ class Spec:
     ntask: int = 0
     record: tuple | None = None  # the probes this kernel records (indices; None: all)
     nxa: int | None = None  # planes the arrays hold (a shard's slab; None: the grid's nx)
+    # field records for DFT monitors: (field, component, lo, count) boxes of cells, cell g of
+    # axis a in the box where (g - lo[a]) mod n[a] < count[a]; every step's values are
+    # written to ``mrec`` (the box's cells in C order per step, boxes one after another)
+    boxes: tuple = ()
+
+    @property
+    def box_cells(self) -> int:
+        return sum(int(np.prod(b[3])) for b in self.boxes)
 
     @property
     def ashape(self) -> tuple:
@@ -138,6 +146,8 @@ def outputs(spec: Spec) -> list[tuple[str, tuple]]:
     for a, L in enumerate(spec.pml):
         if L:
             out += [(f"pout_{k}{a}_{c}", psi_shape(spec, a)) for k, c in PSI[a]]
+    if spec.boxes:
+        out.append(("mrec", (spec.th * spec.box_cells,)))
     if spec.probes:
         out.append(("rec", (spec.th * len(spec.probes),)))
     return out
@@ -207,6 +217,22 @@ def source(spec: Spec) -> str:
         prb.append(f"if (p == {i} && gyk == {j} && gz == {k}) rec[(s - 1) * NPROBE + {m}] = {val};")
     d["SOURCES"] = " ".join(src) or ";"
     d["PROBES"] = " ".join(prb) or ";"
+    d["NBOX"] = len(spec.boxes)
+    masks, recs, off = [], [], 0
+    for b, (field, comp, lo, cnt) in enumerate(spec.boxes):
+        masks.append(
+            f"if ((unsigned)((gy[k] - {lo[1]} + NY) % NY) < {cnt[1]}u) ym[k] |= 1ull << {b}; "
+            f"if ((unsigned)((gz - {lo[2]} + NZ) % NZ) < {cnt[2]}u) zm[k] |= 1ull << {b};"
+        )
+        val = f"en[k][{comp}]" if field == "E" else f"hc[k][{comp}]"
+        recs.append(
+            f"if ((unsigned)(p - {lo[0]}) < {cnt[0]}u && ((ym[k] & zm[k]) >> {b} & 1ull)) "
+            f"mrec[{off} + (((long)(s - 1) * {cnt[0]} + (p - {lo[0]})) * {cnt[1]} "
+            f"+ (gyk - {lo[1]} + NY) % NY) * {cnt[2]} + (gz - {lo[2]} + NZ) % NZ] = {val};"
+        )
+        off += spec.th * int(np.prod(cnt))
+    d["BOX_MASKS"] = " ".join(masks) or ";"
+    d["BOX_RECORDS"] = " ".join(recs) or ";"
     params = [f"const {'int' if name in INTS else real} *__restrict__ {name}" for name, _ in inputs(spec)]
     # the outputs' buffers also come in as operands (XLA aliases them to the results, so a
     # loop of passes ping-pongs between two copies of the state without copying)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ConfigError
-from . import cuda, split
+from . import cuda, records, split
 from .cuda import PSI, Spec
 
 
@@ -72,6 +72,7 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple) -> Spec:
         cfg.sources,
         cfg.probes,
         ry,
+        boxes=records.boxes(plan),
     )
 
 
@@ -147,40 +148,48 @@ def _sv(plan, arrays, n, th, dtype):
 
 
 def _one_pass(spec, static, sv, prof, E, H, psi, run, dest=None, split_cpml=True, xr=None, table=None):
-    """One pass from (E, H, psi); ``sv``: the point sources' values (None without);
-    ``dest``: the buffers the GPU writes the results into (a state of the same shapes,
-    overwritten; None on the host). ``split_cpml``: a CPML runs as a kernel of its own after
-    a bulk kernel without CPML code (:mod:`.split`). ``xr``, ``table``: where along x (a
-    shard's slab) and the CPML kernel's rows for it (default: the whole grid)."""
+    """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records); ``sv``: the
+    point sources' values (None without); ``dest``: the buffers the GPU writes the results
+    into (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
+    runs as a kernel of its own after a bulk kernel without CPML code (:mod:`.split`).
+    ``xr``, ``table``: where along x (a shard's slab) and the CPML kernel's rows for it
+    (default: the whole grid). Monitor records start from zeros (each device writes its own
+    cells); the CPML kernel writes over the bulk's in its cells."""
     args = list(E) + list(H) + list(static)
     if spec.sources:
         args.append(sv)
     nx = spec.shape[0]
     if xr is None:
         xr = np.array([0, 0, nx, 0, nx], np.int32)
+    mdest = [jnp.zeros((spec.th * spec.box_cells,), spec.dtype)] if spec.boxes and dest is not None else []
     parts = split.split(spec) if split_cpml else None
     if parts is None:
         outs = run(
             spec,
             args + list(prof) + list(psi) + [xr],
-            None if dest is None else [*dest[0], *dest[1], *dest[2]],
+            None if dest is None else [*dest[0], *dest[1], *dest[2], *mdest],
         )
     else:
         bulk, fix, rows = parts
-        first = run(bulk, args + [xr], None if dest is None else [*dest[0], *dest[1]])
+        first = run(bulk, args + [xr], None if dest is None else [*dest[0], *dest[1], *mdest])
         # the CPML kernel writes over the bulk's fields; every psi is its own (NaN on the host
         # before it runs, so a cell it missed shows)
         rest = [np.full(np.shape(v), np.nan, spec.dtype) for v in psi] if dest is None else list(dest[2])
         if table is None:
             table = np.array(rows, np.int32).reshape(-1, 10)
-        outs = run(fix, args + list(prof) + list(psi) + [xr, table], list(first[:6]) + rest)
+        outs = run(
+            fix,
+            args + list(prof) + list(psi) + [xr, table],
+            list(first[:6]) + rest + list(first[6:7] if spec.boxes else []),
+        )
         if spec.probes:
             outs = list(outs[:-1]) + [outs[-1] + first[-1]]
     E, H = tuple(outs[:3]), tuple(outs[3:6])
     npsi = len(psi)
     psi = list(outs[6 : 6 + npsi])
-    rec = outs[6 + npsi] if spec.probes else None
-    return E, H, psi, rec
+    mrec = outs[6 + npsi] if spec.boxes else None
+    rec = outs[6 + npsi + bool(spec.boxes)] if spec.probes else None
+    return E, H, psi, rec, mrec
 
 
 @partial(jax.jit, static_argnames=("plan", "steps", "th", "block", "split_cpml"), donate_argnames=("state",))
@@ -200,32 +209,35 @@ def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cp
         [jnp.empty_like(v) for v in psi],
     )
 
-    def run(sp, cur, dst, n):
+    def run(sp, cur, dst, n, dft):
         sv = _sv(plan, arrays, n, sp.th, sp.dtype) if sp.sources else None
-        E, H, psi, rec = _one_pass(sp, static, sv, prof, *cur, cuda.gpu_pass, dst, split_cpml)
+        E, H, psi, rec, mrec = _one_pass(sp, static, sv, prof, *cur, cuda.gpu_pass, dst, split_cpml)
         rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
-        return (E, H, psi), rec
+        if sp.boxes:
+            dft = records.accumulate(plan, dft, mrec, sp, n, plan.dt)
+        return (E, H, psi), rec, dft
 
     def body(carry, _):  # two passes: A -> B -> A, so the loop carries no copies
-        a, b, n = carry
-        b, rec1 = run(spec, a, b, n)
-        a, rec2 = run(spec, b, a, n + th)
-        return (a, b, n + 2 * th), jnp.concatenate([rec1, rec2])
+        a, b, n, dft = carry
+        b, rec1, dft = run(spec, a, b, n, dft)
+        a, rec2, dft = run(spec, b, a, n + th, dft)
+        return (a, b, n + 2 * th, dft), jnp.concatenate([rec1, rec2])
 
-    cur = (E, H, psi)
+    cur, dft = (E, H, psi), tuple(state["dft"])
     if n_pass // 2:
-        (cur, other, n), rec = jax.lax.scan(body, (cur, other, n), None, length=n_pass // 2)
-        recs.append(rec.reshape(-1, nprobe))
+        (cur, other, n, dft), rec = jax.lax.scan(body, (cur, other, n, dft), None, length=n_pass // 2)
+        recs.append(rec.reshape(2 * th * (n_pass // 2), nprobe))
     for sp in ([spec] if n_pass % 2 else []) + (
         [make_spec(plan, arrays, dtype, rest, block)] if rest else []
     ):
-        new, rec = run(sp, cur, other, n)
+        new, rec, dft = run(sp, cur, other, n, dft)
         cur, other = new, cur
         recs.append(rec)
         n = n + sp.th
     E, H, psi = cur
     rec = jnp.concatenate(recs) if recs else jnp.zeros((0, nprobe), dtype)
-    new = {**state, "E": E, "H": H, "psi": unpack_psi(plan, psi, state["psi"], spec), "n": n}
+    psi = unpack_psi(plan, psi, state["psi"], spec)
+    new = {**state, "E": E, "H": H, "psi": psi, "n": n, "dft": dft}
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
     return new, rec, finite
 
@@ -243,12 +255,15 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
     n = int(state["n"])
     recs = []
     done = 0
+    dft = tuple(state["dft"])
     while done < steps:
         k = min(th, steps - done)
         sp = spec if k == th else make_spec(plan, arrays, dtype, k, block)
         sv = _sv(plan, arrays, jnp.int32(n), sp.th, sp.dtype) if sp.sources else None
-        E, H, psi, rec = _one_pass(sp, static, sv, prof, E, H, psi, _emulated_run, None, split_cpml)
+        E, H, psi, rec, mrec = _one_pass(sp, static, sv, prof, E, H, psi, _emulated_run, None, split_cpml)
         recs.append(rec.reshape(k, -1) if sp.probes else np.zeros((k, 0), dtype))
+        if sp.boxes:
+            dft = records.accumulate(plan, dft, jnp.asarray(mrec), sp, jnp.int32(n), plan.dt)
         n += k
         done += k
     rec = np.concatenate(recs)
@@ -256,6 +271,7 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
         **state,
         "E": tuple(jnp.asarray(v) for v in E),
         "H": tuple(jnp.asarray(v) for v in H),
+        "dft": dft,
         "psi": {k: jnp.asarray(v) for k, v in unpack_psi(plan, psi, state["psi"], spec).items()},
         "n": jnp.int32(n),
     }

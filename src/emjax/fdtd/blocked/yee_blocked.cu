@@ -138,6 +138,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     col[k] = IDX(X0, gy[k], gz);
   }
   const long plane = (long)NY * NZ;
+#if NBOX
+  unsigned long long ym[RY], zm[RY];  // per row: the monitor boxes its y and its z fall in
+  FOR_K {
+    ym[k] = zm[k] = 0ull;
+    BOX_MASKS
+  }
+#endif
   const REAL inv_dx = (REAL)INV_DX, dt = (REAL)DT;
 #if PML2
   const bool sz = INSLAB(gz, NZ, L2);  // (the profiles are read where used: registers are scarce)
@@ -303,6 +310,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #if NPROBE
           if (own[k] && out_p) {
             PROBES
+          }
+#endif
+#if NBOX
+          if (own[k] && out_p) {
+            BOX_RECORDS
           }
 #endif
         }
