@@ -42,15 +42,19 @@ BOUNDARIES = {
 }
 
 
-def simulation(n, boundary, precision, material):
+def simulation(n, boundary, precision, material, monitors=False):
     g = fdtd.Grid((n,) * 3, 1.0, boundary=BOUNDARIES[boundary], precision=precision)
     eps = 1.0
     if material == "dielectric":
         eps = np.ones((n,) * 3, np.float32)
         eps[n // 4 : 3 * n // 4, n // 4 : 3 * n // 4, n // 4 : 3 * n // 4] = 2.25
     src = fdtd.PointDipole((n // 2,) * 3, 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.5))
+    mons = ()
+    if monitors:  # a flux box around the middle half, 3 frequencies
+        lo, hi = (n // 4,) * 3, (3 * n // 4,) * 3
+        mons = fdtd.flux_box(lo, hi, (0.04, 0.05, 0.06))
     return fdtd.GridSimulation(
-        g, eps=eps, sources=(src,), probes=(fdtd.Probe((n // 2 + 3, n // 2, n // 2), 2),)
+        g, eps=eps, sources=(src,), probes=(fdtd.Probe((n // 2 + 3, n // 2, n // 2), 2),), monitors=mons
     )
 
 
@@ -96,6 +100,7 @@ def main(argv=None):
     ap.add_argument(
         "--split", nargs="+", default=["on"], choices=["on", "off"], help="the CPML as a kernel of its own"
     )
+    ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument("--commit", default=None, help="the commit to record (default: git's)")
     ap.add_argument("--bandwidth", type=float, default=3.35e12)
     ap.add_argument("--out", default=None)
@@ -121,13 +126,14 @@ def main(argv=None):
             for material in a.material:
                 coef = 1 if material == "dielectric" else 0
                 for boundary in a.boundary:
-                    sim = simulation(n, boundary, precision, material)
+                    sim = simulation(n, boundary, precision, material, a.monitors)
                     case = {
                         **labels,
                         "n": n,
                         "precision": precision,
                         "material": material,
                         "boundary": boundary,
+                        "monitors": "flux box" if a.monitors else None,
                     }
                     try:
                         c, s, ref = _timed(engine.advance, sim, a.steps, dtype)

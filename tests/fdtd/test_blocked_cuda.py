@@ -119,11 +119,7 @@ def test_emulated_cpml_kernel_of_its_own(split_cpml):
     assert np.abs(np.asarray(rec) - np.asarray(rec_ref)).max() <= 1e-12 * np.abs(np.asarray(rec_ref)).max()
 
 
-@emulated
-def test_emulated_dft_planes():
-    """DFT planes recorded by the kernel every step and summed after each pass equal the XLA
-    step's running DFTs: planes normal to x, y and z, whole (wrapped samples on a periodic z
-    and at the grid's end) and limited to boxes, one crossing the CPML kernel's slabs."""
+def _dft_planes_case():
     from emjax.fdtd import monitors as M
 
     g = fdtd.Grid(
@@ -136,16 +132,27 @@ def test_emulated_dft_planes():
         M.DFTPlane(2, 9, (0.1, 0.2), lo=(2, 3, 0), hi=(18, 14, 0)),
         M.DFTPlane(1, 4, (0.1,)),
     )
-    sim = fdtd.GridSimulation(g, sources=srcs, monitors=mons, probes=(fdtd.Probe((3, 3, 3), 0),))
+    return fdtd.GridSimulation(g, sources=srcs, monitors=mons, probes=(fdtd.Probe((3, 3, 3), 0),))
+
+
+def _compare_dft(sim, steps, kernel, tol=1e-13):
     with precision_scope():
-        plan, arrays, state = _setup(sim, 9)
-        ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 9)
-        out, rec, _ = blocked.advance(plan, arrays, state, 9, th=2, tile=(20, 5, 4), kernel="emulate")
+        plan, arrays, state = _setup(sim, steps)
+        ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), steps)
+        out, rec, _ = blocked.advance(plan, arrays, state, steps, th=2, tile=(20, 5, 4), kernel=kernel)
     for a, b in zip(out["dft"], ref["dft"]):
         for k in "EH":
             assert a[k].shape == b[k].shape
-            assert np.abs(a[k] - b[k]).max() <= 1e-13 * np.abs(b[k]).max()
+            assert np.abs(a[k] - b[k]).max() <= tol * np.abs(b[k]).max()
     assert np.abs(np.asarray(rec) - np.asarray(rec_ref)).max() <= 1e-12 * np.abs(np.asarray(rec_ref)).max()
+
+
+@emulated
+def test_emulated_dft_planes():
+    """DFT planes recorded by the kernel every step and summed after each pass equal the XLA
+    step's running DFTs: planes normal to x, y and z, whole (wrapped samples on a periodic z
+    and at the grid's end) and limited to boxes, one crossing the CPML kernel's slabs."""
+    _compare_dft(_dft_planes_case(), 9, "emulate")
 
 
 def test_cpml_kernel_tasks_cover_the_slabs_once_per_cell_kind():
@@ -238,3 +245,8 @@ def test_gpu_1000_steps_float64_and_float32():
             assert (
                 np.abs(np.asarray(rec) - np.asarray(rec_ref)).max() <= tol * np.abs(np.asarray(rec_ref)).max()
             )
+
+
+@gpu
+def test_gpu_dft_planes_float64():
+    _compare_dft(_dft_planes_case(), 41, "cuda", tol=1e-12)
