@@ -80,3 +80,25 @@ def test_no_room_for_the_second_copy_is_a_reason(monkeypatch):
     assert "does not fit the 0.0 GB free on the device" in choice.why_not(plan, np.float32)
     monkeypatch.setattr(backend, "device_memory_bytes", lambda: 10**9)
     assert choice.why_not(plan, np.float32) is None
+
+
+def test_auto_keeps_xla_with_monitors_blocked_takes_them(monkeypatch):
+    """DFT planes: the blocked kernel carries them (why_not is None) but "auto" keeps XLA,
+    measured faster there; the reason names the monitors (GPU stood in for)."""
+    from emjax import backend
+    from emjax.fdtd import monitors as M
+    from emjax.fdtd import step as engine
+    from emjax.fdtd.blocked import choice, cuda
+
+    base = _sim()
+    sim = fdtd.GridSimulation(base.grid, sources=base.sources, monitors=(M.DFTPlane(0, 3, (0.1,)),))
+    arrays, pml = engine.coefficients(sim, np.float32)
+    plan = engine.make_plan(sim, 4, np.float32, arrays, pml)
+    monkeypatch.setattr(choice.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(cuda, "nvrtc", lambda: object())
+    monkeypatch.setattr(backend, "device_memory_bytes", lambda: 10**9)
+    assert choice.why_not(plan, np.float32) is None
+    _, name, why = choice.select(plan, np.float32, "auto")
+    assert name == "xla" and "DFT monitors" in why
+    _, name, _ = choice.select(plan, np.float32, "blocked")
+    assert name == "blocked"
