@@ -218,21 +218,15 @@ def source(spec: Spec) -> str:
     d["SOURCES"] = " ".join(src) or ";"
     d["PROBES"] = " ".join(prb) or ";"
     d["NBOX"] = len(spec.boxes)
-    masks, recs, off = [], [], 0
-    for b, (field, comp, lo, cnt) in enumerate(spec.boxes):
-        masks.append(
-            f"if ((unsigned)((gy[k] - {lo[1]} + NY) % NY) < {cnt[1]}u) ym[k] |= 1ull << {b}; "
-            f"if ((unsigned)((gz - {lo[2]} + NZ) % NZ) < {cnt[2]}u) zm[k] |= 1ull << {b};"
-        )
-        val = f"en[k][{comp}]" if field == "E" else f"hc[k][{comp}]"
-        recs.append(
-            f"if ((unsigned)(p - {lo[0]}) < {cnt[0]}u && ((ym[k] & zm[k]) >> {b} & 1ull)) "
-            f"mrec[{off} + (((long)(s - 1) * {cnt[0]} + (p - {lo[0]})) * {cnt[1]} "
-            f"+ (gyk - {lo[1]} + NY) % NY) * {cnt[2]} + (gz - {lo[2]} + NZ) % NZ] = {val};"
-        )
-        off += spec.th * int(np.prod(cnt))
-    d["BOX_MASKS"] = " ".join(masks) or ";"
-    d["BOX_RECORDS"] = " ".join(recs) or ";"
+    if spec.boxes:
+        rows, xmask, off = [], [0] * nx, 0
+        for b, (field, comp, lo, cnt) in enumerate(spec.boxes):
+            rows.append((*lo, *cnt, off, comp + (3 if field == "H" else 0)))
+            for p in range(lo[0], lo[0] + cnt[0]):
+                xmask[p] |= 1 << b
+            off += spec.th * int(np.prod(cnt))
+        d["BOX_TABLE"] = ", ".join("{" + ", ".join(f"{v}L" for v in r) + "}" for r in rows)
+        d["XMASK_TABLE"] = ", ".join(f"{m}ull" for m in xmask)
     params = [f"const {'int' if name in INTS else real} *__restrict__ {name}" for name, _ in inputs(spec)]
     # the outputs' buffers also come in as operands (XLA aliases them to the results, so a
     # loop of passes ping-pongs between two copies of the state without copying)

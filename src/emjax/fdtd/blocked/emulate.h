@@ -20,3 +20,5 @@ using std::min;
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __syncthreads() emu_barrier->arrive_and_wait()
+#define __constant__
+#define __ffsll(x) __builtin_ffsll(x)

@@ -72,6 +72,13 @@
 // their memory), a slot per (kind, differentiated component): x: H0_1 0, H0_2 1, E0_1 2,
 // E0_2 3; y: H1_0 0, H1_2 1, E1_0 2, E1_2 3; z: H2_0 0, H2_1 1, E2_0 2, E2_1 3. Level s
 // (< TH) leaves its psi in [parity][s]; level s + 1 takes it in the next iteration.
+#if NBOX
+// monitor boxes (DFT planes): per box lo (3), count (3), offset into mrec, value (E 0..2,
+// H 3..5); per plane p the boxes whose x range holds it
+__constant__ long BOXP[NBOX][8] = {BOX_TABLE};
+__constant__ unsigned long long XMASK[NX] = {XMASK_TABLE};
+#endif
+
 struct Chain {
   REAL v[2][TH][4];
 };
@@ -139,10 +146,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   }
   const long plane = (long)NY * NZ;
 #if NBOX
-  unsigned long long ym[RY], zm[RY];  // per row: the monitor boxes its y and its z fall in
+  unsigned long long yzm[RY];  // per row: the monitor boxes its (y, z) falls in
   FOR_K {
-    ym[k] = zm[k] = 0ull;
-    BOX_MASKS
+    yzm[k] = 0ull;
+#pragma unroll 1
+    for (int b = 0; b < NBOX; ++b)
+      if ((unsigned)((gy[k] - BOXP[b][1] + NY) % NY) < BOXP[b][4] &&
+          (unsigned)((gz - BOXP[b][2] + NZ) % NZ) < BOXP[b][5])
+        yzm[k] |= 1ull << b;
   }
 #endif
   const REAL inv_dx = (REAL)INV_DX, dt = (REAL)DT;
@@ -313,8 +324,17 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           }
 #endif
 #if NBOX
-          if (own[k] && out_p) {
-            BOX_RECORDS
+          // the boxes this cell is in: rare, so the loop costs only there
+          unsigned long long bits = (own[k] && out_p) ? XMASK[p] & yzm[k] : 0ull;
+          while (bits) {
+            const int b = __ffsll((long long)bits) - 1;
+            bits &= bits - 1;
+            const int v = BOXP[b][7];
+            const REAL val = v == 0 ? en[k][0] : v == 1 ? en[k][1] : v == 2 ? en[k][2]
+                           : v == 3 ? hc[k][0] : v == 4 ? hc[k][1] : hc[k][2];
+            mrec[BOXP[b][6] + (((long)(s - 1) * BOXP[b][3] + (p - BOXP[b][0])) * BOXP[b][4] +
+                               (gyk - BOXP[b][1] + NY) % NY) * BOXP[b][5] +
+                 (gz - BOXP[b][2] + NZ) % NZ] = val;
           }
 #endif
         }
