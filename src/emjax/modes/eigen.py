@@ -83,9 +83,10 @@ def operator(sec: Section, k0: float):
 
 def eigenmodes(sec: Section, k0: float, num_modes: int, shift: complex):
     """``(beta, e, ops, P)``: the ``num_modes`` propagation constants nearest ``sqrt(shift)``
-    (``Im beta >= 0``: decaying along +z) and their transverse E vectors (columns), by
-    shift-invert Arnoldi on ``A - shift`` (one sparse LU, minimum-degree ordering of
-    ``A^T + A``: it fills about half as much as scipy's default here)."""
+    (the forward ones: ``Re beta >= 0``, and ``Im beta > 0`` where ``Re beta = 0``) and their
+    transverse E vectors (columns), by shift-invert Arnoldi on ``A - shift`` (one sparse LU,
+    minimum-degree ordering of ``A^T + A``: it fills about half as much as scipy's default
+    here)."""
     A, ops, P = operator(sec, k0)
     n = A.shape[0]
     v0 = np.random.default_rng(0).standard_normal(n) + 0j
@@ -95,8 +96,8 @@ def eigenmodes(sec: Section, k0: float, num_modes: int, shift: complex):
         mu, vec = eigs(op, k=num_modes, which="LM", v0=v0, ncv=min(n - 1, max(2 * num_modes + 1, 20)))
     except Exception as exc:  # ARPACK's no-convergence and a singular shift alike
         raise ConvergenceError(f"modes: the eigen solve failed ({type(exc).__name__}: {exc})") from None
+    # the principal root: Re beta >= 0 (forward), an evanescent mode's Im beta > 0
     beta = np.sqrt(shift + 1.0 / mu)
-    beta = np.where(beta.imag < 0, -beta, beta)
     return beta, vec, ops, P
 
 

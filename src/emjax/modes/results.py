@@ -11,7 +11,8 @@ __all__ = ["ModeResult"]
 
 @dataclass(frozen=True, eq=False)
 class ModeResult:
-    """Modes of a cross-section in order of decreasing ``Re n_eff`` (M of them).
+    """Modes of a cross-section in order of decreasing ``Re n_eff`` (M of them; equal ones,
+    as evanescent modes, by increasing ``|Im n_eff|``).
 
     Natural units (eps0 = mu0 = c = 1): ``H`` is the magnetic field times the impedance of
     free space. Fields go as ``exp(i beta z - i omega t)`` with ``beta = 2 pi f n_eff``,

@@ -135,7 +135,8 @@ def run(
     n_shift = n_guess if n_guess is not None else n_max * (1 + SHIFT_MARGIN)
     beta, vec, ops, P = eigenmodes(sec, k0, num_modes, (k0 * n_shift) ** 2)
     check_converged(beta, f"frequency {frequency:g}")
-    order = np.argsort(-beta.real, kind="stable")
+    # by Re n_eff (to 1e-12: rounding does not reorder), evanescent ones by their decay
+    order = np.lexsort((np.abs(beta.imag), -np.round(beta.real / k0, 12)))
     beta, vec = beta[order], vec[:, order]
     w_ex, w_ey = weights(ax, ay)
     E_yee, H_yee, Ec, Hc = [], [], [], []
