@@ -124,3 +124,21 @@ def test_symmetry_walls_halve_the_section():
     for wall, order in (("pmc", 0), ("pec", 1)):
         r = modes.solve(half, 40, 1 / WAVELENGTH, 1, boundary=(wall, "pec", "pec", "pec"))
         assert abs(r.n_eff[0] - full.n_eff[order]) < 1e-10, wall
+
+
+def test_diagonal_anisotropy_enters_by_component():
+    """A (3, nx, ny) permittivity: the slab's TE modes (E along y, H in x and z) see eps_yy
+    only and its TM modes (E in x and z) eps_xx and eps_zz only: changing the other entries
+    leaves their n_eff unchanged (to 1e-12), while an isotropic section with the entry they
+    see gives the same modes."""
+    iso = slab_pixels(20)
+    aniso = np.stack([iso * 1.3, iso, iso * 0.8])  # eps_xx, eps_zz changed, eps_yy kept
+    te_iso, te_aniso = slab_modes("TE", 20), modes.solve(aniso, 20, 1 / WAVELENGTH, 2, group_index=False)
+    assert np.allclose(te_aniso.n_eff, te_iso.n_eff, atol=1e-12, rtol=0)
+    tm_walls = ("pec", "pec", "pmc", "pmc")
+    tm_ref = modes.solve(np.stack([iso * 1.3, iso, iso * 0.8]), 20, 1 / WAVELENGTH, 1, boundary=tm_walls)
+    tm_other = modes.solve(
+        np.stack([iso * 1.3, iso * 2.0, iso * 0.8]), 20, 1 / WAVELENGTH, 1, boundary=tm_walls
+    )
+    assert abs(tm_ref.n_eff[0] - tm_other.n_eff[0]) < 1e-12
+    assert abs(tm_ref.n_eff[0] - slab_modes("TM", 20).n_eff[0]) > 1e-2  # it does see eps_xx, eps_zz
