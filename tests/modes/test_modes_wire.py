@@ -224,3 +224,15 @@ def test_scene_group_index_includes_material_dispersion():
     )
     plain = modes.solve_scene(flat, plane, 20, f0, 1)
     assert abs(plain.n_eff[0] - r.n_eff[0]) < 1e-9 and r.group_index[0] > plain.group_index[0] + 0.05
+
+
+def test_memory_is_checked_before_the_solve(monkeypatch):
+    """A section whose sparse LU would not fit the available host memory is refused with a
+    ResourceError (needed vs available) before anything is assembled."""
+    from emjax import ResourceError, hostinfo
+
+    monkeypatch.setattr(hostinfo, "host_available_bytes", lambda: 50 * 2**20)
+    with pytest.raises(ResourceError, match=r"needs about .* GiB of host memory .* available"):
+        modes.solve(np.ones((400, 400)), 10, 1.0)
+    with pytest.raises(ResourceError, match="host memory"):
+        modes.solve_scene(wire_scene(), modes.Plane((0, 0, 0), (40, 40, 0)), 10, 1.0)

@@ -23,7 +23,7 @@ from ..materials import DiagonalAnisotropic
 from ..scene import PEC, Scene, rasterize
 from .grid import PML
 from .results import ModeResult
-from .solve import check_options, run
+from .solve import check_memory, check_options, run
 
 __all__ = ["Plane", "solve_scene"]
 
@@ -147,13 +147,10 @@ def solve_scene(
             f"Plane.size: at resolution {res:g} the plane has {n_u} x {n_v} cells; "
             "it needs >= 3 along each axis"
         )
-    if n_u * n_v > 4_000_000:
-        raise ConfigError(
-            f"Plane.size x resolution: {n_u} x {n_v} cells; at most 4e6 for a direct eigen solve"
-        )
     num_modes, walls, sides, reflection, bend_radius, n_guess = check_options(
         (n_u, n_v), res, frequency, num_modes, boundary, pml, bend_radius, bend_axis, n_guess
     )
+    check_memory((n_u, n_v), num_modes)  # before the raster
     c = [float(v) for v in plane.center]
     lo_u, lo_v = c[u_ax] - n_u * d / 2, c[v_ax] - n_v * d / 2
     shape = [0, 0, 0]

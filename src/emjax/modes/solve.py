@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ConfigError, require_floats, require_int, require_positive
+from ..errors import ConfigError, ResourceError, require_floats, require_int, require_positive
 from .eigen import check_converged, eigenmodes, fields, left_vector, operator, section, to_centers, weights
 from .grid import PML, WALLS, axis, node_permittivity
 from .results import ModeResult
@@ -90,6 +90,26 @@ def check_options(shape, resolution, frequency, num_modes, boundary, pml, bend_r
     return num_modes, walls, sides, reflection, bend_radius, n_guess
 
 
+def check_memory(shape, num_modes: int) -> None:
+    """Refuse (:class:`ResourceError`) a section whose sparse LU would not fit the host's
+    available memory, before anything is assembled. The model: about 5.5 log2(N) nonzeros of
+    fill per unknown (measured 77 per unknown at N = 15820 with the minimum-degree ordering,
+    nested-dissection growth), 24 bytes each, twice for the work space, plus the operators
+    (~40 nonzeros per row in all) and the Arnoldi basis."""
+    from ..hostinfo import host_available_bytes
+
+    n = 2 * shape[0] * shape[1]
+    ncv = max(2 * num_modes + 1, 20)
+    need = int(2 * 24 * 5.5 * math.log2(max(n, 2)) * n + 24 * 40 * n + 16 * n * (ncv + 2 * num_modes))
+    have = host_available_bytes()
+    if need > 0.9 * have:
+        raise ResourceError(
+            f"modes: the section of {shape[0]} x {shape[1]} cells ({n} unknowns) needs about "
+            f"{need / 2**30:.1f} GiB of host memory for its sparse LU; {have / 2**30:.1f} GiB "
+            "available (a coarser resolution or a smaller section)"
+        )
+
+
 def _bend(eps_nodes, shape, d, bend_radius, bend_axis):
     """Conformal map of a bend of radius R about an axis at distance R from the section's
     centre: eps -> eps (1 + u / R)^2, u the coordinate along ``bend_axis`` from the centre."""
@@ -124,6 +144,7 @@ def run(
 ) -> ModeResult:
     """Solve the section whose node permittivities (E_x, E_y, E_z full grids) at angular
     frequency ``omega`` are ``eps_nodes_at(omega)``."""
+    check_memory(shape, num_modes)
     d = 1.0 / resolution
     k0 = 2 * np.pi * frequency
     nodes = _bend(eps_nodes_at(k0), shape, d, bend_radius, bend_axis)
