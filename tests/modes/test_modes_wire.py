@@ -236,3 +236,13 @@ def test_memory_is_checked_before_the_solve(monkeypatch):
         modes.solve(np.ones((400, 400)), 10, 1.0)
     with pytest.raises(ResourceError, match="host memory"):
         modes.solve_scene(wire_scene(), modes.Plane((0, 0, 0), (40, 40, 0)), 10, 1.0)
+
+
+def test_traced_permittivity_is_refused_in_one_line():
+    import jax
+
+    def loss(e):
+        return modes.solve(e, 10, 1.0).n_eff[0].real
+
+    with pytest.raises(ConfigError, match="eps is a JAX tracer"):
+        jax.grad(loss)(jax.numpy.ones((6, 6)))

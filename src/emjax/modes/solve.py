@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import ConfigError, ResourceError, require_floats, require_int, require_positive
+from ..tracing import is_traced
 from .eigen import check_converged, eigenmodes, fields, left_vector, operator, section, to_centers, weights
 from .grid import PML, WALLS, axis, node_permittivity
 from .results import ModeResult
@@ -34,6 +35,11 @@ def _walls(boundary) -> tuple:
 
 
 def _pixels(eps) -> np.ndarray:
+    if is_traced(eps):
+        raise ConfigError(
+            "eps is a JAX tracer (jax.grad, jax.jit or jax.vmap): the mode solver works on the "
+            "host (scipy's eigs) and is not differentiable; give it a concrete array"
+        )
     a = require_floats("eps", eps, "an (nx, ny) or (3, nx, ny) array of relative permittivity", complex)
     if a.ndim == 2:
         a = np.broadcast_to(a, (3, *a.shape))
