@@ -246,3 +246,20 @@ def test_traced_permittivity_is_refused_in_one_line():
 
     with pytest.raises(ConfigError, match="eps is a JAX tracer"):
         jax.grad(loss)(jax.numpy.ones((6, 6)))
+
+
+def test_result_to_xarray_and_save(tmp_path):
+    """The result as a labelled Dataset (dims mode, component, x, y; units) and saved to
+    NetCDF, read back equal."""
+    import xarray as xr
+
+    r = modes.solve(wire_pixels(10), 10, 1 / WAVELENGTH, 2, group_index=False)
+    ds = r.to_xarray()
+    assert (
+        ds["E_real"].dims == ("mode", "component", "x", "y")
+        and ds["effective_area"].attrs["units"] == "length^2"
+    )
+    r.save(tmp_path / "modes.nc")
+    back = xr.open_dataset(tmp_path / "modes.nc")
+    assert np.allclose(back["n_eff_real"].values, r.n_eff.real)
+    assert np.allclose(back["E_imag"].values, r.E.imag)

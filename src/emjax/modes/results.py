@@ -120,3 +120,9 @@ class ModeResult:
         )
         ds["x"].attrs["units"] = ds["y"].attrs["units"] = "length"
         return ds
+
+    def save(self, path) -> None:
+        """:meth:`to_xarray` to ``path`` (.nc, .h5: :func:`emjax.io.save_dataset`)."""
+        from ..io import save_dataset
+
+        save_dataset(self.to_xarray(), path)
