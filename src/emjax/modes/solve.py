@@ -8,7 +8,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ConfigError, ResourceError, require_floats, require_int, require_positive
+from ..errors import (
+    ConfigError,
+    ResourceError,
+    is_one_of,
+    require_finite,
+    require_floats,
+    require_int,
+    require_positive,
+)
 from ..tracing import is_traced
 from .eigen import check_converged, eigenmodes, fields, left_vector, operator, section, to_centers, weights
 from .grid import PML, WALLS, axis, node_permittivity
@@ -60,7 +68,7 @@ def _pixels(eps) -> np.ndarray:
 
 def check_options(shape, resolution, frequency, num_modes, boundary, pml, bend_radius, bend_axis, n_guess):
     """Validate the options shared by :func:`solve` and the scene form; returns the
-    normalized ``(walls, pml_sides, reflection, bend_radius, n_guess)``."""
+    normalized ``(num_modes, walls, pml_sides, reflection, bend_radius, n_guess)``."""
     require_positive("resolution", resolution)
     require_positive("frequency", frequency)
     nx, ny = shape
@@ -80,12 +88,12 @@ def check_options(shape, resolution, frequency, num_modes, boundary, pml, bend_r
             raise ConfigError(
                 f"PML.thickness along {name} ({lo} + {hi} cells) must leave >= 2 of the {n} cells"
             )
-    if bend_axis not in (0, 1):
+    if not is_one_of(bend_axis, (0, 1)):
         raise ConfigError(f"bend_axis must be 0 (x) or 1 (y), got {bend_axis!r}")
     if bend_radius is not None:
-        r = float(require_floats("bend_radius", bend_radius, "a number or None"))
+        r = require_finite("bend_radius", bend_radius)
         half = (shape[bend_axis] / resolution) / 2
-        if not math.isfinite(r) or abs(r) <= half:
+        if abs(r) <= half:
             raise ConfigError(
                 f"bend_radius must be None or a number with |R| > {half:g} (half the section along "
                 f"bend_axis), got {bend_radius!r}"
