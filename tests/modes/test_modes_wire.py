@@ -175,6 +175,10 @@ def test_pml_leaves_guided_modes_and_bends_leak():
         ({"pml": 3}, "pml must be None or an emjax.modes.PML"),
         ({"bend_radius": 0.1}, "bend_radius must be None or a number with"),
         ({"bend_axis": 2}, "bend_axis must be 0"),
+        ({"bend_radius": [1.0, 2.0]}, "bend_radius must be a real number"),
+        ({"bend_axis": np.zeros(2)}, "bend_axis must be 0"),
+        ({"boundary": ("pec", "pec", "pec")}, "four of them"),
+        ({"eps": "abc"}, "eps must be an"),
         ({"n_guess": -1.0}, "n_guess must be > 0"),
     ],
 )
