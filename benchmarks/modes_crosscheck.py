@@ -24,8 +24,10 @@ as the cells shrink; both are the published ~2.44 (TM0: 1.771 and 1.774, approac
 likewise). At 25 cells per um the 220 nm height is not a whole number of cells (rounded to
 240 nm), so that resolution is not in the table.
 
-Run: ``PYTHONPATH=src python benchmarks/modes_crosscheck.py`` (needs
-``pip install electromagneticpython``).
+Run: ``python benchmarks/modes_crosscheck.py`` with emjax and EMpy importable. Install
+it apart from the project's environment (``pip install --no-deps --target /tmp/empy
+electromagneticpython``, then ``PYTHONPATH=src:/tmp/empy``): its wheel ships a
+top-level ``tests`` package that shadows this repository's ``tests`` folder.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ def main(resolutions=(50, 100, 200)) -> None:
         b = with_empy(eps, res)
         rows.append((a, b))
         print(f"{res:6d}   {a[0]:.6f}    {b[0]:.6f}    {a[1]:.6f}    {b[1]:.6f}    {a[2]:6.1f}   {b[2]:6.1f}")
+    if len(rows) < 2:
+        return
     (a1, b1), (a2, b2) = rows[-2], rows[-1]
     extra = [(4 * u[i] - v[i]) / 3 for u, v in ((a2, a1), (b2, b1)) for i in (0, 1)]
     print(f"  extr   {extra[0]:.6f}    {extra[2]:.6f}    {extra[1]:.6f}    {extra[3]:.6f}")

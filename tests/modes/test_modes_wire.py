@@ -257,6 +257,8 @@ def test_result_to_xarray_and_save(tmp_path):
     NetCDF, read back equal."""
     import xarray as xr
 
+    from tests.netcdf_units import assert_units
+
     r = modes.solve(wire_pixels(10), 10, 1 / WAVELENGTH, 2, group_index=False)
     ds = r.to_xarray()
     assert (
@@ -264,6 +266,8 @@ def test_result_to_xarray_and_save(tmp_path):
         and ds["effective_area"].attrs["units"] == "length^2"
     )
     r.save(tmp_path / "modes.nc")
+    assert_units(tmp_path)  # every variable and coordinate has units, none all NaN
+    assert "array(2, 3, 16, 12)" in repr(r)  # print(result) shows arrays by shape
     back = xr.open_dataset(tmp_path / "modes.nc")
     assert np.allclose(back["n_eff_real"].values, r.n_eff.real)
     assert np.allclose(back["E_imag"].values, r.E.imag)

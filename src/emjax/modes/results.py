@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._repr import concise_repr
+
 __all__ = ["ModeResult"]
 
 
@@ -62,6 +64,8 @@ class ModeResult:
     bend_radius: float | None
     bend_axis: int
 
+    __repr__ = concise_repr
+
     def __len__(self) -> int:
         return len(self.n_eff)
 
@@ -94,32 +98,37 @@ class ModeResult:
         return np.ones(nx)[:, None] * wy[None, :], wx[:, None] * np.ones(ny)[None, :]
 
     def to_xarray(self):
-        """An ``xarray.Dataset`` (dims mode, component, x, y) with units in the attributes."""
+        """An ``xarray.Dataset`` (dims mode, component, x, y) with units in the attributes
+        (the fields in the unit-power normalization; ``group_index`` left out where it was
+        not computed)."""
         import xarray as xr
 
-        comps = ["x", "y", "z"]
-        coords = {"mode": np.arange(len(self)), "component": comps, "x": self.x, "y": self.y}
-        ds = xr.Dataset(
-            {
-                "n_eff_real": ("mode", self.n_eff.real, {"long_name": "Re n_eff"}),
-                "n_eff_imag": ("mode", self.n_eff.imag, {"long_name": "Im n_eff"}),
-                "group_index": ("mode", self.group_index),
-                "te_fraction": ("mode", self.te_fraction),
-                "effective_area": ("mode", self.effective_area, {"units": "length^2"}),
-                "E_real": (("mode", "component", "x", "y"), self.E.real),
-                "E_imag": (("mode", "component", "x", "y"), self.E.imag),
-                "H_real": (("mode", "component", "x", "y"), self.H.real, {"long_name": "Z0 H"}),
-                "H_imag": (("mode", "component", "x", "y"), self.H.imag, {"long_name": "Z0 H"}),
-            },
-            coords=coords,
-            attrs={
-                "frequency": self.frequency,
-                "resolution": self.resolution,
-                "boundary": ",".join(self.boundary),
-            },
-        )
-        ds["x"].attrs["units"] = ds["y"].attrs["units"] = "length"
-        return ds
+        field = "1 (unit mode power, natural units)"
+        dims4 = ("mode", "component", "x", "y")
+        data = {
+            "n_eff_real": ("mode", self.n_eff.real, {"units": "1", "long_name": "Re n_eff"}),
+            "n_eff_imag": ("mode", self.n_eff.imag, {"units": "1", "long_name": "Im n_eff"}),
+            "te_fraction": ("mode", self.te_fraction, {"units": "1"}),
+            "effective_area": ("mode", self.effective_area, {"units": "length^2"}),
+            "E_real": (dims4, self.E.real, {"units": field}),
+            "E_imag": (dims4, self.E.imag, {"units": field}),
+            "H_real": (dims4, self.H.real, {"units": field, "long_name": "Z0 H"}),
+            "H_imag": (dims4, self.H.imag, {"units": field, "long_name": "Z0 H"}),
+        }
+        if not np.all(np.isnan(self.group_index)):
+            data["group_index"] = ("mode", self.group_index, {"units": "1"})
+        coords = {
+            "mode": ("mode", np.arange(len(self)), {"units": "1"}),
+            "component": ("component", ["x", "y", "z"], {"units": "1"}),
+            "x": ("x", self.x, {"units": "length"}),
+            "y": ("y", self.y, {"units": "length"}),
+        }
+        attrs = {
+            "frequency": self.frequency,
+            "resolution": self.resolution,
+            "boundary": ",".join(self.boundary),
+        }
+        return xr.Dataset(data, coords=coords, attrs=attrs)
 
     def save(self, path) -> None:
         """:meth:`to_xarray` to ``path`` (.nc, .h5: :func:`emjax.io.save_dataset`)."""
