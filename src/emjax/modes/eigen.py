@@ -141,7 +141,7 @@ def fields(sec: Section, k0: float, beta: complex, e: np.ndarray, ops, P) -> dic
     k = int(np.argmax(np.abs(big)))
     phase = np.conj(big[k]) / abs(big[k]) if big[k] != 0 else 1.0
     f = scale * phase
-    return {"E": [c * f for c in E], "H": [c * f for c in H], "power_sign": np.sign(power)}
+    return {"E": [c * f for c in E], "H": [c * f for c in H]}
 
 
 def weights(ax: Axis, ay: Axis):
