@@ -190,6 +190,7 @@ def source(spec: Spec) -> str:
         "NSRC": len(spec.sources),
         "NPROBE": len(spec.probes),
         "NXA": spec.ashape[0],
+        "XR_STATIC": int(spec.nxa is None),
         "NTASK": spec.ntask,
     }
     for key in ("ca", "cb"):

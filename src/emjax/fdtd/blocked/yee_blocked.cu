@@ -114,7 +114,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const bool active = t < W / RY;
   const int lz = active ? t % WZ : 0;
   const int r = active ? t / WZ : 0;
+#if XR_STATIC  // the whole grid on one device: compile-time bounds
+  const int xoff = 0;
+#else
   const int xoff = xr[0];
+#endif
 #if NTASK
   const int *task_row = tasks + 10 * blockIdx.x;
   const int y0 = task_row[0], z0 = task_row[1], oy0 = task_row[2], oy1 = task_row[3];
@@ -125,7 +129,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const int ty = blockIdx.y, tz = blockIdx.x;
   const int y0 = min(ty * BY, NY - BY), z0 = min(tz * BZ, NZ - BZ);
   const int oy0 = ty * BY, oy1 = min((ty + 1) * BY, NY), oz0 = tz * BZ, oz1 = min((tz + 1) * BZ, NZ);
+#if XR_STATIC
+  const int X0 = 0, NXW = NX, OX0 = 0, OX1 = NX;
+#else
   const int X0 = xr[1], NXW = xr[2], OX0 = xr[3], OX1 = xr[4];
+#endif
 #endif
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
   const int pz = z0 - TH + lz;  // unwrapped
