@@ -266,6 +266,15 @@ def test_staircase_and_pec_refuse_traced_geometry():
         jax.grad(lambda r: _energy(scene.Object(geometry.Sphere(), scene.PEC, size=2 * r)))(0.2)
 
 
+def test_polygon_vertices_are_refused_naming_the_fdfd():
+    """A Polygon's traced vertices: differentiable through the FDFD's 2-D solves, refused
+    here in one line naming them."""
+    with pytest.raises(ConfigError, match="Polygon's traced vertices.*fdfd.solve_tm"):
+        jax.grad(
+            lambda a: _energy(scene.Object(geometry.Polygon([[0, 0], [a, 0], [0, 0.3]]), 2.0, size=0.3))
+        )(0.3)
+
+
 def test_traced_geometry_inside_jit_is_refused_with_the_reason():
     """Under ``jax.jit`` the geometry has no value for the host raster: one line names the
     parameter and what to do."""

@@ -293,6 +293,12 @@ def materials(sim, tf=None) -> dict:
     from ..scene.traced import interface_groups
 
     scene = sim.scene
+    if any("vertices" in o.traced for o in scene.objects):
+        raise ConfigError(
+            "FDTD: a Polygon's traced vertices are not differentiable in the FDTD (this version): "
+            "differentiate the outline through fdfd.solve_tm, or trace the Object's size, center or "
+            "rotation here"
+        )
     base = scene.primal(structure_only=True)  # the values: the host raster's structure
     periodic = _check_inside(sim, base, tf)
     names = ["Scene.background"] + [f"Scene.materials[{i}]" for i in range(1, len(scene.materials))]
