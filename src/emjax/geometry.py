@@ -336,6 +336,15 @@ class PolygonPrism(Shape):
         """The normalized vertices as a JAX function of traced ones (None: concrete)."""
         return self.__dict__.get("_traced")
 
+    def with_traced(self, normalized):
+        """This outline (concrete values) with ``normalized`` (a JAX array of its normalized
+        vertices, e.g. an argument inside ``jax.jit``) as :attr:`traced_vertices`; None: the
+        concrete outline alone."""
+        out = type(self)(vertices=self.vertices, aspect=self.aspect)
+        if normalized is not None:
+            object.__setattr__(out, "_traced", normalized)
+        return out
+
     @property
     def yx_ratio(self):
         return float(np.ptp(self.vertices[:, 1]))
@@ -442,7 +451,8 @@ class Polygon(PolygonPrism):
     unit extent along x, bounding box centred; even-odd rule), invariant along z (for 2-D
     grids). Not a DDA particle.
 
-    The vertices may be JAX tracers (``jax.grad`` over an outline: the FDFD's 2-D solves):
+    The vertices may be JAX tracers (``jax.grad`` over an outline: the FDFD's 2-D TM solve,
+    the FDTD on a 2-D grid):
     ``vertices`` then holds their normalized values (the host's) and
     :attr:`traced_vertices` the same normalization in JAX. The Object places the normalized
     outline (``center``, ``size``), so absolute vertices ``v`` land where they say with

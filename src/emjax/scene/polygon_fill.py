@@ -84,11 +84,12 @@ def planar_polygon(obj) -> bool:
     with a simple outline turned about z only, so that its section in every z plane is the
     polygon: then :func:`polygon_cell_fill` gives its cells' fill fractions (area shares)."""
     from ..geometry import Polygon
+    from ..tracing import primal
 
     if type(obj.shape) is not Polygon:
         return False
-    R = np.asarray(obj.primal().rotation_matrix)
-    return abs(abs(R[2, 2]) - 1.0) < 1e-12 and is_simple(obj.shape.vertices)
+    R = primal(obj.rotation_matrix)  # None: abstract (inside jax.jit; the caller checked the values)
+    return (R is None or abs(abs(R[2, 2]) - 1.0) < 1e-12) and is_simple(obj.shape.vertices)
 
 
 def lab_vertices(xp, vertices, size, center, R):
