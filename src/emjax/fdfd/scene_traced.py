@@ -1,21 +1,28 @@
-"""The scene solves with traced materials: :func:`emjax.fdfd.solve_tm`, ``solve_te`` and
+"""The scene solves with traced parameters: :func:`emjax.fdfd.solve_tm`, ``solve_te`` and
 ``solve_3d`` when a material of the scene holds a JAX tracer (``jax.grad`` over a
-permittivity, an index or a Drude-Lorentz parameter).
+permittivity, an index or a Drude-Lorentz parameter) or an object's geometry does (its size,
+center, rotation; a 2-D Polygon's vertices).
 
-The rasterization (which node sees which material, the fill fractions and normals at the
-interfaces) is geometry and stays NumPy; the permittivity arrays built from it are JAX
-functions of the materials' values (the same subpixel rules as the concrete path:
-permittivity2d.py, maxwell3d.permittivity_3d), and the solve is the differentiable
-array-level one (:func:`~emjax.fdfd.tm_field`, :func:`~emjax.fdfd.te_field`,
-:func:`~emjax.fdfd.field_3d`: an adjoint solve per gradient). The result records hold JAX
-arrays; :func:`~emjax.fdfd.scattering_width`, :func:`~emjax.fdfd.rcs_3d` and
-:func:`~emjax.fdfd.cross_sections_3d` compute on them in JAX. What the scene's geometry
-decides (the scene must stay off the PML and off the far-field contour) is checked on the
-rasterization: ``stats["scene_nodes"]`` marks the nodes that are not vacuum.
+The rasterization of the scene's values (which node sees which material, which nodes an
+interface crosses) stays NumPy; the permittivity arrays built from it are JAX functions of
+the materials' values and, at the interface nodes, of the geometry: the fill fractions and
+normals there come from :mod:`emjax.scene.traced` (the FDTD's traced raster), the same
+subpixel rules as the concrete path (permittivity2d.py, maxwell3d.permittivity_3d). The
+solve is the differentiable array-level one (:func:`~emjax.fdfd.tm_field`,
+:func:`~emjax.fdfd.te_field`, :func:`~emjax.fdfd.field_3d`: an adjoint solve per gradient).
+The result records hold JAX arrays; :func:`~emjax.fdfd.scattering_width`,
+:func:`~emjax.fdfd.rcs_3d` and :func:`~emjax.fdfd.cross_sections_3d` compute on them in JAX.
+What the scene's geometry decides (the scene must stay off the PML and off the far-field
+contour) is checked on the rasterization: ``stats["scene_nodes"]`` marks the nodes that are
+not vacuum.
 
 Not covered (one ConfigError line each): perfect conductors in a traced scene, a traced
 diagonal-anisotropic material, TE with Kottke's off-diagonal term (subpixel averaging at an
-oblique interface: use ``averaging="staircase"``), the 3-D direct solver.
+oblique interface: use ``averaging="staircase"`` for materials, ``solve_tm`` for geometry; a
+traced rotation or polygon vertices in TE, whose derivative turns an interface), traced
+geometry with ``averaging="staircase"`` (no derivative) or inside ``jax.jit``/``jax.vmap``
+(the host raster needs its values), traced geometry where two objects' cells meet or of a
+shape without a smooth fill fraction (scene.traced names them), the 3-D direct solver.
 """
 
 from __future__ import annotations

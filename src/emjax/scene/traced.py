@@ -1,6 +1,6 @@
 """The scene's subpixel raster as a JAX function of its geometry: fill fractions and normals
 that move smoothly as a boundary crosses a cell, so ``jax.grad`` reaches an object's size,
-center and rotation.
+center and rotation and a 2-D polygon's vertices (the FDTD and the FDFD use it alike).
 
 The host raster (:func:`emjax.scene.rasterize`, NumPy) finds the structure: each E node's
 material and which nodes an interface crosses. Where a single object with an analytic
@@ -14,6 +14,12 @@ nodes (what a solver's traced path uses). For concrete parameters the values equ
 raster's to rounding: the host takes ``grad d`` by central differences (step 1e-6 dx), this
 module by automatic differentiation; measured difference <= 1e-10 in the fill fraction
 (tests/scene/test_traced_raster.py checks 1e-8).
+
+A :class:`~emjax.geometry.Polygon` turned about z only takes the exact area of the cell
+inside it instead (:mod:`emjax.scene.polygon_fill`, the host's formula too) and the normal
+averaged over its edges in the cell; its vertices may be traced. The values are computed in
+float64 in either JAX mode (:func:`_in_float64`), and the node lists padded to powers of two
+(:func:`bucket`) so that compiled functions serve neighbouring structures.
 
 Within one structure (the same interface nodes) the result is smooth in the parameters; a
 node that joins or leaves the interface does so at fill 0 or 1, where the fill fraction's
