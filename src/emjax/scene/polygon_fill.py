@@ -120,6 +120,12 @@ def is_simple(vertices: np.ndarray) -> bool:
         p, q, r, s = a[i], b[i], a[j], b[j]
         o1, o2 = orient(p, q, r), orient(p, q, s)
         o3, o4 = orient(r, s, p[None]), orient(r, s, q[None])
-        if np.any((o1 * o2 <= 0) & (o3 * o4 <= 0)):
+        # collinear segments meet only where their extents overlap
+        collinear = (o1 == 0) & (o2 == 0)
+        apart = np.any(
+            (np.maximum(np.minimum(p, q), np.minimum(r, s)) > np.minimum(np.maximum(p, q), np.maximum(r, s))),
+            axis=-1,
+        )
+        if np.any((o1 * o2 <= 0) & (o3 * o4 <= 0) & ~(collinear & apart)):
             return False
     return True

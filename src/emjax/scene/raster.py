@@ -252,8 +252,10 @@ def _analytic(scene: Scene, own: np.ndarray, pos: np.ndarray, dx: float):
         p = pos[alone]
         if planar_polygon(o):  # a polygon's exact area share (z-invariant: the volume share)
             verts = lab_vertices(np, o.shape.vertices, o.size, np.asarray(o.center), o.rotation_matrix)
-            f_in, n2 = polygon_cell_fill(np, verts, p[:, :2], dx)
-            n = np.concatenate([n2, np.zeros((len(p), 1))], axis=1)
+            per = max(1, _CHUNK // (8 * len(verts)))  # nodes x edges per batch: bounded memory
+            parts = [polygon_cell_fill(np, verts, p[s : s + per, :2], dx) for s in range(0, len(p), per)]
+            f_in = np.concatenate([f for f, _ in parts])
+            n = np.concatenate([np.concatenate([g for _, g in parts]), np.zeros((len(p), 1))], axis=1)
         elif o.signed_distance(pos[:1]) is None:
             continue
         else:
