@@ -104,8 +104,9 @@ def test_te_rectangle_size_and_center_gradients_match_central_differences(which)
 
 def test_traced_geometry_refusals_name_the_alternative():
     """TE with a traced rotation (its derivative turns the interfaces: Kottke's off-diagonal
-    term), TE at oblique interfaces, and a staircase raster with traced geometry: one
-    ConfigError line each, naming what to use instead."""
+    term), TE at oblique interfaces, a staircase raster with traced geometry, and traced
+    geometry inside jax.jit (the host raster needs its values): one ConfigError line each,
+    naming what to use instead."""
     with precision_scope():
         rot = lambda a: _width(  # noqa: E731
             scene.Object(geometry.Rectangle(0.7), 2.5, size=0.6, rotation=(a, 0.0, 0.0)), fdfd.solve_te
@@ -116,6 +117,8 @@ def test_traced_geometry_refusals_name_the_alternative():
             jax.grad(lambda s: _width(_disk(size=s), fdfd.solve_te))(0.6)
         with pytest.raises(ConfigError, match='staircase.*size.*use averaging="subpixel"'):
             jax.grad(lambda s: _width(_disk(size=s), averaging="staircase"))(0.6)
+        with pytest.raises(ConfigError, match="Object.size is abstract.*without jax.jit"):
+            jax.jit(jax.grad(lambda s: _width(_disk(size=s))))(0.6)
 
 
 def test_geometry_gradient_in_32bit_jax():
@@ -127,8 +130,8 @@ def test_geometry_gradient_in_32bit_jax():
     assert grad.dtype == jnp.float32
     with precision_scope():
         ref_value, ref = jax.value_and_grad(lambda s: _width(_disk(size=s)))(0.6)
-    assert abs(value - ref_value) < 1e-5 * abs(ref_value)
-    assert abs(grad - ref) < 1e-5 * abs(ref)
+    assert abs(float(value) - float(ref_value)) < 1e-5 * abs(float(ref_value))
+    assert abs(float(grad) - float(ref)) < 1e-5 * abs(float(ref))
 
 
 def _rcs(obj):
