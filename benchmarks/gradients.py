@@ -13,6 +13,9 @@ own reverse mode of the scan (``--adjoint autodiff``); both in float32 and float
 (``--precision``). The concrete ``fdtd.run`` (the chunked loop a user runs without
 gradients) is timed too: the honest denominator for "what does a gradient cost over a plain run".
 
+FDFD 2-D TM on a scene (``--fdfd-scene RES``): see :func:`bench_fdfd_scene` (a disk's traced
+diameter through ``fdfd.solve_tm`` and ``fdfd.scattering_width``).
+
 FDFD 2-D TM: ``fdfd.tm_field`` on an n x n grid (PML 20) with an eps = 1 + U(0, 1) design
 region, a plane wave; objective: |E_z|^2 summed over a line of nodes. Forward = SuperLU
 factor + solve on the host; gradient = the same plus one transposed solve with the kept
@@ -149,6 +152,59 @@ def bench_fdfd(n: int, repeats: int = 3):
     )
 
 
+def bench_fdfd_scene(resolution: float, repeats: int = 3):
+    """The user's API: ``fdfd.solve_tm`` on a scene (a dielectric disk, eps 2.5, diameter 1.2
+    in a 4 x 4 region, PML 20) and ``fdfd.scattering_width`` summed over three angles;
+    gradient with respect to the disk's traced diameter (emjax.scene.traced's fill fractions,
+    the adjoint solve). Forward: the concrete call (SuperLU, as the traced path). The
+    diameter changes between calls (no kept factorization); the first gradient call (JAX
+    compilations) is reported apart."""
+    from emjax import fdfd, geometry, scene
+    from emjax.backend import precision_scope
+
+    def loss(size, solver="superlu"):
+        o = scene.Object(geometry.Disk(), 2.5, center=(0.013, -0.021, 0.0), size=size)
+        r = fdfd.solve_tm(
+            (4.0, 4.0),
+            resolution,
+            1.0,
+            fdfd.PlaneWave2D(30.0),
+            scene.Scene([o]),
+            pml=fdfd.SCPML(20),
+            solver=solver,
+            progress=False,
+        )
+        return jnp.sum(fdfd.scattering_width(r, [0.0, 100.0, 180.0]))
+
+    with precision_scope():
+        grad = jax.value_and_grad(loss)
+        t0 = time.perf_counter()
+        jax.block_until_ready(grad(1.2))
+        g_first = time.perf_counter() - t0
+        fw, tw, gw = [], [], []
+        for k in range(repeats):
+            t0 = time.perf_counter()
+            jax.block_until_ready(loss(1.2 + 1e-3 * (k + 1)))
+            fw.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()  # the differentiable path's forward alone (jax.vjp's)
+            jax.block_until_ready(jax.vjp(loss, 1.2 + 2e-3 * (k + 1))[0])
+            tw.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            jax.block_until_ready(grad(1.2 - 1e-3 * (k + 1)))
+            gw.append(time.perf_counter() - t0)
+    n = int(round(4.0 * resolution)) + 41
+    return dict(
+        solver="fdfd-2d-tm-scene",
+        n=n,
+        grad_first_s=g_first,
+        forward_s=min(fw),
+        traced_forward_s=min(tw),
+        grad_s=min(gw),
+        grad_over_forward=min(gw) / min(fw),
+        grad_over_traced_forward=min(gw) / min(tw),
+    )
+
+
 def bench_fdfd3d(n: int, repeats: int = 2):
     """3-D FDFD (``fdfd.field_3d``): |E_x|^2 over a plane behind an eps 2.5+0.1i sphere,
     n^3 nodes at 10 per wavelength (PML 8), QMR rtol 1e-8; forward = the solve, gradient =
@@ -227,6 +283,12 @@ def main(argv=None):
     p.add_argument("--precision", action="append", choices=("single", "double"))
     p.add_argument("--fdfd", type=int, action="append", help="FDFD grid edge n (repeatable)")
     p.add_argument("--fdfd3d", type=int, action="append", help="3-D FDFD grid edge n (repeatable)")
+    p.add_argument(
+        "--fdfd-scene",
+        type=float,
+        action="append",
+        help="2-D FDFD scene (a disk's traced diameter): resolution",
+    )
     p.add_argument("--layered", type=int, action="append", help="layered map points (repeatable)")
     a = p.parse_args(argv)
     dev = jax.devices()[0]
@@ -234,7 +296,9 @@ def main(argv=None):
         print(json.dumps({"device": dev.device_kind, **bench_fdfd3d(n)}), flush=True)
     for n in a.layered or []:
         print(json.dumps({"device": dev.device_kind, **bench_layered(n)}), flush=True)
-    if a.fdtd is None and a.fdfd is None and (a.fdfd3d or a.layered):
+    for res in a.fdfd_scene or []:
+        print(json.dumps({"device": dev.device_kind, **bench_fdfd_scene(res)}), flush=True)
+    if a.fdtd is None and a.fdfd is None and (a.fdfd3d or a.layered or a.fdfd_scene):
         return
     if a.fdtd is None and a.fdfd is None:
         a.fdtd, a.fdfd = [32], [200]

@@ -101,8 +101,16 @@ def test_objects_accept_tracers_and_check_concrete_values():
 
     with pytest.raises(ConfigError, match="y_over_x is not differentiable .got a JAX tracer"):
         jax.grad(lambda a: scene.Object(geometry.Box(y_over_x=a), 2.0).size)(0.5)
-    with pytest.raises(ConfigError, match="Polygon.vertices are not differentiable yet"):
-        jax.grad(lambda a: scene.Object(geometry.Polygon([[0, 0], [a, 0], [0, 1.0]]), 2.0).size)(0.5)
+    with pytest.raises(ConfigError, match="PolygonPrism.vertices are not differentiable .*geometry.Polygon"):
+        jax.grad(lambda a: scene.Object(geometry.PolygonPrism([[0, 0], [a, 0], [0, 1.0]]), 2.0).size)(0.5)
+
+    def polygon(a):  # a 2-D Polygon's vertices may be traced: the object names them
+        o = scene.Object(geometry.Polygon([[0, 0], [a, 0], [0, 1.0]]), 2.0)
+        assert o.traced == ("vertices",) and not o.primal().traced
+        np.testing.assert_allclose(o.primal().shape.vertices, [[-0.5, -1.0], [0.5, -1.0], [-0.5, 1.0]])
+        return jnp.sum(o.shape.traced_vertices[:, 1])  # scaled by the x extent a: -0.5 / a
+
+    assert jax.grad(polygon)(0.5) == pytest.approx(2.0)
 
     def abstract(size):
         return scene.Object(geometry.Sphere(), 2.0, size=size).primal()

@@ -27,11 +27,29 @@ def _permittivity(material, omega: float, component: int = 2) -> complex:
 
 
 def traced_scene(scene) -> bool:
-    """Whether a material of ``scene`` holds a JAX tracer (``jax.grad`` over its eps, n or
-    pole parameters): then the permittivity arrays are JAX functions of them."""
+    """Whether a parameter of ``scene`` holds a JAX tracer (``jax.grad`` over a material's
+    eps, n or pole parameters, or an object's size, center, rotation or a polygon's
+    vertices): then the permittivity arrays are JAX functions of them."""
     from ..materials import has_tracer
 
-    return scene is not None and any(has_tracer(m) for m in scene.materials)
+    return scene is not None and (traced_geometry(scene) or any(has_tracer(m) for m in scene.materials))
+
+
+def traced_geometry(scene) -> bool:
+    """Whether an object's size, center, rotation or vertices are JAX tracers."""
+    return scene is not None and any(o.traced for o in scene.objects)
+
+
+def interface_fill(scene, r, c: int):
+    """``(fill, normal)`` at the raster ``r``'s interface nodes of E_``c``: the host's
+    (NumPy) or, where an object's geometry is traced, JAX functions of it
+    (:func:`emjax.scene.traced.interface_values`: the fill fractions the FDTD uses too)."""
+    it = r.interface[c]
+    if not traced_geometry(scene):
+        return it["fill"], it["normal"]
+    from ..scene.traced import interface_values
+
+    return interface_values(scene, r, c, base=r.scene)
 
 
 def _lut(scene, omega, component: int):
@@ -79,45 +97,54 @@ def _set(a, index, values):
 
 def raster2d(scene, shape, dx, origin, averaging, components):
     """The scene's raster on a 2-D grid (``shape = (nx, ny)``, node (0, 0) at ``origin``): one
-    cell thick in z, centred on the plane, for the E components ``components``."""
+    cell thick in z, centred on the plane, for the E components ``components``. A traced
+    scene: the raster of its values (the structure), interface lists padded
+    (:func:`emjax.scene.traced.padded`)."""
     from ..scene import rasterize
 
-    return rasterize(
-        scene,
+    r = rasterize(
+        scene.primal(structure_only=True) if scene.traced else scene,
         (shape[0], shape[1], 1),
         dx,
         (origin[0], origin[1], -dx / 2),
         averaging=averaging,
         components=components,
     )
+    if not traced_scene(scene):
+        return r
+    from ..scene.traced import padded
+
+    return padded(r)
 
 
-def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel"):
+def node_permittivity(scene, shape, dx, origin, omega, averaging="subpixel", raster=None):
     """eps at the E_z nodes of a 2-D grid (``shape = (nx, ny)``, node (0, 0) at ``origin``):
-    NumPy, or a JAX array of the traced materials (:func:`traced_scene`)."""
+    NumPy, or a JAX array of the traced parameters (:func:`traced_scene`). ``raster``: the
+    scene's :func:`raster2d` (E_z) where it is known already."""
 
     if scene is None:
         return np.ones(shape, complex)
-    r = raster2d(scene, shape, dx, origin, averaging, (2,))
+    r = raster2d(scene, shape, dx, origin, averaging, (2,)) if raster is None else raster
     lut, pec = _lut(scene, omega, 2)  # E_z sees eps_zz
     eps = lut[r.label[2][:, :, 0]]
     it = r.interface[2]
     if averaging == "subpixel" and len(it["fill"]):
         # no mean with a conductor: its nodes stay inf, their neighbours keep their own eps
         ok = ~pec[it["own"]] & ~pec[it["other"]]
-        i, j, f = it["index"][ok, 0], it["index"][ok, 1], it["fill"][ok]
+        fill = interface_fill(scene, r, 2)[0]
+        i, j, f = it["index"][ok, 0], it["index"][ok, 1], fill[ok]
         eps = _set(eps, (i, j), f * lut[it["own"][ok]] + (1 - f) * lut[it["other"][ok]])
     return eps
 
 
-def scene_nodes(scene, shape, dx, origin, averaging="subpixel") -> np.ndarray:
+def scene_nodes(scene, shape, dx, origin, averaging="subpixel", raster=None) -> np.ndarray:
     """The E_z nodes (bool (nx, ny)) where the scene is not its background (or an interface
     node touches an object): what ``eps != 1`` marks for a vacuum background, known without
     the (possibly traced) permittivities."""
 
     if scene is None:
         return np.zeros(shape, bool)
-    r = raster2d(scene, shape, dx, origin, averaging, (2,))
+    r = raster2d(scene, shape, dx, origin, averaging, (2,)) if raster is None else raster
     on = r.label[2][:, :, 0] != 0
     it = r.interface[2]
     if averaging == "subpixel" and len(it["fill"]):
@@ -125,7 +152,7 @@ def scene_nodes(scene, shape, dx, origin, averaging="subpixel") -> np.ndarray:
     return on
 
 
-def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
+def _inplane_inverse(scene, shape, dx, origin, omega, averaging, raster=None) -> tuple:
     """Kottke's inverse permittivity at the E_x and E_y nodes of a 2-D grid (node (i, j) of
     E_x at origin + (i + 1/2, j) dx, of E_y at (i, j + 1/2) dx): ``(inv_x, inv_y, off_x,
     off_y)``, the diagonal entries ``n_c^2 <1/eps> + (1 - n_c^2) / <eps>`` and the
@@ -139,7 +166,7 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
     if scene is None:
         one, zero = np.ones(shape, complex), np.zeros(shape, complex)
         return one, one, zero, zero
-    r = raster2d(scene, shape, dx, origin, averaging, (0, 1))
+    r = raster2d(scene, shape, dx, origin, averaging, (0, 1)) if raster is None else raster
     diag, off = [], []
     for c in (0, 1):
         lut, is_pec = _lut(scene, omega, c)
@@ -148,8 +175,8 @@ def _inplane_inverse(scene, shape, dx, origin, omega, averaging) -> tuple:
         cross = xp.zeros(shape, complex)
         it = r.interface[c]
         if averaging == "subpixel" and len(it["fill"]):
-            f, e1, e2 = it["fill"], lut[it["own"]], lut[it["other"]]
-            nrm = it["normal"]
+            f, nrm = interface_fill(scene, r, c)
+            e1, e2 = lut[it["own"]], lut[it["other"]]
             i, j = it["index"][:, 0], it["index"][:, 1]
             p1, p2 = is_pec[it["own"]], is_pec[it["other"]]
             if xp is not np:  # conductors are refused with traced materials: no inf here

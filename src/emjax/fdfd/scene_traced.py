@@ -1,21 +1,28 @@
-"""The scene solves with traced materials: :func:`emjax.fdfd.solve_tm`, ``solve_te`` and
+"""The scene solves with traced parameters: :func:`emjax.fdfd.solve_tm`, ``solve_te`` and
 ``solve_3d`` when a material of the scene holds a JAX tracer (``jax.grad`` over a
-permittivity, an index or a Drude-Lorentz parameter).
+permittivity, an index or a Drude-Lorentz parameter) or an object's geometry does (its size,
+center, rotation; a 2-D Polygon's vertices).
 
-The rasterization (which node sees which material, the fill fractions and normals at the
-interfaces) is geometry and stays NumPy; the permittivity arrays built from it are JAX
-functions of the materials' values (the same subpixel rules as the concrete path:
-permittivity2d.py, maxwell3d.permittivity_3d), and the solve is the differentiable
-array-level one (:func:`~emjax.fdfd.tm_field`, :func:`~emjax.fdfd.te_field`,
-:func:`~emjax.fdfd.field_3d`: an adjoint solve per gradient). The result records hold JAX
-arrays; :func:`~emjax.fdfd.scattering_width`, :func:`~emjax.fdfd.rcs_3d` and
-:func:`~emjax.fdfd.cross_sections_3d` compute on them in JAX. What the scene's geometry
-decides (the scene must stay off the PML and off the far-field contour) is checked on the
-rasterization: ``stats["scene_nodes"]`` marks the nodes that are not vacuum.
+The rasterization of the scene's values (which node sees which material, which nodes an
+interface crosses) stays NumPy; the permittivity arrays built from it are JAX functions of
+the materials' values and, at the interface nodes, of the geometry: the fill fractions and
+normals there come from :mod:`emjax.scene.traced` (the FDTD's traced raster), the same
+subpixel rules as the concrete path (permittivity2d.py, maxwell3d.permittivity_3d). The
+solve is the differentiable array-level one (:func:`~emjax.fdfd.tm_field`,
+:func:`~emjax.fdfd.te_field`, :func:`~emjax.fdfd.field_3d`: an adjoint solve per gradient).
+The result records hold JAX arrays; :func:`~emjax.fdfd.scattering_width`,
+:func:`~emjax.fdfd.rcs_3d` and :func:`~emjax.fdfd.cross_sections_3d` compute on them in JAX.
+What the scene's geometry decides (the scene must stay off the PML and off the far-field
+contour) is checked on the rasterization: ``stats["scene_nodes"]`` marks the nodes that are
+not vacuum.
 
 Not covered (one ConfigError line each): perfect conductors in a traced scene, a traced
 diagonal-anisotropic material, TE with Kottke's off-diagonal term (subpixel averaging at an
-oblique interface: use ``averaging="staircase"``), the 3-D direct solver.
+oblique interface: use ``averaging="staircase"`` for materials, ``solve_tm`` for geometry; a
+traced rotation or polygon vertices in TE, whose derivative turns an interface), traced
+geometry with ``averaging="staircase"`` (no derivative) or inside ``jax.jit``/``jax.vmap``
+(the host raster needs its values), traced geometry where two objects' cells meet or of a
+shape without a smooth fill fraction (scene.traced names them), the 3-D direct solver.
 """
 
 from __future__ import annotations
@@ -24,10 +31,27 @@ import numpy as np
 
 from ..errors import ConfigError
 from .grid2d import _bad_source, _incident_waves, _inner, _plane_waves, _source_node
-from .permittivity2d import _inplane_inverse, _lut, node_permittivity, raster2d, scene_nodes
+from .permittivity2d import (
+    _inplane_inverse,
+    _lut,
+    interface_fill,
+    node_permittivity,
+    raster2d,
+    scene_nodes,
+)
 from .specs2d import LineSource, TMResult
 
-_WHY = "jax.grad through the scene's materials"
+_WHY = "jax.grad through the scene"
+
+
+def _check_geometry(scene, averaging: str, who: str) -> None:
+    """Traced geometry needs the subpixel raster (a staircase has no derivative)."""
+    names = [f"{name}" for o in scene.objects for name in o.traced]
+    if names and averaging != "subpixel":
+        raise ConfigError(
+            f'{who}: averaging="staircase" has no derivative with respect to an object\'s {names[0]} '
+            '(a staircased boundary jumps from cell to cell): use averaging="subpixel"'
+        )
 
 
 def _refuse_pec(scene, who: str) -> None:
@@ -77,8 +101,10 @@ def solve_tm_traced(g, source, scene, averaging, stencil, solver):
 
     _refuse_pec(scene, "solve_tm")
     _check_solver(solver, "solve_tm")
-    eps = node_permittivity(scene, g.shape, g.dx, g.origin, g.omega, averaging)
-    on = scene_nodes(scene, g.shape, g.dx, g.origin, averaging)
+    _check_geometry(scene, averaging, "solve_tm")
+    r = raster2d(scene, g.shape, g.dx, g.origin, averaging, (2,))
+    eps = node_permittivity(scene, g.shape, g.dx, g.origin, g.omega, averaging, raster=r)
+    on = scene_nodes(scene, g.shape, g.dx, g.origin, averaging, raster=r)
     stats = _stats(g)
     stats["scene_nodes"] = on
     res = 1.0 / g.dx
@@ -105,8 +131,16 @@ def solve_te_traced(g, source, scene, averaging, stencil, solver):
 
     _refuse_pec(scene, "solve_te")
     _check_solver(solver, "solve_te")
+    _check_geometry(scene, averaging, "solve_te")
+    r = raster2d(scene, g.shape, g.dx, g.origin, averaging, (0, 1))
     if averaging == "subpixel":
-        r = raster2d(scene, g.shape, g.dx, g.origin, averaging, (0, 1))
+        turning = [n for o in scene.objects for n in o.traced if n in ("rotation", "vertices")]
+        if turning:
+            raise ConfigError(
+                f"solve_te: {_WHY} with respect to an object's {turning[0]} turns its interfaces, "
+                "whose derivative needs Kottke's off-diagonal term (not in the differentiable TE solve); "
+                f"use solve_tm, or keep the {turning[0]} concrete (size and center are differentiable)"
+            )
         for c in (0, 1):
             nrm = r.interface[c]["normal"]
             if len(nrm) and np.any(np.abs(nrm[:, 0] * nrm[:, 1]) > 1e-12):
@@ -114,11 +148,11 @@ def solve_te_traced(g, source, scene, averaging, stencil, solver):
                     f"solve_te: {_WHY} leaves out Kottke's off-diagonal term, which this scene's oblique "
                     'interfaces need with subpixel averaging; use averaging="staircase" (or solve_tm)'
                 )
-    inv_x, inv_y, _, _ = _inplane_inverse(scene, g.shape, g.dx, g.origin, g.omega, averaging)
+    inv_x, inv_y, _, _ = _inplane_inverse(scene, g.shape, g.dx, g.origin, g.omega, averaging, raster=r)
     eps_x, eps_y = 1.0 / inv_x, 1.0 / inv_y
     centre = (float(g.x[0]), float(g.y[0]))  # te_field's origin: the H_z cell (0, 0)'s centre
     stats = _stats(g)
-    stats["scene_nodes"] = _te_scene_nodes(scene, g, averaging)
+    stats["scene_nodes"] = _te_scene_nodes(r, g, averaging)
     res = 1.0 / g.dx
     if isinstance(source, LineSource):
         i, j = _source_node(source, g)
@@ -137,10 +171,9 @@ def solve_te_traced(g, source, scene, averaging, stencil, solver):
     return _out(g, fields, source, inv_x, _incident_waves(source, g), stats)
 
 
-def _te_scene_nodes(scene, g, averaging) -> np.ndarray:
-    """The H_z cells with a non-vacuum E_x or E_y edge (or an interface on one)."""
-
-    r = raster2d(scene, g.shape, g.dx, g.origin, averaging, (0, 1))
+def _te_scene_nodes(r, g, averaging) -> np.ndarray:
+    """The H_z cells with a non-vacuum E_x or E_y edge (or an interface on one) in the
+    scene's raster ``r`` (E_x, E_y)."""
     on = np.zeros(g.shape, bool)
     for c in (0, 1):
         on |= r.label[c][:, :, 0] != 0
@@ -157,8 +190,11 @@ def permittivity_3d_traced(scene, g, averaging: str):
     import jax.numpy as jnp
 
     from ..scene import rasterize
+    from ..scene.traced import padded
 
-    r = rasterize(scene, g.shape, g.dx, g.origin, averaging=averaging)
+    _check_geometry(scene, averaging, "solve_3d")
+    base = scene.primal(structure_only=True) if scene.traced else scene  # the values: structure
+    r = padded(rasterize(base, g.shape, g.dx, g.origin, averaging=averaging))
     comps, on = [], np.zeros((3, *g.shape), bool)
     for c in range(3):
         lut, _ = _lut(scene, g.omega, c)
@@ -166,7 +202,8 @@ def permittivity_3d_traced(scene, g, averaging: str):
         on[c] = r.label[c] != 0
         it = r.interface[c]
         if averaging == "subpixel" and len(it["fill"]):
-            f, n2 = it["fill"], it["normal"][:, c] ** 2
+            f, nrm = interface_fill(scene, r, c)
+            n2 = nrm[:, c] ** 2
             e1, e2 = lut[it["own"]], lut[it["other"]]
             inv = n2 * (f / e1 + (1 - f) / e2) + (1 - n2) / (f * e1 + (1 - f) * e2)
             idx = tuple(it["index"].T)

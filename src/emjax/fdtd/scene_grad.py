@@ -1,6 +1,6 @@
 """The scene of a physical :class:`~emjax.fdtd.Simulation` whose parameters are JAX tracers
-(``jax.grad`` over an object's size, center, rotation or a permittivity): the cell-index
-materials as JAX functions of them.
+(``jax.grad`` over an object's size, center, rotation, a 2-D Polygon's vertices or a
+permittivity): the cell-index materials as JAX functions of them.
 
 The host raster of the scene's values (:meth:`emjax.scene.Scene.primal`) gives the
 structure (each E node's material, the interface nodes); :mod:`emjax.scene.traced` gives
@@ -131,16 +131,19 @@ def _leaves(scene):
         for o in scene.objects
     ]
 
+    # a Polygon's traced outline: its normalized vertices (the shape keeps their values)
+    outline = [slot(o.shape.traced_vertices) if "vertices" in o.traced else None for o in scene.objects]
+    shapes = [o.shape if j is None else o.shape.with_traced(None) for o, j in zip(scene.objects, outline)]
     # the untraced values only (a cached rebuild must hold no tracer of an earlier call)
     fixed = [
         (
-            o.shape,
+            shape,
             tuple(None if i is not None else m for i, m in zip(mats, o.material)),
             tuple(None if i is not None else v for i, v in zip(center, o.center)),
             None if size is not None else o.size,
             None if rot is not None else o.rotation,
         )
-        for o, (mats, center, size, rot) in zip(scene.objects, specs)
+        for o, shape, (mats, center, size, rot) in zip(scene.objects, shapes, specs)
     ]
     background = None if bg is not None else scene.background
 
@@ -150,26 +153,28 @@ def _leaves(scene):
 
         objs = [
             Object(
-                shape,
+                shape if j is None else shape.with_traced(values[j]),
                 tuple(get(i, m) for i, m in zip(mats, mats0)),
                 tuple(get(i, v) for i, v in zip(center, center0)),
                 get(size, size0),
                 get(rot, rot0),
             )
-            for (shape, mats0, center0, size0, rot0), (mats, center, size, rot) in zip(fixed, specs)
+            for (shape, mats0, center0, size0, rot0), (mats, center, size, rot), j in zip(
+                fixed, specs, outline
+            )
         ]
         return Scene(objs, get(bg, background))
 
     description = (describe(bg, scene.background),) + tuple(
         (
             type(o.shape).__name__,
-            repr(o.shape),
+            repr(o.shape) if j is None else ("outline", len(o.shape.vertices), describe(j, None)),
             tuple(describe(i, m) for i, m in zip(mats, o.material)),
             tuple(describe(i, v) for i, v in zip(center, o.center)),
             describe(size, o.size),
             describe(rot, None if rot is not None else np.asarray(o.rotation_matrix).tolist()),
         )
-        for o, (mats, center, size, rot) in zip(scene.objects, specs)
+        for o, (mats, center, size, rot), j in zip(scene.objects, specs, outline)
     )
     return leaves, rebuild, description
 

@@ -1,10 +1,11 @@
 """The scene shared by the grid methods (FDTD, FDFD): objects in physical units and their
 rasterization onto the Yee grid with subpixel averaging.
 
-An object's size, center and rotation and a permittivity may be JAX tracers (``jax.grad``
-over them): :func:`rasterize` (NumPy) then works on :meth:`Scene.primal` (the values: the
-structure) and :mod:`emjax.scene.traced` gives the fill fractions and normals at the
-interface nodes as JAX functions of the geometry.
+An object's size, center and rotation, a 2-D Polygon's vertices and a permittivity may be
+JAX tracers (``jax.grad`` over them): :func:`rasterize` (NumPy) then works on
+:meth:`Scene.primal` (the values: the structure) and :mod:`emjax.scene.traced` gives the
+fill fractions and normals at the interface nodes as JAX functions of the geometry (the
+FDTD's and the FDFD's traced paths alike).
 
 >>> from emjax import geometry, materials, scene
 >>> sc = scene.Scene([scene.Object(geometry.Sphere(), 6.0, center=(0, 0, 0), size=0.5)])

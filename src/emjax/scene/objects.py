@@ -7,9 +7,10 @@ Materials: a number (relative permittivity, complex allowed), an :mod:`emjax.mat
 material (Constant, Drude/Lorentz, Debye, Tabulated) or :data:`PEC`. Later objects override
 earlier ones where they overlap.
 
-Differentiable: ``size``, ``center`` (numbers or a (3,) array), ``rotation`` and a numeric
-permittivity may be JAX tracers; their values are checked where JAX knows them (``jax.grad``,
-``jax.jvp``), only their shapes inside ``jax.jit``. The host-side methods (:meth:`Object.domain`,
+Differentiable: ``size``, ``center`` (numbers or a (3,) array), ``rotation``, a numeric
+permittivity and a :class:`emjax.geometry.Polygon`'s vertices may be JAX tracers; their
+values are checked where JAX knows them (``jax.grad``, ``jax.jvp``), only their shapes
+inside ``jax.jit``. The host-side methods (:meth:`Object.domain`,
 :meth:`Object.bounds`, :meth:`Object.signed_distance`) use the values (:meth:`Object.primal`);
 ``emjax.scene.traced`` holds the JAX functions of them.
 """
@@ -77,7 +78,8 @@ class Object:
     """``shape`` of extent ``size`` along its x axis, turned by ``rotation`` (ZYZ Euler angles
     in degrees, or a 3x3 matrix) and centred at ``center``; ``material`` (one per domain for
     multi-domain shapes such as CoatedSphere: a tuple, domain 0 first). ``size``, ``center``,
-    ``rotation`` and a numeric material may be JAX tracers: :attr:`traced` names them."""
+    ``rotation``, a numeric material and a Polygon's ``vertices`` may be JAX tracers:
+    :attr:`traced` names them."""
 
     shape: Shape
     material: object
@@ -89,6 +91,8 @@ class Object:
         if not isinstance(self.shape, Shape):
             raise ConfigError(f"Object.shape must be an emjax.geometry shape, got {self.shape!r}")
         for name, value in vars(self.shape).items():
+            if name == "_traced":  # a Polygon's differentiable outline (geometry.Polygon)
+                continue
             if has_tracer(value) or (np.ndim(value) and any(is_traced(v) for v in np.ravel(value))):
                 raise ConfigError(
                     f"{type(self.shape).__name__}.{name} is a JAX tracer: a shape's proportions "
@@ -149,6 +153,8 @@ class Object:
             else:
                 raise ConfigError("Object.rotation must be (alpha, beta, gamma) in degrees or a 3x3 rotation")
         object.__setattr__(self, "_R", R)
+        if getattr(self.shape, "traced_vertices", None) is not None:
+            traced.append("vertices")
         object.__setattr__(self, "traced", tuple(traced))
 
     @property
@@ -169,6 +175,8 @@ class Object:
             return cached
         values = {}
         for name in self.traced:
+            if name == "vertices":  # the shape's values are concrete already
+                continue
             value = primal(getattr(self, name) if name != "rotation" else self._R)
             if value is None:
                 raise ConfigError(
@@ -180,8 +188,11 @@ class Object:
         values["rotation"] = values.get("rotation", self.rotation)
         if "size" in values:
             values["size"] = float(values["size"])
+        shape = self.shape
+        if "vertices" in self.traced:
+            shape = type(shape)(vertices=shape.vertices)
         out = Object(
-            self.shape,
+            shape,
             self.material,
             values.get("center", self.center),
             values.get("size", self.size),

@@ -12,7 +12,9 @@ from the origin, E_y at ``(i, j + 1/2, k) dx``, E_z at ``(i, j, k + 1/2) dx``). 
 * the normal is the direction from the other material's samples to the own material's
   (first moments), or, for a shape with an analytic signed distance (sphere, ellipsoid) that
   alone crosses the cell, its gradient, with the fill fraction of the cell cut by the
-  tangent plane in closed form (second-order accurate for smooth surfaces).
+  tangent plane in closed form (second-order accurate for smooth surfaces); for a 2-D
+  :class:`~emjax.geometry.Polygon` alone in the cell, the exact area share and the
+  boundary-averaged edge normal (:mod:`emjax.scene.polygon_fill`).
 
 Solvers turn this into what their update needs: :meth:`YeeRaster.kottke` gives Farjadpour
 and Kottke's inverse permittivity tensor ``P <1/eps> + (1 - P) <eps>^-1`` with ``P = n n^T``
@@ -28,6 +30,7 @@ import numpy as np
 
 from ..errors import ConfigError, require_int, require_positive
 from .objects import Scene
+from .polygon_fill import lab_vertices, planar_polygon, polygon_cell_fill
 
 __all__ = ["YeeRaster", "cube_plane_fill", "rasterize"]
 
@@ -244,20 +247,19 @@ def _analytic(scene: Scene, own: np.ndarray, pos: np.ndarray, dx: float):
     normal = np.zeros((n_pts, 3))
     for k, o in enumerate(scene.objects):
         alone = reach[k][count[reach[k]] == 1]
-        if not len(alone) or len(o.material) != 1 or o.signed_distance(pos[:1]) is None:
+        if not len(alone) or len(o.material) != 1:
             continue
         p = pos[alone]
-        d = o.signed_distance(p)
-        eps = 1e-6 * dx
-        grad = np.stack(
-            [
-                (o.signed_distance(p + eps * e) - o.signed_distance(p - eps * e)) / (2 * eps)
-                for e in np.eye(3)
-            ],
-            axis=-1,
-        )
-        n = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-300)
-        f_in = cube_plane_fill(n, d / dx)  # the object's share of the cell
+        if planar_polygon(o):  # a polygon's exact area share (z-invariant: the volume share)
+            verts = lab_vertices(np, o.shape.vertices, o.size, np.asarray(o.center), o.rotation_matrix)
+            per = max(1, _CHUNK // (8 * len(verts)))  # nodes x edges per batch: bounded memory
+            parts = [polygon_cell_fill(np, verts, p[s : s + per, :2], dx) for s in range(0, len(p), per)]
+            f_in = np.concatenate([f for f, _ in parts])
+            n = np.concatenate([np.concatenate([g for _, g in parts]), np.zeros((len(p), 1))], axis=1)
+        elif o.signed_distance(pos[:1]) is None:
+            continue
+        else:
+            f_in, n = _plane_cut(o, p, dx)
         m_obj = scene.material_index(o.material[0])
         mine = own[alone] == m_obj
         f = np.where(mine, f_in, 1.0 - f_in)
@@ -267,6 +269,19 @@ def _analytic(scene: Scene, own: np.ndarray, pos: np.ndarray, dx: float):
         fill[alone] = f
         normal[alone] = np.where(mine[:, None], 1.0, -1.0) * n  # out of the node's own material
     return handled, mixed, other, fill, normal
+
+
+def _plane_cut(o, p: np.ndarray, dx: float):
+    """The share of the cells at ``p`` (M, 3) inside ``o`` cut by the tangent plane of its
+    signed distance, and that plane's normal (the distance's gradient, central differences)."""
+    d = o.signed_distance(p)
+    eps = 1e-6 * dx
+    grad = np.stack(
+        [(o.signed_distance(p + eps * e) - o.signed_distance(p - eps * e)) / (2 * eps) for e in np.eye(3)],
+        axis=-1,
+    )
+    n = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-300)
+    return cube_plane_fill(n, d / dx), n
 
 
 def rasterize(

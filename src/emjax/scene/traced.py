@@ -1,6 +1,6 @@
 """The scene's subpixel raster as a JAX function of its geometry: fill fractions and normals
 that move smoothly as a boundary crosses a cell, so ``jax.grad`` reaches an object's size,
-center and rotation.
+center and rotation and a 2-D polygon's vertices (the FDTD and the FDFD use it alike).
 
 The host raster (:func:`emjax.scene.rasterize`, NumPy) finds the structure: each E node's
 material and which nodes an interface crosses. Where a single object with an analytic
@@ -14,6 +14,12 @@ nodes (what a solver's traced path uses). For concrete parameters the values equ
 raster's to rounding: the host takes ``grad d`` by central differences (step 1e-6 dx), this
 module by automatic differentiation; measured difference <= 1e-10 in the fill fraction
 (tests/scene/test_traced_raster.py checks 1e-8).
+
+A :class:`~emjax.geometry.Polygon` turned about z only takes the exact area of the cell
+inside it instead (:mod:`emjax.scene.polygon_fill`, the host's formula too) and the normal
+averaged over its edges in the cell; its vertices may be traced. The values are computed in
+float64 in either JAX mode (:func:`_in_float64`), and the node lists padded to powers of two
+(:func:`bucket`) so that compiled functions serve neighbouring structures.
 
 Within one structure (the same interface nodes) the result is smooth in the parameters; a
 node that joins or leaves the interface does so at fill 0 or 1, where the fill fraction's
@@ -33,12 +39,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ConfigError
-from ..geometry import Box, Cylinder, Disk, Ellipsoid, Rectangle, Sphere
+from ..geometry import Box, Cylinder, Disk, Ellipsoid, Polygon, Rectangle, Sphere
 from .objects import Object, Scene
+from .polygon_fill import lab_vertices, planar_polygon, polygon_cell_fill
 from .raster import YeeRaster
 
 __all__ = [
     "ANALYTIC",
+    "bucket",
+    "padded",
     "interface_groups",
     "cube_plane_fill",
     "fill_fraction",
@@ -140,13 +149,102 @@ def object_fill(obj: Object, p, dx: float):
     """``(fill, normal)`` at lab points ``p`` (M, 3): the volume fraction of the dual cell
     (a cube of side ``dx`` centred on each point) inside ``obj`` by its tangent-plane cut,
     and the outward unit normal ``grad d`` there; JAX arrays, differentiable in ``obj``'s
-    traced parameters. Exactly 0 or 1 where the surface is more than ``sqrt(3)/2 dx`` away."""
-    _check_shape(obj.shape)
-    return _fill(obj.shape, *_placement(obj), jnp.asarray(p), dx)
+    traced parameters. Exactly 0 or 1 where the surface is more than ``sqrt(3)/2 dx`` away.
+    Computed in float64 in either JAX mode (:func:`cube_plane_fill`; :func:`_in_float64`)."""
+    p = np.asarray(p, float).reshape(-1, 3)
+    m = len(p)
+    padded = np.concatenate([p, np.repeat(p[:1] if m else np.zeros((1, 3)), bucket(m) - m, axis=0)])
+    if type(obj.shape) is Polygon:
+        if not planar_polygon(obj):
+            raise ConfigError(
+                f"{obj.shape.name}: traced geometry of a polygon needs a simple outline turned about z "
+                "only (rotation (alpha, 0, 0)); keep this object's geometry concrete"
+            )
+        v = obj.shape.traced_vertices
+        v = jnp.asarray(obj.shape.vertices) if v is None else v
+        f, n = _in_float64(partial(_polygon_fill, dx=dx), padded, v, *_placement(obj))
+    else:
+        _check_shape(obj.shape)
+        f, n = _in_float64(partial(_fill, shape=obj.shape, dx=dx), padded, *_placement(obj))
+    return (f, n) if len(f) == m else (f[:m], n[:m])
+
+
+@partial(jax.jit, static_argnames=("dx",))
+def _polygon_fill(p, vertices, size, center, R, dx):
+    """:func:`object_fill` of a planar polygon: the exact area share of each cell (the
+    volume share of a z-invariant outline) and the boundary-averaged normal (in the plane)."""
+    f, n = polygon_cell_fill(jnp, lab_vertices(jnp, vertices, size, center, R), p[:, :2], dx)
+    return f, jnp.concatenate([n, jnp.zeros((len(p), 1), n.dtype)], axis=1)
+
+
+def exact(obj: Object) -> bool:
+    """Whether the raster's fill fraction of ``obj`` (alone in a cell) is a JAX function of
+    its geometry here: an analytic signed distance, or a planar polygon."""
+    return type(obj.shape) in ANALYTIC or planar_polygon(obj)
+
+
+def bucket(m: int) -> int:
+    """``m`` rounded up to a power of two (at least 64): the length the traced raster pads its
+    per-node arrays to, so that the compiled operations (one per array shape) serve the next
+    structures too (an optimization's steps, a finite difference), not one per node count."""
+    return max(64, 1 << max(m - 1, 0).bit_length())
+
+
+def padded(raster: YeeRaster) -> YeeRaster:
+    """``raster`` with each component's interface list padded to :func:`bucket` length by
+    repeats of its first node (the same node written twice with the same values: a scatter
+    of them is the unpadded one's)."""
+    from dataclasses import replace
+
+    out = []
+    for it in raster.interface:
+        m = 0 if it is None else len(it["fill"])
+        if m == 0 or bucket(m) == m:
+            out.append(it)
+            continue
+        extra = np.zeros(bucket(m) - m, np.int64)
+        out.append({k: np.concatenate([v, v[extra]]) for k, v in it.items()})
+    return replace(raster, interface=tuple(out))
+
+
+def _in_float64(fn, points, *params):
+    """``fn(points, *params)`` (a tuple of float arrays) evaluated in float64 whatever JAX's
+    mode. In JAX's 32-bit mode the result comes back in float32 with a derivative of float32
+    operations only (the caller's ``jax.grad`` transposes it outside the 64-bit scope): the
+    Jacobian with respect to the few parameters (a size, a center, a rotation, a polygon's
+    vertices) is computed in float64 with the value, the tangent is ``J @ t``. The
+    parameters must have values (the scene's geometry always does: Scene.primal refuses
+    abstract geometry before the raster runs)."""
+    if jax.config.jax_enable_x64:
+        return fn(jnp.asarray(points), *params)
+    from ..backend import precision_scope
+
+    def f64(*a):
+        return fn(jnp.asarray(points, jnp.float64), *(jnp.asarray(x, jnp.float64) for x in a))
+
+    @jax.custom_jvp
+    def value(*a):
+        with precision_scope():
+            return tuple(o.astype(jnp.float32) for o in f64(*a))
+
+    @value.defjvp
+    def _(primals, tangents):
+        with precision_scope():
+            out = f64(*primals)
+            jac = jax.jacfwd(f64, argnums=tuple(range(len(primals))))(*primals)
+            out = tuple(o.astype(jnp.float32) for o in out)
+            jac = jax.tree_util.tree_map(lambda j: j.astype(jnp.float32), jac)
+        tan = tuple(
+            sum(jnp.tensordot(j, jnp.asarray(t, jnp.float32), axes=jnp.ndim(t)) for j, t in zip(jk, tangents))
+            for jk in jac
+        )
+        return out, tan
+
+    return value(*(jnp.asarray(x, jnp.float32) for x in params))
 
 
 @partial(jax.jit, static_argnames=("shape", "dx"))
-def _fill(shape, size, center, R, p, dx):
+def _fill(p, size, center, R, shape, dx):
     """:func:`object_fill` compiled once per shape kind and point count."""
     d = _distance(shape, size, center, R, p)
     grad = jax.vmap(jax.grad(lambda x: _distance(shape, size, center, R, x)))(p.reshape(-1, 3)).reshape(
@@ -198,9 +296,10 @@ def interface_groups(scene: Scene, raster: YeeRaster, component: int, base: Scen
     primal = scene.primal() if base is None else base
     pos = node_positions(raster.shape, raster.dx, raster.origin, component)[tuple(it["index"].T)]
     groups = {}
+    smooth = [exact(o) for o in primal.objects]
     for i, ks in enumerate(_reaching(primal, pos, raster.dx)):
         o = scene.objects[ks[0]] if len(ks) == 1 else None
-        if o is not None and len(o.material) == 1 and type(o.shape) in ANALYTIC:
+        if o is not None and len(o.material) == 1 and smooth[ks[0]]:
             groups.setdefault(ks[0], []).append(i)
             continue
         for k in ks:
@@ -208,19 +307,21 @@ def interface_groups(scene: Scene, raster: YeeRaster, component: int, base: Scen
                 why = (
                     f"another object's cells meet it there ({len(ks)} objects reach the node)"
                     if len(ks) > 1
-                    else f"{scene.objects[k].shape.name} has no analytic signed distance"
+                    else f"{scene.objects[k].shape.name} has no analytic signed distance (nor is a "
+                    "planar polygon)"
                 )
                 raise ConfigError(
                     f"Scene.objects[{k}] ({scene.objects[k].shape.name}): its traced "
                     f"{', '.join(scene.objects[k].traced)} cannot be differentiated at the node "
                     f"{it['index'][i].tolist()} of E_{'xyz'[component]}: {why}; keep objects with "
                     f"traced geometry over a cell apart, use one of "
-                    f"{', '.join(c.__name__ for c in ANALYTIC)}, or keep that geometry concrete"
+                    f"{', '.join(c.__name__ for c in ANALYTIC)} or a Polygon, or keep that geometry concrete"
                 )
     out = []
     for k, rows in sorted(groups.items()):
         if scene.objects[k].traced:  # else the host's values stand
             rows = np.asarray(rows)
+            rows = np.concatenate([rows, np.repeat(rows[:1], bucket(len(rows)) - len(rows))])  # see bucket()
             m_obj = primal.material_index(primal.objects[k].material[0])
             out.append((k, rows, it["own"][rows] == m_obj))
     return out
