@@ -16,6 +16,11 @@ Writes ``backscatter.png`` (the design before and after, the objective's history
 
 A new set of interface nodes (the box's surface crossing a node) compiles the permittivity's
 JAX functions again: seconds on a GPU, longer on a CPU.
+
+Measured on an H100 (16 steps, resolution 16, 40.7 s with the compiles; the figure is
+``examples/figures/fdfd_backscatter_box.png``): sigma(180) / wavelength^2 rises from 0.0125 to
+0.0907 (7.3x): eps climbs to 4.67, the tilt settles near 20 deg and the size near 0.38,
+where the objective levels off.
 """
 
 from __future__ import annotations
