@@ -85,14 +85,15 @@ def test_emulated_bulk_tiles_and_planes_without_cpml_code():
 
 
 @emulated
-@pytest.mark.parametrize("split_cpml", [True, False])
-def test_emulated_cpml_kernel_of_its_own(split_cpml):
+@pytest.mark.parametrize("split_cpml,nx", [(True, 20), (False, 20), (True, 40)])
+def test_emulated_cpml_kernel_of_its_own(split_cpml, nx):
     """The CPML as a kernel of its own after a bulk kernel without CPML code, with windows
     that just cover each slab plus TH cells (y: 3 + 3 in tiles of 5, z: 2 + 3 in tiles of
     4), x marches of L + 2 TH planes at each face, a dipole and probes in the slabs and in
-    the bulk; and the single kernel with the CPML inside it (``split_cpml=False``)."""
+    the bulk; and the single kernel with the CPML inside it (``split_cpml=False``). With 40
+    x planes the y/z slabs' windows march in pieces of x (TH = 3: 3 pieces)."""
     g = fdtd.Grid(
-        (20, 30, 27),
+        (nx, 30, 27),
         1.0,
         boundary=(CPML(thickness=3), CPML(thickness=3), CPML(thickness=2)),
         precision="double",

@@ -8,7 +8,7 @@ after TH steps, the TH cells beyond them. The CPML kernel then recomputes those 
 the same inputs and writes over the bulk's values (and writes every psi):
 
 * along y (z): windows whose own cells cover the ``L + TH`` cells at each face, over every
-  z (y) tile and the whole x range;
+  z (y) tile and the whole x range (in marches of a few dozen planes, :func:`x_chunks`);
 * along x: every tile the above leaves, marched over the ``L + 2 TH`` planes at each face
   (a march that ends inside the grid spoils its last TH planes; they are not written).
 
@@ -47,6 +47,20 @@ def _covered(own: tuple, cover: list) -> bool:
     return all(any(c[1] <= i < c[2] for c in cover) for i in range(own[1], own[2]))
 
 
+def x_chunks(nx: int, th: int) -> list[tuple[int, int, int, int]]:
+    """The whole x range as marches of a few dozen planes (x0, nxw, ox0, ox1), each with TH
+    planes of the next ones before and after it (spoiled, not written): the y and z slabs'
+    windows are few, and one march each over the whole x range would leave most SMs idle
+    while they run. Up to 8 pieces of at least 4 TH planes."""
+    k = max(1, min(8, nx // (4 * th)))
+    cuts = [round(i * nx / k) for i in range(k + 1)]
+    out = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        x0, x1 = max(a - th, 0), min(b + th, nx)
+        out.append((x0, x1 - x0, a, b))
+    return out
+
+
 def tasks(spec: Spec) -> tuple:
     """The CPML kernel's CTAs: rows (y0, z0, oy0, oy1, oz0, oz1, x0, nxw, ox0, ox1)."""
     (nx, ny, nz), th = spec.shape, spec.th
@@ -56,10 +70,11 @@ def tasks(spec: Spec) -> tuple:
     cy = _cover(ny, by, Ly + th) if Ly else []
     cz = _cover(nz, bz, Lz + th) if Lz else []
     rows = []
+    whole = x_chunks(nx, th)
     for y in cy:
-        rows += [(y[0], z[0], y[1], y[2], z[1], z[2], 0, nx, 0, nx) for z in tz]
+        rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in tz for m in whole]
     for z in cz:
-        rows += [(y[0], z[0], y[1], y[2], z[1], z[2], 0, nx, 0, nx) for y in ty]
+        rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ty for m in whole]
     if Lx:
         if 2 * (Lx + 2 * th) >= nx:
             marches = [(0, nx, 0, nx)]
