@@ -197,6 +197,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     }
   }
   int task = 0;  // running level count: the shared-memory set alternates with it
+#pragma unroll I_UNROLL
   for (int i = 0; i < NXW + TH; ++i) {
     const int par = i & 1;
     REAL ef[RY][3], hin[RY][3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
