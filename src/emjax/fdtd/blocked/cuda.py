@@ -192,9 +192,9 @@ def source(spec: Spec) -> str:
         "NXA": spec.ashape[0],
         "XR_STATIC": int(spec.nxa is None),
         # the x-march unrolled twice: the levels' carried registers are renamed instead of
-        # moved (measured on an H100: 72.9 -> 92.9 G cell/s at 512^3; with the CPML's code
-        # inside, the larger body is slower, 42.8 -> 33.6)
-        "I_UNROLL": 1 if any(spec.pml) else 2,
+        # moved (measured on an H100, float32: 72.9 -> 92.9 G cell/s at 512^3, 4 times: 85.0;
+        # slower with the CPML's code inside, 42.8 -> 33.6, and in float64, 18.7 -> 16.8)
+        "I_UNROLL": 2 if spec.dtype == "float32" and not any(spec.pml) else 1,
         "NTASK": spec.ntask,
     }
     for key in ("ca", "cb"):
