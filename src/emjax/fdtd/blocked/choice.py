@@ -89,9 +89,9 @@ def select(plan, dtype, kernel: str = "auto"):
         why = "with DFT monitors it is not yet faster than the XLA step"
     if kernel == "auto" and why is None and any(plan.pml):
         # measured (H100, the CPML as a kernel of its own): float32 with a 10-cell CPML on
-        # every face 0.52x the XLA step at 256^3 (slabs 7.8% of each axis), 1.06x at 512^3
-        # (3.9%), 1.59x at 1024^3; without a CPML 1.7-2.2x; float64 at 512^3 0.68x with a
-        # CPML, 1.07x without
+        # every face 0.52x the XLA step at 256^3 (slabs 7.8% of each axis; before the bulk
+        # kernel's unrolling), 1.34x at 512^3 (3.9%), 2.04x at 1024^3; without a CPML
+        # 2.3-2.8x; float64 at 512^3 0.67x with a CPML, 0.98x without
         if np.dtype(dtype).itemsize == 8:
             why = "in float64 with a CPML it is not yet faster than the XLA step"
         elif any(2 * L > 0.04 * n for L, n in zip(plan.pml, plan.shape)):
