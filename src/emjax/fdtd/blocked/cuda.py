@@ -191,6 +191,7 @@ def source(spec: Spec) -> str:
         "NPROBE": len(spec.probes),
         "NXA": spec.ashape[0],
         "XR_STATIC": int(spec.nxa is None),
+        "XR_WHOLE": int(spec.nxa is not None and not any(spec.pml)),
         # the x-march unrolled twice: the levels' carried registers are renamed instead of
         # moved (measured on an H100, float32: 72.9 -> 92.9 G cell/s at 512^3, 4 times: 85.0;
         # slower with the CPML's code inside, 42.8 -> 33.6, and in float64, 18.7 -> 16.8)

@@ -142,7 +142,8 @@ def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: 
             out_H = tuple(_exchange(f, th, n) for f in out_H)
             out_px, out_pyz = out_psi[:npsi_x], [_exchange(v, th, n) for v in out_psi[npsi_x:]]
             nprobe = len(sp.probes)
-            rec = jax.lax.psum(rec.reshape(sp.th, nprobe), AXIS) if nprobe else jnp.zeros((sp.th, 0), dtype)
+            # each device's records of its own probes (zeros elsewhere), summed once per call
+            rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
             if sp.boxes:  # each device wrote its own cells into zeros
                 dft = records.accumulate(plan, dft, jax.lax.psum(mrec, AXIS), sp, step_n, plan.dt)
             return (out_E, out_H, (out_px, out_pyz)), rec, dft
@@ -172,6 +173,7 @@ def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: 
         E, H, (px, pyz) = cur
         own = lambda f: jax.lax.slice_in_dim(f, th, th + m, axis=0)  # noqa: E731
         rec = jnp.concatenate(recs) if recs else jnp.zeros((0, len(spec.probes)), dtype)
+        rec = jax.lax.psum(rec, AXIS)
         return [own(f) for f in E], [own(f) for f in H], px, [own(v) for v in pyz], rec, dft
 
     xs = P(AXIS)

@@ -131,6 +131,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const int oy0 = ty * BY, oy1 = min((ty + 1) * BY, NY), oz0 = tz * BZ, oz1 = min((tz + 1) * BZ, NZ);
 #if XR_STATIC
   const int X0 = 0, NXW = NX, OX0 = 0, OX1 = NX;
+#elif XR_WHOLE  // a shard's slab without CPML code: march all its planes (halos included;
+  // past the grid's ends they hold the ring's wrapped planes, which the x walls cut off)
+  const int X0 = xoff, NXW = NXA, OX0 = xr[3], OX1 = xr[4];
 #else
   const int X0 = xr[1], NXW = xr[2], OX0 = xr[3], OX1 = xr[4];
 #endif
