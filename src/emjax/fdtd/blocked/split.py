@@ -47,12 +47,12 @@ def _covered(own: tuple, cover: list) -> bool:
     return all(any(c[1] <= i < c[2] for c in cover) for i in range(own[1], own[2]))
 
 
-def x_chunks(nx: int, th: int) -> list[tuple[int, int, int, int]]:
+def x_chunks(nx: int, th: int, pieces: int = 8) -> list[tuple[int, int, int, int]]:
     """The whole x range as marches of a few dozen planes (x0, nxw, ox0, ox1), each with TH
     planes of the next ones before and after it (spoiled, not written): the y and z slabs'
     windows are few, and one march each over the whole x range would leave most SMs idle
-    while they run. Up to 8 pieces of at least 4 TH planes."""
-    k = max(1, min(8, nx // (4 * th)))
+    while they run. Up to ``pieces`` pieces of at least 4 TH planes."""
+    k = max(1, min(pieces, nx // (4 * th)))
     cuts = [round(i * nx / k) for i in range(k + 1)]
     out = []
     for a, b in zip(cuts[:-1], cuts[1:]):
@@ -61,8 +61,9 @@ def x_chunks(nx: int, th: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def tasks(spec: Spec) -> tuple:
-    """The CPML kernel's CTAs: rows (y0, z0, oy0, oy1, oz0, oz1, x0, nxw, ox0, ox1)."""
+def tasks(spec: Spec, pieces: int = 8) -> tuple:
+    """The CPML kernel's CTAs: rows (y0, z0, oy0, oy1, oz0, oz1, x0, nxw, ox0, ox1);
+    ``pieces``: of the y and z slabs' x range (:func:`x_chunks`)."""
     (nx, ny, nz), th = spec.shape, spec.th
     by, bz = spec.block
     Lx, Ly, Lz = spec.pml
@@ -70,7 +71,7 @@ def tasks(spec: Spec) -> tuple:
     cy = _cover(ny, by, Ly + th) if Ly else []
     cz = _cover(nz, bz, Lz + th) if Lz else []
     rows = []
-    whole = x_chunks(nx, th)
+    whole = x_chunks(nx, th, pieces)
     for y in cy:
         rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in tz for m in whole]
     for z in cz:
@@ -106,12 +107,12 @@ def clip(rows: tuple, planes: tuple, own: tuple) -> tuple:
     return tuple(out)
 
 
-def split(spec: Spec, rows: tuple | None = None) -> tuple[Spec, Spec, tuple] | None:
+def split(spec: Spec, rows: tuple | None = None, pieces: int = 8) -> tuple[Spec, Spec, tuple] | None:
     """(bulk, CPML) kernels for a pass of ``spec`` and the CPML kernel's task rows; None
     without a CPML. ``rows``: the table (default :func:`tasks`)."""
     if not any(spec.pml):
         return None
-    rows = tasks(spec) if rows is None else rows
+    rows = tasks(spec, pieces) if rows is None else rows
     mine = tuple(m for m, (_, _, node) in enumerate(spec.probes) if any(_owned(r, node) for r in rows))
     rest = tuple(m for m in range(len(spec.probes)) if m not in mine)
     bulk = replace(spec, pml=(0, 0, 0), kappa=(False, False, False), record=rest)
