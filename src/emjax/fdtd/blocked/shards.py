@@ -51,8 +51,8 @@ def _tables(spec, n: int, split_cpml: bool, th: int):
     nx = spec.shape[0]
     m = nx // n
     xr, tabs = [], []
-    # the slabs' windows in 8 x pieces per device: each device then runs as many as one does
-    parts = split.split(spec, pieces=8 * n) if split_cpml else None
+    # (8 x pieces of the slabs' windows per device instead of 8 in all measured no faster)
+    parts = split.split(spec) if split_cpml else None
     for k in range(n):
         lo, hi = k * m - th, (k + 1) * m + th
         planes = (max(lo, 0), min(hi, nx))
