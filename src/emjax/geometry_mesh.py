@@ -10,9 +10,14 @@ number of times in total, whatever the mesh's alignment with the grid (a sphere'
 on the lattice planes, an axis-aligned cube's faces on the nodes). Faces seen edge-on
 (vertical faces) are never crossed under the perturbation and are left out.
 
-Subpixel averaging (:func:`emjax.scene.rasterize`) samples the dual cells of the interface
-nodes (8^3 points per cell by default): the fill fraction is the share of samples inside,
-the normal the direction between the two materials' sample centroids.
+Subpixel averaging (:func:`emjax.scene.rasterize`) uses the mesh's signed distance, as for
+the built-in sphere: at an interface node whose dual cell no other object reaches, the fill
+fraction is the share of the cell on the inner side of the tangent plane (the plane through
+the nearest surface point, normal to the distance's gradient: the nearest face's normal
+where the nearest point lies inside a face), in closed form
+(:func:`emjax.scene.cube_plane_fill`); where objects meet, the cell is sampled (8^3 points).
+The distance is exact (the nearest face among those a k-d tree of face centroids proposes);
+its sign is the ray test's.
 """
 
 from __future__ import annotations
