@@ -146,6 +146,12 @@ class Mesh(Shape):
             raise ConfigError(f"cannot read mesh file {str(path)!r}: {exc}") from None
         return cls.from_trimesh(mesh, scale=scale, center=center, where=str(path))
 
+    def __repr__(self) -> str:
+        return (
+            f"Mesh({len(self.vertices)} vertices, {len(self.faces)} faces, size={self.size:.6g}, "
+            f"center=({', '.join(f'{c:.6g}' for c in self.center)}))"
+        )
+
     @property
     def placement(self) -> tuple:
         return self.center, self.size
