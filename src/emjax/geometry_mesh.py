@@ -1,12 +1,14 @@
 """A closed triangle mesh as a shape (STL, OBJ, PLY, OFF, GLB ... through trimesh).
 
-The inside test casts a ray along +z from each point and counts the faces it crosses (odd:
-inside). Faces are binned on a grid in the xy plane, so a point meets only the few faces
-whose projections cover its bin. Rays through an edge or a vertex are decided by a
-symbolic perturbation of the point, ``(x + d, y + d^2)`` with ``d -> 0+``, and each edge's
-orientation test is evaluated from its endpoints in one fixed order, so that the two faces
-sharing an edge see bit-identical values: a ray crosses a closed surface an exact, even
-number of times in total, whatever the mesh's alignment with the grid (a sphere's vertices
+The inside test casts a ray along +z from each point and sums the orientations of the faces
+it crosses (+1 where a face turns its outer side up, -1 down): the winding number, nonzero
+inside. So bodies that overlap in one file are united and a cavity (an inner shell wound
+the other way, as CAD writes a hollow part) stays empty. Faces are binned on a grid in the
+xy plane, so a point meets only the few faces whose projections cover its bin. Rays through
+an edge or a vertex are decided by a symbolic perturbation of the point,
+``(x + d, y + d^2)`` with ``d -> 0+``, and each edge's orientation test is evaluated from
+its endpoints in one fixed order, so that the two faces sharing an edge see bit-identical
+values: the count is exact whatever the mesh's alignment with the grid (a sphere's vertices
 on the lattice planes, an axis-aligned cube's faces on the nodes). Faces seen edge-on
 (vertical faces) are never crossed under the perturbation and are left out.
 
@@ -82,8 +84,10 @@ class Mesh(Shape):
     units of its extent along x); :attr:`center` and :attr:`size` keep where the source put
     it (lab frame, the source's length unit): ``scene.Object(mesh, material)`` places it
     there, ``scene.Object(mesh, material, center=..., size=...)`` moves and scales it.
-    The mesh must be watertight (:meth:`from_file` repairs what it can); the face winding
-    does not matter.
+    The mesh must be closed and consistently wound (every edge shared by two faces running
+    it in opposite directions; :meth:`from_file` repairs what it can); either orientation
+    (normals out or in) gives the same inside. Bodies that overlap are united, but their
+    volume (:attr:`volume_ratio`, the DDA's volume correction) counts the overlap twice.
     """
 
     vertices: np.ndarray = None  # type: ignore[assignment]
@@ -101,6 +105,7 @@ class Mesh(Shape):
             raise ConfigError(f"Mesh.faces must be (F >= 4, 3) integer indices, got shape {f.shape}")
         if f.min() < 0 or f.max() >= len(v):
             raise ConfigError(f"Mesh.faces index vertices outside 0 .. {len(v) - 1}")
+        _check_closed(f, len(v))
         lo, hi = v.min(0), v.max(0)
         ext = hi - lo
         if np.any(ext <= 0):
@@ -238,6 +243,23 @@ def _point_segment(p, u, v):
     return np.linalg.norm(p - u - t[:, None] * e, axis=1)
 
 
+def _check_closed(f: np.ndarray, n_vertices: int) -> None:
+    """Every edge shared by exactly two faces that run it in opposite directions (a closed,
+    consistently wound surface: what the winding number needs), else a ConfigError."""
+    a = np.concatenate([f[:, 0], f[:, 1], f[:, 2]]).astype(np.int64)
+    b = np.concatenate([f[:, 1], f[:, 2], f[:, 0]]).astype(np.int64)
+    fwd, back = a * n_vertices + b, b * n_vertices + a
+    fwd_sorted = np.sort(fwd)
+    repeated = bool(np.any(fwd_sorted[1:] == fwd_sorted[:-1]))
+    unmatched = int(np.count_nonzero(~np.isin(back, fwd_sorted, assume_unique=not repeated)))
+    if repeated or unmatched:
+        raise ConfigError(
+            f"Mesh.faces do not form a closed, consistently wound surface ({unmatched} edge(s) "
+            f"without a partner face{', an edge run twice the same way' if repeated else ''}); "
+            "Mesh.from_file and Mesh.from_trimesh repair what they can"
+        )
+
+
 class _Crossings:
     """The faces binned in the xy plane, with what the ray test needs per face."""
 
@@ -295,12 +317,13 @@ class _Crossings:
         while s < len(near):  # batches of points with at most _PAIRS candidate pairs
             e = int(np.searchsorted(ends, (ends[s - 1] if s else 0) + _PAIRS, side="right"))
             e = max(e, s + 1)
-            out[near[s:e]] = self._odd(p[near[s:e]], key[s:e], n[s:e])
+            out[near[s:e]] = self._winding(p[near[s:e]], key[s:e], n[s:e]) != 0
             s = e
         return out
 
-    def _odd(self, p, key, n) -> np.ndarray:
-        """Whether the ray from each point crosses an odd number of faces."""
+    def _winding(self, p, key, n) -> np.ndarray:
+        """The winding number of the surface about each point (crossings above it, each
+        +1 or -1 by the face's orientation seen from below)."""
         pt = np.repeat(np.arange(len(p)), n)
         k = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
         face = self.faces_of[self.start[key][pt] + k]
@@ -315,7 +338,7 @@ class _Crossings:
         with np.errstate(divide="ignore", invalid="ignore"):
             zhit = (w[1] * z[:, 0] + w[2] * z[:, 1] + w[0] * z[:, 2]) / total
         above = hit & (zhit > q[:, 2])
-        return np.bincount(pt[above], minlength=len(p)) % 2 == 1
+        return np.rint(np.bincount(pt[above], weights=s[above], minlength=len(p)))
 
     def _edge(self, i, j, q, s):
         """(``s`` times the orientation of q against the directed edge i -> j, whether q is

@@ -62,6 +62,28 @@ def test_inside_test_exact_on_an_aligned_cube():
     np.testing.assert_array_equal((d >= 0)[strict], inside[strict])
 
 
+def test_overlapping_bodies_unite_and_a_cavity_stays_empty():
+    """The winding number: two cubes overlapping in one mesh fill their union (the overlap
+    too, where a parity count would leave it empty); a cube with an inner shell wound the
+    other way (a hollow part) is empty inside the shell."""
+    a = trimesh.creation.box((1, 1, 1))
+    b = trimesh.creation.box((1, 1, 1))
+    b.apply_translation((0.5, 0.0, 0.0))
+    two = geometry.Mesh.from_trimesh(trimesh.util.concatenate([a, b]))
+    p = np.random.default_rng(1).uniform(-1.0, 1.0, (20000, 3))  # the shape's normalized frame
+    q = p * two.size + np.array(two.center)  # the same points where the file has the cubes
+    union = np.all(np.abs(q) <= 0.5, axis=1) | np.all(np.abs(q - [0.5, 0, 0]) <= 0.5, axis=1)
+    np.testing.assert_array_equal(two.domain(*p.T) >= 0, union)
+    inner = trimesh.creation.box((0.5, 0.5, 0.5))
+    inner.invert()
+    hollow = geometry.Mesh.from_trimesh(trimesh.util.concatenate([a, inner]))
+    solid = np.all(np.abs(p) <= 0.5, axis=1) & ~np.all(np.abs(p) <= 0.25, axis=1)
+    np.testing.assert_array_equal(hollow.domain(*p.T) >= 0, solid)
+    assert hollow.volume_ratio == pytest.approx(1 - 0.125)
+    with pytest.raises(ConfigError, match="closed, consistently wound"):
+        geometry.Mesh(a.vertices, a.faces[1:])
+
+
 def test_small_hole_is_repaired_and_open_mesh_refused(tmp_path):
     m = trimesh.creation.icosphere(subdivisions=2)
     holed = trimesh.Trimesh(m.vertices, m.faces[1:], process=False)  # one face missing
