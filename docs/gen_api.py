@@ -25,6 +25,9 @@ METHODS = {
 }
 SHARED = [
     "emjax.geometry",
+    "emjax.geometry_mesh",
+    "emjax.geometry_gds",
+    "emjax.cad_config",
     "emjax.scene.objects",
     "emjax.scene.raster",
     "emjax.scene.traced",

@@ -10,7 +10,10 @@ import warnings
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 import emjax.config
+import emjax.errors
 from emjax.config import load_toml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,6 +120,34 @@ def _fdfd_configs():
     return [two, three]
 
 
+def _file_shape_configs():
+    """FDFD objects read from files: their keys are checked before the file is opened (the
+    files here do not exist, so the build stops there, after the check)."""
+    from tests.fdfd.test_fdfd_bad_config import BASE, BASE_3D
+
+    out = []
+    for base, obj in (
+        (
+            BASE,
+            {"shape": "gds", "file": "x.gds", "layer": 1, "datatype": 0, "cell": "A", "sidewall_angle": 0},
+        ),
+        (BASE_3D, {"shape": "gds", "file": "x.gds", "layer": 1, "z": [0, 1]}),
+        (BASE_3D, {"shape": "stl", "file": "x.stl", "scale": 1.0, "size": 1.0, "rotation": [0, 0, 0]}),
+    ):
+        cfg = copy.deepcopy(base)
+        cfg["objects"] = [{**obj, "eps": 2}]
+        out.append(cfg)
+    return out
+
+
+def _until_the_file(build):
+    def run(cfg):
+        with pytest.raises(emjax.errors.ConfigError, match="no such file"):
+            build(cfg)
+
+    return run
+
+
 def _dda_configs():
     from tests.dda.test_dda_bad_config import BASE
 
@@ -135,6 +166,7 @@ def test_every_accepted_key_is_documented_and_every_documented_key_accepted(monk
     builds = [("fdtd", build_physical, c) for c in _scene_configs()]
     builds += [("fdtd-cells", build_fdtd, c) for c in _cell_configs()]
     builds += [("fdfd", build_fdfd, c) for c in _fdfd_configs()]
+    builds += [("fdfd", _until_the_file(build_fdfd), c) for c in _file_shape_configs()]
     builds += [("layered", build_layered, LAYERED)]
     builds += [("dda", dda_build, c) for c in _dda_configs()]
     with warnings.catch_warnings():

@@ -56,6 +56,12 @@ class Shape:
     def domain(self, x, y, z) -> np.ndarray:
         raise NotImplementedError
 
+    @property
+    def placement(self) -> tuple | None:
+        """``(center, size)`` in the lab frame where the shape came from a file that places
+        it (a mesh, a layout), else None (``scene.Object`` uses it when given neither)."""
+        return self.__dict__.get("_placement")
+
     def box_shape(self, nx: int) -> tuple[int, int, int]:
         """Lattice dimensions for ``nx`` cells along x (ADDA's rounding)."""
         ny = int(math.floor(self.yx_ratio * nx + 0.5))
@@ -565,3 +571,15 @@ def voxelize(shape: Shape, nx: int) -> np.ndarray:
     for i in range(nx):  # slab by slab keeps the temporaries small
         out[i] = shape.domain(x[i], y[:, None], z[None, :])
     return out
+
+
+def __getattr__(name):  # shapes read from CAD files (trimesh, gdstk: optional packages)
+    if name == "Mesh":
+        from .geometry_mesh import Mesh
+
+        return Mesh
+    if name == "from_gds":
+        from .geometry_gds import from_gds
+
+        return from_gds
+    raise AttributeError(f"module 'emjax.geometry' has no attribute {name!r}")

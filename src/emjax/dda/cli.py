@@ -127,16 +127,17 @@ def build_dda(cfg: dict):
     from ..krylov import SOLVERS
     from . import POLARIZABILITIES, DDAProblem
 
-    shape_cls = _lookup(SHAPES, "shape", cfg["shape"])
+    shape_cls = _lookup({**SHAPES, "stl": None}, "shape", cfg["shape"])
     shape_name = cfg["shape"].lower()
     kwargs = {}
-    for key, (owner, to_kwargs) in _SHAPE_OPTIONS.items():
+    for key, (owner, to_kwargs) in {**_SHAPE_OPTIONS, "file": (("stl",), None)}.items():
         if cfg.get(key) is None:
             continue
         if shape_name not in owner:
             raise ConfigError(f"{key} applies to shape(s) {', '.join(owner)} only, not {shape_name!r}")
-        kwargs.update(to_kwargs(cfg[key]))
-    shape = shape_cls(**kwargs)
+        if to_kwargs is not None:
+            kwargs.update(to_kwargs(cfg[key]))
+    shape = _mesh(cfg) if shape_name == "stl" else shape_cls(**kwargs)
 
     solver_cls = _lookup(SOLVERS, "solver", cfg["solver"])
     solver_kw = {"rtol": require_finite("rtol", cfg["rtol"])}
@@ -173,6 +174,19 @@ def build_dda(cfg: dict):
         **_incidence(cfg),
     )
     return problem, solver
+
+
+def _mesh(cfg: dict):
+    """The ``--shape stl --file PATH`` mesh; its size is the file's (in the wavelength's
+    unit) unless the config sizes the particle."""
+    from ..geometry import Mesh
+
+    if cfg.get("file") is None:
+        raise ConfigError("--shape stl needs --file PATH (the mesh file; in a config: file)")
+    mesh = Mesh.from_file(cfg["file"])
+    if cfg["size"] is None and cfg["eq_rad"] is None and not (cfg["grid"] and cfg["dpl"]):
+        cfg["size"] = mesh.size
+    return mesh
 
 
 _SUBSTRATE_KEYS = ("height", "n", "eps", "thickness")

@@ -36,6 +36,7 @@ from ..outdir import add_output_arguments
 #: defaults of ``emjax dda`` (None: let the Python API decide)
 DDA_DEFAULTS = {
     "shape": "sphere",
+    "file": None,
     "aspect": None,
     "core_ratio": None,
     "semi_axes": None,
@@ -90,7 +91,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # Every default is None so that a TOML config can fill what the command line leaves out.
     g = p.add_argument_group("particle")
     g.add_argument(
-        "--shape", help="sphere (default), ellipsoid, box, cylinder, coated, prism (hexagonal), rosette"
+        "--shape",
+        help="sphere (default), ellipsoid, box, cylinder, coated, prism (hexagonal), rosette, "
+        "stl (a closed surface mesh: --file)",
+    )
+    g.add_argument(
+        "--file",
+        metavar="PATH",
+        help="stl: the mesh file (STL, OBJ, PLY ...: what trimesh reads; size: the file's unless "
+        "--size or --eq-rad)",
     )
     g.add_argument("--aspect", type=float, help="cylinder, prism: height / diameter (along z)")
     g.add_argument(
@@ -328,6 +337,8 @@ def dda_config(args: argparse.Namespace) -> dict:
         args.config = args.config_file
     if args.config is not None:
         toml = check_dda_toml(load_toml(args.config))
+        if toml.get("file") is not None:  # relative to the config file
+            toml["file"] = str(Path(args.config).parent / toml["file"])
         for group in _ALTERNATIVES:
             if any(k in cli for k in group):
                 for k in group:
@@ -360,7 +371,7 @@ def check_dda_toml(toml: dict) -> dict:
     t.int("maxiter", default=None, lo=1)
     t.int("ntheta", default=None, lo=2, hi=100_000)
     t.boolean("no_integrate", default=False)
-    for key in ("out", "checkpoint"):
+    for key in ("out", "checkpoint", "file"):
         t.string(key, default=None, what="a path (a string)")
     m = t.get("m")
     if m is not None and not (isinstance(m, (str, int, float, list)) and not isinstance(m, bool)):

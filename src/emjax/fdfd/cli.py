@@ -82,7 +82,7 @@ def run(args, argv) -> int:
     """``emjax fdfd CONFIG.toml``."""
     from .rcs import solve_rcs
 
-    problem = build_fdfd(load_toml(args.config))
+    problem = build_fdfd(load_toml(args.config), Path(args.config).parent)
     for w in resolution_warnings(problem):
         print(f"emjax: warning: {w}", file=sys.stderr)
     folder = OutputFolder(args.out, method=COMMAND, overwrite=args.overwrite).check()

@@ -17,6 +17,7 @@ examples/fdfd_cylinder.toml; every key with its type, range and default: docs/to
     [[objects]]                 # later objects override earlier ones
     shape = "cylinder"          # 2-D: cylinder (circle), box, ellipse, polygon
                                 # 3-D: sphere, box, cylinder (axis z, turned by rotation), ellipsoid
+                                # from files: stl (3-D), gds (emjax.cad_config lists their keys)
     center = [0.0, 0.0]
     radius = 0.5                # cylinder, sphere; box: size = [sx, sy(, sz)];
                                 # ellipse/ellipsoid: semi_axes; polygon: vertices = [[x, y], ...]
@@ -91,12 +92,15 @@ SHAPE_KEYS = {
         "box": {"size", "rotation"},
         "ellipse": {"semi_axes", "rotation"},
         "polygon": {"vertices"},
+        "gds": {"file", "layer", "datatype", "cell", "sidewall_angle"},
     },
     3: {
         "sphere": {"radius"},
         "box": {"size", "rotation"},
         "cylinder": {"radius", "height", "rotation"},
         "ellipsoid": {"semi_axes", "rotation"},
+        "stl": {"file", "scale", "size", "rotation"},
+        "gds": {"file", "layer", "datatype", "z", "cell", "sidewall_angle"},
     },
 }
 SOLVER_TYPES = ("direct", "qmr", "bicgstab", "multigrid")
@@ -214,8 +218,9 @@ def _material(o: dict, where: str, unit=None):
     return eps.real if eps.imag == 0 else eps
 
 
-def _object(o, i: int, dims: int, unit=None):
-    """(scene.Object, smallest feature length) of one ``[[objects]]`` table."""
+def _objects(o, i: int, dims: int, unit=None, base_dir=None) -> list:
+    """[(scene.Object, smallest feature length)] of one ``[[objects]]`` table: one, or a
+    file shape's several (:mod:`emjax.cad_config`; paths relative to ``base_dir``)."""
     from .. import geometry, scene
 
     where = f"objects[{i}]"
@@ -224,6 +229,11 @@ def _object(o, i: int, dims: int, unit=None):
     name = t.choice("shape", tuple(shapes), fold=True)
     Table(o, where, {"shape", "center"} | MATERIAL_KEYS | shapes[name])
     mat = _material(o, where, unit)
+    if name in ("stl", "gds"):
+        from ..cad_config import file_objects
+
+        objs = file_objects(t, name, mat, base_dir, dims=dims)
+        return [(obj, float(min((obj.bounds()[1] - obj.bounds()[0])[:dims]))) for obj in objs]
     c = t.reals("center", length=dims, default=[0.0] * dims)
     center = (c[0], c[1], 0.0) if dims == 2 else tuple(c)
 
@@ -279,7 +289,7 @@ def _object(o, i: int, dims: int, unit=None):
         if "center" in o:
             raise ConfigError(f"{where}: a polygon is placed by its vertices; leave out center")
         center = (float(lo[0] + hi[0]) / 2, float(lo[1] + hi[1]) / 2, 0.0)
-    return scene.Object(shape, mat, center=center, size=size, rotation=rotation), feature
+    return [(scene.Object(shape, mat, center=center, size=size, rotation=rotation), feature)]
 
 
 def _solver(cfg, dims: int):
@@ -335,10 +345,11 @@ def _polarization(cfg, dims: int, direction: np.ndarray):
     return tuple(complex(v) if v.imag else float(v.real) for v in e)
 
 
-def build_fdfd(cfg: dict) -> FDFDProblem:
+def build_fdfd(cfg: dict, base_dir=None) -> FDFDProblem:
     """An :class:`FDFDProblem` from a parsed TOML config; :class:`ConfigError` naming the
     field and its allowed values for anything invalid (checked before anything is
-    allocated)."""
+    allocated). ``base_dir``: the folder that objects' ``file`` paths are relative to
+    (the TOML file's; None: the working directory)."""
     from .. import scene
     from ..materials import catalog
 
@@ -380,10 +391,12 @@ def build_fdfd(cfg: dict) -> FDFDProblem:
 
     raw = [t.table for t in top.tables("objects")]
     unit = top.choice("unit", tuple(catalog.UNITS), default=None)  # for library materials
-    built = [_object(o, i, dims, unit) for i, o in enumerate(raw)]
+    tables = [(i, _objects(o, i, dims, unit, base_dir)) for i, o in enumerate(raw)]
     dx = wavelength / resolution
-    for i, (obj, _) in enumerate(built):
-        _check_placement(obj, i, dims, size, center, dx)
+    for i, objs in tables:
+        for obj, _ in objs:
+            _check_placement(obj, i, dims, size, center, dx)
+    built = [pair for _, objs in tables for pair in objs]
     sc = scene.Scene([o for o, _ in built]) if built else None
 
     rcs = top.sub("rcs", {"angles"}).table

@@ -240,7 +240,7 @@ def _run_physical(args, argv, cfg) -> int:
     from .scene_config import build_physical
     from .scene_raster import check_memory
 
-    sim, steps, until, chunk, checkpoint = build_physical(cfg)
+    sim, steps, until, chunk, checkpoint = build_physical(cfg, Path(args.config).parent)
     check_memory(sim)  # the scene's rasterization and the run: refused before any allocation
     if args.steps is not None:
         steps, until = _steps(args, steps), None

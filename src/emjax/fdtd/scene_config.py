@@ -16,7 +16,9 @@ and default: docs/toml.md)::
 
     [[objects]]                     # later objects override earlier ones
     shape = "sphere"                # sphere, ellipsoid, box, cylinder, coated, prism,
-                                    # polygon_prism, rosette; 2-D grids: disk, rectangle, polygon
+                                    # polygon_prism, rosette; 2-D grids: disk, rectangle, polygon;
+                                    # from files: stl (file, scale), gds (file, layer, datatype,
+                                    # z): emjax.cad_config
     size = 0.48                     # extent along the shape's own x
     center = [0, 0, 0]
     rotation = [0, 0, 0]            # ZYZ Euler angles, degrees
@@ -54,6 +56,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from ..cad_config import FILE_KEYS, FILE_SHAPES, file_objects
 from ..config import Table, dispersive_material
 from ..errors import ConfigError
 from ..materials import catalog
@@ -75,7 +78,7 @@ SIM_KEYS = {
 }
 SHAPE_OPTIONS = {"aspect", "core_ratio", "semi_axes", "box_ratios", "vertices"}
 MATERIAL_KEYS = ("eps", "pec", "drude", "lorentz", "material")
-OBJECT_KEYS = {"shape", "size", "center", "rotation", *MATERIAL_KEYS} | SHAPE_OPTIONS
+OBJECT_KEYS = {"shape", "size", "center", "rotation", *MATERIAL_KEYS} | SHAPE_OPTIONS | FILE_KEYS
 WAVEFORM_KEYS = {"waveform", "frequency", "bandwidth", "ramp"}
 SOURCE_KEYS = {
     "plane_wave": {"type", "center", "size", "direction", "polarization"} | WAVEFORM_KEYS,
@@ -132,12 +135,21 @@ def _material(o: Table, unit):
     return mat, max(1.0, float(mat.eps_inf))
 
 
-def _object(o: Table, unit=None):
-    """(scene.Object, largest permittivity or None)."""
+def _object(o: Table, unit=None, base_dir=None):
+    """[(scene.Object, largest permittivity or None)]: one, or a file shape's several."""
     from .. import scene
 
     shapes = _shapes()
-    name = o.choice("shape", tuple(sorted(shapes)), fold=True)
+    name = o.choice("shape", tuple(sorted(shapes)) + FILE_SHAPES, fold=True)
+    if name in FILE_SHAPES:
+        given = sorted(k for k in SHAPE_OPTIONS if o.has(k))
+        if given:
+            raise ConfigError(f"{o.where}: {given} do not apply to shape {name!r}")
+        mat, eps_max = _material(o, unit)
+        return [(obj, eps_max) for obj in file_objects(o, name, mat, base_dir)]
+    stray = sorted(k for k in FILE_KEYS if o.has(k))
+    if stray:
+        raise ConfigError(f"{o.where}: {stray} apply to shapes {', '.join(FILE_SHAPES)} only")
     kw = {}
     if o.has("aspect"):
         kw["aspect"] = o.real("aspect", lo=0, lo_open=True)
@@ -177,7 +189,7 @@ def _object(o: Table, unit=None):
         size=o.positive("size"),
         rotation=o.reals("rotation", length=3, default=None),
     )
-    return obj, eps_max
+    return [(obj, eps_max)]
 
 
 def _inside(t: Table, key: str, lo, hi, region, dx: float) -> None:
@@ -212,7 +224,7 @@ def _box(t: Table, region, dx: float, *, plane: bool = False):
     return center, size
 
 
-def build_physical(cfg: dict):
+def build_physical(cfg: dict, base_dir=None):
     """(Simulation, steps, until, chunk, checkpoint) from a parsed ``[simulation]`` config.
 
     Every key is checked (type, range, required; unknown keys refused, naming the allowed
@@ -278,8 +290,8 @@ def build_physical(cfg: dict):
     )
 
     objects, eps_max = [], background
-    for o in top.tables("objects", OBJECT_KEYS):
-        obj, e = _object(o, unit)
+    tables = top.tables("objects", OBJECT_KEYS)
+    for o, (obj, e) in ((t, pair) for t in tables for pair in _object(t, unit, base_dir)):
         lo, hi = obj.bounds()
         for ax in range(3):
             if hi[ax] <= region[0][ax] or lo[ax] >= region[1][ax]:

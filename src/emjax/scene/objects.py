@@ -79,21 +79,29 @@ class Object:
     in degrees, or a 3x3 matrix) and centred at ``center``; ``material`` (one per domain for
     multi-domain shapes such as CoatedSphere: a tuple, domain 0 first). ``size``, ``center``,
     ``rotation``, a numeric material and a Polygon's ``vertices`` may be JAX tracers:
-    :attr:`traced` names them."""
+    :attr:`traced` names them. Left out, ``center`` and ``size`` are the shape's own
+    placement where it has one (a :class:`emjax.geometry.Mesh` or a polygon of
+    :func:`emjax.geometry.from_gds`: where the file puts it), else the origin and 1."""
 
     shape: Shape
     material: object
-    center: tuple = (0.0, 0.0, 0.0)
-    size: float = 1.0
+    center: tuple = None
+    size: float = None
     rotation: object = None
 
     def __post_init__(self):
         if not isinstance(self.shape, Shape):
             raise ConfigError(f"Object.shape must be an emjax.geometry shape, got {self.shape!r}")
+        own = getattr(self.shape, "placement", None) or ((0.0, 0.0, 0.0), 1.0)
+        if self.center is None:
+            object.__setattr__(self, "center", own[0])
+        if self.size is None:
+            object.__setattr__(self, "size", own[1])
         for name, value in vars(self.shape).items():
-            if name == "_traced":  # a Polygon's differentiable outline (geometry.Polygon)
+            if name.startswith("_"):  # a Polygon's traced outline, a file shape's placement, caches
                 continue
-            if has_tracer(value) or (np.ndim(value) and any(is_traced(v) for v in np.ravel(value))):
+            numeric = isinstance(value, np.ndarray) and value.dtype != object  # no tracer inside
+            if has_tracer(value) or (not numeric and np.ndim(value) and any(map(is_traced, np.ravel(value)))):
                 raise ConfigError(
                     f"{type(self.shape).__name__}.{name} is a JAX tracer: a shape's proportions "
                     "cannot be traced; trace the Object's size, center or rotation (a box of "
@@ -223,8 +231,8 @@ class Object:
 
     def signed_distance(self, p: np.ndarray):
         """Signed distance to the surface at lab points ``p`` (..., 3), negative inside, for the
-        shapes where it is analytic near the surface (Sphere, Box, Cylinder: exact; Ellipsoid:
-        to first order in the distance), else None (the raster then samples :meth:`domain`)."""
+        shapes where it is analytic near the surface (Sphere, Box, Cylinder, Mesh: exact;
+        Ellipsoid: to first order in the distance), else None (the raster then samples :meth:`domain`)."""
         from ..geometry import Box, Cylinder, Disk, Ellipsoid, Rectangle, Sphere
 
         if self.traced:
@@ -257,7 +265,8 @@ class Object:
             phi = np.sum(u * u, axis=-1) - 1.0
             grad = np.linalg.norm(2 * u / a, axis=-1)
             return phi / np.maximum(grad, 1e-300)  # phi / |grad phi|: the distance to first order
-        return None
+        own = getattr(self.shape, "signed_distance", None)  # a Mesh: to its nearest face
+        return None if own is None else self.size * own(q / self.size)
 
 
 def _voxel_domain(shape: Voxels, q: np.ndarray) -> np.ndarray:
