@@ -39,6 +39,11 @@ _EXPORTS = {
     "FluxPlane": ".physical",
     "FieldPlane": ".physical",
     "CrossSections": ".physical",
+    "ModeSource": ".mode_source",
+    "ModeMonitor": ".mode_monitor",
+    "CurrentSheet": ".sheets",
+    "Port": ".ports",
+    "s_matrix": ".ports",
     "GridSimulation": ".spec",
     "SubpixelBox": ".subpixel",
     "TFSF": ".tfsf",
@@ -58,7 +63,11 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
         PlaneWaveSource,
         Simulation,
     )
+    from .mode_monitor import ModeMonitor
+    from .mode_source import ModeSource
+    from .ports import Port, s_matrix
     from .results import FDTDResult
+    from .sheets import CurrentSheet
     from .simulation import run
     from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
     from .spec import GridSimulation, Probe
