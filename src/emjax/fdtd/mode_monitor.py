@@ -43,7 +43,9 @@ class ModeMonitor(FluxPlane):
         try:
             m = tuple(int(x) for x in self.modes)
         except (TypeError, ValueError):
-            raise ConfigError(f"ModeMonitor.modes must be mode indices (ints >= 0), got {self.modes!r}") from None
+            raise ConfigError(
+                f"ModeMonitor.modes must be mode indices (ints >= 0), got {self.modes!r}"
+            ) from None
         if not m or min(m) < 0 or any(int(x) != x for x in self.modes):
             raise ConfigError(f"ModeMonitor.modes must be mode indices (ints >= 0), got {self.modes!r}")
         object.__setattr__(self, "modes", m)

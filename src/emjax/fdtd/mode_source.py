@@ -68,7 +68,9 @@ class ModeSource:
         require_int("ModeSource.mode", self.mode, 0, 99)
         require_finite("ModeSource.amplitude", self.amplitude)
         if not callable(self.waveform) or not hasattr(self.waveform, "frequency"):
-            raise ConfigError("ModeSource.waveform must be a GaussianPulse (or another waveform with a frequency)")
+            raise ConfigError(
+                "ModeSource.waveform must be a GaussianPulse (or another waveform with a frequency)"
+            )
 
     @property
     def axis(self) -> int:

@@ -45,7 +45,9 @@ class Port:
         object.__setattr__(self, "center", _vec3(f"Port {self.name!r} center", self.center))
         size = _vec3(f"Port {self.name!r} size", self.size, positive=True, allow_zero=True)
         if sum(s == 0 for s in size) != 1:
-            raise ConfigError(f"Port {self.name!r} size must be 0 along exactly one axis (the normal), got {size}")
+            raise ConfigError(
+                f"Port {self.name!r} size must be 0 along exactly one axis (the normal), got {size}"
+            )
         object.__setattr__(self, "size", size)
         if self.direction not in DIRECTIONS:
             raise ConfigError(f"Port {self.name!r} direction must be '+' or '-', got {self.direction!r}")
@@ -54,7 +56,9 @@ class Port:
         except (TypeError, ValueError):
             modes = ()
         if not modes or min(modes) < 0 or len(set(modes)) != len(modes):
-            raise ConfigError(f"Port {self.name!r} modes must be distinct mode indices >= 0, got {self.modes!r}")
+            raise ConfigError(
+                f"Port {self.name!r} modes must be distinct mode indices >= 0, got {self.modes!r}"
+            )
         object.__setattr__(self, "modes", modes)
 
     @property
