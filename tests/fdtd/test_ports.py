@@ -1,11 +1,11 @@
 """Mode sources, mode monitors and S-parameters of the physical-unit FDTD (2-D strip guide)."""
 
 import json
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 from emjax import fdtd, geometry, scene
 from emjax.errors import ConfigError
@@ -145,3 +145,21 @@ def test_cli_writes_netcdf_and_touchstone(tmp_path, capsys):
     f_hz, s_file = read_touchstone(out / "s_parameters.s2p")
     np.testing.assert_allclose(s_file, s.conj(), atol=1e-9)
     assert np.all(np.abs(s[:, 1, 0]) >= 0.99) and np.all(np.abs(s[:, 0, 0]) <= 1e-2)
+
+
+@pytest.mark.slow
+def test_s_matrix_of_a_silicon_wire_in_3d():
+    # 0.52 x 0.22 um Si in SiO2 at 20 cells per um (staircase: the guide runs into the CPML)
+    wire = scene.Object(geometry.Box(y_over_x=0.52 / 20, z_over_x=0.22 / 20), 3.476**2, size=20.0)
+    sc = scene.Scene([wire], background=1.444**2)
+    sim = fdtd.Simulation(
+        size=(2.0, 1.6, 1.4), resolution=20, scene=sc, boundary=fdtd.CPML(10), averaging="staircase"
+    )
+    ports = [
+        fdtd.Port("in", (-0.7, 0, 0), (0, 1.4, 1.2), "+"),
+        fdtd.Port("out", (0.7, 0, 0), (0, 1.4, 1.2), "-"),
+    ]
+    S = fdtd.s_matrix(sim, ports, FREQS, until=50.0)
+    assert np.all(np.abs(S["out", "in"]) >= 0.99) and np.all(np.abs(S["in", "in"]) <= 1e-2)
+    np.testing.assert_allclose(S["out", "in"], S["in", "out"], atol=1e-3)
+    np.testing.assert_allclose(np.sum(np.abs(S.s) ** 2, axis=1), 1.0, atol=0.01)

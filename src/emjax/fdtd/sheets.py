@@ -59,7 +59,14 @@ class CurrentSheet:
             raise ConfigError(f"CurrentSheet.field must be 'E' or 'H', got {self.field!r}")
         if not callable(self.waveform):
             raise ConfigError("CurrentSheet.waveform must be a function of time")
-        v = np.asarray(self.values, dtype=float)
+        for name in ("lo", "hi"):
+            v = getattr(self, name)
+            if not (isinstance(v, tuple) and len(v) == 3 and all(isinstance(x, int) for x in v)):
+                raise ConfigError(f"CurrentSheet.{name} must be three node indices, got {v!r}")
+        try:
+            v = np.asarray(self.values, dtype=float)
+        except (TypeError, ValueError):
+            raise ConfigError("CurrentSheet.values must be an array of real numbers") from None
         shape = tuple(1 if ax == self.axis else self.hi[ax] - self.lo[ax] for ax in range(3))
         if v.shape != shape or not np.all(np.isfinite(v)):
             raise ConfigError(f"CurrentSheet.values must be finite with shape {shape}, got {v.shape}")
