@@ -163,3 +163,19 @@ def test_s_matrix_of_a_silicon_wire_in_3d():
     assert np.all(np.abs(S["out", "in"]) >= 0.99) and np.all(np.abs(S["in", "in"]) <= 1e-2)
     np.testing.assert_allclose(S["out", "in"], S["in", "out"], atol=1e-3)
     np.testing.assert_allclose(np.sum(np.abs(S.s) ** 2, axis=1), 1.0, atol=0.01)
+
+
+@pytest.mark.slow
+def test_two_modes_per_port():
+    # the strip's two best-guided modes (the two polarizations): each passes on in its own
+    # mode, nothing converts
+    ports = [
+        fdtd.Port("in", (-0.8, 0, 0), (0, 1.6, DX), "+", modes=(0, 1)),
+        fdtd.Port("out", (0.8, 0, 0), (0, 1.6, DX), "-", modes=(0, 1)),
+    ]
+    S = fdtd.s_matrix(_sim(), ports, FREQS, until=45.0, excite=["in"])
+    assert S.labels == ("in:0", "in:1", "out:0", "out:1")
+    p = np.abs(S.s[:, :, :2]) ** 2
+    np.testing.assert_allclose(p[:, 2, 0], 1.0, atol=0.01)
+    np.testing.assert_allclose(p[:, 3, 1], 1.0, atol=0.01)
+    assert np.all(p[:, [0, 1, 3], 0] < 1e-4) and np.all(p[:, [0, 1, 2], 1] < 1e-4)
