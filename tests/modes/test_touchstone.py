@@ -38,3 +38,12 @@ def test_touchstone_refuses_bad_input(tmp_path):
         write_touchstone(tmp_path / "x.s1p", [1.0], np.ones((1, 1, 1)), unit="parsec")
     with pytest.raises(ConfigError, match="n_freq"):
         write_touchstone(tmp_path / "x.s2p", [1.0, 2.0], np.ones((1, 2, 2)))
+
+
+def test_scikit_rf_reads_it(tmp_path):
+    skrf = pytest.importorskip("skrf")  # not a dependency: run where scikit-rf is installed
+    s = _random_s(5, nf=4, seed=1)
+    f = np.linspace(0.6, 0.7, 4)
+    net = skrf.Network(str(write_touchstone(tmp_path / "r.s5p", f, s)))
+    np.testing.assert_allclose(net.s, s.conj(), atol=1e-11)
+    np.testing.assert_allclose(net.f, f * C0 / 1e-6, rtol=1e-11)
