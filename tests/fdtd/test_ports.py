@@ -74,6 +74,7 @@ def test_s_matrix_column_of_a_straight_guide():
     power = np.sum(np.abs(S.s[:, :, 0]) ** 2, axis=1)
     np.testing.assert_allclose(power, 1.0, atol=0.01)  # lossless
     assert np.all(np.isnan(S.s[:, :, 1]))  # the column not excited
+    assert S.residual[0] < 1e-3 and np.isnan(S.residual[1])  # the fields had decayed
     ds = S.to_xarray()
     assert ds["s_real"].dims == ("frequency", "out_port", "in_port")
 
@@ -179,3 +180,20 @@ def test_two_modes_per_port():
     np.testing.assert_allclose(p[:, 2, 0], 1.0, atol=0.01)
     np.testing.assert_allclose(p[:, 3, 1], 1.0, atol=0.01)
     assert np.all(p[:, [0, 1, 3], 0] < 1e-4) and np.all(p[:, [0, 1, 2], 1] < 1e-4)
+
+
+def test_residual_measures_what_is_left_at_the_end():
+    from emjax.fdtd.ports import _residual
+
+    t = np.arange(1000.0)
+    decayed = np.exp(-(((t - 200) / 40) ** 2))[:, None] * np.ones((1, 2))
+    assert _residual(decayed) < 1e-12
+    ringing = decayed + 0.01 * np.sin(t)[:, None]
+    assert 0.005 < _residual(ringing) < 0.02
+
+
+@pytest.mark.slow
+def test_a_run_too_short_is_warned_about():
+    with pytest.warns(RuntimeWarning, match="had not decayed.*raise until"):
+        S = fdtd.s_matrix(_sim(), PORTS, FREQS, until=12.0, excite=["in"])
+    assert S.residual[0] > 1e-3

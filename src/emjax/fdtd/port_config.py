@@ -87,9 +87,7 @@ def build_ports(cfg: dict):
         excite = sp.get("excite")
         names = [p.name for p in ports]
         if not isinstance(excite, list) or not all(e in names for e in excite):
-            raise ConfigError(
-                f"[s_parameters].excite must be a list of port names {names}, got {excite!r}"
-            )
+            raise ConfigError(f"[s_parameters].excite must be a list of port names {names}, got {excite!r}")
         options["excite"] = excite
     return sim, ports, freqs, options, unit
 
@@ -99,7 +97,7 @@ def run_ports(args, argv, cfg) -> int:
     NetCDF and Touchstone under ``--out``; a summary of ``|S|^2`` on stdout."""
     from ..outdir import OutputFolder, config_description
     from .cli import COMMAND, _command
-    from .ports import s_matrix
+    from .ports import DECAYED, s_matrix
     from .scene_raster import check_memory
 
     sim, ports, freqs, options, unit = build_ports(cfg)
@@ -118,6 +116,8 @@ def run_ports(args, argv, cfg) -> int:
             for a, o in enumerate(S.labels)
             for b, i in enumerate(S.labels)
         },
+        "residual": [None if np.isnan(r) else float(r) for r in S.residual],
+        "decayed": bool(np.nanmax(S.residual) <= DECAYED),
         "seconds": time.perf_counter() - t0,
     }
     with folder.writing(config_description(args.config, COMMAND), _command(argv)) as stage:

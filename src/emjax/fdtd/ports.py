@@ -9,12 +9,16 @@ every port's plane measures the modes' amplitudes. With ``a_in`` the excited mod
 amplitude entering the device at its own port's plane and ``b_i`` the amplitude of
 port-mode i leaving the device (towards the port's outside) at port i's plane,
 ``S[:, i, j] = b_i / a_in``: power-normalized (``|S_ij|^2`` is the share of the power),
-phases referred to the ports' planes.
+phases referred to the ports' planes. Each run records E at the ports' centres; if the
+field there, over the run's last 5% of steps, stays above :data:`DECAYED` of its peak, the
+spectra are truncated and :func:`s_matrix` warns (``SMatrix.residual`` holds the ratio per
+excited column).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -133,8 +137,10 @@ def s_matrix(
     wf = GaussianPulse(fc, bw)
     until = default_until(sim, ports, wf) if until is None else require_positive("until", until)
     monitors = [ModeMonitor(p.center, p.size, freqs, name=p.name, modes=p.modes) for p in ports]
+    probes = tuple((p.center, "xyz"[c], "E") for p in ports for c in range(3) if c != p.axis)
     labels = _labels(ports)
     s = np.full((len(freqs), len(labels), len(labels)), np.nan, complex)
+    residual = np.full(len(labels), np.nan)
     cache: dict = {}
     for j, (port, mode, _) in enumerate(labels):
         if port.name not in excite:
@@ -143,10 +149,11 @@ def s_matrix(
         center[port.axis] -= port.sign * source_offset * sim.dx
         src = ModeSource(tuple(center), port.size, port.direction, mode, wf)
         try:
-            run_sim = replace(sim, sources=(src,), monitors=tuple(monitors))
+            run_sim = replace(sim, sources=(src,), monitors=tuple(monitors), probes=probes)
         except ConfigError as exc:
             raise ConfigError(f"port {port.name!r}: {exc}") from None
         result = run(run_sim, until=until, progress=progress, **run_kw)
+        residual[j] = _residual(result.raw.probes)
         amps = {p.name: amplitudes(result, p.name, cache) for p in ports}
         a_in = amps[port.name][:, port.modes.index(mode), 0 if port.sign > 0 else 1]
         if np.any(np.abs(a_in) == 0):
@@ -154,4 +161,27 @@ def s_matrix(
         for i, (p_out, m_out, _) in enumerate(labels):
             b = amps[p_out.name][:, p_out.modes.index(m_out), 1 if p_out.sign > 0 else 0]
             s[:, i, j] = b / a_in
-    return SMatrix(np.asarray(freqs), tuple(lab for _, _, lab in labels), s)
+    bad = [lab for (_, _, lab), r in zip(labels, residual) if r > DECAYED]
+    if bad:
+        warnings.warn(
+            f"s_matrix: the fields at the ports had not decayed by the end of the run exciting "
+            f"{', '.join(bad)} (residual {np.nanmax(residual):.2g} of the peak, > {DECAYED:g}): the "
+            f"spectra are truncated; raise until (was {until:.6g})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return SMatrix(np.asarray(freqs), tuple(lab for _, _, lab in labels), s, residual)
+
+
+#: a run whose fields at the ports, over its last 5% of steps, stay above this share of
+#: their peak is warned about (its DFTs are truncated)
+DECAYED = 1e-3
+
+
+def _residual(series) -> float:
+    """The largest ``|E|`` sample of the last 5% of the steps over the largest of all."""
+    a = np.abs(np.asarray(series))
+    if a.size == 0 or not np.any(a):
+        return float("nan")
+    tail = a[-max(1, len(a) // 20) :]
+    return float(tail.max() / a.max())

@@ -28,11 +28,14 @@ UNITS = {"m": 1.0, "mm": 1e-3, "um": 1e-6, "nm": 1e-9}
 class SMatrix:
     """S-parameters ``s`` (n_freq, N, N) complex between the N port-modes ``labels``
     (``"port"`` or ``"port:mode"``), at ``frequencies`` (``1 / wavelength`` in the length
-    unit); ``s[:, i, j]``: out of ``labels[i]`` per unit amplitude into ``labels[j]``."""
+    unit); ``s[:, i, j]``: out of ``labels[i]`` per unit amplitude into ``labels[j]``.
+    ``residual`` (N,), from a time-domain solver: per excited column, the field left at the
+    end of its run over its peak (NaN: not excited)."""
 
     frequencies: np.ndarray
     labels: tuple
     s: np.ndarray
+    residual: np.ndarray | None = None
 
     __repr__ = concise_repr
 
@@ -58,6 +61,8 @@ class SMatrix:
             "s_real": (dims, self.s.real, {"units": "1", "long_name": "Re S (power-normalized)"}),
             "s_imag": (dims, self.s.imag, {"units": "1", "long_name": "Im S (power-normalized)"}),
         }
+        if self.residual is not None:
+            data["residual"] = ("in_port", np.asarray(self.residual, float), {"units": "1"})
         return xr.Dataset(data, coords=coords, attrs={"convention": "exp(-i omega t)"})
 
     def save(self, path) -> None:
