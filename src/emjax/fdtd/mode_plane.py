@@ -15,9 +15,10 @@ flux monitors measure it (H averaged over the two H planes around the E plane, w
 multiplies a mode's H by ``cos(beta_d dx / 2)``) is 1: ``cos(beta_d dx / 2) (1/2) Re sum w
 (e_t1 h_t2* - e_t2 h_t1*) dA = 1`` (weights :func:`emjax.fdtd.monitors.weights`).
 
-On a 2-D grid (a one-cell periodic axis) the section is three cells thick along that axis
-with PMC walls there (which keep the fields uniform along it); the FDTD plane's two samples
-along it are the same value.
+On a 2-D grid (a one-cell periodic axis) the section is three cells thick along that axis,
+solved twice: with PMC walls there (the modes with E across that axis, uniform along it)
+and with PEC walls (E along it); the modes uniform along the axis from both, by decreasing
+``Re n_eff``. The FDTD plane's two samples along the axis are the same value.
 """
 
 from __future__ import annotations
@@ -65,6 +66,15 @@ def _trivial(sim, ax: int) -> bool:
     return sim.grid.shape[ax] == 1 and (isinstance(b, Periodic) or (isinstance(b, Bloch) and b.k == 0))
 
 
+def _uniform(a, pos: int, scale: float) -> bool:
+    """Whether the Yee array ``a`` (nu or nu + 1, nv or nv + 1) is constant along axis
+    ``pos`` to ``1e-6 scale`` (3 cells: its interior samples; the wall samples of a node
+    axis left out)."""
+    a = np.moveaxis(a, pos, 0)
+    inner = a[1:-1] if a.shape[0] == 4 else a
+    return float(np.abs(inner - inner[:1]).max()) <= 1e-6 * scale
+
+
 def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, num_modes: int) -> PlaneModes:
     """The ``num_modes`` best-guided modes (largest ``Re n_eff``) of the plane at
     ``frequency`` (the FDTD's frequency; solved at ``f~``)."""
@@ -75,50 +85,71 @@ def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, nu
     dx, dt = sim.dx, sim.grid.dt
     f_tilde = math.sin(math.pi * frequency * dt) / (math.pi * dt)
     u, v = TANGENTIAL[axis]
-    center, size, walls = [0.0] * 3, [0.0] * 3, []
+    center, size, flat = [0.0] * 3, [0.0] * 3, []
     o = sim.origin
-    for t in (u, v):
+    for pos, t in enumerate((u, v)):
         if _trivial(sim, t):
             center[t], size[t] = o[t] + 1.5 * dx, 3 * dx
-            walls += ["pmc", "pmc"]
+            flat.append(pos)
         else:
             center[t] = o[t] + 0.5 * (lo[t] + hi[t]) * dx
             size[t] = (hi[t] - lo[t]) * dx
-            walls += ["pec", "pec"]
     center[axis] = o[axis] + index * dx
-    try:
-        r = solve_scene(
-            sim.scene,
-            Plane(tuple(center), tuple(size)),
-            sim.resolution,
-            f_tilde,
-            num_modes,
-            boundary=tuple(walls),
-            group_index=False,
-            averaging=sim.averaging,
+    # a 2-D grid's invariant axis: PMC walls there keep the modes with E across it uniform,
+    # PEC walls those with E along it; both families, the uniform modes only
+    families = [("pec",)] if not flat else [("pmc",), ("pec",)]
+    n_eff, fields = [], []
+    for (wall,) in families:
+        walls = []
+        for pos in range(2):
+            walls += [wall, wall] if pos in flat else ["pec", "pec"]
+        try:
+            r = solve_scene(
+                sim.scene,
+                Plane(tuple(center), tuple(size)),
+                sim.resolution,
+                f_tilde,
+                num_modes,
+                boundary=tuple(walls),
+                group_index=False,
+                averaging=sim.averaging,
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"the mode plane at {'xyz'[axis]} = {center[axis]:.6g}: {exc}") from None
+        for m in range(len(r.n_eff)):
+            f = [r.E_yee[0][m], r.E_yee[1][m], r.H_yee[0][m], r.H_yee[1][m]]
+            scale = max(float(np.abs(a).max()) for a in f)
+            if all(_uniform(a, pos, scale) for a in f for pos in flat):
+                n_eff.append(r.n_eff[m])
+                fields.append(f)
+    order = np.argsort(-np.real(n_eff), kind="stable")[:num_modes]
+    if len(order) < num_modes:
+        raise ConfigError(
+            f"the mode plane at {'xyz'[axis]} = {center[axis]:.6g}: fewer than {num_modes} modes "
+            "uniform along the 2-D grid's invariant axis"
         )
-    except ConfigError as exc:
-        raise ConfigError(f"the mode plane at {'xyz'[axis]} = {center[axis]:.6g}: {exc}") from None
-    nu, nv = len(r.x), len(r.y)
+    n_eff = np.array(n_eff)[order]
+    nu, nv = int(round(size[u] / dx)), int(round(size[v] / dx))
     # (u, v) samples lo .. hi inclusive; the Yee arrays' nodes start at lo
     shapes = (nu + 1, nv + 1)
 
-    def place(a):  # (M, p, q) -> (M, nu + 1, nv + 1), zero beyond
-        out = np.zeros((a.shape[0], *shapes), complex)
-        out[:, : a.shape[1], : a.shape[2]] = a
+    def place(k):  # component k of the kept modes -> (M, nu + 1, nv + 1), zero beyond
+        out = np.zeros((len(order), *shapes), complex)
+        for row, m in enumerate(order):
+            a = fields[m][k]
+            out[row, : a.shape[0], : a.shape[1]] = a
         return out
 
-    e = np.stack([place(r.E_yee[0]), place(r.E_yee[1])], 1)  # (M, 2, nu + 1, nv + 1)
-    h = np.stack([place(r.H_yee[0]), place(r.H_yee[1])], 1)
-    for pos, t in enumerate((u, v)):  # a 2-D grid's invariant axis: two equal samples
-        if _trivial(sim, t):
-            sl = [slice(None)] * 4
-            sl[2 + pos] = slice(0, 1)
-            e = np.repeat(e[tuple(sl)], 2, axis=2 + pos)
-            h = np.repeat(h[tuple(sl)], 2, axis=2 + pos)
+    e = np.stack([place(0), place(1)], 1)  # (M, 2, nu + 1, nv + 1)
+    h = np.stack([place(2), place(3)], 1)
+    for pos in flat:  # a 2-D grid's invariant axis: two equal samples
+        sl = [slice(None)] * 4
+        sl[2 + pos] = slice(1, 2)  # an interior sample
+        e = np.repeat(e[tuple(sl)], 2, axis=2 + pos)
+        h = np.repeat(h[tuple(sl)], 2, axis=2 + pos)
     if u > v:  # the plane's arrays are in increasing axis order
         e, h = np.swapaxes(e, 2, 3), np.swapaxes(h, 2, 3)
-    beta = 2 * math.pi * f_tilde * r.n_eff
+    beta = 2 * math.pi * f_tilde * n_eff
     arg = np.clip(beta.real * dx / 2, -1.0, 1.0)
     beta_d = 2 / dx * np.arcsin(arg)
     cos_half = np.cos(beta_d * dx / 2)
@@ -132,4 +163,4 @@ def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, nu
         )
     e = e / norm[:, None, None, None]
     h = h / norm[:, None, None, None]
-    return PlaneModes(e, h, np.asarray(r.n_eff), beta_d, cos_half, float(frequency))
+    return PlaneModes(e, h, n_eff, beta_d, cos_half, float(frequency))
