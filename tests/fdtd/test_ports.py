@@ -49,9 +49,11 @@ def test_mode_source_launches_one_way_with_its_normalization():
     W2 = np.abs(source_spectrum(wf, sim.grid.dt, int(np.ceil(until / sim.grid.dt)), FREQS)) ** 2
     near, far, behind = (r.mode_amplitudes(n)[:, 0] for n in ("near", "far", "behind"))
     assert near.shape == (3, 2)
-    # the launched mode carries |W(f)|^2: exactly at the centre, within 2% over the band
-    assert abs(abs(near[1, 0]) ** 2 / W2[1] - 1) < 1e-3
-    assert np.all(abs(np.abs(near[:, 0]) ** 2 / W2 - 1) < 0.02)
+    # the launched mode carries |W(f)|^2 at the centre frequency (measured 7e-7); at +-10%
+    # the centre's profile and J/M balance launch +1.8% / -2.1% (measured): the S-matrix
+    # divides by the measured incident amplitude, not by |W|
+    assert abs(abs(near[1, 0]) ** 2 / W2[1] - 1) < 1e-5
+    assert np.all(abs(np.abs(near[:, 0]) ** 2 / W2 - 1) < 0.025)
     # one way: behind the source and backward at the monitors, < 1e-2 of the forward power
     assert np.all(np.abs(behind) ** 2 / W2[:, None] < 1e-2)
     assert np.all(np.abs(near[:, 1]) ** 2 / W2 < 1e-4)
