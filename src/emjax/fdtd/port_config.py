@@ -61,7 +61,7 @@ def build_ports(cfg: dict):
     if not tables:
         raise ConfigError("[[ports]] must be a list of tables (write [[ports]], one per port)")
     for i, raw in enumerate(tables):
-        t = Table(raw, f"[[ports]][{i}]", PORT_KEYS)
+        t = Table(raw, f"ports[{i}]", PORT_KEYS)
         name = t.string("name", what="a port name (a string)")
         center = t.reals("center", length=3)
         size = t.reals("size", length=3, lo=0)
@@ -70,7 +70,7 @@ def build_ports(cfg: dict):
         try:
             ports.append(Port(name, center, size, direction, tuple(modes)))
         except ConfigError as exc:
-            raise ConfigError(f"[[ports]][{i}]: {exc}") from None
+            raise ConfigError(f"ports[{i}]: {exc}") from None
     sp = Table(cfg["s_parameters"], "[s_parameters]", SPAR_KEYS)
     freqs = sp.reals("frequencies", lo=0, lo_open=True)
     n_max = 1.0  # the densest constant medium's index, for the resolution check
