@@ -143,6 +143,9 @@ def test_cli_writes_netcdf_and_touchstone(tmp_path, capsys):
     assert main(["fdtd", str(EXAMPLE), "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert min(summary["abs_s_squared"]["S[out,in]"]) >= 0.99
+    from tests.netcdf_units import assert_units
+
+    assert assert_units(out) == ["s_parameters.nc"]
     ds = xr.open_dataset(out / "s_parameters.nc")
     s = ds["s_real"].values + 1j * ds["s_imag"].values
     f_hz, s_file = read_touchstone(out / "s_parameters.s2p")

@@ -54,8 +54,8 @@ class SMatrix:
         dims = ("frequency", "out_port", "in_port")
         coords = {
             "frequency": ("frequency", np.asarray(self.frequencies), {"units": "1 / length"}),
-            "out_port": ("out_port", list(self.labels)),
-            "in_port": ("in_port", list(self.labels)),
+            "out_port": ("out_port", list(self.labels), {"units": "1", "long_name": "port:mode out"}),
+            "in_port": ("in_port", list(self.labels), {"units": "1", "long_name": "port:mode in"}),
         }
         data = {
             "s_real": (dims, self.s.real, {"units": "1", "long_name": "Re S (power-normalized)"}),
