@@ -158,12 +158,14 @@ def _dda_configs():
 def test_every_accepted_key_is_documented_and_every_documented_key_accepted(monkeypatch):
     from emjax.fdfd.config import build_fdfd
     from emjax.fdtd.config import build_fdtd
+    from emjax.fdtd.port_config import build_ports
     from emjax.fdtd.scene_config import build_physical
     from emjax.layered.config import build_layered
     from tests.dda.test_dda_bad_config import build as dda_build
     from tests.layered.test_layered_bad_config import BASE as LAYERED
 
     builds = [("fdtd", build_physical, c) for c in _scene_configs()]
+    builds += [("fdtd", build_ports, load_toml(EXAMPLES / "waveguide_straight.toml"))]
     builds += [("fdtd-cells", build_fdtd, c) for c in _cell_configs()]
     builds += [("fdfd", build_fdfd, c) for c in _fdfd_configs()]
     builds += [("fdfd", _until_the_file(build_fdfd), c) for c in _file_shape_configs()]

@@ -45,6 +45,8 @@ _EXPORTS = {
     "disk_permittivity": ".adjoint",
     "te_field": ".adjoint_te",
     "field_3d": ".adjoint3d",
+    "ModeSource2D": ".modes2d",
+    "mode_amplitudes": ".modes2d",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
@@ -56,6 +58,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from .farfield import scattering_width
     from .farfield3d import cross_sections_3d, far_field_3d, rcs_3d
     from .maxwell3d import PlaneWave3D, PointDipole3D, Result3D, field_at, solve_3d
+    from .modes2d import ModeSource2D, mode_amplitudes
     from .operators import SCPML, UPML, derivatives
     from .rcs import solve_rcs
     from .results import RCSResult

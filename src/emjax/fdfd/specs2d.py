@@ -71,6 +71,7 @@ class TMResult:
     eps: np.ndarray
     stats: dict = field(default_factory=dict)
     pml_cells: int | None = None
+    stencil: np.ndarray | None = None  # the operator's (nx, ny, 3, 3) rows: mode sources only
 
     def interior(self, pml: int | None = None) -> tuple:
         """Slices of the nodes outside a PML of ``pml`` cells (default: the result's own)."""

@@ -43,6 +43,7 @@ edges'). With the diagonal only, TE stalls at first order on curved interfaces.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -50,6 +51,7 @@ import scipy.sparse as sp
 
 from ..errors import ConfigError
 from .grid2d import _bad_source, _grid, _incident, _incident_waves, _inner, _plane_waves, _source_node
+from .modes2d import ModeSource2D, mode_rhs
 from .operators import SCPML, derivatives
 from .pec2d import pec_index, te_open_fractions, tm_rows
 from .permittivity2d import _inplane_inverse, node_permittivity, traced_scene
@@ -126,6 +128,8 @@ def solve_tm(
             b = _spread_point(b, i, j)
         b = b.reshape(-1, 1)
         at = (float(g.x[i]), float(g.y[j]))
+    elif isinstance(source, ModeSource2D):  # a waveguide mode, one way (modes2d.py)
+        b = mode_rhs(C, g, source).reshape(-1, 1)
     elif _plane_waves(source):
         Einc = _incident_waves(source, g)
         if np.any(eps[~_inner(shape, g.pml.thickness)] != 1):
@@ -152,7 +156,10 @@ def solve_tm(
         C[:, :, 1, 1] += omega**2 * (eps_rows * near)
         b = np.where(inside.reshape(-1, 1), rhs, b + rhs)
     A = stencil_csc(C) if _host_format(solver) == "csc" else stencil_csr(C)
-    return _solve(A, b, g, t0, at, source, Einc, eps, solver, stencil=C, progress=progress)
+    result = _solve(A, b, g, t0, at, source, Einc, eps, solver, stencil=C, progress=progress)
+    if isinstance(source, ModeSource2D):  # kept for modes2d.mode_amplitudes
+        result = dataclasses.replace(result, stencil=C)
+    return result
 
 
 def solve_te(

@@ -39,6 +39,11 @@ _EXPORTS = {
     "FluxPlane": ".physical",
     "FieldPlane": ".physical",
     "CrossSections": ".physical",
+    "ModeSource": ".mode_source",
+    "ModeMonitor": ".mode_monitor",
+    "CurrentSheet": ".sheets",
+    "Port": ".ports",
+    "s_matrix": ".ports",
     "GridSimulation": ".spec",
     "SubpixelBox": ".subpixel",
     "TFSF": ".tfsf",
@@ -47,6 +52,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
     from .grid import CPML, PEC, Bloch, Grid, Periodic
+    from .mode_monitor import ModeMonitor
+    from .mode_source import ModeSource
     from .monitors import DFTField, DFTPlane, box_flux, far_field, field_on_nodes, flux_box
     from .physical import (
         CrossSections,
@@ -58,7 +65,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
         PlaneWaveSource,
         Simulation,
     )
+    from .ports import Port, s_matrix
     from .results import FDTDResult
+    from .sheets import CurrentSheet
     from .simulation import run
     from .sources import ContinuousWave, GaussianPulse, PlaneSource, PointDipole, Ricker
     from .spec import GridSimulation, Probe

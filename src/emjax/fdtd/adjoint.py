@@ -297,6 +297,8 @@ def _sources(plan, src_cb, n, dtype, shape):
     t = (n.astype(dtype) + 0.5) * plan.dt
     out = [None, None, None]
     for s_i, src in enumerate(s for s in plan.sources if not isinstance(s, TFSF)):
+        if getattr(src, "field", "E") != "E":  # a magnetic sheet: dt M, no E increment
+            continue
         where = tuple(src.index) if isinstance(src, PointDipole) else src.slices
         value = -src_cb[s_i] * src.waveform(t).astype(dtype)
         sl, block = terms.source_term(plan, value, where, src.component, dtype)

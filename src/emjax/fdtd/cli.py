@@ -185,6 +185,10 @@ def run(args, argv) -> int:
             "[simulation] or [grid] is required: physical units (examples/fdtd_sphere.toml) or cell "
             "indices (examples/fdtd_dipole_cells.toml)"
         )
+    if "ports" in cfg:  # a device's S-matrix
+        from .port_config import run_ports
+
+        return run_ports(args, argv, cfg)
     if "simulation" in cfg:  # physical units: a scene
         return _run_physical(args, argv, cfg)
     sim, steps, chunk, checkpoint = build_fdtd(cfg)

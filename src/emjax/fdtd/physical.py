@@ -197,8 +197,10 @@ class Simulation:
     size : extent (sx, sy, sz) of the simulated region, CPML excluded (lengths in any unit).
     resolution : cells per unit length (``dx = 1 / resolution``).
     scene : :class:`emjax.scene.Scene` (objects, background); None: vacuum.
-    sources : :class:`PlaneWaveSource`, :class:`Dipole`.
-    monitors : :class:`FluxBox`, :class:`FluxPlane`, :class:`CrossSections`.
+    sources : :class:`PlaneWaveSource`, :class:`Dipole`, :class:`PlaneCurrent`,
+        :class:`~emjax.fdtd.ModeSource`.
+    monitors : :class:`FluxBox`, :class:`FluxPlane` (and :class:`FieldPlane`,
+        :class:`~emjax.fdtd.ModeMonitor`), :class:`CrossSections`.
     boundary : ``CPML(thickness in cells)``, ``PEC()``, ``Periodic()``, ``Bloch(k)`` or one per
         axis; a CPML is added outside ``size``.
     center : centre of the region.
@@ -244,10 +246,12 @@ class Simulation:
             if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
                 raise ConfigError(f"{name} must be {kind} objects in a list (or tuple), got {v!r}")
             object.__setattr__(self, name, tuple(v))
+        from .mode_source import ModeSource
+
         for s in self.sources:
-            if not isinstance(s, (PlaneWaveSource, Dipole, PlaneCurrent)):
+            if not isinstance(s, (PlaneWaveSource, Dipole, PlaneCurrent, ModeSource)):
                 raise ConfigError(
-                    f"sources must be PlaneWaveSource, PlaneCurrent or Dipole objects, got {s!r}"
+                    f"sources must be PlaneWaveSource, PlaneCurrent, ModeSource or Dipole objects, got {s!r}"
                 )
             if isinstance(s, PlaneCurrent):
                 a = AXIS[s.axis]
@@ -362,6 +366,10 @@ class Simulation:
                 for comp, amp in enumerate(s.polarization):
                     if comp != a and amp != 0:
                         sources.append(PlaneSource(a, index, comp, s.waveform, s.amplitude * amp, k=k))
+            elif type(s).__name__ == "ModeSource":
+                from .mode_source import sheets
+
+                sources.extend(sheets(self, s))
             else:
                 c = AXIS[s.component]
                 idx = tuple(self._cell(s.position[ax], ax, 0.5 if ax == c else 0.0) for ax in range(3))

@@ -70,6 +70,14 @@ class Result:
         ds.attrs["plane"] = f"{'xyz'[mon.axis]} = {sim.origin[mon.axis] + mon.index * sim.dx:.6g}"
         return label_field_plane(ds, normalize)
 
+    def mode_amplitudes(self, name: str) -> np.ndarray:
+        """A :class:`~emjax.fdtd.ModeMonitor`'s mode amplitudes, ``(n_freq, n_modes, 2)``
+        complex: ``[..., 0]`` towards +axis, ``[..., 1]`` towards -axis, ``|a|^2`` the power
+        in the mode (:mod:`emjax.fdtd.mode_monitor` for the overlap formula)."""
+        from .mode_monitor import amplitudes
+
+        return amplitudes(self, name)
+
     def to_xarray(self):
         """Cross sections, named flux spectra, probes and mid-z E (:func:`physical_to_xarray`)."""
         from .results import physical_to_xarray

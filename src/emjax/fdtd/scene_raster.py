@@ -126,13 +126,24 @@ def materials(sim, tf=None) -> dict:
         return {}
     g = sim.grid
     origin = np.asarray(sim.origin)
-    from .grid import Bloch, Periodic
+    from .grid import CPML, Bloch, Periodic
 
     lo = origin + np.array([p[0] for p in sim.pml_cells]) * g.dx
     hi = origin + np.array([n - p[1] for n, p in zip(g.shape, sim.pml_cells)]) * g.dx
     periodic = np.array([isinstance(b, (Periodic, Bloch)) for b in g.boundary])
-    lo = np.where(periodic, -np.inf, lo)  # objects may cross a periodic cell's faces
-    hi = np.where(periodic, np.inf, hi)
+    for i, o in enumerate(sim.scene.objects):  # nothing wholly outside the region
+        a, b = o.bounds()
+        if np.any((b <= lo) | (a >= hi)):
+            raise ConfigError(
+                f"Scene.objects[{i}] ({o.shape.name}, bounds {np.round(a, 6).tolist()} .. "
+                f"{np.round(b, 6).tolist()}) lies outside the simulated region "
+                f"{np.round(lo, 6).tolist()} .. {np.round(hi, 6).tolist()}: it would not be simulated"
+            )
+    # objects may cross a periodic cell's faces, and run into a CPML (a waveguide through a
+    # port: the CPML absorbs what it guides); a PEC wall's face they must not cross
+    cpml = np.array([isinstance(b, CPML) for b in g.boundary])
+    lo = np.where(periodic | cpml, -np.inf, lo)
+    hi = np.where(periodic | cpml, np.inf, hi)
     sim.scene.check_inside(lo, hi, "the simulated region (the CPML excluded)")
     if tf is not None:
         tf_lo = origin + np.asarray(tf.lo) * g.dx

@@ -217,6 +217,8 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
     if out_of_core:
         return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk)
     lay = as_layout(layout)
+    if lay is not None and any(type(s).__name__ == "CurrentSheet" for s in sim.sources):
+        raise ConfigError("mode sources (current sheets) run on one device: drop layout")
     shape_txt = "x".join(map(str, sim.grid.shape))
     if lay is None:
         check_memory(sim.memory_bytes(), f"FDTD on a {shape_txt} grid")

@@ -12,6 +12,7 @@ from ..errors import ConfigError, is_one_of, require_int, require_length
 from ..materials import Dispersive, DrudePole, LorentzPole
 from .grid import CPML, Bloch, Grid, Periodic
 from .monitors import DFTPlane
+from .sheets import CurrentSheet
 from .sources import PlaneSource, PointDipole
 from .subpixel import SubpixelBox
 from .tfsf import TFSF
@@ -125,8 +126,10 @@ class GridSimulation:
                 raise ConfigError(f"{name} must be {kind} objects in a list (or tuple), got {v!r}")
             object.__setattr__(self, name, tuple(v))
         for s in self.sources:
-            if not isinstance(s, (PointDipole, PlaneSource, TFSF)):
-                raise ConfigError(f"sources must be PointDipole, PlaneSource or TFSF objects, got {s!r}")
+            if not isinstance(s, (PointDipole, PlaneSource, TFSF, CurrentSheet)):
+                raise ConfigError(
+                    f"sources must be PointDipole, PlaneSource, CurrentSheet or TFSF objects, got {s!r}"
+                )
             s.check(self.grid.shape)
         if sum(isinstance(s, TFSF) for s in self.sources) > 1:
             raise ConfigError("at most one TFSF source per simulation")

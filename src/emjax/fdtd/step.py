@@ -26,6 +26,7 @@ from . import monitors as mon_mod
 from . import pml as pml_mod
 from . import tfsf as tfsf_mod
 from .grid import CPML, PEC
+from .sheets import CurrentSheet
 from .sources import PlaneSource, PointDipole
 from .spec import GridSimulation, is_traced, traced_inputs
 from .tfsf import TFSF
@@ -113,7 +114,11 @@ def coefficients(sim: GridSimulation, dtype):
     cb_full = xp.broadcast_to(cb, (3,) + g.shape) if np.ndim(cb) == 4 else xp.broadcast_to(cb, g.shape)
 
     def src_coefficient(s):
+        if isinstance(s, CurrentSheet) and s.field == "H":  # magnetic: H -= dt M (mu = 1)
+            return jnp.asarray(dt * s.amplitude * s.values, dtype)
         c = dispersive.component(cb_full, s.component)[s.index if isinstance(s, PointDipole) else s.slices]
+        if isinstance(s, CurrentSheet):
+            return jnp.asarray(c * s.amplitude * s.values, dtype)
         profile = s.profile(g) if isinstance(s, PlaneSource) else None
         if profile is None:
             return jnp.asarray(c * s.amplitude, dtype)
@@ -244,6 +249,7 @@ def step(plan, arrays, state, _, z=None):
     H = tuple(h - dt * c for h, c in zip(H, cE))
     if slabsH:
         H = terms.add_slabs(H, slabsH, -dt)
+    H = _add_sources(plan, arrays, H, "H", n.astype(jnp.finfo(E[0].dtype).dtype) * dt)
     cH, newE, slabsE = curl(plan, arrays, H, "E", psi)
     if tf is not None:
         t_h = (n.astype(E[0].dtype) + 0.5) * dt
@@ -309,17 +315,7 @@ def step(plan, arrays, state, _, z=None):
     t = (n.astype(dtype) + 0.5) * dt
     if tf is not None:
         aux = (tfsf_mod.aux_step_e(tf, aux[0], aux[1], courant, (n + 1).astype(dtype) * dt), aux[1])
-    E = list(E)
-    for s_i, src in enumerate(s for s in plan.sources if not isinstance(s, TFSF)):
-        where = tuple(src.index) if isinstance(src, PointDipole) else src.slices
-        c = src.component
-        value = -arrays["src_cb"][s_i] * src.waveform(t).astype(dtype)
-        sl, block = terms.source_term(plan, value, where, c, dtype)
-        if plan.pml_inplace[0]:  # the sources follow the x slabs (terms.inplace_default)
-            E[c] = E[c].at[sl].add(block)
-        else:
-            E[c] = E[c] + terms.placed(block, sl, plan.shape)
-    E = tuple(E)
+    E = _add_sources(plan, arrays, E, "E", t)
     if z is not None:
         E = tuple(e + zc for e, zc in zip(E, z))
     psi = {**psi, **newH, **newE}
@@ -329,6 +325,25 @@ def step(plan, arrays, state, _, z=None):
     block = acc if plan.subpixel_inline else state["sub_block"]
     new = {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": n + 1}
     return {**new, "sub": sub, "sub_block": block}, out
+
+
+def _add_sources(plan, arrays, F, kind: str, t):
+    """Add the current sources driving ``kind`` ("E": electric currents at ``t = (n + 1/2)
+    dt``; "H": the magnetic sheets at ``t = n dt``) to the fields ``F``."""
+    dtype = jnp.finfo(F[0].dtype).dtype
+    F = list(F)
+    for s_i, src in enumerate(s for s in plan.sources if not isinstance(s, TFSF)):
+        if (src.field if isinstance(src, CurrentSheet) else "E") != kind:
+            continue
+        where = tuple(src.index) if isinstance(src, PointDipole) else src.slices
+        c = src.component
+        value = -arrays["src_cb"][s_i] * src.waveform(t).astype(dtype)
+        sl, block = terms.source_term(plan, value, where, c, dtype)
+        if plan.pml_inplace[0]:  # the sources follow the x slabs (terms.inplace_default)
+            F[c] = F[c].at[sl].add(block)
+        else:
+            F[c] = F[c] + terms.placed(block, sl, plan.shape)
+    return tuple(F)
 
 
 @partial(jax.jit, static_argnames=("plan", "steps"), donate_argnames=("state",))

@@ -44,6 +44,8 @@ def unsupported(sim: GridSimulation) -> str | None:
     if sim.grid.bloch_phases[0] is not None:
         return "a Bloch boundary along x (the slab axis)"
     for s in sim.sources:
+        if type(s).__name__ == "CurrentSheet":
+            return "mode sources (current sheets; run on one device)"
         if isinstance(s, TFSF) and s.oblique:
             return (
                 "oblique TF/SF incidence (its incident field is evaluated at absolute positions; "
