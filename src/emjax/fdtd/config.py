@@ -243,7 +243,7 @@ def build_fdtd(cfg: dict):
             sources.append(fdtd.PlaneSource(ax, k, comp, wf, amplitude))
     probes = []
     for i, p in enumerate(_tables(cfg, "probes")):
-        t = Table(p, f"probes[{i}]", {"index", "component", "field"})
+        t = Table(p, f"probes[{i}]", {"index", "component", "field", "resonances"})
         idx = t.ints("index", 3, lo=0, hi=[n - 1 for n in shape])
         comp = _axis(t.choice("component", ("x", "y", "z", 0, 1, 2), default="z"), f"{t.where}.component")
         probes.append(fdtd.Probe(idx, comp, t.choice("field", ("E", "H"), default="E")))

@@ -1,0 +1,190 @@
+"""Resonances of FDTD probes (``Result.resonances``, ``emjax fdtd``'s ``[[probes]]
+resonances`` key) against the complex poles of a dielectric cylinder's Mie series.
+
+The cavity: an infinite dielectric cylinder (a Disk on a 2-D grid, subpixel averaging), n =
+3.5, radius 0.5, in vacuum with a CPML, TM polarization (Ez), excited by a Gaussian dipole
+inside it; the reference poles are the zeros of the TM coefficient's denominator
+(tests/fdtd/mie_poles.py, SciPy Bessel functions of complex argument, secant iteration)."""
+
+import json
+
+import numpy as np
+import pytest
+from mie_poles import cylinder_tm_denominator, pole  # tests/fdtd on sys.path
+
+from emjax import ConfigError, fdtd, geometry, scene
+from emjax.cli import main
+from emjax.fdtd.ringdown import source_end_time, waveform_end
+
+N, RADIUS = 3.5, 0.5
+#: (order m, pole guess f, Q) of the TM modes in [0.3, 0.5]: the m = 3 whispering-gallery
+#: mode, the m = 2 mode (split in two by the square grid), the lowest m = 0 and m = 1 modes
+MODES = [(3, 0.455, 97.0), (2, 0.3345, 23.0), (0, 0.359, 6.4), (1, 0.495, 10.3)]
+PULSE = fdtd.GaussianPulse(0.4, 0.15)
+
+
+def _reference():
+    return {
+        m: pole(cylinder_tm_denominator(m, N, RADIUS), 2 * np.pi * f * (1 - 0.5j / q)) for m, f, q in MODES
+    }
+
+
+def _cylinder(resolution, until=60.0, size=2.0):
+    disk = scene.Object(geometry.Disk(), N**2, size=2 * RADIUS)
+    sim = fdtd.Simulation(
+        size=(size, size, 1 / resolution),
+        resolution=resolution,
+        scene=scene.Scene([disk]),
+        sources=[fdtd.Dipole((0.3, 0.1, 0.0), "z", PULSE)],
+        boundary=(fdtd.CPML(10), fdtd.CPML(10), fdtd.Periodic()),
+        probes=(((-0.25, 0.2, 0.0), "z"),),
+    )
+    return fdtd.run(sim, until=until)
+
+
+def _errors(found, ref):
+    """Per mode: (relative frequency error, relative Q error) of the nearest resonance found."""
+    out = {}
+    for m, (f, q) in ref.items():
+        r = min(found, key=lambda r: abs(r.frequency - f))
+        out[m] = (r.frequency / f - 1, r.Q / q - 1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def coarse():
+    return _cylinder(20)
+
+
+def test_cylinder_poles_from_a_probe(coarse):
+    """20 cells per unit length (17 per wavelength in the cylinder at the m = 3 mode), the
+    record from the pulse's end (t = 10.6) to t = 60: measured frequency errors -5.2e-3
+    (m = 3), -2.0e-3 (m = 2), -5.5e-3 (m = 0), -8.4e-3 (m = 1), all low (the Yee grid's
+    slow phase velocity), Q errors +2.8%, +0.7%, -1.3%, +0.4%. The slow test below halves
+    dx: the errors fall four-fold (second order)."""
+    ref = _reference()
+    assert ref[3][1] == pytest.approx(97.39, rel=1e-3) and ref[2][0] == pytest.approx(0.33454, rel=1e-4)
+    found = coarse.resonances(0, 0.3, 0.5)
+    assert 4 <= len(found) <= 6  # the m = 2 doublet may come as one or two
+    for m, (df, dq) in _errors(found, ref).items():
+        assert -1e-2 < df < 0, (m, df)
+        assert abs(dq) < 0.04, (m, dq)
+    # the grid-level result: the same record, the same answer
+    raw = coarse.raw.resonances(0, 0.3, 0.5)
+    assert [r.frequency for r in raw] == [r.frequency for r in found]
+
+
+def test_start_and_bad_arguments(coarse):
+    """The default start is the pulse's end; a later start gives the same poles from less
+    record; bad arguments are one ConfigError line each."""
+    assert source_end_time(coarse.grid_simulation) == pytest.approx(10 / (2 * np.pi * 0.15))
+    f3 = _reference()[3][0]
+    late, early = (
+        min(coarse.resonances(0, 0.3, 0.5, start=t), key=lambda r: abs(r.frequency - f3))
+        for t in (25.0, None)
+    )
+    # measured: 4e-6 and 0.16% apart
+    assert late.frequency == pytest.approx(early.frequency, rel=1e-4)
+    assert late.Q == pytest.approx(early.Q, rel=1e-2)
+    # the amplitude is referred to the record's first sample: it has decayed by exp(-gamma dt)
+    decay = np.exp(-early.decay * (25.0 - 10 / (2 * np.pi * 0.15)))
+    assert abs(late.amplitude) == pytest.approx(abs(early.amplitude) * decay, rel=0.02)
+    cases = [
+        (dict(probe=1, fmin=0.3, fmax=0.5), "probe must be an integer in \\[0, 0\\]"),
+        (dict(probe=0, fmin=0.3), "give fmin and fmax"),
+        (dict(probe=0, fmin=0.3, fmax=0.5, start=59.9), "probe samples after start"),
+        (dict(probe=0, fmin=0.3, fmax=0.5, start=-1.0), "start must be a time >= 0"),
+        (dict(probe=0, fmin=0.3, fmax=0.5, tolerance=1), "unknown option"),
+        (dict(probe=0, fmin=0.3, fmax=1e6), "fmax <= 1 / \\(2 dt\\)"),
+    ]
+    for kw, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            coarse.resonances(**kw)
+    with pytest.raises(ConfigError, match="ContinuousWave never ends.*give start"):
+        waveform_end(fdtd.ContinuousWave(1.0))
+    assert waveform_end(fdtd.Ricker(2.0)) == pytest.approx(1.5)
+
+
+TOML = """
+[simulation]
+size = [2.0, 2.0, 0.05]
+resolution = 20
+boundary = ["cpml", "cpml", "periodic"]
+[[objects]]
+shape = "disk"
+size = 1.0
+eps = 12.25
+[[sources]]
+type = "dipole"
+position = [0.3, 0.1, 0.0]
+component = "z"
+frequency = 0.4
+bandwidth = 0.15
+[[probes]]
+position = [-0.25, 0.2, 0.0]
+component = "z"
+{resonances}
+[run]
+until = 60
+"""
+
+
+def test_cli_lists_and_writes_resonances(coarse, tmp_path, capsys):
+    """``emjax fdtd``: a probe's ``resonances`` table puts the resonances into the summary
+    and DIR/resonances.csv, the same as the API's."""
+    cfg = tmp_path / "cyl.toml"
+    cfg.write_text(TOML.format(resonances="resonances = {fmin = 0.4, fmax = 0.5}"))
+    out = tmp_path / "run"
+    assert main(["fdtd", str(cfg), "--out", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out.strip())["resonances"]
+    api = coarse.resonances(0, 0.4, 0.5)
+    assert [r["probe"] for r in rows] == [0] * len(api)
+    assert [r["frequency"] for r in rows] == pytest.approx([r.frequency for r in api], rel=1e-6)
+    assert [r["Q"] for r in rows] == pytest.approx([r.Q for r in api], rel=1e-4)
+    f, q = _reference()[3]
+    wgm = min(rows, key=lambda r: abs(r["frequency"] - f))
+    assert -1e-2 < wgm["frequency"] / f - 1 < 0 and abs(wgm["Q"] / q - 1) < 0.04
+    table = np.atleast_1d(np.genfromtxt(out / "resonances.csv", delimiter=",", names=True))
+    assert set(table.dtype.names) == {"probe", "frequency", "Q", "decay", "amplitude", "phase", "error"}
+    assert table["frequency"] == pytest.approx([r["frequency"] for r in rows], rel=1e-11)
+    assert table["Q"] == pytest.approx([r["Q"] for r in rows], rel=1e-11)
+    assert main(["fdtd", str(cfg), "--out", str(tmp_path / "text")]) == 0
+    assert "probe 0: f = " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "resonances, message",
+    [
+        ("resonances = {fmin = 0.3}", "probes\\[0\\].resonances.fmax is required"),
+        ("resonances = {fmin = 0.5, fmax = 0.3}", "probes\\[0\\].resonances.fmax must be > "),
+        ("resonances = {fmin = 0.3, fmax = 0.5, q = 1}", "probes\\[0\\].resonances.*q.*allowed"),
+        (
+            "resonances = {fmin = 0.3, fmax = 100.0}",
+            "probes\\[0\\].resonances.fmax must be <= 1 / \\(2 dt\\)",
+        ),
+        ("resonances = {fmin = 0.3, fmax = 0.5, start = 70}", "starts at t = 70 .* ends at t = 60"),
+        ("resonances = 0.4", "probes\\[0\\].resonances must be a table"),
+    ],
+)
+def test_cli_bad_resonance_keys_one_line(tmp_path, capsys, resonances, message):
+    cfg = tmp_path / "cyl.toml"
+    cfg.write_text(TOML.format(resonances=resonances))
+    assert main(["fdtd", str(cfg), "--out", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert __import__("re").search(message, err), err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # ~20 s
+def test_cylinder_poles_converge_second_order(coarse):
+    """Halving dx (20 -> 40 cells per unit length) cuts the frequency error about four-fold:
+    measured m = 3: -5.2e-3 -> -1.3e-3, Q +2.8% -> +0.7%; m = 0: -5.5e-3 -> -1.2e-3;
+    m = 1: -8.4e-3 -> -2.2e-3 (Q within 0.4%)."""
+    ref = _reference()
+    coarse_err = _errors(coarse.resonances(0, 0.3, 0.5), ref)
+    fine_err = _errors(_cylinder(40).resonances(0, 0.3, 0.5), ref)
+    for m in (3, 0, 1):
+        assert abs(fine_err[m][0]) < 2.5e-3, (m, fine_err[m])
+        assert 3.0 < coarse_err[m][0] / fine_err[m][0] < 5.5, (m, coarse_err[m], fine_err[m])
+        assert abs(fine_err[m][1]) < 0.01
