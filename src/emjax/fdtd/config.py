@@ -5,7 +5,7 @@ Config keys (see examples/fdtd_dipole_cells.toml): [grid] shape, dx, order, boun
 "high", or one per axis: a CPML face may be a bare PEC wall), courant, precision;
 [run] steps, chunk, checkpoint; [[sources]] type "dipole" (index, component) or "plane"
 (axis, index, component), waveform "gaussian" (frequency, bandwidth) | "ricker" (frequency)
-| "cw" (frequency, ramp), amplitude; [[probes]] index, component, field; [[monitors]] axis,
+| "cw" (frequency, ramp), amplitude; [[probes]] index, component, field, resonances; [[monitors]] axis,
 index, frequencies; [[blocks]] lo, hi (cell indices, hi exclusive), eps, sigma.
 """
 
