@@ -27,10 +27,11 @@ def cylinder_tm_denominator(m: int, n: float, radius: float):
     return den
 
 
-def sphere_te_denominator(ell: int, n: float, radius: float):
+def sphere_te_denominator(ell: int, n: float, radius: float, electric: bool = False):
     """The denominator of the sphere's magnetic (TE) coefficient b_l (Bohren & Huffman 4.53):
     ``psi_l(n x) xi_l'(x) - n xi_l(x) psi_l'(n x)`` with ``psi(r) = r j_l(r)``, ``xi(r) = r
-    h_l^(1)(r)``, ``x = k a``."""
+    h_l^(1)(r)``, ``x = k a``; ``electric``: a_l's, ``n psi_l(n x) xi_l'(x) - xi_l(x)
+    psi_l'(n x)``."""
 
     def psi(r, deriv=False):
         j = special.spherical_jn(ell, r)
@@ -45,6 +46,8 @@ def sphere_te_denominator(ell: int, n: float, radius: float):
 
     def den(k):
         x = k * radius
+        if electric:
+            return n * psi(n * x) * xi(x, True) - xi(x) * psi(n * x, True)
         return psi(n * x) * xi(x, True) - n * xi(x) * psi(n * x, True)
 
     return den
