@@ -88,6 +88,9 @@ def probe_resonances(result, probe: int = 0, fmin=None, fmax=None, start=None, *
             f"resonances: {count} probe samples after {why} (t = {start:.6g}; the run ends at "
             f"t = {last:.6g}): run longer than t = {start:.6g} by several periods of the band"
         )
+    steps = np.diff(times[keep])
+    if steps.size and np.max(np.abs(steps - sim.grid.dt)) > 1e-6 * sim.grid.dt:  # never a silent misfit
+        raise ConfigError("resonances: the probe record is not sampled every time step dt")
     signal = np.asarray(result.probes)[keep, probe]
     return resonances(signal, sim.grid.dt, fmin, fmax, **options)
 
