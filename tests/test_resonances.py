@@ -36,3 +36,18 @@ def test_the_band_picks_and_bad_input_is_one_line():
         resonances(_signal(), DT, 0.5, 20.0)
     with pytest.raises(ConfigError, match="at least 8 finite samples"):
         resonances([1.0, np.nan] * 8, DT, 0.5, 3.0)
+
+
+def test_lossless_modes_are_kept():
+    """Undamped sinusoids (a lossless cavity): the decay comes out as +- rounding (measured
+    ~1e-13 either sign) and every mode is kept, whatever the sign; a measurably growing one
+    is dropped unless ``growing``."""
+    t = np.arange(400) * DT
+    for phase in np.linspace(0, 3, 5):
+        s = np.cos(2 * np.pi * 1.0 * t + phase) + 0.5 * np.cos(2 * np.pi * 1.7 * t + 2 * phase)
+        found = resonances(s, DT, 0.5, 2.0)
+        assert [round(r.frequency, 9) for r in found] == [1.0, 1.7]
+        assert all(abs(r.decay) < 1e-9 for r in found)
+    rising = np.exp(1e-3 * t) * np.cos(2 * np.pi * t)
+    assert resonances(rising, DT, 0.5, 2.0) == []
+    assert resonances(rising, DT, 0.5, 2.0, growing=True)[0].decay == pytest.approx(-1e-3, rel=1e-6)

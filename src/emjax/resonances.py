@@ -83,12 +83,18 @@ def resonances(
     ``density``: basis frequencies per ``1 / (N dt)`` of the band (Harminv uses ~1.1);
     ``cutoff``: singular values of U^(0) below ``cutoff`` times the largest are dropped
     (the signal's noise floor); resonances are kept with ``error <= max_error``,
-    ``|amplitude| >= min_amplitude`` times the largest one and a decay >= 0 (unless
-    ``growing``). Noise in the signal gives weak modes of its own (amplitudes near the
-    noise's): ``min_amplitude`` above the noise-to-signal ratio drops them."""
+    ``|amplitude| >= min_amplitude`` times the largest one and not growing (unless
+    ``growing``): a decay >= -1e-6 / (the record's duration), so that a lossless mode,
+    whose decay comes out as +- rounding, is kept. Noise in the signal gives weak modes of
+    its own (amplitudes near the noise's): ``min_amplitude`` above the noise-to-signal ratio
+    drops them. A resonance just outside the band leaks into it: take a band wider than the
+    resonances of interest."""
     c = _check(signal, dt, fmin, fmax)
     out = [r for r in _fdm(c, dt, fmin, fmax, density, cutoff) if r.error <= max_error]
-    out = [r for r in out if growing or r.decay >= 0]
+    # a lossless mode's decay comes out as +-rounding: growing means it grows measurably
+    # (by more than 1e-6 of its amplitude over the record)
+    span = (len(c) - 1) * dt
+    out = [r for r in out if growing or r.decay * span >= -1e-6]
     if not out:
         return []
     top = max(abs(r.amplitude) for r in out)

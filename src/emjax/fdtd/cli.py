@@ -15,6 +15,7 @@ from ..config import check_devices_option, load_toml
 from ..errors import ConfigError
 from ..io import check_npz, check_output_file
 from ..outdir import OutputFolder, add_output_arguments, config_description
+from . import ringdown
 from .config import build_fdtd, kernel_option, out_of_core_option
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
@@ -193,6 +194,7 @@ def run(args, argv) -> int:
         return _run_physical(args, argv, cfg)
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
     steps = _steps(args, steps)
+    wanted = ringdown.config_requests(cfg, sim.sources, sim.grid.dt, steps * sim.grid.dt)
     folder = _check_outputs(args, checkpoint)
     announce(sim.grid, steps, sim.memory_bytes())
     t0 = time.perf_counter()
@@ -211,6 +213,7 @@ def run(args, argv) -> int:
     finally:
         progress.reporter.close()
     boxes = box_results(res, len(cfg.get("flux_boxes", [])))
+    found = ringdown.find_all(res, wanted)
     summary = {
         "steps": steps,
         "cells": sim.grid.n_cells,
@@ -231,9 +234,11 @@ def run(args, argv) -> int:
         plot_fdtd(res, stage / "fdtd.png", boxes)
         if boxes:
             (stage / "flux_boxes.json").write_text(json.dumps(boxes, indent=1))
+        ringdown.write_csv(wanted, found, stage)
     summary["out"] = str(folder.path)
     if boxes:
         summary["flux_boxes"] = boxes
+    ringdown.add_to_summary(summary, args.json, wanted, found)
     print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
     return 0
 
@@ -248,9 +253,10 @@ def _run_physical(args, argv, cfg) -> int:
     check_memory(sim)  # the scene's rasterization and the run: refused before any allocation
     if args.steps is not None:
         steps, until = _steps(args, steps), None
+    total = steps if steps is not None else int(math.ceil(until / sim.grid.dt))
+    wanted = ringdown.config_requests(cfg, sim.sources, sim.grid.dt, total * sim.grid.dt)
     folder = _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
-    total = steps if steps is not None else int(math.ceil(until / sim.grid.dt))
     announce(sim.grid, total)
     progress = _progress(total, checkpoint)
     try:
@@ -268,6 +274,7 @@ def _run_physical(args, argv, cfg) -> int:
     finally:
         progress.reporter.close()
     raw = res.raw
+    found = ringdown.find_all(raw, wanted)
     summary = {
         "steps": raw.total_steps,
         "cells": sim.grid.n_cells,
@@ -298,9 +305,11 @@ def _run_physical(args, argv, cfg) -> int:
             ds = res.field_plane(name)
             save_dataset(ds, stage / f"{name}.nc")
             plot_field_plane(ds, stage / f"{name}.png")
+        ringdown.write_csv(wanted, found, stage)
     if fields:
         summary["field_planes"] = [str(folder.path / f"{name}.nc") for name in fields]
     summary["out"] = str(folder.path)
+    ringdown.add_to_summary(summary, args.json, wanted, found)
     print(json.dumps(summary) if args.json else "\n".join(f"{k:12s} {v}" for k, v in summary.items()))
     return 0
 

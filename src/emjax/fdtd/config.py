@@ -5,7 +5,7 @@ Config keys (see examples/fdtd_dipole_cells.toml): [grid] shape, dx, order, boun
 "high", or one per axis: a CPML face may be a bare PEC wall), courant, precision;
 [run] steps, chunk, checkpoint; [[sources]] type "dipole" (index, component) or "plane"
 (axis, index, component), waveform "gaussian" (frequency, bandwidth) | "ricker" (frequency)
-| "cw" (frequency, ramp), amplitude; [[probes]] index, component, field; [[monitors]] axis,
+| "cw" (frequency, ramp), amplitude; [[probes]] index, component, field, resonances; [[monitors]] axis,
 index, frequencies; [[blocks]] lo, hi (cell indices, hi exclusive), eps, sigma.
 """
 
@@ -243,7 +243,7 @@ def build_fdtd(cfg: dict):
             sources.append(fdtd.PlaneSource(ax, k, comp, wf, amplitude))
     probes = []
     for i, p in enumerate(_tables(cfg, "probes")):
-        t = Table(p, f"probes[{i}]", {"index", "component", "field"})
+        t = Table(p, f"probes[{i}]", {"index", "component", "field", "resonances"})
         idx = t.ints("index", 3, lo=0, hi=[n - 1 for n in shape])
         comp = _axis(t.choice("component", ("x", "y", "z", 0, 1, 2), default="z"), f"{t.where}.component")
         probes.append(fdtd.Probe(idx, comp, t.choice("field", ("E", "H"), default="E")))

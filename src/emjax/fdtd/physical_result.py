@@ -78,6 +78,17 @@ class Result:
 
         return amplitudes(self, name)
 
+    def resonances(self, probe: int = 0, fmin=None, fmax=None, *, start=None, **options) -> list:
+        """The resonances in ``[fmin, fmax]`` (1 / the simulation's length unit) of probe
+        ``probe`` (its index in ``Simulation.probes``) from its record after ``start`` (a
+        time in length / c; default: when the sources have died out): frequency, decay
+        rate (1 / (length / c)), Q, complex amplitude, relative error
+        (:class:`emjax.resonances.Resonance`). ``options``: as
+        :func:`emjax.resonances.resonances`."""
+        from .ringdown import probe_resonances
+
+        return probe_resonances(self.raw, probe, fmin, fmax, start, **options)
+
     def to_xarray(self):
         """Cross sections, named flux spectra, probes and mid-z E (:func:`physical_to_xarray`)."""
         from .results import physical_to_xarray

@@ -55,6 +55,15 @@ class FDTDResult:
         axis = self.simulation.monitors[monitor].axis
         return mon_mod.flux(a["E"] - b["E"], a["H"] - b["H"], self.simulation.grid.dx**2, axis)
 
+    def resonances(self, probe: int = 0, fmin=None, fmax=None, *, start=None, **options) -> list:
+        """The resonances (:class:`emjax.resonances.Resonance`: frequency, decay, Q, amplitude,
+        error) in ``[fmin, fmax]`` (1 / length) of probe ``probe``'s ring-down: its record
+        from ``start`` (length / c; default when the sources have died out) by filter
+        diagonalization. ``options``: as :func:`emjax.resonances.resonances`."""
+        from .ringdown import probe_resonances
+
+        return probe_resonances(self, probe, fmin, fmax, start, **options)
+
     @property
     def cells_per_second(self) -> float:
         return self.simulation.grid.n_cells * self.steps / max(self.seconds, 1e-12)

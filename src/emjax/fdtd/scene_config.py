@@ -41,6 +41,7 @@ and default: docs/toml.md)::
     position = [0, 0, 0.3]
     component = "x"
     field = "E"                     # or "H"
+    resonances = {fmin = 0.8, fmax = 1.2}  # its ring-down's resonances (start: a time)
 
     [[monitors]]
     type = "cross_sections"         # or "flux_box" (center, size, name), "flux_plane",
@@ -91,7 +92,7 @@ MONITOR_KEYS = {
     "flux_plane": {"type", "frequencies", "center", "size", "name"},
     "field_plane": {"type", "frequencies", "center", "size", "name"},
 }
-PROBE_KEYS = {"position", "component", "field"}
+PROBE_KEYS = {"position", "component", "field", "resonances"}
 RUN_KEYS = {"steps", "until", "chunk", "checkpoint", "out_of_core", "th", "device_gb", "kernel"}
 BOUNDARIES = ("cpml", "pec", "periodic", "bloch")
 #: fewer cells than this across an object's smallest extent: a warning (it is barely resolved)
