@@ -153,10 +153,11 @@ border tiles over the whole x range, and the interior tiles over the x slabs' pl
 margins, a march that starts and ends inside the grid with an x halo like the y/z ones),
 writing over the bulk's values there. Both write into the same aliased outputs, in order.
 
-Not yet: DFT monitors (accumulate per step from the levels' planes, or from records kept
-per TH block), TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch
-phases, the 4th-order stencil (halo 2 planes per step). Several devices: :mod:`.shards`
-(x slabs whose TH-deep halos are exchanged once per pass).
+DFT planes: :mod:`.records` (the kernel writes each step's plane values; the running DFTs
+take them after each pass). Several devices: :mod:`.shards` (x slabs whose TH-deep halos
+are exchanged once per pass). The CPML as a kernel of its own: :mod:`.split`. Not yet:
+TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch phases, the
+4th-order stencil (halo 2 planes per step), DFTField monitors.
 """
 
 from __future__ import annotations
