@@ -138,6 +138,7 @@ def test_fdfd_gds_in_2d_and_stl_in_3d(files):
     assert isinstance(obj.shape, geometry.Mesh) and obj.size == 0.6
 
 
+@pytest.mark.slow  # the DDA reading an STL is checked by tests/cad/test_mesh.py too
 def test_dda_cli_reads_an_stl(files, capsys):
     """``emjax dda --shape stl --file``: the size is the file's (0.4) unless given; a config's
     ``file`` is relative to the config."""

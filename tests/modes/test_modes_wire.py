@@ -130,6 +130,7 @@ def test_group_index_is_the_energy_velocity():
     assert 3.9 < r.group_index[0] < 4.2
 
 
+@pytest.mark.slow  # about 6 s
 def test_pml_leaves_guided_modes_and_bends_leak():
     """A PML over the outer cladding: the guided TE0 of a slab keeps the walled section's n_eff
     (to 1e-9) with |Im n_eff| < 1e-12; bent (conformal map, radius R in wavelengths) it leaks:

@@ -15,7 +15,6 @@ from ..config import check_devices_option, load_toml
 from ..errors import ConfigError
 from ..io import check_npz, check_output_file
 from ..outdir import OutputFolder, add_output_arguments, config_description
-from . import ringdown
 from .config import build_fdtd, kernel_option, out_of_core_option
 
 __all__ = ["COMMAND", "add_bench", "add_command", "run", "run_bench"]
@@ -194,6 +193,7 @@ def run(args, argv) -> int:
         return _run_physical(args, argv, cfg)
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
     steps = _steps(args, steps)
+    from . import ringdown  # imports JAX: only when a run asks for resonances
     wanted = ringdown.config_requests(cfg, sim.sources, sim.grid.dt, steps * sim.grid.dt)
     folder = _check_outputs(args, checkpoint)
     announce(sim.grid, steps, sim.memory_bytes())
@@ -254,6 +254,7 @@ def _run_physical(args, argv, cfg) -> int:
     if args.steps is not None:
         steps, until = _steps(args, steps), None
     total = steps if steps is not None else int(math.ceil(until / sim.grid.dt))
+    from . import ringdown  # imports JAX: only when a run asks for resonances
     wanted = ringdown.config_requests(cfg, sim.sources, sim.grid.dt, total * sim.grid.dt)
     folder = _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
