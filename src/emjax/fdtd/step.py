@@ -94,7 +94,8 @@ def coefficients(sim: GridSimulation, dtype):
         ca = np.float64(1.0)
     arrays.update({"ca": jnp.asarray(ca, dtype), "cb": jnp.asarray(cb, dtype)})
     if sim.subpixel is not None:
-        arrays.update(subpixel.coefficients(sim.subpixel, cb, dt, dtype, g.shape, g.bloch_phases))
+        walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
+        arrays.update(subpixel.coefficients(sim.subpixel, cb, dt, dtype, g.shape, g.bloch_phases, walls))
     pml = []
     for ax, b in enumerate(g.boundary):
         if isinstance(b, CPML):

@@ -31,12 +31,18 @@ from .update import d_backward, d_forward
 
 @dataclass(frozen=True, eq=False)
 class TFSF:
-    """Plane wave ``wave`` with time profile ``waveform`` inside the cell box [lo, hi)."""
+    """Plane wave ``wave`` with time profile ``waveform`` inside the cell box [lo, hi).
+
+    ``mirror``: per axis, whether the box continues through the PEC wall at ``i = 0`` as its
+    mirror image (a mirror symmetry plane): there ``lo = -hi`` and the box has no low face
+    (the masks cover ``0 .. hi - 1``; the wrap-around terms the curl sees at ``i = 0`` fall
+    on the wall's tangential E, which the wall zeroes after the update)."""
 
     lo: tuple
     hi: tuple
     wave: PlaneWave
     waveform: object
+    mirror: tuple = (False, False, False)
 
     def __post_init__(self):
         if len(self.lo) != 3 or len(self.hi) != 3:
@@ -65,6 +71,11 @@ class TFSF:
 
     def check(self, shape):
         for ax in range(3):
+            if self.mirror[ax]:
+                require_int(f"TFSF.hi[{ax}]", self.hi[ax], 2, shape[ax] - 2)
+                if self.lo[ax] != -self.hi[ax]:
+                    raise ConfigError(f"TFSF.lo[{ax}] must be -hi[{ax}] on a mirror axis, got {self.lo[ax]}")
+                continue
             require_int(f"TFSF.lo[{ax}]", self.lo[ax], 2, shape[ax] - 3)
             require_int(f"TFSF.hi[{ax}]", self.hi[ax], self.lo[ax] + 2, shape[ax] - 2)
 
@@ -75,6 +86,7 @@ class TFSF:
             tuple(float(v) for v in self.wave.direction),
             tuple(float(v) for v in np.real(self.wave.polarization)),
             self.waveform,
+            tuple(bool(m) for m in self.mirror),
         )
 
     def __hash__(self):
