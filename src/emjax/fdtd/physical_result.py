@@ -175,17 +175,21 @@ class Result:
         plane's normal: the monitor averages H over the two planes around its E plane. An
         empty box then gives T = 1 to rounding instead of the O((k dx)^2) bias."""
         idx = self._planes(name)
-        if hasattr(idx, "factor"):  # folded: the full plane's area is |factor| times this one's
-            if idx.axis is None:
+        folded = idx if hasattr(idx, "factor") else None  # by a mirror symmetry: the full plane's area
+        if folded is not None:
+            if folded.axis is None:
                 raise ConfigError(f"{name!r} is not a FluxPlane")
-            idx, scale = list(idx.planes), abs(idx.factor)
-        else:
-            scale = 1.0
+            idx = list(folded.planes)
         if isinstance(idx, tuple) or len(idx) != 1:
             raise ConfigError(f"{name!r} is not a FluxPlane")
         mon = self.grid_simulation.monitors[idx[0]]
         g = self.grid_simulation.grid
-        area = scale * math.prod(mon.hi[a] - mon.lo[a] for a in range(3) if a != mon.axis) * g.dx**2
+        cells = (
+            folded.area
+            if folded is not None
+            else math.prod(mon.hi[a] - mon.lo[a] for a in range(3) if a != mon.axis)
+        )
+        area = cells * g.dx**2
         f = np.asarray(mon.frequencies)
         tf = next((s for s in self.grid_simulation.sources if isinstance(s, TFSF)), None)
         if tf is None:

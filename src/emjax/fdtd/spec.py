@@ -180,7 +180,10 @@ class GridSimulation:
                 raise ConfigError(f"subpixel must be an emjax.fdtd.SubpixelBox, got {self.subpixel!r}")
             pml = [b.thickness if isinstance(b, CPML) else 0 for b in self.grid.boundary]
             periodic = [isinstance(b, (Periodic, Bloch)) for b in self.grid.boundary]
-            bare = [isinstance(b, PEC) or (isinstance(b, CPML) and "lo" not in b.faces) for b in self.grid.boundary]
+            bare = [
+                isinstance(b, PEC) or (isinstance(b, CPML) and "lo" not in b.faces)
+                for b in self.grid.boundary
+            ]
             self.subpixel.check(self.grid.shape, pml, periodic, bare)
             if self.grid.order != 2:
                 raise ConfigError("subpixel boxes need grid order=2 (the box recomputes a 2nd-order curl)")

@@ -201,7 +201,9 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
     weights = _WEIGHTS.pop(key, None)
     if weights is None:  # over a stand-in of the structure (the cache must hold no tracer)
         like = SubpixelBox(box.lo, np.ones(np.shape(box.eps_inv)), box.active_mask)
-        weights = jax.jit(lambda inv, c: _coefficients(like, inv, c, *args, structural=True, walls=walls)["sub_w"])
+        weights = jax.jit(
+            lambda inv, c: _coefficients(like, inv, c, *args, structural=True, walls=walls)["sub_w"]
+        )
     _WEIGHTS[key] = weights
     while len(_WEIGHTS) > 8:
         _WEIGHTS.popitem(last=False)

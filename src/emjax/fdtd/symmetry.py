@@ -1,30 +1,36 @@
 """Mirror symmetry planes for the physical-unit FDTD (:class:`~emjax.fdtd.Simulation`'s
 ``symmetry``).
 
-``symmetry = (sx, sy, sz)``: per axis 0 (none) or -1, a mirror plane normal to that axis
-through the region's centre. The value is Meep's phase: the sign that the E components
+``symmetry = (sx, sy, sz)``: per axis 0 (none), -1 or +1, a mirror plane normal to that
+axis through the region's centre. The value is Meep's phase: the sign that the E components
 *parallel to the plane* take under the reflection, ``E_t(mirror r) = s E_t(r)`` (the normal
-component then has ``E_n(mirror r) = -s E_n(r)``; H, a pseudovector, the opposite signs).
--1 (odd): tangential E vanishes on the plane, which is a perfect electric conductor. +1
-(even, a perfect magnetic conductor) is refused for now.
+component then has ``E_n(mirror r) = -s E_n(r)``; H, a pseudovector, the opposite signs:
+``H_t(mirror r) = -s H_t(r)``, ``H_n(mirror r) = s H_n(r)``). -1 (odd): tangential E
+vanishes on the plane, a perfect electric conductor (PEC). +1 (even): tangential H (and
+normal E) vanish on it, a perfect magnetic conductor (PMC).
 
-The run covers only the upper half along each symmetric axis: the mirror plane is the E
-plane ``i = 0`` of the reduced grid, the PEC wall that every walled axis already has (the
-Yee grid is symmetric about its E planes, so the half run reproduces the full one's
-discrete fields to rounding), with the CPML on the high face only. Results are given for
-the whole domain: a flux monitor cut by a plane counts twice per plane (the face on the
-plane carries no flux: tangential E is zero there), a flux plane in the removed half is its
-mirror image's with the sign flipped, and a probe in the removed half reads its mirror
-node times the component's parity. The final fields (``Result.raw.E``, ``.H``) are the
+The run covers only the upper half along each symmetric axis, with the CPML on the high
+face only. The Yee grid is symmetric about its E planes and about its H planes, so each
+wall goes where its zero field lives: an odd plane is the E plane ``i = 0`` of the reduced
+grid (the PEC wall every walled axis already has), an even one the H plane ``i = 1/2``
+(:class:`~emjax.fdtd.grid.CPML` ``wall="pmc"``). So the region must span an even number of
+cells along an odd axis and an odd number along an even one, and the half run reproduces
+the full one's discrete fields to rounding. Results are given for the whole domain: a flux
+monitor cut by a plane counts twice per plane (the plane itself carries no flux), its half
+taken from the plane to its high face (a box snapped half a cell off the plane is taken
+symmetric about it), a flux plane in the removed half is its mirror image's with the sign
+flipped, and a probe in the removed half reads its mirror node times the component's
+parity. The final fields (``Result.raw.E``, ``.H``) are the
 half domain's, on the grid of ``Result.simulation`` (the reduced simulation that ran; the
 one you gave is ``Result.symmetry.full``).
 
 Sources must be symmetric: a dipole on a plane must have the plane's parity (along the
-normal for odd: its current is then split between the two E nodes half a cell either side,
-so it sits on the plane exactly; a full-domain run snaps it to one of them); a dipole off a
-plane needs its mirror image (same waveform, amplitude times the parity) among the sources;
-a plane wave must travel parallel to every plane, polarized along the normal of each odd
-one, its box centred on the planes.
+normal for odd, parallel to it for even: its nodes then lie half a cell off the plane, and
+its current is split between the two either side, so it sits on the plane exactly; a
+full-domain run snaps it to one of them); a dipole off a plane needs its mirror image (same
+waveform, amplitude times the parity) among the sources; a plane wave must travel parallel
+to every plane, polarized along the normal of each odd one and parallel to each even one,
+its box centred on the planes.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from .monitors import DFTPlane, box_flux, flux_box
 from .spec import Probe
 from .tfsf import TFSF
 
-ALLOWED = "0 (none) or -1 (odd: tangential E vanishes on the plane, a PEC mirror)"
+ALLOWED = "0 (none), -1 (odd: tangential E vanishes on the plane, a PEC) or +1 (even: a PMC)"
 
 
 def check_values(value) -> tuple:
@@ -51,10 +57,6 @@ def check_values(value) -> tuple:
         v = ()
     if len(v) != 3 or not all(isinstance(s, (int, np.integer)) and s in (-1, 0, 1) for s in v):
         raise ConfigError(f"symmetry must be three values, each {ALLOWED}, got {value!r}")
-    if 1 in v:
-        raise ConfigError(
-            f"symmetry +1 (even, a PMC plane) is not supported: each value must be {ALLOWED}, got {value!r}"
-        )
     return tuple(int(s) for s in v)
 
 
@@ -63,11 +65,13 @@ class Folded:
     """A monitor's DFT planes in the reduced grid: ``planes`` (indices into the grid
     simulation's monitors, None for a face on a mirror plane, which carries no flux),
     ``factor`` the full-domain flux over the reduced one's (2 per cutting plane, -1 for
-    a plane mirrored from the removed half), ``axis`` a plane's normal (None for a box)."""
+    a plane mirrored from the removed half), ``axis`` a plane's normal (None for a box),
+    ``area`` the full plane's area in cells."""
 
     planes: tuple
     factor: float
     axis: int | None = None
+    area: float | None = None
 
     def flux(self, raw, other=None) -> np.ndarray:
         def one(i):
@@ -115,11 +119,11 @@ def _reduce_dipoles(sim, dipoles):
                 if p != 1:
                     raise ConfigError(
                         f"symmetry: a Dipole along {'xyz'[comp]} on the {'xyz'[a]} mirror plane is "
-                        f"{'even' if s == -1 else 'odd'} under it, so symmetry[{a}] must be 0 here "
-                        f"(allowed values: {ALLOWED}; +1 unsupported)"
+                        f"{'odd' if s == 1 else 'even'} under it, so symmetry[{a}] must be {-s:+d} "
+                        f"or 0 here (allowed values: {ALLOWED})"
                     )
                 pos = list(d.position)
-                pos[a] = c0 + 0.5 * sim.dx  # the normal current, split over the nodes at +-dx/2
+                pos[a] = c0 + 0.5 * sim.dx  # its nodes lie at +-dx/2: the current split over them
                 kept.append(replace(d, position=tuple(pos), amplitude=0.5 * d.amplitude))
                 continue
             mirror = list(d.position)
@@ -149,12 +153,13 @@ def _check_plane_wave(sim, s):
         if sign == 0:
             continue
         pol = np.asarray(s.polarization, float)
-        tangential = np.any(np.abs(np.delete(pol, a)) > 1e-12)
-        if abs(s.direction[a]) > 1e-12 or tangential or abs(s.center[a] - sim.center[a]) > _tol(sim):
+        wrong = np.any(np.abs(np.delete(pol, a)) > 1e-12) if sign == -1 else abs(pol[a]) > 1e-12
+        if abs(s.direction[a]) > 1e-12 or wrong or abs(s.center[a] - sim.center[a]) > _tol(sim):
+            kind, pol_txt = ("odd", f"along {'xyz'[a]}") if sign == -1 else ("even", f"normal to {'xyz'[a]}")
             raise ConfigError(
-                f"symmetry: a PlaneWaveSource is odd under the {'xyz'[a]} mirror only if it travels "
-                f"parallel to the plane, polarized along {'xyz'[a]}, its box centred on the plane; "
-                f"set symmetry[{a}] = 0 (allowed values: {ALLOWED})"
+                f"symmetry: a PlaneWaveSource is {kind} under the {'xyz'[a]} mirror only if it travels "
+                f"parallel to the plane, polarized {pol_txt}, its box centred on the plane; "
+                f"set symmetry[{a}] (allowed values: {ALLOWED}) to match"
             )
 
 
@@ -167,13 +172,12 @@ def validate(sim) -> None:
             continue
         b = sim.boundary[a]
         if not (isinstance(b, CPML) and b.sides == "both"):
+            raise ConfigError(f"symmetry along {'xyz'[a]} needs a CPML on both faces of that axis, got {b!r}")
+        if sim.interior_cells[a] % 2 != (s == 1):
             raise ConfigError(
-                f"symmetry along {'xyz'[a]} needs a CPML on both faces of that axis, got {b!r}"
-            )
-        if sim.interior_cells[a] % 2:
-            raise ConfigError(
-                f"symmetry along {'xyz'[a]}: size * resolution must be an even number of cells "
-                f"(the mirror plane is an E plane), got {sim.interior_cells[a]}"
+                f"symmetry {s:+d} along {'xyz'[a]}: size * resolution must be an "
+                f"{'odd' if s == 1 else 'even'} number of cells (the mirror plane is "
+                f"{'an H' if s == 1 else 'an E'} plane), got {sim.interior_cells[a]}"
             )
     for src in sim.sources:
         if isinstance(src, PlaneWaveSource):
@@ -192,10 +196,11 @@ def _half_simulation(sim):
     size, center, boundary = list(sim.size), list(sim.center), list(sim.boundary)
     for a, s in enumerate(sim.symmetry):
         if s:
-            n = sim.interior_cells[a]
-            size[a] = (n // 2) * sim.dx
-            center[a] = sim.center[a] + (n // 2) * sim.dx / 2
-            boundary[a] = replace(sim.boundary[a], sides="high")
+            m = sim.interior_cells[a] - sim.interior_cells[a] // 2  # cells from the E plane at or below it
+            low = sim.center[a] - (0.5 * sim.dx if s == 1 else 0.0)
+            size[a] = m * sim.dx
+            center[a] = low + m * sim.dx / 2
+            boundary[a] = replace(sim.boundary[a], sides="high", wall="pmc" if s == 1 else "pec")
     from .physical import Dipole
 
     dipoles = _reduce_dipoles(sim, [x for x in sim.sources if isinstance(x, Dipole)])
@@ -230,8 +235,9 @@ def _probes(sim, offsets):
             s = sim.symmetry[ax]
             if s:
                 half = (kind == "E") == (comp == ax)  # the node sits half a cell along ax
-                if c + 0.5 * half < offsets[ax]:
-                    cells[ax] = 2 * offsets[ax] - c - (1 if half else 0)
+                plane = _plane(s, offsets[ax])
+                if c + 0.5 * half < plane:
+                    cells[ax] = int(round(2 * plane - c - half))
                     par = _parity(s, comp, ax)
                     sign *= par if kind == "E" else -par
                 cells[ax] -= offsets[ax]
@@ -240,23 +246,33 @@ def _probes(sim, offsets):
     return tuple(out), tuple(signs)
 
 
+def _plane(sign: int, offset: int) -> float:
+    """The mirror plane in full-grid cell units: the E plane ``offset`` (odd) or the H plane
+    half a cell above it (even)."""
+    return offset + (0.5 if sign == 1 else 0.0)
+
+
+def _centred(lo, hi, plane, a, what):
+    if abs(lo + hi - 2 * plane) > 1:
+        raise ConfigError(
+            f"symmetry: {what} crosses the {'xyz'[a]} mirror plane off-centre; centre it on the "
+            f"plane or keep it on one side (or set symmetry[{a}] = 0; allowed values: {ALLOWED})"
+        )
+
+
 def _mirror_box(sim, offsets, lo, hi, what):
     """Reduced-grid (lo, hi, faces to drop, factor) of a full-grid box [lo, hi]."""
     lo, hi, drop, factor = list(lo), list(hi), [], 1.0
     for a, s in enumerate(sim.symmetry):
         if not s:
             continue
-        c = offsets[a]
-        if lo[a] + hi[a] == 2 * c:  # centred on the plane: cut
+        c, plane = offsets[a], _plane(s, offsets[a])
+        if lo[a] < plane < hi[a]:  # cut: the half from the plane to the high face, counted twice
+            _centred(lo[a], hi[a], plane, a, what)
             lo[a], factor = c, factor * 2
             drop.append(a)
-        elif lo[a] + hi[a] < 2 * c and hi[a] <= c:  # in the removed half: its image
-            lo[a], hi[a] = 2 * c - hi[a], 2 * c - lo[a]
-        elif lo[a] < c:
-            raise ConfigError(
-                f"symmetry: {what} crosses the {'xyz'[a]} mirror plane off-centre; centre it on the "
-                f"plane or keep it on one side (or set symmetry[{a}] = 0; allowed values: {ALLOWED})"
-            )
+        elif hi[a] <= plane:  # in the removed half: its image
+            lo[a], hi[a] = int(round(2 * plane - hi[a])), int(round(2 * plane - lo[a]))
         lo[a] -= c
         hi[a] -= c
     return tuple(lo), tuple(hi), drop, factor
@@ -265,7 +281,7 @@ def _mirror_box(sim, offsets, lo, hi, what):
 def to_grid(sim):
     """The reduced :class:`GridSimulation`, the monitor map (:class:`Folded` values) and the
     :class:`Reduction`."""
-    from .physical import CrossSections, FluxBox, PlaneWaveSource, _check_box_vs_tfsf
+    from .physical import CrossSections, FluxBox, _check_box_vs_tfsf
 
     half = _half_simulation(sim)
     offsets = tuple(
@@ -281,7 +297,8 @@ def to_grid(sim):
         o, dx = np.asarray(sim.origin), sim.dx
         if sim.scene is not None:
             sim.scene.check_inside(
-                o + np.asarray(lo) * dx + 2 * dx, o + np.asarray(hi) * dx - 2 * dx,
+                o + np.asarray(lo) * dx + 2 * dx,
+                o + np.asarray(hi) * dx - 2 * dx,
                 "the PlaneWaveSource box (less two cells)",
             )
         mirror = tuple(bool(s) for s in sim.symmetry)
@@ -308,7 +325,9 @@ def to_grid(sim):
             for ax in range(3):
                 plo, phi = sim.pml_cells[ax]
                 if lo[ax] - m.gap_out < plo + 1 or hi[ax] + m.gap_out > g.shape[ax] - phi - 1:
-                    raise ConfigError(f"CrossSections: the scattered-field box reaches the CPML along {'xyz'[ax]}")
+                    raise ConfigError(
+                        f"CrossSections: the scattered-field box reaches the CPML along {'xyz'[ax]}"
+                    )
                 if hi[ax] - lo[ax] <= 2 * m.gap_in + 1:
                     raise ConfigError("CrossSections: the PlaneWaveSource box is too small for gap_in")
             outer = add_box(tuple(lo - m.gap_out), tuple(hi + m.gap_out), m.frequencies, "CrossSections")
@@ -340,29 +359,33 @@ def _flux_plane(sim, offsets, m, monitors):
     index = sim._cell(m.center[ax], ax)
     lo[ax], hi[ax] = index, index + 1
     factor = 1.0
+    extent = [h - lo_ for lo_, h in zip(lo, hi)]
     for a, s in enumerate(sim.symmetry):
         if not s:
             continue
-        c = offsets[a]
+        c, plane = offsets[a], _plane(s, offsets[a])
         if a == ax:
-            if index == c:
+            if abs(index - plane) < 1:
                 raise ConfigError(
-                    f"symmetry: FluxPlane {m.name!r} lies on the {'xyz'[a]} mirror plane, where the flux "
-                    f"is zero by symmetry; move it or set symmetry[{a}] = 0"
+                    f"symmetry: FluxPlane {m.name!r} lies on the {'xyz'[a]} mirror plane (within a cell), "
+                    f"where the flux is zero by symmetry; move it or set symmetry[{a}] = 0"
                 )
-            if index < c:  # S_n(mirror r) = -S_n(r)
-                index, factor = 2 * c - index, -factor
+            if index < plane:  # S_n(mirror r) = -S_n(r)
+                index, factor = int(round(2 * plane - index)), -factor
             index -= c
             lo[a], hi[a] = index, index + 1
         else:
-            if lo[a] + hi[a] != 2 * c:
+            if not lo[a] < plane < hi[a]:
                 raise ConfigError(
                     f"symmetry: FluxPlane {m.name!r} must be centred on the {'xyz'[a]} mirror plane "
                     f"(or set symmetry[{a}] = 0; allowed values: {ALLOWED})"
                 )
+            _centred(lo[a], hi[a], plane, a, f"FluxPlane {m.name!r}")
+            extent[a] = 2 * (hi[a] - plane)  # the full plane, symmetric about the mirror
             lo[a], hi[a], factor = 0, hi[a] - c, 2 * factor
     monitors.append(DFTPlane(ax, index, m.frequencies, lo=tuple(lo), hi=tuple(hi)))
-    return Folded((len(monitors) - 1,), factor, ax)
+    area = math.prod(e for a, e in enumerate(extent) if a != ax)
+    return Folded((len(monitors) - 1,), factor, ax, area)
 
 
 def run_reduced(sim, steps: int, run_grid, **kw):

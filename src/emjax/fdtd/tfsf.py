@@ -35,8 +35,10 @@ class TFSF:
 
     ``mirror``: per axis, whether the box continues through the PEC wall at ``i = 0`` as its
     mirror image (a mirror symmetry plane): there ``lo = -hi`` and the box has no low face
-    (the masks cover ``0 .. hi - 1``; the wrap-around terms the curl sees at ``i = 0`` fall
-    on the wall's tangential E, which the wall zeroes after the update)."""
+    (the masks cover the nodes at ``1/2 .. hi - 1``: not the E plane ``i = 0``, which is the
+    PEC wall or, behind a PMC wall at ``i = 1/2``, outside the domain; the wrap-around terms
+    the curl sees there fall on tangential E at ``i = 0`` or tangential H at ``i = 1/2``,
+    which the walls zero after the update)."""
 
     lo: tuple
     hi: tuple
@@ -198,7 +200,8 @@ def _curl_sparse(F, diff, inv_dx, shape):
 def _box_mask(src: TFSF, shape, half_axes, dtype):
     m = None
     for ax in range(3):
-        mk = _broadcast(_mask_1d(shape[ax], src.lo[ax], src.hi[ax], ax in half_axes, dtype), ax)
+        lo = 0.5 if src.mirror[ax] else src.lo[ax]  # through a mirror wall: from the domain's start
+        mk = _broadcast(_mask_1d(shape[ax], lo, src.hi[ax], ax in half_axes, dtype), ax)
         m = mk if m is None else m * mk
     return m
 
