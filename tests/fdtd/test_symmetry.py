@@ -154,6 +154,13 @@ def test_plane_wave_sphere_matches_full_domain():
             dict(monitors=[fdtd.FluxPlane((0, 0, 0), (0.5, 0.5, 0), [1.0])], symmetry=(0, 0, -1)),
             "mirror plane",
         ),
+        (
+            dict(
+                scene=scene.Scene([scene.Object(geometry.Sphere(), 4.0, center=(0, 0, 0.05), size=0.3)]),
+                symmetry=(0, 0, -1),
+            ),
+            "scene is not symmetric under the z mirror",
+        ),
     ],
 )
 def test_refused(kw, match):

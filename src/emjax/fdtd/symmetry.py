@@ -55,7 +55,9 @@ def check_values(value) -> tuple:
         v = tuple(value)
     except TypeError:
         v = ()
-    if len(v) != 3 or not all(isinstance(s, (int, np.integer)) and s in (-1, 0, 1) for s in v):
+    if len(v) != 3 or not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s in (-1, 0, 1) for s in v
+    ):
         raise ConfigError(f"symmetry must be three values, each {ALLOWED}, got {value!r}")
     return tuple(int(s) for s in v)
 
@@ -185,11 +187,40 @@ def validate(sim) -> None:
         elif not isinstance(src, Dipole):
             raise ConfigError(f"symmetry: only Dipole and PlaneWaveSource sources, got {type(src).__name__}")
     _reduce_dipoles(sim, [x for x in sim.sources if isinstance(x, Dipole)])
+    _check_scene(sim)
     for m in sim.monitors:
         if isinstance(m, FieldPlane) or type(m) not in (FluxBox, FluxPlane, CrossSections):
             raise ConfigError(
                 f"symmetry: monitors must be FluxBox, FluxPlane or CrossSections, got {type(m).__name__}"
             )
+
+
+def _check_scene(sim, samples: int = 4000) -> None:
+    """The scene must be its own mirror image: its material at random points in (and
+    around) each object and at their mirror images must agree."""
+    sc = sim.scene
+    if sc is None or not sc.objects:
+        return
+    if sc.traced:
+        sc = sc.primal()
+    rng = np.random.default_rng(0)
+    lo = np.asarray(sim.center) - np.asarray(sim.size) / 2
+    hi = lo + np.asarray(sim.size)
+    pts = []
+    for o in sc.objects:
+        a, b = (np.clip(v, lo, hi) for v in o.bounds())
+        pad = 0.1 * (b - a) + sim.dx
+        pts.append(rng.uniform(np.maximum(a - pad, lo), np.minimum(b + pad, hi), (samples, 3)))
+    p = np.concatenate(pts)
+    for a, sign in enumerate(sim.symmetry):
+        if sign:
+            q = p.copy()
+            q[:, a] = 2 * sim.center[a] - q[:, a]
+            if np.any(sc.label(*p.T) != sc.label(*q.T)):
+                raise ConfigError(
+                    f"symmetry: the scene is not symmetric under the {'xyz'[a]} mirror through "
+                    f"{sim.center[a]:g}; set symmetry[{a}] = 0 (allowed values: {ALLOWED})"
+                )
 
 
 def _half_simulation(sim):
