@@ -207,10 +207,11 @@ class Simulation:
     averaging : "subpixel" (anisotropic averaging at interfaces, second order) or "staircase".
     precision, courant, order : as :class:`emjax.fdtd.Grid`; the default Courant number is
         lowered where a Drude-Lorentz medium's poles need it (:mod:`.pole_stability`).
-    symmetry : (sx, sy, sz), each 0 or -1: a mirror plane through ``center`` normal to that
-        axis, -1 (odd) meaning tangential E changes sign under the reflection (it vanishes
-        on the plane: a PEC mirror); only the upper half is simulated, results are the
-        whole domain's (:mod:`emjax.fdtd.symmetry`).
+    symmetry : (sx, sy, sz), each 0, -1 or +1: a mirror plane through ``center`` normal to
+        each axis with a nonzero entry, the sign tangential E takes under the reflection
+        (Meep's phase): -1 (odd) makes the plane a PEC wall, +1 (even) a PMC wall; only the
+        upper half along it is simulated, results are the whole domain's
+        (:mod:`emjax.fdtd.symmetry`).
     """
 
     size: tuple
