@@ -55,7 +55,13 @@ def applicable(plan) -> bool:
     depend on ``eps`` and ``sigma``; the other coefficients (CPML profiles, PEC masks) are
     functions of the grid alone and get no cotangent. (Which arrays are differentiated cannot
     be told from their types: inside ``jax.jit`` every one is a tracer.)"""
-    if plan.subpixel is not None or plan.n_poles or plan.n_lorentz or plan.layout is not None:
+    if (
+        plan.subpixel is not None
+        or plan.n_poles
+        or plan.n_lorentz
+        or plan.layout is not None
+        or any(plan.pmc)
+    ):
         return False
     return all(b is None for b in plan.bloch)
 

@@ -124,6 +124,7 @@ def digests(plan, arrays: dict, initial=None) -> dict:
     parts["monitors"] += [describe(plan.monitors, dt), describe(plan.probes, dt)]
     parts["boundaries"].append(
         describe((plan.walls, plan.pml, plan.pml_faces, plan.pml_kappa, plan.bloch), dt)
+        + (f"; pmc {plan.pmc}" if any(plan.pmc) else "")
     )
     parts["initial"].append("none" if initial is None else describe((initial[0], initial[1]), dt))
     out = {"format": FORMAT}

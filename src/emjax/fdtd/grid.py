@@ -54,6 +54,14 @@ class CPML:
     with ``sides = "low"`` or ``"high"``, on one face only (the other is a bare PEC wall:
     e.g. a ground plane below and open space above).
 
+    ``wall = "pmc"`` (with ``sides = "high"``): the bare low face is a perfect magnetic
+    conductor instead, on the H plane ``i = 1/2``: tangential H is zero there, and so is the
+    normal E on it (the dual of a PEC wall's normal H). The E plane ``i = 0`` behind it stays
+    the PEC that backs the CPML across the periodic wrap, outside the domain, which starts
+    at ``i = 1/2``. (The PMC goes on an H plane because tangential H lives there, as the PEC
+    goes on the E plane ``i = 0`` where tangential E lives; putting it on the E plane would
+    need the H below it, which the wrap makes the CPML's far end.)
+
     Graded profiles with depth ``u`` in [0, 1]: ``sigma = sigma_max u**order``,
     ``kappa = 1 + (kappa_max - 1) u**order``, ``alpha = alpha_max (1 - u)``;
     ``sigma_max`` defaults to the usual optimum ``0.8 (order + 1) / dx`` (impedance 1).
@@ -65,6 +73,7 @@ class CPML:
     kappa_max: float = 1.0
     alpha_max: float = 0.05
     sides: str = "both"
+    wall: str = "pec"
 
     name = "cpml"
 
@@ -76,6 +85,10 @@ class CPML:
     def __post_init__(self):
         if not is_one_of(self.sides, ("both", "low", "high")):
             raise ConfigError(f"CPML.sides must be 'both', 'low' or 'high', got {self.sides!r}")
+        if not is_one_of(self.wall, ("pec", "pmc")):
+            raise ConfigError(f"CPML.wall must be 'pec' or 'pmc', got {self.wall!r}")
+        if self.wall == "pmc" and self.sides != "high":
+            raise ConfigError("CPML.wall = 'pmc' needs sides = 'high' (the PMC is the bare low face)")
         require_int("CPML.thickness", self.thickness, 1, 10_000)
         require_range("CPML.order", self.order, 1.0, 10.0)
         if self.sigma_max is not None:
@@ -146,6 +159,8 @@ class Grid:
                     f"axis {'xyz'[ax]}: {n} cells cannot hold a {bd.thickness}-cell "
                     f"CPML on {bd.sides} faces (need >= {len(bd.faces) * bd.thickness + 2})"
                 )
+            if self.order == 4 and isinstance(bd, CPML) and bd.wall == "pmc":
+                raise ConfigError(f"axis {'xyz'[ax]}: a PMC wall needs order=2")
             if self.order == 4 and not isinstance(bd, Periodic) and n < 4:
                 raise ConfigError(f"axis {'xyz'[ax]}: order=4 next to a wall needs >= 4 cells, got {n}")
         limit = courant_limit(self.order, self.dimensions)

@@ -207,6 +207,11 @@ class Simulation:
     averaging : "subpixel" (anisotropic averaging at interfaces, second order) or "staircase".
     precision, courant, order : as :class:`emjax.fdtd.Grid`; the default Courant number is
         lowered where a Drude-Lorentz medium's poles need it (:mod:`.pole_stability`).
+    symmetry : (sx, sy, sz), each 0, -1 or +1: a mirror plane through ``center`` normal to
+        each axis with a nonzero entry, the sign tangential E takes under the reflection
+        (Meep's phase): -1 (odd) makes the plane a PEC wall, +1 (even) a PMC wall; only the
+        upper half along it is simulated, results are the whole domain's
+        (:mod:`emjax.fdtd.symmetry`).
     """
 
     size: tuple
@@ -221,6 +226,7 @@ class Simulation:
     courant: float | None = None
     order: int = 2
     probes: tuple = ()  # (position, component, "E" | "H")
+    symmetry: tuple = (0, 0, 0)
 
     def __post_init__(self):
         if isinstance(self.size, Grid):
@@ -267,6 +273,11 @@ class Simulation:
         names = [m.name for m in self.monitors if not isinstance(m, CrossSections)]
         if len(set(names)) != len(names):
             raise ConfigError(f"monitor names must be distinct, got {names}")
+        from . import symmetry
+
+        object.__setattr__(self, "symmetry", symmetry.check_values(self.symmetry))
+        if any(self.symmetry):
+            symmetry.validate(self)
         self.grid  # noqa: B018  (validates the cell counts now, before anything is allocated)
 
     # ---- the grid ---------------------------------------------------------------------------
@@ -345,6 +356,10 @@ class Simulation:
         their DFT planes (``{"box": range(...)}``, and ``"cross_sections"`` with its two)."""
         from . import scene_raster
 
+        if any(self.symmetry):  # the half domain (emjax.fdtd.symmetry)
+            from .symmetry import to_grid
+
+            return to_grid(self)[:2]
         scene_raster.check_memory(self)  # before anything grid-sized exists
         g = self.grid
         tf = None
@@ -465,10 +480,14 @@ def run(sim: Simulation, steps: int | None = None, *, until: float | None = None
     (length / c); keyword arguments as :func:`emjax.fdtd.run`."""
     from .simulation import run as run_grid
 
-    grid_sim, names = sim.to_grid()
     if (steps is None) == (until is None):
         raise ConfigError("give steps or until (a time in length / c), not both")
     if until is not None:
         require_positive("until", until)
-        steps = int(math.ceil(until / grid_sim.grid.dt))
+        steps = int(math.ceil(until / sim.grid.dt))
+    if any(sim.symmetry):
+        from .symmetry import run_reduced
+
+        return run_reduced(sim, steps, run_grid, **kw)
+    grid_sim, names = sim.to_grid()
     return Result(sim, grid_sim, run_grid(grid_sim, steps, **kw), names)

@@ -22,16 +22,23 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, eq=False)
 class Result:
     """What :func:`emjax.fdtd.run` returns for a physical :class:`Simulation`: the monitors
-    by name, normalized spectra, and the cell-level :class:`~emjax.fdtd.FDTDResult`."""
+    by name, normalized spectra, and the cell-level :class:`~emjax.fdtd.FDTDResult`.
+
+    Under mirror symmetry (``symmetry`` set, a :class:`~emjax.fdtd.symmetry.Reduction`)
+    fluxes, cross sections and probes are the whole domain's, while ``simulation`` is the
+    reduced simulation that ran (the fields in ``raw`` are its half domain) and
+    ``symmetry.full`` the one given."""
 
     simulation: Simulation
     grid_simulation: GridSimulation
     raw: object  # FDTDResult
     monitor_planes: dict
+    symmetry: object = None
 
     def frequencies(self, name: str) -> np.ndarray:
         idx = self._planes(name)
-        first = idx[0][0] if isinstance(idx, tuple) else idx[0]
+        first = idx[0] if isinstance(idx, tuple) else idx
+        first = first.first if hasattr(first, "first") else first[0]
         return np.asarray(self.grid_simulation.monitors[first].frequencies)
 
     def _planes(self, name):
@@ -108,6 +115,8 @@ class Result:
         idx = self._planes(name)
         if isinstance(idx, tuple):
             raise ConfigError("cross_sections is not a flux monitor: use Result.cross_sections()")
+        if hasattr(idx, "factor"):  # folded by a mirror symmetry
+            return idx.flux(self.raw)
         if len(idx) == 1:
             return self.raw.flux(idx[0])
         return box_flux([self.raw.flux(i) for i in idx])
@@ -116,7 +125,9 @@ class Result:
         """Flux of (these fields - ``other``'s) through monitor ``name``: with ``other`` the
         same simulation without the structure, the scattered (e.g. reflected) power."""
         idx = self._planes(name)
-        if isinstance(idx, tuple) or len(idx) != 1:
+        if hasattr(idx, "factor") and idx.axis is not None:
+            return idx.flux(self.raw, other.raw)
+        if isinstance(idx, tuple) or len(idx) != 1 or hasattr(idx, "factor"):
             raise ConfigError(f"{name!r} is not a FluxPlane")
         return self.raw.flux_difference(other.raw, idx[0])
 
@@ -141,10 +152,16 @@ class Result:
         if "cross_sections" not in self.monitor_planes:
             raise ConfigError("add a CrossSections(frequencies) monitor to get cross sections")
         outer, inner = self.monitor_planes["cross_sections"]
-        f = np.asarray(self.grid_simulation.monitors[outer[0]].frequencies)
+        f = self.frequencies("cross_sections")
         intensity = self.incident_intensity(f)
-        csca = box_flux([self.raw.flux(i) for i in outer]) / intensity
-        cabs = -box_flux([self.raw.flux(i) for i in inner]) / intensity
+
+        def flux(planes):
+            if hasattr(planes, "factor"):  # folded by a mirror symmetry
+                return planes.flux(self.raw)
+            return box_flux([self.raw.flux(i) for i in planes])
+
+        csca = flux(outer) / intensity
+        cabs = -flux(inner) / intensity
         return {"frequency": f, "Csca": csca, "Cabs": cabs, "Cext": csca + cabs}
 
     def transmission(self, name: str) -> np.ndarray:
@@ -158,11 +175,21 @@ class Result:
         plane's normal: the monitor averages H over the two planes around its E plane. An
         empty box then gives T = 1 to rounding instead of the O((k dx)^2) bias."""
         idx = self._planes(name)
+        folded = idx if hasattr(idx, "factor") else None  # by a mirror symmetry: the full plane's area
+        if folded is not None:
+            if folded.axis is None:
+                raise ConfigError(f"{name!r} is not a FluxPlane")
+            idx = list(folded.planes)
         if isinstance(idx, tuple) or len(idx) != 1:
             raise ConfigError(f"{name!r} is not a FluxPlane")
         mon = self.grid_simulation.monitors[idx[0]]
         g = self.grid_simulation.grid
-        area = math.prod(mon.hi[a] - mon.lo[a] for a in range(3) if a != mon.axis) * g.dx**2
+        cells = (
+            folded.area
+            if folded is not None
+            else math.prod(mon.hi[a] - mon.lo[a] for a in range(3) if a != mon.axis)
+        )
+        area = cells * g.dx**2
         f = np.asarray(mon.frequencies)
         tf = next((s for s in self.grid_simulation.sources if isinstance(s, TFSF)), None)
         if tf is None:

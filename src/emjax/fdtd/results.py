@@ -236,7 +236,8 @@ def physical_to_xarray(res):
         }
         for key, text in what.items():
             data[key] = (("frequency",), np.asarray(cs[key]), {"units": "length^2", "long_name": text})
-    kinds = {m.name: type(m).__name__ for m in sim.monitors if hasattr(m, "name")}
+    given = res.symmetry.full if getattr(res, "symmetry", None) is not None else sim
+    kinds = {m.name: type(m).__name__ for m in given.monitors if hasattr(m, "name")}
     for name, planes in res.monitor_planes.items():
         if name == "cross_sections" or name in sim.field_plane_names:
             continue
@@ -247,8 +248,16 @@ def physical_to_xarray(res):
         coords[dim] = (dim, np.asarray(res.frequencies(name)), {"units": "1 / length"})
         text = f"outward flux through FluxBox {name!r}" if box else f"flux through FluxPlane {name!r}"
         if not box:
-            text += f" (towards +{'xyz'[res.grid_simulation.monitors[planes[0]].axis]})"
+            axis = planes.axis if hasattr(planes, "factor") else res.grid_simulation.monitors[planes[0]].axis
+            text += f" (towards +{'xyz'[axis]})"
         data[var] = ((dim,), np.asarray(res.flux(name)), {"units": FLUX_UNITS, "long_name": text})
+    if given is not sim:  # mirror symmetry: the fields are the half domain that ran
+        attrs["symmetry"] = list(given.symmetry)
+        attrs["symmetry_note"] = (
+            "fluxes, cross sections and probes are the whole domain's (probe positions: the "
+            "nodes read, mirror images for probes in the removed half); E_mid_z and the grid "
+            "attributes are the half domain's"
+        )
     attrs.update(
         resolution=float(sim.resolution),
         size=list(sim.size),

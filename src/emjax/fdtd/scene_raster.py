@@ -244,9 +244,10 @@ def materials(sim, tf=None) -> dict:
         for ax in range(3):  # near a periodic cell's face the box spans the axis (it wraps)
             if periodic[ax] and g.shape[ax] > 1 and (blo[ax] < 2 or bhi[ax] > g.shape[ax] - 2):
                 blo[ax], bhi[ax] = 0, g.shape[ax]
+        bare = [isinstance(b, CPML) and "lo" not in b.faces for b in g.boundary]  # a wall at i = 0
         reaches_edge = any(
-            n > 1 and not (per and a == 0 and b == n) and (a < 2 + lo_pml or b > n - 2 - lo_pml)
-            for a, b, n, lo_pml, per in zip(blo, bhi, g.shape, pml, periodic)
+            n > 1 and not (per and a == 0 and b == n) and (a < (0 if lo_bare else 2 + L) or b > n - 2 - L)
+            for a, b, n, L, per, lo_bare in zip(blo, bhi, g.shape, pml, periodic, bare)
         )
         if reaches_edge and (any(tt is not None for tt in tensors) or any(pole_nodes)):
             raise ConfigError(

@@ -10,7 +10,7 @@ import numpy as np
 from ..backend import precision
 from ..errors import ConfigError, is_one_of, require_int, require_length
 from ..materials import Dispersive, DrudePole, LorentzPole
-from .grid import CPML, Bloch, Grid, Periodic
+from .grid import CPML, PEC, Bloch, Grid, Periodic
 from .monitors import DFTPlane
 from .sheets import CurrentSheet
 from .sources import PlaneSource, PointDipole
@@ -131,6 +131,11 @@ class GridSimulation:
                     f"sources must be PointDipole, PlaneSource, CurrentSheet or TFSF objects, got {s!r}"
                 )
             s.check(self.grid.shape)
+        for s in self.sources:
+            if isinstance(s, TFSF) and any(
+                m and isinstance(b, (Periodic, Bloch)) for m, b in zip(s.mirror, self.grid.boundary)
+            ):
+                raise ConfigError("a TFSF box mirrored through i = 0 needs a PEC or CPML wall on that axis")
         if sum(isinstance(s, TFSF) for s in self.sources) > 1:
             raise ConfigError("at most one TFSF source per simulation")
         if self.grid.is_complex and any(isinstance(s, TFSF) for s in self.sources):
@@ -175,7 +180,11 @@ class GridSimulation:
                 raise ConfigError(f"subpixel must be an emjax.fdtd.SubpixelBox, got {self.subpixel!r}")
             pml = [b.thickness if isinstance(b, CPML) else 0 for b in self.grid.boundary]
             periodic = [isinstance(b, (Periodic, Bloch)) for b in self.grid.boundary]
-            self.subpixel.check(self.grid.shape, pml, periodic)
+            bare = [
+                isinstance(b, PEC) or (isinstance(b, CPML) and "lo" not in b.faces)
+                for b in self.grid.boundary
+            ]
+            self.subpixel.check(self.grid.shape, pml, periodic, bare)
             if self.grid.order != 2:
                 raise ConfigError("subpixel boxes need grid order=2 (the box recomputes a 2nd-order curl)")
             sl = self.subpixel.slices

@@ -68,6 +68,7 @@ class Plan:
     subpixel_poles: tuple | None = None  # dispersive interface nodes per component, if any
     subpixel_inline: bool = False  # the correction as one expression (subpixel.correction_inline)
     layout: Layout | None = None  # several devices: slabs along x (sharded.py); None: one device
+    pmc: tuple = (False, False, False)  # per axis: a PMC wall on the H plane i = 1/2 (grid.CPML)
 
 
 def coefficients(sim: GridSimulation, dtype):
@@ -94,7 +95,8 @@ def coefficients(sim: GridSimulation, dtype):
         ca = np.float64(1.0)
     arrays.update({"ca": jnp.asarray(ca, dtype), "cb": jnp.asarray(cb, dtype)})
     if sim.subpixel is not None:
-        arrays.update(subpixel.coefficients(sim.subpixel, cb, dt, dtype, g.shape, g.bloch_phases))
+        walls = tuple(isinstance(b, (PEC, CPML)) for b in g.boundary)
+        arrays.update(subpixel.coefficients(sim.subpixel, cb, dt, dtype, g.shape, g.bloch_phases, walls))
     pml = []
     for ax, b in enumerate(g.boundary):
         if isinstance(b, CPML):
@@ -250,6 +252,7 @@ def step(plan, arrays, state, _, z=None):
     if slabsH:
         H = terms.add_slabs(H, slabsH, -dt)
     H = _add_sources(plan, arrays, H, "H", n.astype(jnp.finfo(E[0].dtype).dtype) * dt)
+    H = terms.pmc(plan, H, "H")
     cH, newE, slabsE = curl(plan, arrays, H, "E", psi)
     if tf is not None:
         t_h = (n.astype(E[0].dtype) + 0.5) * dt
@@ -316,6 +319,7 @@ def step(plan, arrays, state, _, z=None):
     if tf is not None:
         aux = (tfsf_mod.aux_step_e(tf, aux[0], aux[1], courant, (n + 1).astype(dtype) * dt), aux[1])
     E = _add_sources(plan, arrays, E, "E", t)
+    E = terms.pmc(plan, E, "E")
     if z is not None:
         E = tuple(e + zc for e, zc in zip(E, z))
     psi = {**psi, **newH, **newE}
@@ -369,6 +373,9 @@ def make_plan(sim: GridSimulation, steps: int, dtype, arrays: dict, pml: tuple, 
     inplace = tuple(INPLACE) if INPLACE is not None else terms.inplace_default(g, dtype)
     if as_layout(layout) is not None:  # sharded: padded terms (an in-place slab update is a scatter)
         inplace = (False, False, False)
+    pmc = tuple(isinstance(b, CPML) and b.wall == "pmc" for b in g.boundary)
+    if any(pmc) and as_layout(layout) is not None:
+        raise ConfigError("PMC walls (even mirror symmetry) run on one device")
     return Plan(
         g.shape,
         float(g.dx),
@@ -393,4 +400,5 @@ def make_plan(sim: GridSimulation, steps: int, dtype, arrays: dict, pml: tuple, 
         else None,
         inline,
         as_layout(layout),
+        pmc,
     )

@@ -113,10 +113,11 @@ class SubpixelBox:
     def slices(self) -> tuple:
         return tuple(slice(lo, lo + n) for lo, n in zip(self.lo, self.shape))
 
-    def check(self, grid_shape, pml, periodic=(False, False, False)) -> None:
+    def check(self, grid_shape, pml, periodic=(False, False, False), bare_lo=(False, False, False)) -> None:
         """The box and a two-node margin (the four-point averages of the curl, and the curl's
         own stencil) lie inside the grid and outside the CPML, or the box spans a periodic
-        axis whole (its margins then wrap around)."""
+        axis whole (its margins then wrap around); ``bare_lo``: axes whose low face is a PEC
+        wall without a CPML in front, where the box may start at the wall (i = 0)."""
         for ax, (lo, n, N, L) in enumerate(zip(self.lo, self.shape, grid_shape, pml)):
             if N == 1:  # 2-D grids: the invariant axis
                 if n != 1 or lo != 0:
@@ -124,7 +125,7 @@ class SubpixelBox:
                 continue
             if periodic[ax] and lo == 0 and n == N:
                 continue
-            if lo < 2 + L or lo + n > N - 2 - L:
+            if lo < (0 if bare_lo[ax] else 2 + L) or lo + n > N - 2 - L:
                 raise ConfigError(
                     f"SubpixelBox along axis {ax} spans cells {lo}..{lo + n}; it must lie within "
                     f"{2 + L}..{N - 2 - L} (inside the grid, outside the CPML, two cells margin), or span "
@@ -173,7 +174,7 @@ def _around(c, j):
     return out
 
 
-def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, None, None)) -> dict:
+def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, None, None), walls=None) -> dict:
     """The box's active nodes as lists (flat indices per component) and their coefficients.
 
     ``Delta_c = d curlH_c + sum_j sum_(4 E_j nodes q) w_q curlH_j(q)`` with ``d = dt
@@ -181,23 +182,28 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
     off-diagonal weights ``w_q = (dt / 8) (eps_inv[c, j] at the E_c node + eps_inv[j, c] at
     E_j's node q)`` (times q's Bloch factor). The curls are computed only where needed: at
     the active nodes and their neighbours (``curl_nodes``), from six gathers of H each.
+    ``walls``: per axis whether the plane i = 0 is a PEC wall; a curl there takes the
+    tangential H below the wall as its PEC image (even), not the wrapped far side.
 
     A traced box or ``cb`` (a differentiated scene): the node lists from the active mask (every
     entry of an active node may vary), the weights ``sub_w`` as one jitted JAX function of
     ``eps_inv`` and ``cb``."""
     if not (box.traced or _is_tracer(cb)):
-        return _coefficients(box, box.eps_inv, cb, dt, dtype, shape, bloch, structural=False)
+        return _coefficients(box, box.eps_inv, cb, dt, dtype, shape, bloch, structural=False, walls=walls)
     import jax
 
     args = (dt, dtype, shape, bloch)
-    out = _coefficients(box, np.zeros(np.shape(box.eps_inv)), np.zeros(np.shape(cb)), *args, structural=True)
+    zeros = (np.zeros(np.shape(box.eps_inv)), np.zeros(np.shape(cb)))
+    out = _coefficients(box, *zeros, *args, structural=True, walls=walls)
     # one compiled function per structure (an optimization's next step reuses it)
     key = (box.lo, box.active_mask.shape, box.active_mask.tobytes(), float(dt), str(np.dtype(dtype)))
-    key += (tuple(shape), tuple(None if b is None else complex(b) for b in bloch), np.shape(cb))
+    key += (tuple(shape), tuple(None if b is None else complex(b) for b in bloch), np.shape(cb), walls)
     weights = _WEIGHTS.pop(key, None)
     if weights is None:  # over a stand-in of the structure (the cache must hold no tracer)
         like = SubpixelBox(box.lo, np.ones(np.shape(box.eps_inv)), box.active_mask)
-        weights = jax.jit(lambda inv, c: _coefficients(like, inv, c, *args, structural=True)["sub_w"])
+        weights = jax.jit(
+            lambda inv, c: _coefficients(like, inv, c, *args, structural=True, walls=walls)["sub_w"]
+        )
     _WEIGHTS[key] = weights
     while len(_WEIGHTS) > 8:
         _WEIGHTS.popitem(last=False)
@@ -209,7 +215,7 @@ def coefficients(box: SubpixelBox, cb, dt: float, dtype, shape, bloch=(None, Non
 _WEIGHTS: OrderedDict = OrderedDict()
 
 
-def _coefficients(box: SubpixelBox, inv, cb, dt, dtype, shape, bloch, structural: bool) -> dict:
+def _coefficients(box: SubpixelBox, inv, cb, dt, dtype, shape, bloch, structural: bool, walls=None) -> dict:
     """:func:`coefficients` with the tensors ``inv`` (``box.eps_inv`` or a stand-in);
     ``structural``: which off-diagonal entries may be nonzero is the active mask's (else
     ``inv``'s values)."""
@@ -323,6 +329,11 @@ def _coefficients(box: SubpixelBox, inv, cb, dt, dtype, shape, bloch, structural
         e_a, e_b = -np.eye(3, dtype=int)[a_], -np.eye(3, dtype=int)[b_]
         ia, pa = _neighbours(q, e_a, shape, bloch)
         ib, pb = _neighbours(q, e_b, shape, bloch)
+        if walls is not None:  # at a wall node the image of tangential H below it is even
+            for ax, idx in ((a_, ia), (b_, ib)):
+                if walls[ax]:
+                    at = q[:, ax] == 0
+                    idx[at] = curl_nodes[j][at]
         ph = lambda p: None if p is None else jnp.asarray(p, wdtype)  # noqa: E731
         curl_idx.append((jnp.asarray(curl_nodes[j]), jnp.asarray(ia), ph(pa), jnp.asarray(ib), ph(pb)))
     flat_nodes = [_neighbours(cells[c], (0, 0, 0), shape, bloch)[0] for c in range(3)]

@@ -70,6 +70,24 @@ def pec(plan, E):
     return tuple(out)
 
 
+def pmc(plan, F, kind: str):
+    """PMC walls (``plan.pmc``) on the H plane i = 1/2, index 0 along the axis: zero the
+    tangential H ("H") or the normal E ("E") there."""
+    if not any(plan.pmc):
+        return F
+    out = list(F)
+    for ax, on in enumerate(plan.pmc):
+        if not on:
+            continue
+        shape = [1, 1, 1]
+        shape[ax] = plan.shape[ax]
+        mask = jnp.ones((plan.shape[ax],), F[0].dtype).at[0].set(0).reshape(shape)
+        for c in range(3):
+            if (c != ax) == (kind == "H"):
+                out[c] = out[c] * mask
+    return tuple(out)
+
+
 def block_slices(where, shape):
     """Slices and block shape of ``where`` (ints or slices) in an array of ``shape``."""
     sl = []

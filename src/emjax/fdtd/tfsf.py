@@ -31,12 +31,20 @@ from .update import d_backward, d_forward
 
 @dataclass(frozen=True, eq=False)
 class TFSF:
-    """Plane wave ``wave`` with time profile ``waveform`` inside the cell box [lo, hi)."""
+    """Plane wave ``wave`` with time profile ``waveform`` inside the cell box [lo, hi).
+
+    ``mirror``: per axis, whether the box continues through the PEC wall at ``i = 0`` as its
+    mirror image (a mirror symmetry plane): there ``lo = -hi`` and the box has no low face
+    (the masks cover the nodes at ``1/2 .. hi - 1``: not the E plane ``i = 0``, which is the
+    PEC wall or, behind a PMC wall at ``i = 1/2``, outside the domain; the wrap-around terms
+    the curl sees there fall on tangential E at ``i = 0`` or tangential H at ``i = 1/2``,
+    which the walls zero after the update)."""
 
     lo: tuple
     hi: tuple
     wave: PlaneWave
     waveform: object
+    mirror: tuple = (False, False, False)
 
     def __post_init__(self):
         if len(self.lo) != 3 or len(self.hi) != 3:
@@ -65,6 +73,11 @@ class TFSF:
 
     def check(self, shape):
         for ax in range(3):
+            if self.mirror[ax]:
+                require_int(f"TFSF.hi[{ax}]", self.hi[ax], 2, shape[ax] - 2)
+                if self.lo[ax] != -self.hi[ax]:
+                    raise ConfigError(f"TFSF.lo[{ax}] must be -hi[{ax}] on a mirror axis, got {self.lo[ax]}")
+                continue
             require_int(f"TFSF.lo[{ax}]", self.lo[ax], 2, shape[ax] - 3)
             require_int(f"TFSF.hi[{ax}]", self.hi[ax], self.lo[ax] + 2, shape[ax] - 2)
 
@@ -75,6 +88,7 @@ class TFSF:
             tuple(float(v) for v in self.wave.direction),
             tuple(float(v) for v in np.real(self.wave.polarization)),
             self.waveform,
+            tuple(bool(m) for m in self.mirror),
         )
 
     def __hash__(self):
@@ -186,7 +200,8 @@ def _curl_sparse(F, diff, inv_dx, shape):
 def _box_mask(src: TFSF, shape, half_axes, dtype):
     m = None
     for ax in range(3):
-        mk = _broadcast(_mask_1d(shape[ax], src.lo[ax], src.hi[ax], ax in half_axes, dtype), ax)
+        lo = 0.5 if src.mirror[ax] else src.lo[ax]  # through a mirror wall: from the domain's start
+        mk = _broadcast(_mask_1d(shape[ax], lo, src.hi[ax], ax in half_axes, dtype), ax)
         m = mk if m is None else m * mk
     return m
 

@@ -196,6 +196,8 @@ def unsupported(plan, monitors: bool = False) -> str | None:
     kernel records DFT planes (the CUDA kernel does, :mod:`.records`)."""
     if plan.order != 2:
         return "the 4th-order stencil"
+    if any(getattr(plan, "pmc", ())):
+        return "PMC walls"
     if any(p is not None for p in plan.bloch):
         return "Bloch-periodic boundaries"
     if plan.n_poles or plan.n_lorentz:

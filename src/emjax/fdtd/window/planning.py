@@ -10,6 +10,7 @@ import numpy as np
 from ...backend import precision, precision_scope
 from ...errors import ConfigError
 from .. import step as engine
+from ..grid import CPML
 from ..spec import GridSimulation, is_traced
 from ..tfsf import TFSF
 from .slabs import _x_split, ghost
@@ -39,6 +40,8 @@ def unsupported(sim: GridSimulation) -> str | None:
     """Why the window cannot run ``sim`` (None: it can)."""
     if is_traced((sim.eps, sim.sigma)):
         return "traced (differentiated) inputs (use fdtd.run)"
+    if any(isinstance(b, CPML) and b.wall == "pmc" for b in sim.grid.boundary):
+        return "PMC walls (even mirror symmetry)"
     if sim.subpixel is not None:
         return 'subpixel averaging (a Simulation with averaging="staircase" can use it)'
     if sim.grid.bloch_phases[0] is not None:
