@@ -29,6 +29,8 @@ def unsupported(plan) -> str | None:
         return "DFT monitors of all six components (DFTField)"
     if 4 * len(plan.monitors) > MAX_BOXES:
         return f"more than {MAX_BOXES // 4} DFT planes"
+    if 8 * plan.shape[0] + 64 * MAX_BOXES > 60_000:  # the tables live in 64 KB of constant memory
+        return "DFT planes on grids of more than 7000 x planes"
     return None
 
 
