@@ -164,14 +164,19 @@ def weights(shape, axis: int) -> tuple:
     return w(t1), w(t2)
 
 
+def phase(f, t, dt, cdt):
+    """The running DFT's weight ``exp(2 pi i f t) dt`` (broadcast over ``f`` and ``t``)."""
+    return (jnp.exp(2j * math.pi * f * t) * dt).astype(cdt)
+
+
 def accumulate(mon: DFTPlane, acc, E, H, n, dt):
     """Add step n's contribution (E at (n+1) dt, H at (n+1/2) dt)."""
     f = jnp.asarray(mon.frequencies, jnp.finfo(E[0].dtype).dtype)
     tE = (n + 1).astype(f.dtype) * dt
     tH = (n + 0.5).astype(f.dtype) * dt
     cdt = acc["E"].dtype
-    pE = (jnp.exp(2j * math.pi * f * tE) * dt).astype(cdt)
-    pH = (jnp.exp(2j * math.pi * f * tH) * dt).astype(cdt)
+    pE = phase(f, tE, dt, cdt)
+    pH = phase(f, tH, dt, cdt)
     if isinstance(mon, DFTField):
         e = jnp.stack([_field_window(c, mon) for c in E]).astype(cdt)
         h = jnp.stack([_field_window(c, mon) for c in H]).astype(cdt)

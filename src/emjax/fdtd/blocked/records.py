@@ -81,8 +81,8 @@ def accumulate(plan, dft: tuple, mrec, spec, n, dt) -> tuple:
         f = jnp.asarray(m.frequencies, jnp.finfo(e.dtype).dtype)
         steps = (n + jnp.arange(th)).astype(f.dtype)
         cdt = acc["E"].dtype
-        pE = (jnp.exp(2j * math.pi * f[None] * ((steps + 1) * dt)[:, None]) * dt).astype(cdt)
-        pH = (jnp.exp(2j * math.pi * f[None] * ((steps + 0.5) * dt)[:, None]) * dt).astype(cdt)
+        pE = mon_mod.phase(f[None], ((steps + 1) * dt)[:, None], dt, cdt)
+        pH = mon_mod.phase(f[None], ((steps + 0.5) * dt)[:, None], dt, cdt)
         out.append(
             {
                 "E": acc["E"] + jnp.einsum("tf,tcab->fcab", pE, e.astype(cdt)),

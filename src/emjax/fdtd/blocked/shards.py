@@ -31,7 +31,7 @@ from jax.sharding import PartitionSpec as P
 from ...layout import AXIS
 from ..sharded import split_axis
 from . import cuda, records, split
-from .cuda_advance import _one_pass, make_spec, pack_psi, static_inputs, unpack_psi
+from .cuda_advance import _one_pass, _sv, make_spec, pack_psi, static_inputs, unpack_psi
 
 
 def unsupported(plan, th: int) -> str | None:
@@ -122,17 +122,12 @@ def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: 
         H = [_extend(f, th, n) for f in H]
         psi_yz = [_extend(v, th, n) for v in psi_yz]
         static = [_extend(v, th, n, ax) if sp else v for v, ax, sp in zip(static, sax, split_static)]
-        from . import _source_values
 
         def one(sp, cur, dst, step_n, dft):
             xr_k = xr[sp.th][0]
             tab = tabs[sp.th][0] if sp.th in tabs else None
             rows = tables[sp.th][2]
-            sv = (
-                _source_values(plan, {"src_cb": src_cb}, step_n, sp.th, dtype).reshape(-1)
-                if sp.sources
-                else None
-            )
+            sv = _sv(plan, {"src_cb": src_cb}, step_n, sp.th, dtype) if sp.sources else None
             lsp = replace(sp, nxa=m + 2 * th)
             Ec, Hc, psc = cur
             out_E, out_H, out_psi, rec, mrec = _one_pass(
