@@ -42,6 +42,29 @@ BOUNDARIES = {
 }
 
 
+# the CPML kernels' arrangement: (GROUP_BY_AXES, CHAINS_IN_SMEM, SKIP_COVERED) of
+# blocked.split, UNROLL_SMEM_CHAINS of blocked.cuda, BALANCE_TAIL of blocked.split
+CPML_KERNELS = {
+    "one": (False, False, False, False, False),
+    "one+skip": (False, False, True, False, False),
+    "one+skip+tail": (False, False, True, False, True),
+    "grouped+smem+skip": (True, True, True, False, False),
+    "grouped+smem+skip+tail": (True, True, True, False, True),
+    "grouped+smem+skip+tail+unroll": (True, True, True, True, True),
+}
+
+
+def cpml_kernels(name):
+    from emjax.fdtd.blocked import cuda as cuda_kernel
+    from emjax.fdtd.blocked import split as cpml_split
+
+    g, c, s, u, t = CPML_KERNELS[name]
+    cpml_split.GROUP_BY_AXES, cpml_split.CHAINS_IN_SMEM, cpml_split.SKIP_COVERED = g, c, s
+    cpml_split.BALANCE_TAIL = t
+    cuda_kernel.UNROLL_SMEM_CHAINS = u
+    jax.clear_caches()
+
+
 def simulation(n, boundary, precision, material, monitors=False):
     g = fdtd.Grid((n,) * 3, 1.0, boundary=BOUNDARIES[boundary], precision=precision)
     eps = 1.0
@@ -100,6 +123,16 @@ def main(argv=None):
     ap.add_argument(
         "--split", nargs="+", default=["on"], choices=["on", "off"], help="the CPML as a kernel of its own"
     )
+    ap.add_argument(
+        "--cpml-kernels",
+        nargs="+",
+        default=["one+skip+tail"],
+        choices=list(CPML_KERNELS),
+        help="one: a single CPML kernel (chains in local memory) after a bulk kernel over every tile; "
+        "grouped: a CPML kernel per set of axes a task reaches; +smem: one axis's chains in shared "
+        "memory; +skip: the bulk leaves out the tiles the CPML kernels recompute; +tail: the bulk's last "
+        "wave in x pieces; +unroll: the x-march unrolled twice where the chains are in shared memory",
+    )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument("--commit", default=None, help="the commit to record (default: git's)")
     ap.add_argument("--bandwidth", type=float, default=3.35e12)
@@ -152,9 +185,13 @@ def main(argv=None):
                             "bandwidth_fraction": rate * bpu / a.bandwidth,
                         }
                     )
-                    for cfg, split in [(c, sp) for c in a.configs for sp in a.split]:
+                    combos = [(c, sp, ck) for c in a.configs for sp in a.split for ck in a.cpml_kernels]
+                    for cfg, split, ck in combos:
                         if split == "off" and boundary == "pec":
                             continue
+                        if split == "off" and ck != a.cpml_kernels[0]:
+                            continue
+                        cpml_kernels(ck)
                         th, b, ry = (int(v) for v in cfg.split(","))
                         row = {
                             **case,
@@ -163,6 +200,7 @@ def main(argv=None):
                             "tile": [b, b],
                             "rows_per_thread": ry,
                             "split_cpml": split == "on",
+                            "cpml_kernels": ck if split == "on" else None,
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,

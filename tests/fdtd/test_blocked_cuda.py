@@ -191,6 +191,100 @@ def test_cpml_kernel_tasks_cover_the_slabs_once_per_cell_kind():
     assert not hit[20:44, 30:70].any()  # the bulk is left alone
 
 
+def _cpml_all_faces(shape=(10, 30, 26)):
+    """A CPML on every face, a dielectric block, probes in the bulk, in a y slab and at a
+    corner: with tiles of 5 x 4 and TH 2 the bulk kernel leaves out some tiles at each y
+    and z face (the CPML kernels recompute them) and computes the rest."""
+    nx, ny, nz = shape
+    g = fdtd.Grid(shape, 1.0, boundary=CPML(thickness=2), precision="double")
+    eps = np.ones(shape)
+    eps[3:7, 8 : ny - 8, 6 : nz - 6] = 3.0
+    src = fdtd.PointDipole((5, ny // 2, nz // 2), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+    probes = (
+        fdtd.Probe((nx - 5, ny // 2 + 2, nz // 2), 2),
+        fdtd.Probe((4, 1, 13), 0),
+        fdtd.Probe((1, ny - 2, nz - 2), 1, "H"),
+    )
+    return fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=probes)
+
+
+@emulated
+def test_emulated_bulk_tail_in_pieces(monkeypatch):
+    """With 7 CTAs at once, the bulk's 9 tiles leave 2 for a last wave: they run as a second
+    launch of x pieces (3 of 8 planes and their halos each)."""
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "SLOTS", 7)
+    sim = _cpml_all_faces((24, 22, 18))
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    bulk, tail, fixes, rows = cpml_split.split(spec)
+    assert bulk.tiles == (1, 4, 1, 4, 7) and tail.ntask == 6
+    assert {r[8:] for r in rows[-6:]} == {(0, 8), (8, 16), (16, 24)}
+    _compare(sim, 5, th=2, tile=(24, 5, 4), kernel="emulate")
+
+
+@emulated
+def test_emulated_bulk_leaves_covered_tiles(monkeypatch):
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "GROUP_BY_AXES", True)
+    sim = _cpml_all_faces()
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    bulk, tail, fixes, rows = cpml_split.split(spec)
+    ty0, ty1, tz0, tz1, _ = bulk.tiles
+    assert 0 < ty0 < ty1 < 6 and 0 < tz0 < tz1 < 7  # some tiles left out at each face, not all
+    assert tail is None and sorted(i for _, idx in fixes for i in idx) == list(range(len(rows)))
+    assert any(f.chain_smem for f, _ in fixes) and len(fixes) > 1
+    _compare(sim, 5, th=2, tile=(10, 5, 4), kernel="emulate")
+
+
+def test_cpml_kernels_by_axes_at_512(monkeypatch):
+    """At 512^3 with 10-cell CPML slabs, most rows reach one CPML axis only: their kernels
+    keep the psi chains in shared memory; a row is never given a kernel without an axis its
+    window or march reaches."""
+    from emjax.fdtd.blocked import split as cpml_split
+
+    spec = cuda.Spec(
+        "float32",
+        (512,) * 3,
+        4,
+        (24, 24),
+        1.0,
+        0.5,
+        1.0,
+        0.5,
+        None,
+        (True,) * 3,
+        (10,) * 3,
+        (False,) * 3,
+        (),
+        (),
+        2,
+    )
+    monkeypatch.setattr(cpml_split, "SLOTS", 132)
+    monkeypatch.setattr(cpml_split, "GROUP_BY_AXES", True)
+    bulk, tail, fixes, rows = cpml_split.split(spec)
+    # 400 tiles: 3 waves of 132 on an H100, the last 4 tiles in 32 x pieces (one more wave)
+    assert bulk.tiles == (1, 21, 1, 21, 396) and not any(bulk.pml) and tail.ntask == 4 * 32
+    rows = rows[: len(rows) - tail.ntask]
+    single = sum(len(idx) for f, idx in fixes if sum(map(bool, f.pml)) == 1)
+    assert single > 0.6 * len(rows)
+    for f, idx in fixes:
+        assert f.chain_smem == (sum(map(bool, f.pml)) == 1) and f.smem_bytes <= 160 * 1024
+        for i in idx:
+            y0, z0, x0, nxw = rows[i][0], rows[i][1], rows[i][6], rows[i][7]
+            ys = {g % 512 for g in range(y0 - 4, y0 + 28)}
+            zs = {g % 512 for g in range(z0 - 4, z0 + 28)}
+            xs = set(range(x0, min(x0 + nxw + 1, 512)))
+            for a, cells in enumerate((xs, ys, zs)):
+                if any(g < 10 or g >= 502 for g in cells):
+                    assert f.pml[a], (rows[i], f.pml)
+
+
 @emulated
 @pytest.mark.slow
 def test_emulated_th4_not_dividing():

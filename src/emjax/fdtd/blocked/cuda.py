@@ -74,6 +74,11 @@ class Spec:
     # axis a in the box where (g - lo[a]) mod n[a] < count[a]; every step's values are
     # written to ``mrec`` (the box's cells in C order per step, boxes one after another)
     boxes: tuple = ()
+    # the CPML's per-thread psi chains in shared memory instead of local memory
+    chain_smem: bool = False
+    # the regular tiling's tiles this kernel computes: (ty0, ty1, tz0, tz1, n), the first
+    # n tiles of the rectangle in launch order (z fastest); None: all
+    tiles: tuple | None = None
 
     @property
     def box_cells(self) -> int:
@@ -106,8 +111,13 @@ class Spec:
 
     @property
     def smem_bytes(self) -> int:
-        return 12 * self.window[0] * self.window[1] * self.itemsize
+        w = self.window[0] * self.window[1]
+        chains = 8 * (self.th - 1) * w * sum(map(bool, self.pml)) if self.chain_smem else 0
+        return (12 * w + chains) * self.itemsize
 
+
+#: the x-march unrolled twice also where the CPML's chains live in shared memory
+UNROLL_SMEM_CHAINS = True
 
 #: inputs of int32 (the rest are of the spec's dtype)
 INTS = ("xr", "tasks")
@@ -195,7 +205,9 @@ def source(spec: Spec) -> str:
         # the x-march unrolled twice: the levels' carried registers are renamed instead of
         # moved (measured on an H100, float32: 72.9 -> 92.9 G cell/s at 512^3, 4 times: 85.0;
         # slower with the CPML's code inside, 42.8 -> 33.6, and in float64, 18.7 -> 16.8)
-        "I_UNROLL": 2 if spec.dtype == "float32" and not any(spec.pml) else 1,
+        "I_UNROLL": 2
+        if spec.dtype == "float32" and (not any(spec.pml) or (spec.chain_smem and UNROLL_SMEM_CHAINS))
+        else 1,
         "NTASK": spec.ntask,
     }
     for key in ("ca", "cb"):
@@ -205,7 +217,11 @@ def source(spec: Spec) -> str:
             d[f"{key.upper()}_VALUE"] = _literal(v)
     if spec.pec is not None:
         d["PEC_KIND"] = kinds[spec.pec]
+    d["CHAIN_SMEM"] = int(spec.chain_smem)
+    if spec.tiles is not None:
+        d["TILES"] = ", ".join(map(str, spec.tiles))
     for a in range(3):
+        d[f"CH_AXIS{a}"] = sum(map(bool, spec.pml[:a]))
         d[f"WALL{a}"] = int(spec.walls[a])
         d[f"PML{a}"] = int(bool(spec.pml[a]))
         d[f"L{a}"] = int(spec.pml[a])

@@ -147,15 +147,13 @@ def _sv(plan, arrays, n, th, dtype):
     return jnp.reshape(_source_values(plan, arrays, n, th, dtype), (-1,))
 
 
-def _one_pass(
-    spec, static, sv, prof, E, H, psi, run, dest=None, split_cpml=True, xr=None, table=None, rows=None
-):
+def _one_pass(spec, static, sv, prof, E, H, psi, run, dest=None, split_cpml=True, xr=None, table=None):
     """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records); ``sv``: the
     point sources' values (None without); ``dest``: the buffers the GPU writes the results
     into (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
     runs as a kernel of its own after a bulk kernel without CPML code (:mod:`.split`).
-    ``xr``, ``table``: where along x (a shard's slab) and the CPML kernel's rows for it
-    (default: the whole grid), clipped from ``rows`` (default :func:`.split.tasks`).
+    ``xr``, ``table``: where along x (a shard's slab) and the task rows of
+    :func:`.split.split` clipped to it (default: the whole grid).
     Monitor records start from zeros (each device writes its own cells); the CPML kernel
     writes over the bulk's in its cells."""
     args = list(E) + list(H) + list(static)
@@ -165,7 +163,7 @@ def _one_pass(
     if xr is None:
         xr = np.array([0, 0, nx, 0, nx], np.int32)
     mdest = [jnp.zeros((spec.th * spec.box_cells,), spec.dtype)] if spec.boxes and dest is not None else []
-    parts = split.split(spec, rows) if split_cpml else None
+    parts = split.split(spec) if split_cpml else None
     if parts is None:
         outs = run(
             spec,
@@ -173,20 +171,37 @@ def _one_pass(
             None if dest is None else [*dest[0], *dest[1], *dest[2], *mdest],
         )
     else:
-        bulk, fix, rows = parts
-        first = run(bulk, args + [xr], None if dest is None else [*dest[0], *dest[1], *mdest])
-        # the CPML kernel writes over the bulk's fields; every psi is its own (NaN on the host
-        # before it runs, so a cell it missed shows)
-        rest = [np.full(np.shape(v), np.nan, spec.dtype) for v in psi] if dest is None else list(dest[2])
+        bulk, tail, fixes, rows = parts
         if table is None:
             table = np.array(rows, np.int32).reshape(-1, 10)
-        outs = run(
-            fix,
-            args + list(prof) + list(psi) + [xr, table],
-            list(first[:6]) + rest + list(first[6:7] if spec.boxes else []),
-        )
-        if spec.probes:
-            outs = list(outs[:-1]) + [outs[-1] + first[-1]]
+        first = run(bulk, args + [xr], None if dest is None else [*dest[0], *dest[1], *mdest])
+        if tail is not None:  # the bulk's last wave, in x pieces
+            brec = first[-1]
+            first = run(
+                tail, args + [xr, table[len(rows) - tail.ntask :]], list(first[: 6 + bool(spec.boxes)])
+            )
+            if spec.probes:
+                first = list(first[:-1]) + [first[-1] + brec]
+        # the CPML kernels write over the bulk's fields; every psi is theirs (NaN on the host
+        # before they run, so a cell they missed shows)
+        cur_psi = [np.full(np.shape(v), np.nan, spec.dtype) for v in psi] if dest is None else list(dest[2])
+        axes = [a for a, L in enumerate(spec.pml) if L]
+        fields, mrec, rec = list(first[:6]), list(first[6:7] if spec.boxes else []), first[-1]
+        for fix, idx in fixes:
+            mine = [j for j, a in enumerate(axes) if fix.pml[a]]
+            pro = [v for j in mine for v in prof[2 * j : 2 * j + 2]]
+            pin = [v for j in mine for v in psi[4 * j : 4 * j + 4]]
+            pout = [v for j in mine for v in cur_psi[4 * j : 4 * j + 4]]
+            tab = table[np.asarray(idx)]
+            outs = run(fix, args + pro + pin + [xr, tab], fields + pout + mrec)
+            fields = list(outs[:6])
+            for n_, j in enumerate(mine):
+                cur_psi[4 * j : 4 * j + 4] = outs[6 + 4 * n_ : 10 + 4 * n_]
+            k = 6 + 4 * len(mine)
+            mrec = list(outs[k : k + 1]) if spec.boxes else []
+            if spec.probes:
+                rec = rec + outs[-1]
+        outs = fields + cur_psi + mrec + ([rec] if spec.probes else [])
     E, H = tuple(outs[:3]), tuple(outs[3:6])
     npsi = len(psi)
     psi = list(outs[6 : 6 + npsi])

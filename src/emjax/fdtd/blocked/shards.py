@@ -46,8 +46,8 @@ def unsupported(plan, th: int) -> str | None:
 
 
 def _tables(spec, n: int, split_cpml: bool, th: int):
-    """Per device: xr rows (n, 5) and the CPML kernel's clipped task rows (n, ntask, 10), for
-    slabs held with ``th`` halo planes (a last, shorter pass keeps the arrays' halos)."""
+    """Per device: xr rows (n, 5) and the CPML kernels' clipped task rows (n, ntask, 10),
+    for slabs held with ``th`` halo planes (a last, shorter pass keeps the arrays' halos)."""
     nx = spec.shape[0]
     m = nx // n
     xr, tabs = [], []
@@ -58,9 +58,9 @@ def _tables(spec, n: int, split_cpml: bool, th: int):
         planes = (max(lo, 0), min(hi, nx))
         xr.append((lo, planes[0], planes[1] - planes[0], k * m, (k + 1) * m))
         if parts is not None:
-            tabs.append(split.clip(parts[2], planes, (k * m, (k + 1) * m)))
+            tabs.append(split.clip(parts[3], planes, (k * m, (k + 1) * m)))
     tab = np.array(tabs, np.int32).reshape(n, -1, 10) if tabs else None
-    return np.array(xr, np.int32), tab, (parts[2] if parts is not None else None)
+    return np.array(xr, np.int32), tab
 
 
 def _exchange(a, th: int, n: int, axis: int = 0):
@@ -126,7 +126,6 @@ def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: 
         def one(sp, cur, dst, step_n, dft):
             xr_k = xr[sp.th][0]
             tab = tabs[sp.th][0] if sp.th in tabs else None
-            rows = tables[sp.th][2]
             sv = _sv(plan, {"src_cb": src_cb}, step_n, sp.th, dtype) if sp.sources else None
             lsp = replace(sp, nxa=m + 2 * th)
             Ec, Hc, psc = cur
@@ -143,7 +142,6 @@ def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: 
                 split_cpml,
                 xr_k,
                 tab,
-                rows,
             )
             # one ppermute per array and direction (measured on 2 H100s: 86% strong scaling at
             # 512^3, against 72% with all of them concatenated into one per direction)

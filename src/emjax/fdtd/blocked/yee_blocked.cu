@@ -79,20 +79,29 @@ __constant__ long BOXP[NBOX][8] = {BOX_TABLE};
 __constant__ unsigned long long XMASK[NX] = {XMASK_TABLE};
 #endif
 
+#if CHAIN_SMEM
+// the chains in shared memory after the two buffer sets, a block per CPML axis of 2 (TH - 1)
+// x 4 values per window cell (a thread's own cells: no barrier); indexed at run time by the
+// iteration's parity without local memory
+typedef REAL *Chain;
+#define CHV(ch, par, s, slot) (ch)[(((par) * (TH - 1) + (s) - 1) * 4 + (slot)) * (WY * WZ)]
+#else
 struct Chain {
   REAL v[2][TH][4];
 };
+#define CHV(ch, par, s, slot) (ch).v[par][s][slot]
+#endif
 
 // one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
 __device__ __forceinline__ REAL cpml_term(Chain &ch, int par, int s, int slot, REAL vs,
                                           REAL b, REAL c, REAL km1, int kappa,
                                           const REAL *pin, REAL *pout, long pidx, bool own) {
-  REAL old = (s == 1) ? pin[pidx] : ch.v[par ^ 1][s - 1][slot];
+  REAL old = (s == 1) ? pin[pidx] : CHV(ch, par ^ 1, s - 1, slot);
   REAL p = b * old + c * vs;
   if (s == TH) {
     if (own) pout[pidx] = p;
   } else {
-    ch.v[par][s][slot] = p;
+    CHV(ch, par, s, slot) = p;
   }
   return kappa ? km1 * vs + p : p;
 }
@@ -127,6 +136,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   if (NXW <= 0) return;
 #else
   const int ty = blockIdx.y, tz = blockIdx.x;
+#ifdef TILES  // tiles that other kernels compute are left out: only the first tl[4] tiles
+  {            // of the rectangle [tl[0], tl[1]) x [tl[2], tl[3]) in launch order
+    const int tl[5] = {TILES};
+    if (ty < tl[0] || ty >= tl[1] || tz < tl[2] || tz >= tl[3] ||
+        (ty - tl[0]) * (tl[3] - tl[2]) + tz - tl[2] >= tl[4])
+      return;
+  }
+#endif
   const int y0 = min(ty * BY, NY - BY), z0 = min(tz * BZ, NZ - BZ);
   const int oy0 = ty * BY, oy1 = min((ty + 1) * BY, NY), oz0 = tz * BZ, oz1 = min((tz + 1) * BZ, NZ);
 #if XR_STATIC
@@ -183,6 +200,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
 #if PML2
   Chain chz[RY];
+#endif
+#if CHAIN_SMEM  // each axis's block: (par, level, slot) planes of W values
+  FOR_K {
+#if PML0
+    chx[k] = smem + 12 * W + (long)CH_AXIS0 * 8 * (TH - 1) * W + cell[k];
+#endif
+#if PML1
+    chy[k] = smem + 12 * W + (long)CH_AXIS1 * 8 * (TH - 1) * W + cell[k];
+#endif
+#if PML2
+    chz[k] = smem + 12 * W + (long)CH_AXIS2 * 8 * (TH - 1) * W + cell[k];
+#endif
+  }
 #endif
 #pragma unroll
   for (int s = 0; s <= TH; ++s)
