@@ -131,7 +131,9 @@ def _mode_solve(g, source, scene, eps, averaging, stencil, stats):
     the operator rows kept for :func:`~emjax.fdfd.mode_amplitudes` are the scene's values'
     (the mode profiles held fixed: no derivative), which is exact where no traced object
     comes within two nodes of the source's line (checked) or of a monitor's line
-    (:func:`~emjax.fdfd.mode_amplitudes` checks ``stats["traced_nodes"]``)."""
+    (:func:`~emjax.fdfd.mode_amplitudes` checks ``stats["traced_nodes"]``). Inside
+    ``jax.jit`` (traced permittivities only) the kept rows at the traced nodes hold a
+    placeholder: only the lines' rows, away from them, are read."""
     import dataclasses
 
     import jax.numpy as jnp
@@ -140,7 +142,12 @@ def _mode_solve(g, source, scene, eps, averaging, stencil, stats):
     from .modes2d import mode_rhs
     from .stencil2d import tm_stencil
 
-    base = scene.primal()
+    # inside jax.jit the traced values are abstract: the rows the mode lines read hold none
+    # of them (checked), so a placeholder value serves there
+    try:
+        base = scene.primal()
+    except ConfigError:
+        base = scene.primal(structure_only=True)
     eps0 = node_permittivity(base, g.shape, g.dx, g.origin, g.omega, averaging)
     C = tm_stencil(eps0, g.shape, g.dx, g.omega, g.pml, stencil, None)
     stats["traced_nodes"] = traced_nodes(scene, g)
