@@ -23,6 +23,13 @@ the discrete scheme between two lines, ``P = Im(E_i^H C_1 E_(i+1)) dx^2 / (2 ome
 (the same on every pair of lines of a lossless uniform guide; for the Yee stencil
 ``C_1 = 1 / dx^2`` and it is the midpoint Poynting flux ``-(1/2) Re sum E_z H_y^* dx``), so
 ``|a|^2`` is the power a mode carries (per unit length along z).
+
+**Gradients.** :func:`emjax.fdfd.solve_tm` of a scene holding JAX tracers (a design region's
+permittivities, a polygon's vertices) with a :class:`ModeSource2D` is differentiable, and so
+are :func:`mode_amplitudes` of its result: the source's right side and the lines' modes are
+those of the scene's values, held fixed (no derivative), which is exact where the design
+does not reach the lines; a traced object within two nodes of a source's or monitor's line
+is refused.
 """
 
 from __future__ import annotations

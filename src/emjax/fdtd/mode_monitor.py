@@ -15,6 +15,14 @@ with ``n`` the plane's normal (+axis) and ``w`` the flux monitor's quadrature we
 ``|a_m^+|^2`` is the power carried by mode m towards +axis, ``|a_m^-|^2`` towards -axis
 (the continuum's ``a^(+/-) = (int E x h* +/- int e* x H) . n / (4 P_m)`` with ``P_m = (1/2)
 Re int e_m x h_m* . n = 1``). Phases refer to the run's time origin (E's DFT at t = 0).
+
+Differentiable: with a scene holding JAX tracers (``jax.grad`` over a design region's
+permittivities, a polygon's vertices, an object's size), the amplitudes are JAX functions
+of the run's recorded fields, and ``jax.grad`` of a mode's power goes through
+:func:`emjax.fdtd.run`'s adjoint. The modes ``(e_m, h_m)`` are held fixed (solved on the
+scene's values, no derivative): a mode profile on a plane the design does not reach does
+not depend on it; a traced object within a cell of the plane is refused before the run
+(:mod:`emjax.fdtd.mode_plane`). So is a mode source's profile.
 """
 
 from __future__ import annotations
