@@ -129,3 +129,19 @@ def test_a_design_on_a_mode_plane_is_refused():
 def _fields(sim):
     names = ("size", "resolution", "boundary", "precision", "sources", "monitors", "averaging")
     return {n: getattr(sim, n) for n in names}
+
+
+def test_a_mode_beyond_the_grids_band_edge_is_refused():
+    # at 6 cells per um the strip's mode (n_eff 3.3 at 1.55 um) has 2.8 cells per guided
+    # wavelength, under pi: the Yee grid carries no such wave (its normalization would divide
+    # by cos(beta_d dx / 2) = 0): one line naming the resolution instead of fields of 1e8
+    sim = fdtd.Simulation(
+        size=(1.4, 1.2, 1 / 6),
+        resolution=6,
+        scene=scene.Scene([_core()], background=1.444**2),
+        boundary=(fdtd.CPML(4), fdtd.CPML(4), fdtd.Periodic()),
+        averaging="staircase",
+        sources=[fdtd.ModeSource((-0.35, 0, 0), (0, 1.0, 1 / 6), "+", 0, fdtd.GaussianPulse(F0, 0.2 * F0))],
+    )
+    with pytest.raises(ConfigError, match=r"under pi cells.*raise resolution \(now 6\)"):
+        fdtd.run(sim, until=1.0, progress=False)

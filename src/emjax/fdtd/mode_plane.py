@@ -200,6 +200,12 @@ def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, nu
     if u > v:  # the plane's arrays are in increasing axis order
         e, h = np.swapaxes(e, 2, 3), np.swapaxes(h, 2, 3)
     beta = 2 * math.pi * f_tilde * n_eff
+    if np.any(beta.real * dx / 2 >= 1):  # beyond the grid's band edge: no propagating FDTD mode
+        raise ConfigError(
+            f"the mode plane at {'xyz'[axis]} = {center[axis]:.6g}: the mode's wavelength along the "
+            f"guide, {1 / (f_tilde * float(np.max(n_eff.real))):.4g}, is under pi cells (the Yee grid "
+            f"carries no such wave): raise resolution (now {sim.resolution:g})"
+        )
     arg = np.clip(beta.real * dx / 2, -1.0, 1.0)
     beta_d = 2 / dx * np.arcsin(arg)
     cos_half = np.cos(beta_d * dx / 2)
