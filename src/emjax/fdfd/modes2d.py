@@ -23,6 +23,13 @@ the discrete scheme between two lines, ``P = Im(E_i^H C_1 E_(i+1)) dx^2 / (2 ome
 (the same on every pair of lines of a lossless uniform guide; for the Yee stencil
 ``C_1 = 1 / dx^2`` and it is the midpoint Poynting flux ``-(1/2) Re sum E_z H_y^* dx``), so
 ``|a|^2`` is the power a mode carries (per unit length along z).
+
+**Gradients.** :func:`emjax.fdfd.solve_tm` of a scene holding JAX tracers (a design region's
+permittivities, a polygon's vertices) with a :class:`ModeSource2D` is differentiable, and so
+are :func:`mode_amplitudes` of its result: the source's right side and the lines' modes are
+those of the scene's values, held fixed (no derivative), which is exact where the design
+does not reach the lines; a traced object within two nodes of a source's or monitor's line
+is refused.
 """
 
 from __future__ import annotations
@@ -138,10 +145,26 @@ def line_modes(Cv, i, lo, hi, dx, omega, num_modes, what):
     return e, lam
 
 
-def mode_rhs(C, g, src: ModeSource2D) -> np.ndarray:
-    """The right side (nx, ny) of :func:`emjax.fdfd.solve_tm` for ``src`` (module docstring)."""
+def _check_fixed(traced, i: int, lo: int, hi: int, axis: int, what: str, coord: float) -> None:
+    """Refuse a line whose mode is held fixed (a traced solve) where a traced object comes
+    within two nodes of it (``traced``: :func:`emjax.fdfd.scene_traced.traced_nodes`)."""
+    if traced is None:
+        return
+    t = traced if axis == 0 else traced.T
+    if np.any(t[max(i - 2, 0) : i + 3, lo:hi]):
+        raise ConfigError(
+            f"{what}: the line at {'xy'[axis]} = {coord:g} is within two nodes of an object with "
+            "traced parameters (jax.grad), but the mode profile there is held fixed (no "
+            "derivative): keep the design region away from mode sources and monitors"
+        )
+
+
+def mode_rhs(C, g, src: ModeSource2D, traced=None) -> np.ndarray:
+    """The right side (nx, ny) of :func:`emjax.fdfd.solve_tm` for ``src`` (module docstring).
+    ``traced``: the nodes a traced solve differentiates (the line must keep off them)."""
     axis = AXES[src.axis]
     i, lo, hi = _line(g.x, g.y, g.dx, src.center, src.size, axis, "ModeSource2D")
+    _check_fixed(traced, i, lo, hi, axis, "ModeSource2D", src.center[axis])
     Cv = _view(C, axis)
     e, lam = line_modes(Cv, i, lo, hi, g.dx, g.omega, src.mode + 1, "ModeSource2D")
     e, lam = e[src.mode] * complex(src.amplitude), lam[src.mode]
@@ -156,11 +179,18 @@ def mode_rhs(C, g, src: ModeSource2D) -> np.ndarray:
     return b if axis == 0 else b.T
 
 
-def mode_amplitudes(result, center, size: float, axis: str = "x", modes=(0,)) -> np.ndarray:
+def mode_amplitudes(result, center, size: float, axis: str = "x", modes=(0,)):
     """``(n_modes, 2)`` complex amplitudes (towards +axis, towards -axis) of the modes
     ``modes`` on the line through ``center`` normal to ``axis`` in a
     :func:`emjax.fdfd.solve_tm` result driven by a :class:`ModeSource2D` (it keeps the
-    operator); ``|a|^2`` is power (module docstring)."""
+    operator); ``|a|^2`` is power (module docstring).
+
+    A NumPy array, or a JAX array where the solve was differentiated (a scene with traced
+    parameters under ``jax.grad``): the amplitudes are then JAX functions of ``Ez`` with the
+    line's modes held fixed (those of the scene's values), exact where no traced object
+    comes within two nodes of the line (else a ConfigError)."""
+    from ..tracing import is_traced
+
     if getattr(result, "stencil", None) is None:
         raise ConfigError(
             "mode_amplitudes needs a solve_tm result driven by a ModeSource2D (it keeps the operator)"
@@ -177,17 +207,23 @@ def mode_amplitudes(result, center, size: float, axis: str = "x", modes=(0,)) ->
     dx = float(result.x[1] - result.x[0])
     omega = 2 * math.pi * result.frequency
     i, lo, hi = _line(result.x, result.y, dx, tuple(center), float(size), ax, "mode_amplitudes")
+    _check_fixed((result.stats or {}).get("traced_nodes"), i, lo, hi, ax, "mode_amplitudes", center[ax])
     Cv = _view(result.stencil, ax)
-    E = np.asarray(result.Ez) if ax == 0 else np.asarray(result.Ez).T
+    if is_traced(result.Ez):
+        import jax.numpy as xp
+    else:
+        xp = np
+    E = xp.asarray(result.Ez)
+    E = E if ax == 0 else E.T
     e, lam = line_modes(Cv, i, lo, hi, dx, omega, max(idx) + 1, "mode_amplitudes")
     _, _, Cp = _blocks(Cv, i, lo, hi)
     out = []
     for m in idx:
-        norm = e[m] @ Cp @ e[m]
-        c0 = (e[m] @ Cp @ E[i, lo:hi]) / norm
-        c1 = (e[m] @ Cp @ E[i + 1, lo:hi]) / norm
+        row = e[m] @ Cp / (e[m] @ Cp @ e[m])
+        c0 = xp.asarray(row) @ E[i, lo:hi]
+        c1 = xp.asarray(row) @ E[i + 1, lo:hi]
         # a+ + a- = c0, a+ lam + a- / lam = c1
         lm = lam[m]
         a_plus = (c1 - c0 / lm) / (lm - 1 / lm)
-        out.append((a_plus, c0 - a_plus))
-    return np.array(out)
+        out.append(xp.stack([a_plus, c0 - a_plus]))
+    return xp.stack(out)

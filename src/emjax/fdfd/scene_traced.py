@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .grid2d import _bad_source, _incident_waves, _inner, _plane_waves, _source_node
+from .modes2d import ModeSource2D
 from .permittivity2d import (
     _inplane_inverse,
     _lut,
@@ -115,12 +116,65 @@ def solve_tm_traced(g, source, scene, averaging, stencil, solver):
         stats["source_node"] = (float(g.x[i]), float(g.y[j]))
         Ez = tm_field(eps, res, g.frequency, J, g.pml, stencil=stencil, origin=g.origin)
         return _out(g, [Ez], source, eps, None, stats)
+    if isinstance(source, ModeSource2D):
+        return _mode_solve(g, source, scene, eps, averaging, stencil, stats)
     waves = _plane_waves(source)
     if not waves:
         raise _bad_source(source)
     _check_pml(g, on)
     fields = [tm_field(eps, res, g.frequency, w, g.pml, stencil=stencil, origin=g.origin) for w in waves]
     return _out(g, fields, source, eps, _incident_waves(source, g), stats)
+
+
+def _mode_solve(g, source, scene, eps, averaging, stencil, stats):
+    """The traced TM solve driven by a :class:`ModeSource2D`: the source's right side and
+    the operator rows kept for :func:`~emjax.fdfd.mode_amplitudes` are the scene's values'
+    (the mode profiles held fixed: no derivative), which is exact where no traced object
+    comes within two nodes of the source's line (checked) or of a monitor's line
+    (:func:`~emjax.fdfd.mode_amplitudes` checks ``stats["traced_nodes"]``). Inside
+    ``jax.jit`` (traced permittivities only) the kept rows at the traced nodes hold a
+    placeholder: only the lines' rows, away from them, are read."""
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    from .adjoint import _make_solve, caller_scope
+    from .modes2d import mode_rhs
+    from .stencil2d import tm_stencil
+
+    # inside jax.jit the traced values are abstract: the rows the mode lines read hold none
+    # of them (checked), so a placeholder value serves there
+    try:
+        base = scene.primal()
+    except ConfigError:
+        base = scene.primal(structure_only=True)
+    eps0 = node_permittivity(base, g.shape, g.dx, g.origin, g.omega, averaging)
+    C = tm_stencil(eps0, g.shape, g.dx, g.omega, g.pml, stencil, None)
+    stats["traced_nodes"] = traced_nodes(scene, g)
+    b = mode_rhs(C, g, source, stats["traced_nodes"])
+    solve = _make_solve(g.shape, g.dx, g.omega, g.pml, stencil)
+
+    def field(e, rhs):
+        return solve(jnp.asarray(e, jnp.complex128), jnp.asarray(rhs, jnp.complex128))
+
+    Ez = caller_scope(field, eps, b, forward=True)
+    return dataclasses.replace(_out(g, [Ez], source, eps, None, stats), stencil=C)
+
+
+def traced_nodes(scene, g) -> np.ndarray:
+    """(nx, ny) bool: the nodes within a cell of an object with traced parameters (its
+    geometry or a material; every node where the background is traced)."""
+    from ..tracing import is_traced
+
+    if is_traced(scene.background):
+        return np.ones(g.shape, bool)
+    X, Y = np.meshgrid(g.x, g.y, indexing="ij")
+    out = np.zeros(g.shape, bool)
+    for o in scene.objects:
+        if o.traced or any(is_traced(m) for m in o.material):
+            a, b = o.bounds()
+            out |= (X >= a[0] - g.dx) & (X <= b[0] + g.dx) & (Y >= a[1] - g.dx) & (Y <= b[1] + g.dx)
+    return out
 
 
 def solve_te_traced(g, source, scene, averaging, stencil, solver):

@@ -15,6 +15,12 @@ flux monitors measure it (H averaged over the two H planes around the E plane, w
 multiplies a mode's H by ``cos(beta_d dx / 2)``) is 1: ``cos(beta_d dx / 2) (1/2) Re sum w
 (e_t1 h_t2* - e_t2 h_t1*) dA = 1`` (weights :func:`emjax.fdtd.monitors.weights`).
 
+Under ``jax.grad`` over scene parameters (a traced scene) the modes are solved on the
+scene's values (:meth:`emjax.scene.Scene.primal`) and held fixed: they carry no derivative.
+That is exact where the design does not reach the plane (a port's plane on a waveguide
+outside the design region), and :func:`solve` refuses, naming the object, a plane that a
+traced object (its geometry or its material) comes within a cell of, or a traced background.
+
 On a 2-D grid (a one-cell periodic axis) the section is three cells thick along that axis,
 solved twice: with PMC walls there (the modes with E across that axis, uniform along it)
 and with PEC walls (E along it); the modes uniform along the axis from both, by decreasing
@@ -29,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from ..tracing import is_traced
 from .grid import Bloch, Periodic
 from .monitors import TANGENTIAL, weights
 
@@ -75,6 +82,57 @@ def _uniform(a, pos: int, scale: float) -> bool:
     return float(np.abs(inner - inner[:1]).max()) <= 1e-6 * scale
 
 
+def _fixed_scene(scene, center, size, axis: int, dx: float):
+    """The scene the plane's modes are solved on: ``scene`` itself, or where it holds JAX
+    tracers its values (the modes held fixed), after checking that no traced object comes
+    within a cell of the plane's rectangle ``center, size`` (module docstring)."""
+    if not scene.traced:
+        return scene
+    where = f"the mode plane at {'xyz'[axis]} = {center[axis]:.6g}"
+    if is_traced(scene.background):
+        raise ConfigError(
+            f"{where}: the scene's background permittivity is traced (jax.grad), but a mode "
+            "monitor's or source's mode profile is held fixed: keep the background concrete"
+        )
+    lo = np.asarray(center) - np.asarray(size) / 2 - dx
+    hi = np.asarray(center) + np.asarray(size) / 2 + dx
+    for i, o in enumerate(scene.objects):
+        if not (o.traced or any(is_traced(m) for m in o.material)):
+            continue
+        a, b = o.bounds()
+        if np.all(a <= hi) and np.all(b >= lo):
+            raise ConfigError(
+                f"{where}: Scene.objects[{i}] has traced parameters (jax.grad) and reaches the "
+                "plane (within a cell), but a mode monitor's or source's mode profile is held "
+                "fixed (no derivative): keep the design region away from the mode planes"
+            )
+    return scene.primal()
+
+
+def _section(sim, axis: int, lo: tuple, hi: tuple, index: int) -> tuple:
+    """The mode solver's section of the plane: ``center``, ``size`` (lists of 3) and the
+    positions (0, 1) of the tangential axes that are a 2-D grid's invariant axis."""
+    dx, o = sim.dx, sim.origin
+    center, size, flat = [0.0] * 3, [0.0] * 3, []
+    for pos, t in enumerate(TANGENTIAL[axis]):
+        if _trivial(sim, t):
+            center[t], size[t] = o[t] + 1.5 * dx, 3 * dx
+            flat.append(pos)
+        else:
+            center[t] = o[t] + 0.5 * (lo[t] + hi[t]) * dx
+            size[t] = (hi[t] - lo[t]) * dx
+    center[axis] = o[axis] + index * dx
+    return center, size, flat
+
+
+def check_fixed(sim, axis: int, lo: tuple, hi: tuple, index: int) -> None:
+    """Before a run: refuse a traced design within a cell of the plane (its modes are held
+    fixed; :func:`_fixed_scene`)."""
+    if sim.scene is not None and sim.scene.traced:
+        center, size, _ = _section(sim, axis, lo, hi, index)
+        _fixed_scene(sim.scene, center, size, axis, sim.dx)
+
+
 def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, num_modes: int) -> PlaneModes:
     """The ``num_modes`` best-guided modes (largest ``Re n_eff``) of the plane at
     ``frequency`` (the FDTD's frequency; solved at ``f~``)."""
@@ -85,16 +143,8 @@ def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, nu
     dx, dt = sim.dx, sim.grid.dt
     f_tilde = math.sin(math.pi * frequency * dt) / (math.pi * dt)
     u, v = TANGENTIAL[axis]
-    center, size, flat = [0.0] * 3, [0.0] * 3, []
-    o = sim.origin
-    for pos, t in enumerate((u, v)):
-        if _trivial(sim, t):
-            center[t], size[t] = o[t] + 1.5 * dx, 3 * dx
-            flat.append(pos)
-        else:
-            center[t] = o[t] + 0.5 * (lo[t] + hi[t]) * dx
-            size[t] = (hi[t] - lo[t]) * dx
-    center[axis] = o[axis] + index * dx
+    center, size, flat = _section(sim, axis, lo, hi, index)
+    scene = _fixed_scene(sim.scene, center, size, axis, dx)
     # a 2-D grid's invariant axis: PMC walls there keep the modes with E across it uniform,
     # PEC walls those with E along it; both families, the uniform modes only
     families = [("pec",)] if not flat else [("pmc",), ("pec",)]
@@ -105,7 +155,7 @@ def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, nu
             walls += [wall, wall] if pos in flat else ["pec", "pec"]
         try:
             r = solve_scene(
-                sim.scene,
+                scene,
                 Plane(tuple(center), tuple(size)),
                 sim.resolution,
                 f_tilde,
@@ -150,6 +200,12 @@ def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, nu
     if u > v:  # the plane's arrays are in increasing axis order
         e, h = np.swapaxes(e, 2, 3), np.swapaxes(h, 2, 3)
     beta = 2 * math.pi * f_tilde * n_eff
+    if np.any(beta.real * dx / 2 >= 1):  # beyond the grid's band edge: no propagating FDTD mode
+        raise ConfigError(
+            f"the mode plane at {'xyz'[axis]} = {center[axis]:.6g}: the mode's wavelength along the "
+            f"guide, {1 / (f_tilde * float(np.max(n_eff.real))):.4g}, is under pi cells (the Yee grid "
+            f"carries no such wave): raise resolution (now {sim.resolution:g})"
+        )
     arg = np.clip(beta.real * dx / 2, -1.0, 1.0)
     beta_d = 2 / dx * np.arcsin(arg)
     cos_half = np.cos(beta_d * dx / 2)

@@ -434,6 +434,10 @@ class Simulation:
                     field = DFTField(ax, index, m.frequencies, lo=lo, hi=hi, bloch=g.bloch_phases)
                     monitors.append(field)
                 else:
+                    if type(m).__name__ == "ModeMonitor":  # its modes are held fixed under jax.grad
+                        from .mode_plane import check_fixed
+
+                        check_fixed(self, ax, lo, hi, index)
                     monitors.append(DFTPlane(ax, index, m.frequencies, lo=lo, hi=hi))
                 names[m.name] = range(first, first + 1)
         probes = []

@@ -80,7 +80,10 @@ class Result:
     def mode_amplitudes(self, name: str) -> np.ndarray:
         """A :class:`~emjax.fdtd.ModeMonitor`'s mode amplitudes, ``(n_freq, n_modes, 2)``
         complex: ``[..., 0]`` towards +axis, ``[..., 1]`` towards -axis, ``|a|^2`` the power
-        in the mode (:mod:`emjax.fdtd.mode_monitor` for the overlap formula)."""
+        in the mode (:mod:`emjax.fdtd.mode_monitor` for the overlap formula). Under
+        ``jax.grad`` over the scene's parameters a JAX array of the recorded fields, the
+        plane's modes held fixed (solved on the scene's values; the design must stay off
+        the plane)."""
         from .mode_monitor import amplitudes
 
         return amplitudes(self, name)

@@ -61,17 +61,27 @@ def _eps(name: str, m):
 
 def _check_inside(sim, scene, tf) -> np.ndarray:
     """As :func:`emjax.fdtd.scene_raster.materials`: the objects inside the region (the CPML
-    excluded) and the TF/SF box; returns the periodic axes."""
-    from .grid import Bloch, Periodic
+    excluded; they may run into a CPML, as a waveguide through a port does, or cross a
+    periodic face) and the TF/SF box; returns the periodic axes."""
+    from .grid import CPML, Bloch, Periodic
 
     g = sim.grid
     origin = np.asarray(sim.origin)
     lo = origin + np.array([p[0] for p in sim.pml_cells]) * g.dx
     hi = origin + np.array([n - p[1] for n, p in zip(g.shape, sim.pml_cells)]) * g.dx
     periodic = np.array([isinstance(b, (Periodic, Bloch)) for b in g.boundary])
+    for i, o in enumerate(scene.objects):  # nothing wholly outside the region
+        a, b = o.bounds()
+        if np.any((b <= lo) | (a >= hi)):
+            raise ConfigError(
+                f"Scene.objects[{i}] ({o.shape.name}, bounds {np.round(a, 6).tolist()} .. "
+                f"{np.round(b, 6).tolist()}) lies outside the simulated region "
+                f"{np.round(lo, 6).tolist()} .. {np.round(hi, 6).tolist()}: it would not be simulated"
+            )
+    open_face = periodic | np.array([isinstance(b, CPML) for b in g.boundary])
     scene.check_inside(
-        np.where(periodic, -np.inf, lo),
-        np.where(periodic, np.inf, hi),
+        np.where(open_face, -np.inf, lo),
+        np.where(open_face, np.inf, hi),
         "the simulated region (the CPML excluded)",
     )
     if tf is not None:
