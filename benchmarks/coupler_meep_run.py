@@ -76,7 +76,7 @@ def main(spec_path, out_path):
         "smooth": spec["smooth"],
         "frequencies": freqs.tolist(),
         "abs_s_squared": {f"S[{p['name']},1]": (np.abs(x) ** 2).tolist() for p, x in zip(ports, s)},
-        "seconds": {"init": t_init, "run": t_run, "timesteps": sim.timestep()},
+        "seconds": {"init": t_init, "run": t_run, "meep_time": sim.meep_time()},
     }
     json.dump(out, open(out_path, "w"), indent=1)
 

@@ -44,9 +44,10 @@ UNTIL = 150.0  # each run's time (um / c): the pulse has left every port by then
 class Coupler:
     """The device (lengths in um): two strips of index ``n_core`` and ``width`` in a
     cladding of ``n_clad``, ``gap`` apart over the straight ``length``, each led out by a
-    cosine S-bend of ``bend`` length and lateral ``offset``, then ``feed`` of straight guide
-    to its port. Ports are ``port_width`` across; the grid has ``resolution`` cells per um
-    and a CPML of ``pml`` cells."""
+    cosine S-bend of ``bend`` length (``bend_out`` on the output side, x > 0, if given) and
+    lateral ``offset``, then ``feed`` of straight guide to its port. Ports are
+    ``port_width`` across; the grid has ``resolution`` cells per um and a CPML of ``pml``
+    cells."""
 
     n_core: float = 1.996  # Si3N4
     n_clad: float = 1.444  # SiO2
@@ -54,6 +55,7 @@ class Coupler:
     gap: float = 0.25
     length: float = 2.0
     bend: float = 8.0
+    bend_out: float | None = None
     offset: float = 0.825
     feed: float = 0.4
     port_width: float = 2.4
@@ -64,17 +66,28 @@ class Coupler:
     def centerline(self, x):
         """The upper guide's centre ``y(x)`` and slope."""
         x = np.asarray(x, float)
-        s = np.clip((np.abs(x) - self.length / 2) / self.bend, 0.0, 1.0)
+        bend = np.where(x > 0, self.bends[1], self.bends[0])
+        s = np.clip((np.abs(x) - self.length / 2) / bend, 0.0, 1.0)
         y = (self.gap + self.width) / 2 + self.offset * (1 - np.cos(np.pi * s)) / 2
-        slope = np.where((s > 0) & (s < 1), self.offset * np.pi / (2 * self.bend) * np.sin(np.pi * s), 0.0)
+        slope = np.where((s > 0) & (s < 1), self.offset * np.pi / (2 * bend) * np.sin(np.pi * s), 0.0)
         return y, slope * np.sign(x)
+
+    @property
+    def bends(self) -> tuple:
+        """The S-bends' lengths on the input (x < 0) and the output side."""
+        return (self.bend, self.bend if self.bend_out is None else self.bend_out)
 
     def vertices(self, sign: int, reach: float = 50.0) -> np.ndarray:
         """One guide's outline (``sign`` +1 upper, -1 lower): the centre line offset by half
         the width along its normal, straight out to ``|x| = reach``."""
         t = np.linspace(0, 1, 101)
         x = np.concatenate(
-            [[-reach], -self.length / 2 - self.bend * t[::-1], self.length / 2 + self.bend * t, [reach]]
+            [
+                [-reach],
+                -self.length / 2 - self.bends[0] * t[::-1],
+                self.length / 2 + self.bends[1] * t,
+                [reach],
+            ]
         )
         y, slope = self.centerline(x)
         nx, ny = -slope / np.hypot(1, slope), 1 / np.hypot(1, slope)
@@ -94,8 +107,9 @@ class Coupler:
         return scene.Scene(objs, background=self.n_clad**2)
 
     @property
-    def port_x(self) -> float:
-        return self.length / 2 + self.bend + self.feed
+    def port_x(self) -> tuple:
+        """The input and output ports' distance from x = 0."""
+        return tuple(self.length / 2 + b + self.feed for b in self.bends)
 
     @property
     def port_y(self) -> float:
@@ -104,9 +118,9 @@ class Coupler:
     def simulation(self) -> fdtd.Simulation:
         """The 2-D simulation (staircase: the guides run into the CPML). The region's sides
         are even numbers of cells, so x = 0 and y = 0 are nodes and the grid is the device's
-        mirror image about both."""
+        mirror image about both (about x = 0 if the S-bends are alike)."""
         dx = 1 / self.resolution
-        lx = 2 * (self.port_x + self.margin)
+        lx = 2 * (max(self.port_x) + self.margin)
         ly = 2 * (self.port_y + self.port_width / 2 + self.margin)
         lx, ly = (2 * dx * math.ceil(s / (2 * dx) - 1e-9) for s in (lx, ly))
         return fdtd.Simulation(
@@ -119,12 +133,12 @@ class Coupler:
 
     def ports(self) -> list:
         """Ports 1 (upper left), 2 (lower left), 3 (upper right), 4 (lower right)."""
-        xp, yp, size = self.port_x, self.port_y, (0, self.port_width, 1 / self.resolution)
+        (xi, xo), yp, size = self.port_x, self.port_y, (0, self.port_width, 1 / self.resolution)
         return [
-            fdtd.Port("1", (-xp, yp, 0), size, "+"),
-            fdtd.Port("2", (-xp, -yp, 0), size, "+"),
-            fdtd.Port("3", (xp, yp, 0), size, "-"),
-            fdtd.Port("4", (xp, -yp, 0), size, "-"),
+            fdtd.Port("1", (-xi, yp, 0), size, "+"),
+            fdtd.Port("2", (-xi, -yp, 0), size, "+"),
+            fdtd.Port("3", (xo, yp, 0), size, "-"),
+            fdtd.Port("4", (xo, -yp, 0), size, "-"),
         ]
 
 
@@ -159,20 +173,24 @@ def coupled_mode_estimate(device: Coupler, sim: fdtd.Simulation, freqs, tail=1e-
     """``(P_cross, Phi_straight, Phi_bends)`` over ``freqs``: ``P_cross = sin^2(Phi)``,
     ``Phi`` the sum of the local ``kappa dx`` over the FDTD's columns of nodes: the
     straight section's (all alike) and the S-bends' (the middle one of each ``stride`` (odd)
-    columns solved and weighted ``stride dx``, one side doubled: the grid is the device's mirror image, until
-    ``kappa`` falls below ``tail`` of the straight section's; what lies beyond adds less
-    than ``tail`` times the decay length of kappa, about 0.5 um)."""
+    columns solved and weighted ``stride dx``, one side doubled where the two sides are
+    alike, until ``kappa`` falls below ``tail`` of the straight section's; what lies beyond
+    adds less than ``tail`` times kappa's decay length, about 0.5 um, per side)."""
     dx = sim.dx
     k0 = supermode_kappa(sim, 0.0, freqs)
     half = int(math.floor(device.length / 2 / dx + 1e-9))  # nodes with |x| <= L / 2
     phi_bends = np.zeros_like(k0)
-    i = half + 1
-    while i * dx < device.length / 2 + device.bend:
-        k = supermode_kappa(sim, (i + stride // 2) * dx, freqs)  # the middle column
-        phi_bends += 2 * k * stride * dx
-        if np.all(np.abs(k) < tail * np.abs(k0)):
-            break
-        i += stride
+    alike = device.bends[0] == device.bends[1]
+    for side, bend in zip((-1, 1), device.bends):
+        if alike and side < 0:
+            continue
+        i = half + 1
+        while i * dx < device.length / 2 + bend:
+            k = supermode_kappa(sim, side * (i + stride // 2) * dx, freqs)  # the middle column
+            phi_bends += (2 if alike else 1) * k * stride * dx
+            if np.all(np.abs(k) < tail * np.abs(k0)):
+                break
+            i += stride
     phi_straight = k0 * (2 * half + 1) * dx
     return np.sin(phi_straight + phi_bends) ** 2, phi_straight, phi_bends
 

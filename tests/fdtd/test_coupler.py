@@ -66,28 +66,32 @@ def test_coupler_against_supermodes_power_and_reciprocity():
     """Coupled-mode theory: the light in a symmetric coupler is the even and the odd
     supermode, which beat as ``cos / sin(Phi)`` into the through and cross ports, ``Phi =
     sum of kappa dx`` with ``kappa = (beta_even - beta_odd) / 2 = pi (n_even - n_odd) /
-    lambda`` (here the grid's ``beta`` at each section, as the FDTD propagates it).
+    lambda`` (here the grid's ``beta`` at each section, as the FDTD propagates it). The
+    output S-bends are 6 um long, the input ones 8 um: no mirror symmetry relates S_ij to
+    S_ji, so the reciprocity below is not a symmetry of the device.
 
     1. The straight section: lengthening it by dL adds ``kappa_0 dL`` to Phi exactly (the
        supermodes of a straight section are its eigenmodes; the S-bends are the same in
-       both devices, so their share cancels). Measured: within 1.1% of kappa_0 dL over
+       both devices, so their share cancels). Measured: within 0.6% of kappa_0 dL over
        1.45 .. 1.65 um; the tolerance 3% covers a supermode excitation the bends leave
        slightly unequal and the ports' 1e-3 power error.
     2. The whole device, the S-bends' share as the sum of the local supermodes' kappa over
-       the columns of the grid: a model (vertical sections of curved guides, adiabatic);
-       it falls short of the FDTD's Phi by 11-13% here (the bends hold two thirds of Phi);
-       checked to 20%, which a wrong coupling (a factor in kappa, a misplaced guide) fails.
+       the grid's columns: a model (vertical sections of curved guides, adiabatic). It
+       falls short of the FDTD's Phi by 9.1-9.6% (0.08-0.10 rad: the bends hold 60% of
+       Phi, and their share is 15% short); checked to 12%, which a wrong coupling (a
+       factor in kappa, a misplaced guide) fails.
     3. Power: the staircased S-bends radiate (a single guide through the same two bends
-       keeps 94.6-95.8%, less as the cells shrink); the coupler's ports collect what its
-       bends pass, sum_i |S_i1|^2 = T_single within 0.02 (measured 1.1e-2 at 1.45 um,
-       2e-3 elsewhere: radiation near the coupling region reaches the other guide).
-    4. Reciprocity S_ij = S_ji (through 1 <-> 3, cross 1 <-> 4, isolation 3 <-> 4) to 5e-3
-       in amplitude; measured 1.3e-3 (the mode sources' band-edge mismatch)."""
+       keeps 95.0-95.5%, less as the cells shrink); the coupler's ports collect what its
+       bends pass: sum_i |S_ij|^2 = T_single within 0.02 for each excited port j
+       (measured 1.4e-2 at most: radiation near the coupling region reaches the other
+       guide).
+    4. Reciprocity S_31 = S_13 (through) and S_41 = S_14 (cross) to 5e-3 in amplitude;
+       measured 9.6e-4 at most."""
     ex = _example()
-    long = ex.Coupler(length=2.0)
+    long = ex.Coupler(length=2.0, bend_out=6.0)
     sim = long.simulation()
     S = fdtd.s_matrix(sim, long.ports(), FREQS, until=ex.UNTIL, excite=["1", "3", "4"])
-    short = ex.Coupler(length=0.0)
+    short = ex.Coupler(length=0.0, bend_out=6.0)
     S0 = fdtd.s_matrix(short.simulation(), short.ports(), FREQS, until=ex.UNTIL, excite=["1"])
     p, p0 = np.abs(S.s[:, :, 0]) ** 2, np.abs(S0.s[:, :, 0]) ** 2
     assert np.all(p[:, :2] < 2e-3) and np.all(p0[:, :2] < 2e-3)  # reflected, isolated
@@ -99,25 +103,20 @@ def test_coupler_against_supermodes_power_and_reciprocity():
 
     # 2. the whole device
     _, phi_s, phi_b = ex.coupled_mode_estimate(long, sim, FREQS)
-    np.testing.assert_allclose(phi_s + phi_b, _phi(p[:, 2], p[:, 3]), rtol=0.2)
+    np.testing.assert_allclose(phi_s + phi_b, _phi(p[:, 2], p[:, 3]), rtol=0.12)
 
     # 3. power: the single guide through the same bends
     one = scene.Scene([sim.scene.objects[0]], background=sim.scene.background)
     ports = long.ports()
-    S1 = fdtd.s_matrix(
-        fdtd.Simulation(**{**_fields(sim), "scene": one}),
-        [ports[0], ports[2]],
-        FREQS,
-        until=ex.UNTIL,
-        excite=["1"],
-    )
+    one_sim = fdtd.Simulation(**{**_fields(sim), "scene": one})
+    S1 = fdtd.s_matrix(one_sim, [ports[0], ports[2]], FREQS, until=ex.UNTIL, excite=["1"])
     t_single = np.abs(S1["3", "1"]) ** 2
     assert np.all(t_single < 0.99)  # the bends do radiate: the balance below is not trivial
-    np.testing.assert_allclose(p.sum(axis=1), t_single, atol=0.02)
-    np.testing.assert_allclose((np.abs(S.s[:, :, 1:]) ** 2).sum(axis=1)[:, [1]], t_single[:, None], atol=0.02)
+    balance = (np.abs(S.s[:, :, [0, 2, 3]]) ** 2).sum(axis=1)
+    np.testing.assert_allclose(balance, np.repeat(t_single[:, None], 3, axis=1), atol=0.02)
 
     # 4. reciprocity
-    for i, j in (("3", "1"), ("4", "1"), ("4", "3")):
+    for i, j in (("3", "1"), ("4", "1")):
         assert np.max(np.abs(S[i, j] - S[j, i])) < 5e-3, (i, j)
 
 
