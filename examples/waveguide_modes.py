@@ -43,7 +43,8 @@ def coupler_section(width=0.5, gap=0.25, n_core=1.996, n_clad=1.444, resolution=
     c = (width + gap) / 2
     objs = []
     for s in (1, -1):
-        v = [[-10, s * c - width / 2], [10, s * c - width / 2], [10, s * c + width / 2], [-10, s * c + width / 2]]
+        lo, hi = s * c - width / 2, s * c + width / 2
+        v = [[-10, lo], [10, lo], [10, hi], [-10, hi]]
         objs.append(scene.Object(geometry.Polygon(vertices=v), n_core**2, size=20.0, center=(0, s * c, 0)))
     sc = scene.Scene(objs, background=n_clad**2)
     dx = 1 / resolution
@@ -56,7 +57,8 @@ def main(argv=None):
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "out" / "waveguide_modes")
+    default = Path(__file__).resolve().parents[1] / "out" / "waveguide_modes"
+    ap.add_argument("--out", type=Path, default=default)
     out_dir = ap.parse_args(argv).out
     wire, (x0, x1, y0, y1) = silicon_wire()
     sup, c, w = coupler_section()
