@@ -106,15 +106,20 @@ def main(argv=None):
     ap.add_argument("--resolutions", type=int, nargs="+", default=[20])
     ap.add_argument("--meep-python", default="/usr/bin/python3")
     ap.add_argument("--no-meep", action="store_true")
+    ap.add_argument(
+        "--meep-averaging", nargs="+", default=["smooth", "staircase"], choices=["smooth", "staircase"]
+    )
+    ap.add_argument("--no-emjax", action="store_true")
     ap.add_argument("--out", type=Path, default=Path("coupler_meep.json"))
     args = ap.parse_args(argv)
     ex = _example()
     records = []
     for res in args.resolutions:
-        records.append(run_emjax(ex, res))
-        print(json.dumps({k: records[-1][k] for k in ("code", "resolution", "seconds")}), flush=True)
+        if not args.no_emjax:
+            records.append(run_emjax(ex, res))
+            print(json.dumps({k: records[-1][k] for k in ("code", "resolution", "seconds")}), flush=True)
         if not args.no_meep:
-            for smooth in (True, False):
+            for smooth in (a == "smooth" for a in args.meep_averaging):
                 records.append(run_meep(ex, res, smooth, args.meep_python))
                 print(
                     json.dumps({k: records[-1][k] for k in ("code", "resolution", "smooth", "wall_seconds")}),
