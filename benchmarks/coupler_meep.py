@@ -8,10 +8,12 @@ Meep runs in Debian's system Python (``apt-get install python3-meep``; ``--meep-
 ``benchmarks/coupler_meep_run.py`` being its half. The coupled-mode estimate of the example
 (supermodes of ``emjax.modes`` on emjax's grid) is written beside them.
 
-    PYTHONPATH=src python benchmarks/coupler_meep.py --resolutions 20 40 \\
-        --out benchmarks/results/cpu-2core-coupler-meep.json
+    PYTHONPATH=src python benchmarks/coupler_meep.py --resolutions 20 --out coupler20.json
 
-The records hold each code's |S|^2 per resolution, its wall seconds and the machine.
+(``--meep-averaging smooth`` or ``staircase`` runs one of Meep's two; ``--no-emjax``,
+``--no-meep`` one code.) The JSON holds each code's |S_i1|^2 per resolution, its seconds,
+the estimate, the date, the commit and the machine; BENCHMARKS.md quotes the runs of
+2026-11-26 (``benchmarks/results/cpu-2core-coupler-meep.jsonl``, one line per run).
 """
 
 from __future__ import annotations

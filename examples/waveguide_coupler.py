@@ -252,7 +252,8 @@ def main(argv=None):
     for port in device.ports():
         c, h = port.center, port.size[1] / 2
         ax.plot([c[0], c[0]], [c[1] - h, c[1] + h], color="c", lw=1)
-        ax.annotate(port.name, (c[0], c[1] + h), color="c", ha="center", va="bottom", fontsize=8)
+        inward = 0.3 if port.direction == "+" else -0.3
+        ax.annotate(port.name, (c[0] + inward, c[1] + 0.6), color="c", ha="center", fontsize=9)
     ax.set_aspect("equal")
     ax.set_xlabel("x (um)")
     ax.set_ylabel("y (um)")
