@@ -48,7 +48,7 @@ def test_a_map_compiles_each_kernel_once():
     first, again, other = res["counts"]
     # the refinement's and the integration's kernels, complex (ellipse) and real (tail)
     # nodes, both media with one kernel; the assembly: nothing else (no per-shape helpers)
-    assert first == {"jit(panel_sums)": 2, "jit(integrate)": 2, "jit(_finish)": 1}, first
+    assert first == {"jit(refine_sums)": 2, "jit(integrate)": 2, "jit(_finish)": 1}, first
     assert again == {}, again
     # other points (a wider map: other node counts in both media) in the same point
     # bucket: only the assembly of the new size

@@ -18,7 +18,6 @@ import jax
 import numpy as np
 
 from .. import progress as progress_bars
-from ..errors import ConfigError
 from . import sommerfeld as som
 
 _PROGRESS = contextvars.ContextVar("emjax_layered_progress", default=None)
@@ -115,6 +114,8 @@ class _Group:
         # which groups were refined before it (nor on which device refines it)
         self.rng = rng if rng is not None else ctx["rng"].spawn(1)[0]
         self.report = None  # a _Report within reporting()
+        self.rounds = 0  # refinement rounds so far
+        self._cache = {}  # per kind of node: the panels and their tables (see _tables)
         self.rho, self.phi, self.zu, self.zd, self.h = geometry
         n = ctx["stack"].n_media
         self.has_up, self.has_dn = m < n - 1, m > 0
@@ -129,25 +130,46 @@ class _Group:
         )
 
     def _tables(self):
-        c = self.ctx
-        (ke, we, ge), (kt, wt, gt) = self.path.nodes()
+        """Per kind of node (ellipse, tail): the path's nodes, weights, coefficients and kz,
+        flat (n_panels * 15,). Each panel's values are kept from the previous call while the
+        panel is unchanged (a refinement round computes only the bisected panels')."""
         out = []
-        for kr, wk, wg, real in ((ke, we, ge, False), (kt, wt, gt, True)):
-            coef, kzm = som.coefficient_table(
-                kr,
-                c["k0"],
-                c["eps"],
-                c["stack"].interfaces,
-                c["src"][2],
-                c["s"],
-                self.m,
-                self.sel,
-                c["cdtype"],
-            )
-            if self.flip:
-                coef = coef[..., ::-1]
+        for which, real in (("ellipse", False), ("tail", True)):
+            lo, hi = getattr(self.path, which)
+            old = self._cache.get(which)
+            if old is None:
+                tables = self._panel_tables(which, lo, hi)
+            else:  # the panels kept (same ends) where they are now, the new ones computed
+                at = np.minimum(np.searchsorted(old[0], lo), len(old[0]) - 1)
+                new = (old[0][at] != lo) | (old[1][at] != hi)
+                tables = [o[at] for o in old[2:]]
+                if new.any():
+                    for t, f in zip(tables, self._panel_tables(which, lo[new], hi[new])):
+                        t[new] = f
+            self._cache[which] = (lo, hi, *tables)
+            kr, wk, wg, coef, kzm = (a.reshape((-1,) + a.shape[2:]) for a in tables)
             out.append((kr, wk, wg, coef, kzm, real))
         return out
+
+    def _panel_tables(self, which: str, lo, hi):
+        """(kr, wK, wG, coefficients, kz) of the panels [lo, hi], each (n, 15, ...)."""
+        c = self.ctx
+        kr, wk, wg = self.path.nodes_of(which, lo, hi)
+        coef, kzm = som.coefficient_table(
+            kr.ravel(),
+            c["k0"],
+            c["eps"],
+            c["stack"].interfaces,
+            c["src"][2],
+            c["s"],
+            self.m,
+            self.sel,
+            c["cdtype"],
+        )
+        if self.flip:
+            coef = coef[..., ::-1]
+        n = len(lo)
+        return kr, wk, wg, coef.reshape((n, 15) + coef.shape[1:]), kzm.reshape(n, 15)
 
     def _statics(self, real):
         return dict(
@@ -158,81 +180,13 @@ class _Group:
         )
 
     def refine(self, extra=()):
-        c = self.ctx
+        """Refine the path on the group's sample (and the point indices ``extra``): see
+        :mod:`emjax.layered.refine` (a map refines its groups together there)."""
+        from .refine import refine_groups
+
         if self.report is not None:
             self.report(0, "refine")
-        sample = np.union1d(_sample(self.rho, self.h, 48, self.rng), np.asarray(extra, int))
-        tile = som.REFINE_POINTS
-        sample = np.resize(sample, -(-len(sample) // tile) * tile)  # whole tiles: one compilation
-        rdt = c["rdtype"]
-        tiles = [
-            [_put(a[sample[t : t + tile]], rdt) for a in (self.rho, self.z_up, self.zd)]
-            for t in range(0, len(sample), tile)
-        ]
-        step = som.REFINE_CHUNK
-        for _ in range(som.MAX_ROUNDS):
-            parts = []
-            for which, (kr, wk, wg, coef, kzm, real) in zip(("ellipse", "tail"), self._tables()):
-                ks, gs = [], []
-                for a in range(0, len(kr), step):
-                    sl = slice(a, a + step)
-                    n = len(kr[sl])
-                    k_, w_, coef_, kzm_ = _padded(
-                        kr[sl].real if real else kr[sl],
-                        np.stack([wk[sl], wg[sl]], 1),
-                        coef[sl],
-                        kzm[sl],
-                        step,
-                        c,
-                        host_weights=True,
-                    )
-                    wk_, wg_ = (_put(w_[:, j], c["cdtype"]) for j in (0, 1))
-                    n_blocks = np.int32(-(-n // som.REFINE_BLOCK))
-                    kt, gt = [], []
-                    for args in tiles:
-                        k_t, g_t = som.call(
-                            som.panel_sums,
-                            k_,
-                            wk_,
-                            wg_,
-                            coef_,
-                            kzm_,
-                            *args,
-                            n_blocks=n_blocks,
-                            **self._statics(real),
-                        )
-                        kt.append(np.asarray(k_t)[:, : n // 15])
-                        gt.append(np.asarray(g_t)[:, : n // 15])
-                    ks.append(np.concatenate(kt, 0))
-                    gs.append(np.concatenate(gt, 0))
-                parts.append((which, np.concatenate(ks, 1), np.concatenate(gs, 1)))
-            total = sum(k.sum(1) for _, k, _ in parts)  # (S, nsel)
-            scale = np.maximum(np.linalg.norm(total, axis=1), 1e-300)
-            # differences at the rounding level of the working precision count as converged
-            floor = 64 * np.finfo(c["rdtype"]).eps
-            errs = [
-                (
-                    w,
-                    np.maximum(np.abs(k - g) - floor * (np.abs(k) + np.abs(g)), 0).sum(2)
-                    / (c["rtol"] * scale[:, None]),
-                )
-                for w, k, g in parts
-            ]
-            worst = sum(e.sum(1) for _, e in errs)
-            self.rounds = getattr(self, "rounds", 0) + 1
-            if np.all(worst <= 1.0):
-                return
-            n_pan = self.path.n_panels
-            for which, e in errs:
-                mask = e.max(0) > 1.0 / n_pan
-                if mask.any():
-                    self.path.bisect(which, mask)
-            if self.path.n_panels > som.MAX_PANELS:
-                break
-        raise ConfigError(
-            f"points: the quadrature did not reach rtol = {c['rtol']:g} within {som.MAX_PANELS} panels "
-            f"(observation medium {self.m}); loosen rtol or move points away from the source/interfaces"
-        )
+        refine_groups([self], [extra])
 
     def node_chunks(self, block_panels: int = 2) -> list:
         """The path's nodes as the integration takes them, on the default device: chunks of

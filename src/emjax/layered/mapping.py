@@ -3,10 +3,10 @@ device's work queued before any of its results is read.
 
 Three passes over the groups of :mod:`emjax.layered.groups`:
 
-1. every group's quadrature path is refined on a sample of its points; the groups are
-   dealt out to the devices round-robin and each device refines its own groups in its own
-   host thread (:func:`emjax.layout.on_each`). A group's refinement depends on its points
-   and its own random sample only, so the paths are the same on any number of devices;
+1. every group's quadrature path is refined on a sample of its points, all groups together
+   round by round on the first device (:mod:`emjax.layered.refine`: one host round-trip
+   per round). A group's refinement depends on its points and its own random sample only,
+   so the paths are the same on any number of devices;
 2. every group's points are integrated: each group's points dealt out whole, one
    contiguous run per device; each device's thread queues the chunks of its runs of all
    groups :data:`AHEAD` chunks ahead of the one it reads back, so the device never waits
@@ -31,6 +31,7 @@ import numpy as np
 from ..layout import Layout, on_each
 from . import sommerfeld as som
 from .groups import _all_octaves, _octaves, _put, build, point_chunk
+from .refine import refine_groups, slots_per_call
 
 
 class _Progress:
@@ -99,19 +100,14 @@ def _group_stats(g, second_pass: bool, refine_s: float, integrated_by_s: float) 
 
 
 def _refine(gs, which, extras, devices, prog, refine_s) -> None:
-    """Refine the groups ``which`` (with the extra sample points ``extras``), dealt out to
-    the devices round-robin, side by side."""
-    n = min(len(devices), len(which))
-
-    def run(dev, mine):
-        for i, extra in mine:
-            prog(i, "refine")
-            t = time.perf_counter()
-            gs[i].refine(extra=extra)
-            refine_s[i] += time.perf_counter() - t
-
-    jobs = list(zip(which, extras))
-    on_each(devices[:n], run, [jobs[j::n] for j in range(n)])
+    """Refine the groups ``which`` (with the extra sample points ``extras``) together, round
+    by round, on the first of ``devices`` (see :mod:`emjax.layered.refine`: the same paths
+    whatever the number of devices)."""
+    for i in which:
+        prog(i, "refine")
+    seconds = refine_groups([gs[i] for i in which], list(extras), devices[0])
+    for i, t in zip(which, seconds):
+        refine_s[i] += t
 
 
 #: chunks of points a device has queued ahead of the one being read back (bounds the device
@@ -230,18 +226,18 @@ def warm(ctx, sel, batch: int, devices=None) -> None:
             kdt = rdt if real else cdt
             wdt = np.dtype(np.float64) if real else np.dtype(np.complex128)
             statics = dict(orders=orders, bessel_real=real, has_up=True, has_dn=two)
-            if ("refine", two, real) not in seen:
+            if ("refine", two, real) not in seen:  # on the first device only
                 seen.add(("refine", two, real))
-                pts = [spec((som.REFINE_POINTS,), rdt)] * 3
+                B = slots_per_call(devices[0])
+                pts = [spec((B, som.REFINE_POINTS), rdt)] * 3
                 args = (
-                    spec((RC,), kdt),
-                    spec((RC,), cdt),
-                    spec((RC,), cdt),
-                    spec((RC, S, 2), cdt),
-                    spec((RC,), cdt),
+                    spec((B, RC), kdt),
+                    spec((B, RC), cdt),
+                    spec((B, RC), cdt),
+                    spec((B, RC, S, 2), cdt),
+                    spec((B, RC), cdt),
                 )
-                for dev in devices:
-                    som.warm(som.panel_sums, args + tuple(pts), dict(n_blocks=i32), device=dev, **statics)
+                som.warm(som.refine_sums, args + tuple(pts), dict(n_blocks=i32), device=devices[0], **statics)
             for size in sizes:
                 if ("integrate", two, real, size) in seen:
                     continue
