@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
@@ -116,6 +117,8 @@ class _Group:
         self.report = None  # a _Report within reporting()
         self.rounds = 0  # refinement rounds so far
         self._cache = {}  # per kind of node: the panels and their tables (see _tables)
+        self._chunks = None  # the integration's node chunks of the current path (host)
+        self._lock = threading.Lock()
         self.rho, self.phi, self.zu, self.zd, self.h = geometry
         n = ctx["stack"].n_media
         self.has_up, self.has_dn = m < n - 1, m > 0
@@ -189,9 +192,17 @@ class _Group:
         refine_groups([self], [extra])
 
     def node_chunks(self, block_panels: int = 2) -> list:
-        """The path's nodes as the integration takes them, on the default device: chunks of
-        ``som.CHUNK`` nodes (the last padded; the kernel loops over the valid blocks only),
-        each (nodes, weight matrix, coefficients, kz, real, valid blocks)."""
+        """The path's nodes as the integration takes them, host arrays (computed once per
+        path, whichever device thread asks first; each device puts its own copy): chunks
+        of ``som.CHUNK`` nodes (the last padded; the kernel loops over the valid blocks
+        only), each (nodes, weight matrix, coefficients, kz, real, valid blocks)."""
+        with self._lock:
+            key = (block_panels, self.path.n_panels)
+            if self._chunks is None or self._chunks[0] != key:
+                self._chunks = (key, self._node_chunks(block_panels))
+            return self._chunks[1]
+
+    def _node_chunks(self, block_panels: int) -> list:
         c = self.ctx
         block = 15 * block_panels
         chunks = []
@@ -207,12 +218,11 @@ class _Group:
                     coef[sl],
                     kzm[sl],
                     som.CHUNK,
-                    c,
-                    host_weights=True,
                 )
                 W = som.weight_matrix(w_, block)
                 n_blocks = np.int32(-(-len(kr[sl]) // block))
-                chunks.append((k_, _put(W, W.dtype), coef_, kzm_, real, n_blocks))
+                kdt = c["rdtype"] if real else c["cdtype"]
+                chunks.append((k_.astype(kdt), W, coef_, kzm_, real, n_blocks))
         return chunks
 
     def evaluate(self, batch: int, block_panels: int = 2):
@@ -230,8 +240,7 @@ class _Group:
             size = distributed.chunk_size(n, batch, lay)
         S = len(self.sel)
         chunks = self.node_chunks(block_panels)
-        if lay is not None:
-            chunks = distributed.replicate(chunks, lay)
+        chunks = put_chunks(chunks) if lay is None else distributed.replicate(chunks, lay)
         res_k = np.zeros((n, S), complex)
         res_e = np.zeros((n, S))
         w_last = self.path.tail[1][-1] - self.path.tail[0][-1]
@@ -262,17 +271,20 @@ class _Group:
         return res_k, res_e
 
 
-def _padded(kr, w, coef, kzm, size: int, c, host_weights: bool = False):
-    """Node arrays padded to ``size`` with zero-weight copies of the last node."""
+def _padded(kr, w, coef, kzm, size: int):
+    """Node arrays padded to ``size`` with zero-weight copies of the last node (host)."""
     pad = size - len(kr)
-    real = not np.iscomplexobj(kr)
     kr_ = np.concatenate([kr, np.full(pad, kr[-1])])
     w_ = np.concatenate([w, np.zeros((pad,) + w.shape[1:], w.dtype)])
     coef_ = np.concatenate([coef, np.repeat(coef[-1:], pad, 0)])
     kzm_ = np.concatenate([kzm, np.repeat(kzm[-1:], pad, 0)])
-    kdt = c["rdtype"] if real else c["cdtype"]
-    w_ = w_ if host_weights else _put(w_, c["cdtype"])
-    return _put(kr_, kdt), w_, _put(coef_, coef_.dtype), _put(kzm_, kzm_.dtype)
+    return kr_, w_, coef_, kzm_
+
+
+def put_chunks(chunks) -> list:
+    """:meth:`_Group.node_chunks` on the default device (their arrays, in one transfer)."""
+    arrays = jax.device_put([ch[:4] for ch in chunks])
+    return [(*a, *ch[4:]) for a, ch in zip(arrays, chunks)]
 
 
 def _put(a, dtype) -> jax.Array:
@@ -304,15 +316,19 @@ def _octaves(ctx, m: int):
     groups' (point indices, geometry); computed once per map (kept in ``ctx``)."""
     cache = ctx.setdefault("_octaves", {})
     if m not in cache:
-        idx = np.nonzero(ctx["layer"] == m)[0]
-        geo = _geometry(ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], m)
+        idx = np.flatnonzero(ctx["layer"] == m)
+        pts = ctx["pts"]
+        geo = _geometry(ctx["stack"], ctx["src"], pts[idx], ctx["s"], m)
         h = geo[4]
-        octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
-        # small maps: one group
-        octave = np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)
+        octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300)))
+        # small maps: one group; octaves 0 ... 12 (a radix sort of small integers)
+        octave = np.minimum(octave, 12).astype(np.int8) if len(idx) >= 8192 else np.zeros(len(idx), np.int8)
         order = np.argsort(octave, kind="stable")  # each octave's points in index order
-        _, starts = np.unique(octave[order], return_index=True)
-        parts = [(idx[sub], tuple(a[sub] for a in geo)) for sub in np.split(order, starts[1:])]
+        counts = np.bincount(octave, minlength=13)
+        starts = np.cumsum(counts[counts > 0])[:-1]
+        # each array gathered once in group order, the groups its consecutive parts
+        cols = [np.split(a[order], starts) for a in (idx, *geo)]
+        parts = [(c[0], tuple(c[1:])) for c in zip(*cols)]
         cache[m] = (idx, geo, octave, parts)
     return cache[m]
 
@@ -320,7 +336,9 @@ def _octaves(ctx, m: int):
 def _all_octaves(ctx) -> list[int]:
     """The media of the map's points, their octaves computed side by side (one thread per
     medium: NumPy's array operations run without the GIL)."""
-    media = [int(m) for m in np.unique(ctx["layer"])]
+    if "_media" not in ctx:
+        ctx["_media"] = [int(m) for m in np.flatnonzero(np.bincount(ctx["layer"]))]
+    media = ctx["_media"]
     todo = [m for m in media if m not in ctx.get("_octaves", {})]
     if len(todo) > 1 and len(ctx["pts"]) >= 1 << 16:
         ctx.setdefault("_octaves", {})
