@@ -324,7 +324,8 @@ def dipole_fields(
     """E and H (N, 3) of a dipole of moment ``p`` (3 complex) at ``source``.
 
     Units: ``E = k0^2 G p`` (so E in ``p / (eps0 L^3)``) and ``H`` as ``Z0 H`` in the same
-    units. ``fields``: "E", "H" or "EH" (which integrals to compute). Differentiable as
+    units. ``fields``: "E", "H" or "EH" (which integrals to compute; a field not computed
+    is all NaN, a read-only array). Differentiable as
     :func:`green_tensor` (and in ``p``); with traced inputs E and H are ``jax.Array``.
     ``layout``: the points spread over devices and ``progress``, as in :func:`green_tensor`.
     """
@@ -359,7 +360,7 @@ def dipole_fields(
         progress=progress,
     )
     traced = is_traced(r.E) or is_traced(r.H)
-    nan = np.full((len(r.points), 3), np.nan + 0j)
+    nan = np.broadcast_to(np.complex128(np.nan), (len(r.points), 3))  # read-only: no copy of N x 3
     E = r.E if ("E" in fields and r.E is not None) else nan
     H = r.H if ("H" in fields and r.H is not None) else nan
     return DipoleFields(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -311,23 +312,52 @@ def point_chunk(n: int, batch: int, platform: str | None = None) -> int:
     return min(size, batch)
 
 
+#: points per block of the grouping's array work; the blocks are computed side by side in
+#: threads (NumPy's array operations run without the GIL)
+SETUP_BLOCK = 1 << 18
+
+
+def _in_blocks(n: int, fn) -> None:
+    """``fn(block)`` for consecutive slices of ``range(n)`` of :data:`SETUP_BLOCK` points,
+    side by side in threads (each block's values are those of the whole array's)."""
+    blocks = [slice(a, min(a + SETUP_BLOCK, n)) for a in range(0, n, SETUP_BLOCK)]
+    if len(blocks) <= 1:
+        for b in blocks:
+            fn(b)
+        return
+    with ThreadPoolExecutor(max_workers=min(len(blocks), os.cpu_count() or 1)) as pool:
+        list(pool.map(fn, blocks))
+
+
 def _octaves(ctx, m: int):
     """The medium's point indices, geometry and each point's group (octave of h), and the
     groups' (point indices, geometry); computed once per map (kept in ``ctx``)."""
     cache = ctx.setdefault("_octaves", {})
     if m not in cache:
         idx = np.flatnonzero(ctx["layer"] == m)
-        pts = ctx["pts"]
-        geo = _geometry(ctx["stack"], ctx["src"], pts[idx], ctx["s"], m)
+        n = len(idx)
+        pts, geo = ctx["pts"], tuple(np.empty(n) for _ in range(5))
+
+        def geometry(b):
+            for whole, part in zip(geo, _geometry(ctx["stack"], ctx["src"], pts[idx[b]], ctx["s"], m)):
+                whole[b] = part
+
+        _in_blocks(n, geometry)
         h = geo[4]
-        octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300)))
-        # small maps: one group; octaves 0 ... 12 (a radix sort of small integers)
-        octave = np.minimum(octave, 12).astype(np.int8) if len(idx) >= 8192 else np.zeros(len(idx), np.int8)
+        octave = np.zeros(n, np.int8)  # small maps: one group
+        if n >= 8192:  # octaves 0 ... 12 (small integers: a radix sort below)
+            h_min = max(h.min(), 1e-300)
+
+            def octaves(b):
+                octave[b] = np.minimum(np.floor(np.log2(np.maximum(h[b], 1e-300) / h_min)), 12)
+
+            _in_blocks(n, octaves)
         order = np.argsort(octave, kind="stable")  # each octave's points in index order
         counts = np.bincount(octave, minlength=13)
         starts = np.cumsum(counts[counts > 0])[:-1]
-        # each array gathered once in group order, the groups its consecutive parts
-        cols = [np.split(a[order], starts) for a in (idx, *geo)]
+        # each array gathered once in group order (side by side), the groups its parts
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            cols = [np.split(a, starts) for a in pool.map(lambda a: a[order], (idx, *geo))]
         parts = [(c[0], tuple(c[1:])) for c in zip(*cols)]
         cache[m] = (idx, geo, octave, parts)
     return cache[m]

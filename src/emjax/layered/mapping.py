@@ -317,8 +317,9 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
 def integrate_map_spmd(ctx, sel, batch: int):
     """The map's groups one after another, each group refined on the default device and its
     points integrated in SPMD chunks over ``ctx["layout"]``, a layout spanning several
-    processes (see :mod:`emjax.layered.distributed`); returns what :func:`integrate_map`
-    does."""
+    processes (see :mod:`emjax.layered.distributed`); returns (I (N, nsel) complex, err
+    (N,) relative error estimates, phi (N,), per-group stats, largest node count, the
+    groups), the map then finished by :func:`emjax.layered.assemble._finish_on`."""
     from .groups import groups
 
     N = len(ctx["pts"])
