@@ -81,7 +81,7 @@ print("groups", len(f1.stats), "stages", sorted(f2.timings))
 for k in ("E", "H", "error"):
     a, b = getattr(f1, k), getattr(f2, k)
     print(k, float(np.abs(a - b).max() / np.abs(a).max()))
-G1 = green_tensor(st, 600.0, (0.0, 0.0, 10.0), pts[::7], rtol=1e-6)
+G1 = green_tensor(st, 600.0, (0.0, 0.0, 10.0), pts[::7], rtol=1e-6, batch=64)
 G2 = green_tensor(st, 600.0, (0.0, 0.0, 10.0), pts[::7], rtol=1e-6, layout=2, batch=64)
 print("G", float(np.abs(G1 - G2).max() / np.abs(G1).max()))
 """
@@ -90,7 +90,8 @@ print("G", float(np.abs(G1 - G2).max() / np.abs(G1).max()))
 @pytest.mark.slow
 def test_map_of_several_groups_on_two_devices_is_bit_for_bit():
     """A 20000-point map across the interface (source medium: the direct term) on 2
-    virtual CPU devices: E, H, the error estimates and G equal to one device's."""
+    virtual CPU devices: E, H, the error estimates and G equal to one device's (the same
+    per-device batch: chunks of one size on either layout)."""
     out = run_with_devices(2, CODE, timeout=1800)
     lines = {ln.split()[0]: ln.split() for ln in out.splitlines() if ln.strip()}
     assert int(lines["groups"][1]) >= 4, out
