@@ -7,9 +7,8 @@ import pytest
 from multidevice import run_with_devices
 
 from emjax.backend import precision_scope
-from emjax.layered import Stack
+from emjax.layered import Stack, refine
 from emjax.layered.groups import build
-from emjax.layered.refine import refine_groups
 
 
 def _ctx(pts, rtol=1e-6):
@@ -40,7 +39,9 @@ def _map():
     return np.stack([x.ravel(), np.zeros(x.size), z.ravel()], 1)
 
 
-def test_groups_refined_together_as_each_alone():
+def test_groups_refined_together_as_each_alone(monkeypatch):
+    """Together with three slots per call (as on a GPU: calls of several groups' slots, the
+    last one padded), alone with one per call (the CPU's way)."""
     pts = _map()
     with precision_scope():
         together = build(_ctx(pts), (2, 4))
@@ -48,10 +49,12 @@ def test_groups_refined_together_as_each_alone():
         # the second group gets extra sample points (as in a second pass): two point tiles
         extras = [()] * len(together)
         extras[1] = np.arange(0, len(together[1].idx), 97)[:64]
-        refine_groups(together, extras)
+        monkeypatch.setattr(refine, "slots_per_call", lambda device: 3)
+        refine.refine_groups(together, extras)
+        monkeypatch.undo()
         alone = build(_ctx(pts), (2, 4))
         for g, extra in zip(alone, extras):
-            refine_groups([g], [extra])
+            refine.refine_groups([g], [extra])
     assert max(g.rounds for g in together) >= 2  # some groups bisected panels
     for a, b in zip(together, alone):
         assert a.rounds == b.rounds

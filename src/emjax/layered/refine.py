@@ -82,14 +82,16 @@ def _slots(g, i: int, tiles) -> list:
 
 def _dispatch(slots: list, per_call: int) -> list:
     """Queue the slots' sums on the default device, ``per_call`` slots per call (slots of one
-    statics key together; the last call padded with copies of its last slot, read back
-    never); returns [(the calls' slot ids, pending (Ksum, D))]."""
+    statics key together, by node count: a call loops over its largest slot's blocks; the
+    last call padded with copies of its last slot, read back never); returns [(the calls'
+    slot ids, pending (Ksum, D))]."""
     by_key: dict = {}
     for key, sid, n, arrays in slots:
         by_key.setdefault(key, []).append((sid, n, arrays))
     pending = []
     for key, items in by_key.items():
         statics = dict(key)
+        items.sort(key=lambda item: item[1])  # calls of slots of similar node counts
         for a in range(0, len(items), per_call):
             part = items[a : a + per_call]
             part = part + [part[-1]] * (per_call - len(part))
