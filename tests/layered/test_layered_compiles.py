@@ -1,6 +1,6 @@
 """Compile once: a layered map compiles a fixed, small set of programs,
 whatever its groups' point counts and its quadratures' node counts; a second map of the
-same kind compiles only its final assembly (sized by the map), and the same map nothing.
+same kind whose groups fall in the same point buckets compiles nothing, nor the same map.
 
 Counted in a fresh interpreter (no program cached in memory, the persistent cache off):
 every XLA compilation JAX reports (``/jax/core/compile/backend_compile_duration``)."""
@@ -47,13 +47,13 @@ def test_a_map_compiles_each_kernel_once():
     res = json.loads(out.stdout.split("RESULT", 1)[1])
     first, again, other = res["counts"]
     # the refinement's and the integration's kernels, complex (ellipse) and real (tail)
-    # nodes, both media with one kernel; the assembly: nothing else (no per-shape helpers)
-    assert first == {"jit(panel_sums)": 2, "jit(integrate)": 2, "jit(_finish)": 1}, first
+    # nodes, both media with one kernel; each chunk's end: nothing else (no per-shape helpers)
+    assert first == {"jit(refine_sums)": 2, "jit(integrate)": 2, "jit(finish_chunk)": 1}, first
     assert again == {}, again
     # other points (a wider map: other node counts in both media) in the same point
-    # bucket: only the assembly of the new size
+    # bucket: nothing (each chunk's end is compiled per bucket, not per map)
     assert res["nodes"][2] != res["nodes"][0], res["nodes"]
-    assert other == {"jit(_finish)": 1}, other
+    assert other == {}, other
 
 
 def test_point_chunks_are_few_buckets():

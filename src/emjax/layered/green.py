@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -19,9 +18,10 @@ import numpy as np
 
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, is_one_of, require_floats, require_int, require_positive, require_range
-from ..layout import Layout, as_layout, on_each
+from ..layout import as_layout
 from . import mapping
 from . import sommerfeld as som
+from .assemble import _assemble_cs, _finish, _finish_on, _finish_spec, _free_space
 from .groups import _PROGRESS, reporting_for
 from .mapping import warm
 from .results import DipoleFields, GreenResult
@@ -61,139 +61,12 @@ def _check(stack, wavelength, source, points, part, rtol, prec):
     return wavelength, src, pts, rtol, p
 
 
-@partial(jax.jit, static_argnames=("sel", "want_h"))
-def _assemble(I, phi, sel, want_h: bool):
-    """Tensors G and G_H (N, 3, 3) from the integrals I (N, nsel) (the others are zero),
-    on the device."""
-    return _assemble_cs(I, jnp.cos(phi), jnp.sin(phi), jnp.cos(2 * phi), jnp.sin(2 * phi), sel, want_h)
-
-
-@partial(jax.jit, static_argnames=("sel", "want_h", "want_e", "total", "contract"))
-def _finish(I, phi, R, in_s, ks, k0, pm, sel, want_h: bool, want_e: bool, total: bool, contract: bool):
-    """One device program for the end of a map: the tensors from the integrals, the direct
-    term added at the points ``in_s`` (the source's medium) for ``total``, and with
-    ``contract`` the fields ``E, H = G pm, G_H pm`` (N, 3) instead of G, G_H (N, 3, 3)."""
-    G, GH = _assemble(I, phi, sel, want_h)
-    if total:
-        safe = jnp.where(in_s[:, None], R, 1.0)  # the other points' R may be anything
-        G0, GH0 = _free_space(ks, k0, safe)
-        G = G + jnp.where(in_s[:, None, None], G0.astype(G.dtype), 0)
-        if want_h:
-            GH = GH + jnp.where(in_s[:, None, None], GH0.astype(G.dtype), 0)
-    if not contract:
-        return G, GH
-    hi = jax.lax.Precision.HIGHEST  # no TF32 on the GPU in single precision
-    E = jnp.matmul(G, pm, precision=hi) if want_e else None
-    H = jnp.matmul(GH, pm, precision=hi) if want_h else None
-    return E, H
-
-
-def _finish_args(I, phi, R, in_s, ks, k0, pm, p):
-    """The arguments of :func:`_finish` on the device (``R``, ``in_s``, ``ks``, ``k0``:
-    None unless the total field is asked for)."""
-    put = jax.device_put
-    return (
-        put(np.asarray(I, p.complex)),
-        put(np.asarray(phi, p.real)),
-        None if R is None else put(np.asarray(R, p.real)),
-        None if in_s is None else put(np.asarray(in_s, bool)),
-        None if ks is None else put(np.asarray(ks, p.complex)),
-        k0,
-        None if pm is None else put(pm),
-    )
-
-
-def _finish_on(devices, arrays, pm, p, fin):
-    """:func:`_finish` of the map's points dealt out whole over ``devices`` (one contiguous
-    run each, padded to the first run's length with copies of its last point: one compiled
-    size), side by side; the results (A, B) as host arrays (None where not asked for).
-    ``arrays``: (I, phi, R, in_s, ks, k0), the last four None unless the total field is."""
-    N = len(arrays[0])
-    runs = Layout(tuple(devices)).deal(N)
-    size = len(runs[0])
-
-    def one(dev, run):
-        def cut(a):
-            if not isinstance(a, np.ndarray) or a.ndim == 0:
-                return a  # ks, k0 and the absent ones
-            widths = [(0, size - len(run))] + [(0, 0)] * (a.ndim - 1)
-            return np.pad(a[run.start : run.stop], widths, mode="edge")
-
-        A, B = som.call(_finish, *_finish_args(*map(cut, arrays), pm, p), **fin)
-        return tuple(None if x is None else np.asarray(x)[: len(run)] for x in (A, B))
-
-    busy = [(d, r) for d, r in zip(devices, runs) if len(r)]
-    outs = on_each([d for d, _ in busy], one, [r for _, r in busy])
-    return tuple(None if outs[0][j] is None else np.concatenate([o[j] for o in outs]) for j in (0, 1))
-
-
-def _finish_spec(N: int, nsel: int, total: bool, contract: bool, p):
-    """The shapes of :func:`_finish_args` for :func:`sommerfeld.warm`."""
-    sd = jax.ShapeDtypeStruct
-    cdt, rdt = np.dtype(p.complex), np.dtype(p.real)
-    tot = (sd((N, 3), rdt), sd((N,), bool), sd((), cdt), sd((), np.float64, weak_type=True))
-    return (
-        (sd((N, nsel), cdt), sd((N,), rdt))
-        + (tot if total else (None,) * 4)
-        + (sd((3,), cdt) if contract else None,)
-    )
-
-
-def _assemble_cs(I, c, s, c2, s2, sel, want_h: bool):
-    """The assembly with the azimuthal factors given: (cos, sin) of phi and of 2 phi, or
-    (dx, dy, dx^2 - dy^2, 2 dx dy) for integrals whose J_n carry 1 / rho^n (traced path)."""
-    N = I.shape[0]
-    zero = jnp.zeros((N,), I.dtype)
-    cols = [zero] * 9
-    for j, i in enumerate(sel):
-        cols[i] = I[:, j]
-    I = cols
-    a = 1j / (8 * np.pi)
-    b = -1 / (4 * np.pi)
-    G = [
-        [a * (I[0] + I[1] * c2), a * I[1] * s2, b * I[2] * c],
-        [a * I[1] * s2, a * (I[0] - I[1] * c2), b * I[2] * s],
-        [b * I[3] * c, b * I[3] * s, 2 * a * I[4]],
-    ]
-    G = jnp.stack([jnp.stack(r, -1) for r in G], -2)
-    if not want_h:
-        return G, None
-    GH = [
-        [a * I[5] * s2, a * (I[6] - I[5] * c2), -b * I[8] * s],
-        [a * (-I[6] - I[5] * c2), -a * I[5] * s2, b * I[8] * c],
-        [-b * I[7] * s, b * I[7] * c, zero],
-    ]
-    return G, jnp.stack([jnp.stack(r, -1) for r in GH], -2)
-
-
 def free_space(k, k0, R):
     """Direct terms (N, 3, 3) in a homogeneous medium of wavenumber k: G0 and G0_H
     (``H = k0^2 G0_H p``); R (N, 3) = r - r' (nonzero). NumPy in, NumPy out."""
     with precision_scope():
         G, GH = _free_space(jnp.asarray(k, jnp.complex128), k0, jnp.asarray(R, jnp.float64))
         return np.asarray(G), np.asarray(GH)
-
-
-@jax.jit
-def _free_space(k, k0, R):
-    r = jnp.linalg.norm(R, axis=1)
-    u = R / r[:, None]
-    kr = k * r
-    g = jnp.exp(1j * kr) / (4 * np.pi * r)
-    A = (1 + 1j / kr - 1 / kr**2) * g
-    B = (-1 - 3j / kr + 3 / kr**2) * g
-    G = A[:, None, None] * jnp.eye(3)[None] + B[:, None, None] * u[:, :, None] * u[:, None, :]
-    z = jnp.zeros_like(r)
-    cross = jnp.stack(
-        [
-            jnp.stack([z, -u[:, 2], u[:, 1]], -1),
-            jnp.stack([u[:, 2], z, -u[:, 0]], -1),
-            jnp.stack([-u[:, 1], u[:, 0], z], -1),
-        ],
-        -2,
-    )
-    GH = ((k + 1j / r) * g / k0)[:, None, None] * cross
-    return G, GH
 
 
 def _run(
@@ -235,6 +108,7 @@ def _run(
             seed=seed,
             moment=moment,
         )
+    t_start = time.perf_counter()
     wavelength, src, pts, rtol, p = _check(stack, wavelength, source, points, part, rtol, prec)
     batch = (
         require_int("batch", batch, 1)
@@ -285,27 +159,38 @@ def _run(
         cdt = np.dtype(p.complex)
         pm = np.asarray(moment, cdt) * cdt.type(k0**2)  # on the device in _finish_args
     fin = dict(sel=tuple(sel), want_h=want_h, want_e=want_e, total=total, contract=contract)
-    if plan is None:  # every compilation of the map started now, side by side
+    timings = {}
+    if spmd:  # devices of several processes: each chunk of points one SPMD program
         with precision_scope():
-            warm(ctx, sel, batch, devices)
-            size = len(Layout(tuple(devices)).deal(N)[0])  # the points of each device's _finish
-            for dev in devices:
-                som.warm(_finish, _finish_spec(size, len(sel), total, contract, p), device=dev, **fin)
-    with precision_scope(), reporting_for(progress, N):
-        if spmd:  # devices of several processes: each chunk of points one SPMD program
-            I, err, phi, stats, n_nodes, gs = mapping.integrate_map_spmd(ctx, sel, batch)
-        else:  # one or several devices of this process: points dealt out whole
-            I, err, phi, stats, n_nodes, gs = mapping.integrate_map(ctx, sel, batch, devices, _PROGRESS.get())
-        if plan is not None:  # the nodes, for the traced path
-            plan.extend((g.m, g.idx, g.path) for g in gs)
-        rest = (R, in_s, ks, float(k0)) if total else (None,) * 4
-        A, B = _finish_on(devices, (I, phi) + rest, pm, p, fin)
-        if contract:
-            E = A if want_e else None
-            H = B if want_h else None
-            return GreenResult(pts, None, None, err, n_nodes, part, tuple(stats), E, H)
-        G, GH = A, (B if want_h else None)
-    return GreenResult(pts, G, GH, err, n_nodes, part, tuple(stats))
+            if plan is None:
+                warm(ctx, sel, batch, devices)
+                som.warm(_finish, _finish_spec(N, len(sel), total, contract, p), device=devices[0], **fin)
+            with reporting_for(progress, N):
+                I, err, phi, stats, n_nodes, gs = mapping.integrate_map_spmd(ctx, sel, batch)
+            rest = (R, in_s, ks, float(k0)) if total else (None,) * 4
+            A, B = _finish_on(devices, (I, phi) + rest, pm, p, fin)
+    else:  # one or several devices of this process: points dealt out whole, each chunk
+        # integrated and finished on its device
+        cdt = np.dtype(p.complex)
+        finish = mapping.Finish(fin, np.asarray(ks, cdt), np.float64(k0), pm, cdt)
+        with precision_scope():
+            if plan is None:  # every compilation of the map started now, side by side
+                warm(ctx, sel, batch, devices, finish)
+            timings["setup"] = time.perf_counter() - t_start
+            with reporting_for(progress, N):
+                A, B, err, stats, n_nodes, gs = mapping.integrate_map(
+                    ctx, sel, batch, devices, finish, _PROGRESS.get(), timings
+                )
+        timings["setup"] += timings.pop("groups")
+    timings["total"] = time.perf_counter() - t_start
+    if plan is not None:  # the nodes, for the traced path
+        plan.extend((g.m, g.idx, g.path) for g in gs)
+    if contract:
+        E = A if want_e else None
+        H = B if want_h else None
+        return GreenResult(pts, None, None, err, n_nodes, part, tuple(stats), E, H, timings)
+    G, GH = A, (B if want_h else None)
+    return GreenResult(pts, G, GH, err, n_nodes, part, tuple(stats), timings=timings)
 
 
 def _run_traced(
@@ -439,7 +324,8 @@ def dipole_fields(
     """E and H (N, 3) of a dipole of moment ``p`` (3 complex) at ``source``.
 
     Units: ``E = k0^2 G p`` (so E in ``p / (eps0 L^3)``) and ``H`` as ``Z0 H`` in the same
-    units. ``fields``: "E", "H" or "EH" (which integrals to compute). Differentiable as
+    units. ``fields``: "E", "H" or "EH" (which integrals to compute; a field not computed
+    is all NaN, a read-only array). Differentiable as
     :func:`green_tensor` (and in ``p``); with traced inputs E and H are ``jax.Array``.
     ``layout``: the points spread over devices and ``progress``, as in :func:`green_tensor`.
     """
@@ -474,7 +360,7 @@ def dipole_fields(
         progress=progress,
     )
     traced = is_traced(r.E) or is_traced(r.H)
-    nan = np.full((len(r.points), 3), np.nan + 0j)
+    nan = np.broadcast_to(np.complex128(np.nan), (len(r.points), 3))  # read-only: no copy of N x 3
     E = r.E if ("E" in fields and r.E is not None) else nan
     H = r.H if ("H" in fields and r.H is not None) else nan
     return DipoleFields(
@@ -489,6 +375,7 @@ def dipole_fields(
         part,
         time.perf_counter() - t0,
         r.stats,
+        r.timings,
     )
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import numpy as np
 
 from .. import progress as progress_bars
-from ..errors import ConfigError
 from . import sommerfeld as som
 
 _PROGRESS = contextvars.ContextVar("emjax_layered_progress", default=None)
@@ -115,6 +116,10 @@ class _Group:
         # which groups were refined before it (nor on which device refines it)
         self.rng = rng if rng is not None else ctx["rng"].spawn(1)[0]
         self.report = None  # a _Report within reporting()
+        self.rounds = 0  # refinement rounds so far
+        self._cache = {}  # per kind of node: the panels and their tables (see _tables)
+        self._chunks = None  # the integration's node chunks of the current path (host)
+        self._lock = threading.Lock()
         self.rho, self.phi, self.zu, self.zd, self.h = geometry
         n = ctx["stack"].n_media
         self.has_up, self.has_dn = m < n - 1, m > 0
@@ -129,25 +134,46 @@ class _Group:
         )
 
     def _tables(self):
-        c = self.ctx
-        (ke, we, ge), (kt, wt, gt) = self.path.nodes()
+        """Per kind of node (ellipse, tail): the path's nodes, weights, coefficients and kz,
+        flat (n_panels * 15,). Each panel's values are kept from the previous call while the
+        panel is unchanged (a refinement round computes only the bisected panels')."""
         out = []
-        for kr, wk, wg, real in ((ke, we, ge, False), (kt, wt, gt, True)):
-            coef, kzm = som.coefficient_table(
-                kr,
-                c["k0"],
-                c["eps"],
-                c["stack"].interfaces,
-                c["src"][2],
-                c["s"],
-                self.m,
-                self.sel,
-                c["cdtype"],
-            )
-            if self.flip:
-                coef = coef[..., ::-1]
+        for which, real in (("ellipse", False), ("tail", True)):
+            lo, hi = getattr(self.path, which)
+            old = self._cache.get(which)
+            if old is None:
+                tables = self._panel_tables(which, lo, hi)
+            else:  # the panels kept (same ends) where they are now, the new ones computed
+                at = np.minimum(np.searchsorted(old[0], lo), len(old[0]) - 1)
+                new = (old[0][at] != lo) | (old[1][at] != hi)
+                tables = [o[at] for o in old[2:]]
+                if new.any():
+                    for t, f in zip(tables, self._panel_tables(which, lo[new], hi[new])):
+                        t[new] = f
+            self._cache[which] = (lo, hi, *tables)
+            kr, wk, wg, coef, kzm = (a.reshape((-1,) + a.shape[2:]) for a in tables)
             out.append((kr, wk, wg, coef, kzm, real))
         return out
+
+    def _panel_tables(self, which: str, lo, hi):
+        """(kr, wK, wG, coefficients, kz) of the panels [lo, hi], each (n, 15, ...)."""
+        c = self.ctx
+        kr, wk, wg = self.path.nodes_of(which, lo, hi)
+        coef, kzm = som.coefficient_table(
+            kr.ravel(),
+            c["k0"],
+            c["eps"],
+            c["stack"].interfaces,
+            c["src"][2],
+            c["s"],
+            self.m,
+            self.sel,
+            c["cdtype"],
+        )
+        if self.flip:
+            coef = coef[..., ::-1]
+        n = len(lo)
+        return kr, wk, wg, coef.reshape((n, 15) + coef.shape[1:]), kzm.reshape(n, 15)
 
     def _statics(self, real):
         return dict(
@@ -158,86 +184,26 @@ class _Group:
         )
 
     def refine(self, extra=()):
-        c = self.ctx
+        """Refine the path on the group's sample (and the point indices ``extra``): see
+        :mod:`emjax.layered.refine` (a map refines its groups together there)."""
+        from .refine import refine_groups
+
         if self.report is not None:
             self.report(0, "refine")
-        sample = np.union1d(_sample(self.rho, self.h, 48, self.rng), np.asarray(extra, int))
-        tile = som.REFINE_POINTS
-        sample = np.resize(sample, -(-len(sample) // tile) * tile)  # whole tiles: one compilation
-        rdt = c["rdtype"]
-        tiles = [
-            [_put(a[sample[t : t + tile]], rdt) for a in (self.rho, self.z_up, self.zd)]
-            for t in range(0, len(sample), tile)
-        ]
-        step = som.REFINE_CHUNK
-        for _ in range(som.MAX_ROUNDS):
-            parts = []
-            for which, (kr, wk, wg, coef, kzm, real) in zip(("ellipse", "tail"), self._tables()):
-                ks, gs = [], []
-                for a in range(0, len(kr), step):
-                    sl = slice(a, a + step)
-                    n = len(kr[sl])
-                    k_, w_, coef_, kzm_ = _padded(
-                        kr[sl].real if real else kr[sl],
-                        np.stack([wk[sl], wg[sl]], 1),
-                        coef[sl],
-                        kzm[sl],
-                        step,
-                        c,
-                        host_weights=True,
-                    )
-                    wk_, wg_ = (_put(w_[:, j], c["cdtype"]) for j in (0, 1))
-                    n_blocks = np.int32(-(-n // som.REFINE_BLOCK))
-                    kt, gt = [], []
-                    for args in tiles:
-                        k_t, g_t = som.call(
-                            som.panel_sums,
-                            k_,
-                            wk_,
-                            wg_,
-                            coef_,
-                            kzm_,
-                            *args,
-                            n_blocks=n_blocks,
-                            **self._statics(real),
-                        )
-                        kt.append(np.asarray(k_t)[:, : n // 15])
-                        gt.append(np.asarray(g_t)[:, : n // 15])
-                    ks.append(np.concatenate(kt, 0))
-                    gs.append(np.concatenate(gt, 0))
-                parts.append((which, np.concatenate(ks, 1), np.concatenate(gs, 1)))
-            total = sum(k.sum(1) for _, k, _ in parts)  # (S, nsel)
-            scale = np.maximum(np.linalg.norm(total, axis=1), 1e-300)
-            # differences at the rounding level of the working precision count as converged
-            floor = 64 * np.finfo(c["rdtype"]).eps
-            errs = [
-                (
-                    w,
-                    np.maximum(np.abs(k - g) - floor * (np.abs(k) + np.abs(g)), 0).sum(2)
-                    / (c["rtol"] * scale[:, None]),
-                )
-                for w, k, g in parts
-            ]
-            worst = sum(e.sum(1) for _, e in errs)
-            self.rounds = getattr(self, "rounds", 0) + 1
-            if np.all(worst <= 1.0):
-                return
-            n_pan = self.path.n_panels
-            for which, e in errs:
-                mask = e.max(0) > 1.0 / n_pan
-                if mask.any():
-                    self.path.bisect(which, mask)
-            if self.path.n_panels > som.MAX_PANELS:
-                break
-        raise ConfigError(
-            f"points: the quadrature did not reach rtol = {c['rtol']:g} within {som.MAX_PANELS} panels "
-            f"(observation medium {self.m}); loosen rtol or move points away from the source/interfaces"
-        )
+        refine_groups([self], [extra])
 
     def node_chunks(self, block_panels: int = 2) -> list:
-        """The path's nodes as the integration takes them, on the default device: chunks of
-        ``som.CHUNK`` nodes (the last padded; the kernel loops over the valid blocks only),
-        each (nodes, weight matrix, coefficients, kz, real, valid blocks)."""
+        """The path's nodes as the integration takes them, host arrays (computed once per
+        path, whichever device thread asks first; each device puts its own copy): chunks
+        of ``som.CHUNK`` nodes (the last padded; the kernel loops over the valid blocks
+        only), each (nodes, weight matrix, coefficients, kz, real, valid blocks)."""
+        with self._lock:
+            key = (block_panels, self.path.n_panels)
+            if self._chunks is None or self._chunks[0] != key:
+                self._chunks = (key, self._node_chunks(block_panels))
+            return self._chunks[1]
+
+    def _node_chunks(self, block_panels: int) -> list:
         c = self.ctx
         block = 15 * block_panels
         chunks = []
@@ -253,12 +219,11 @@ class _Group:
                     coef[sl],
                     kzm[sl],
                     som.CHUNK,
-                    c,
-                    host_weights=True,
                 )
                 W = som.weight_matrix(w_, block)
                 n_blocks = np.int32(-(-len(kr[sl]) // block))
-                chunks.append((k_, _put(W, W.dtype), coef_, kzm_, real, n_blocks))
+                kdt = c["rdtype"] if real else c["cdtype"]
+                chunks.append((k_.astype(kdt), W, coef_, kzm_, real, n_blocks))
         return chunks
 
     def evaluate(self, batch: int, block_panels: int = 2):
@@ -276,8 +241,7 @@ class _Group:
             size = distributed.chunk_size(n, batch, lay)
         S = len(self.sel)
         chunks = self.node_chunks(block_panels)
-        if lay is not None:
-            chunks = distributed.replicate(chunks, lay)
+        chunks = put_chunks(chunks) if lay is None else distributed.replicate(chunks, lay)
         res_k = np.zeros((n, S), complex)
         res_e = np.zeros((n, S))
         w_last = self.path.tail[1][-1] - self.path.tail[0][-1]
@@ -308,17 +272,20 @@ class _Group:
         return res_k, res_e
 
 
-def _padded(kr, w, coef, kzm, size: int, c, host_weights: bool = False):
-    """Node arrays padded to ``size`` with zero-weight copies of the last node."""
+def _padded(kr, w, coef, kzm, size: int):
+    """Node arrays padded to ``size`` with zero-weight copies of the last node (host)."""
     pad = size - len(kr)
-    real = not np.iscomplexobj(kr)
     kr_ = np.concatenate([kr, np.full(pad, kr[-1])])
     w_ = np.concatenate([w, np.zeros((pad,) + w.shape[1:], w.dtype)])
     coef_ = np.concatenate([coef, np.repeat(coef[-1:], pad, 0)])
     kzm_ = np.concatenate([kzm, np.repeat(kzm[-1:], pad, 0)])
-    kdt = c["rdtype"] if real else c["cdtype"]
-    w_ = w_ if host_weights else _put(w_, c["cdtype"])
-    return _put(kr_, kdt), w_, _put(coef_, coef_.dtype), _put(kzm_, kzm_.dtype)
+    return kr_, w_, coef_, kzm_
+
+
+def put_chunks(chunks) -> list:
+    """:meth:`_Group.node_chunks` on the default device (their arrays, in one transfer)."""
+    arrays = jax.device_put([ch[:4] for ch in chunks])
+    return [(*a, *ch[4:]) for a, ch in zip(arrays, chunks)]
 
 
 def _put(a, dtype) -> jax.Array:
@@ -345,20 +312,53 @@ def point_chunk(n: int, batch: int, platform: str | None = None) -> int:
     return min(size, batch)
 
 
+#: points per block of the grouping's array work; the blocks are computed side by side in
+#: threads (NumPy's array operations run without the GIL)
+SETUP_BLOCK = 1 << 18
+
+
+def _in_blocks(n: int, fn) -> None:
+    """``fn(block)`` for consecutive slices of ``range(n)`` of :data:`SETUP_BLOCK` points,
+    side by side in threads (each block's values are those of the whole array's)."""
+    blocks = [slice(a, min(a + SETUP_BLOCK, n)) for a in range(0, n, SETUP_BLOCK)]
+    if len(blocks) <= 1:
+        for b in blocks:
+            fn(b)
+        return
+    with ThreadPoolExecutor(max_workers=min(len(blocks), os.cpu_count() or 1)) as pool:
+        list(pool.map(fn, blocks))
+
+
 def _octaves(ctx, m: int):
     """The medium's point indices, geometry and each point's group (octave of h), and the
     groups' (point indices, geometry); computed once per map (kept in ``ctx``)."""
     cache = ctx.setdefault("_octaves", {})
     if m not in cache:
-        idx = np.nonzero(ctx["layer"] == m)[0]
-        geo = _geometry(ctx["stack"], ctx["src"], ctx["pts"][idx], ctx["s"], m)
+        idx = np.flatnonzero(ctx["layer"] == m)
+        n = len(idx)
+        pts, geo = ctx["pts"], tuple(np.empty(n) for _ in range(5))
+
+        def geometry(b):
+            for whole, part in zip(geo, _geometry(ctx["stack"], ctx["src"], pts[idx[b]], ctx["s"], m)):
+                whole[b] = part
+
+        _in_blocks(n, geometry)
         h = geo[4]
-        octave = np.floor(np.log2(np.maximum(h, 1e-300) / max(h.min(), 1e-300))).astype(int)
-        # small maps: one group
-        octave = np.minimum(octave, 12) if len(idx) >= 8192 else np.zeros_like(octave)
+        octave = np.zeros(n, np.int8)  # small maps: one group
+        if n >= 8192:  # octaves 0 ... 12 (small integers: a radix sort below)
+            h_min = max(h.min(), 1e-300)
+
+            def octaves(b):
+                octave[b] = np.minimum(np.floor(np.log2(np.maximum(h[b], 1e-300) / h_min)), 12)
+
+            _in_blocks(n, octaves)
         order = np.argsort(octave, kind="stable")  # each octave's points in index order
-        _, starts = np.unique(octave[order], return_index=True)
-        parts = [(idx[sub], tuple(a[sub] for a in geo)) for sub in np.split(order, starts[1:])]
+        counts = np.bincount(octave, minlength=13)
+        starts = np.cumsum(counts[counts > 0])[:-1]
+        # each array gathered once in group order (side by side), the groups its parts
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            cols = [np.split(a, starts) for a in pool.map(lambda a: a[order], (idx, *geo))]
+        parts = [(c[0], tuple(c[1:])) for c in zip(*cols)]
         cache[m] = (idx, geo, octave, parts)
     return cache[m]
 
@@ -366,7 +366,9 @@ def _octaves(ctx, m: int):
 def _all_octaves(ctx) -> list[int]:
     """The media of the map's points, their octaves computed side by side (one thread per
     medium: NumPy's array operations run without the GIL)."""
-    media = [int(m) for m in np.unique(ctx["layer"])]
+    if "_media" not in ctx:
+        ctx["_media"] = [int(m) for m in np.flatnonzero(np.bincount(ctx["layer"]))]
+    media = ctx["_media"]
     todo = [m for m in media if m not in ctx.get("_octaves", {})]
     if len(todo) > 1 and len(ctx["pts"]) >= 1 << 16:
         ctx.setdefault("_octaves", {})

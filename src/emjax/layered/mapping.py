@@ -3,14 +3,17 @@ device's work queued before any of its results is read.
 
 Three passes over the groups of :mod:`emjax.layered.groups`:
 
-1. every group's quadrature path is refined on a sample of its points; the groups are
-   dealt out to the devices round-robin and each device refines its own groups in its own
-   host thread (:func:`emjax.layout.on_each`). A group's refinement depends on its points
-   and its own random sample only, so the paths are the same on any number of devices;
+1. every group's quadrature path is refined on a sample of its points, all groups together
+   round by round on the first device (:mod:`emjax.layered.refine`: one host round-trip
+   per round). A group's refinement depends on its points and its own random sample only,
+   so the paths are the same on any number of devices;
 2. every group's points are integrated: each group's points dealt out whole, one
    contiguous run per device; each device's thread queues the chunks of its runs of all
    groups :data:`AHEAD` chunks ahead of the one it reads back, so the device never waits
-   for the host between chunks (nor between groups);
+   for the host between chunks (nor between groups). Each chunk is finished on its device
+   right after its integration (error estimates, tensors or fields: see
+   :mod:`emjax.layered.assemble`), so only the results come back and the host's share is
+   writing them into the map's arrays;
 3. the groups whose points the sample missed (error estimate above rtol) are refined again
    with those points and integrated again.
 
@@ -24,13 +27,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 
 import jax
 import numpy as np
 
 from ..layout import Layout, on_each
 from . import sommerfeld as som
-from .groups import _all_octaves, _octaves, _put, build, point_chunk
+from .assemble import finish_chunk
+from .groups import _all_octaves, _octaves, build, point_chunk, put_chunks
+from .refine import _edge, refine_groups, slots_per_call
 
 
 class _Progress:
@@ -55,32 +61,64 @@ class _Progress:
                 self.callback(info)
 
 
-def integrate_map(ctx, sel, batch: int, devices, callback=None):
-    """The integrals of every point of the map of ``ctx`` on ``devices`` (see the module
-    docstring): (I (N, nsel) complex, err (N,) relative error estimates, phi (N,), per-group
-    stats, largest node count, the groups)."""
+@dataclass(frozen=True)
+class Finish:
+    """What the end of every chunk of points (:func:`emjax.layered.assemble.finish_chunk`)
+    takes besides the chunk: the static flags of the assembly (``sel``, ``want_h``,
+    ``want_e``, ``total``, ``contract``), the source's wavenumber ``ks`` (complex, ()) and
+    ``k0`` for the direct term, the moment times k0^2 ``pm`` (3,) where the fields are asked
+    for (else None), and the complex type of the results."""
+
+    statics: dict
+    ks: np.ndarray
+    k0: np.float64
+    pm: np.ndarray | None
+    cdtype: object
+
+    def outputs(self, N: int) -> list:
+        """The map's result arrays (A, B) as the assembly returns them (None: not asked)."""
+        f = self.statics
+        shape = (N, 3) if f["contract"] else (N, 3, 3)
+        want = (f["want_e"] if f["contract"] else True, f["want_h"])
+        return [np.zeros(shape, self.cdtype) if w else None for w in want]
+
+
+def integrate_map(ctx, sel, batch: int, devices, fin: Finish, callback=None, timings=None):
+    """Every point of the map of ``ctx`` integrated and finished on ``devices`` (see the
+    module docstring): (A, B the assembled results of ``fin``, err (N,) relative error
+    estimates, per-group stats, largest node count, the groups). ``timings``: a dict that
+    gets the wall seconds of the stages (``groups``, ``refine``, ``integrate``,
+    ``second_pass``) and per device the seconds its thread waited for results
+    (``device_wait``)."""
+    timings = {} if timings is None else timings
+    t0 = time.perf_counter()
     gs = build(ctx, sel)
     devices = list(devices)
     prog = _Progress(callback, gs)
     refine_s = [0.0] * len(gs)
+    t1 = time.perf_counter()
     _refine(gs, list(range(len(gs))), [()] * len(gs), devices, prog, refine_s)
     N = len(ctx["pts"])
-    out = (np.zeros((N, len(sel)), complex), np.zeros(N), np.zeros(N))  # I, err, phi
-    t0 = time.perf_counter()
-    bad, back = _integrate(gs, list(range(len(gs))), devices, batch, prog, t0, out, count=True)
+    out = (*fin.outputs(N), np.zeros(N))  # A, B, err
+    t2 = time.perf_counter()
+    bad, back, wait = _integrate(gs, list(range(len(gs))), devices, batch, prog, t2, out, fin, count=True)
+    t3 = time.perf_counter()
     # the sample missed these points: refine with them and integrate the group again
     again = [(i, b[:64]) for i, b in enumerate(bad) if len(b)]
     if again:
         which = [i for i, _ in again]
         _refine(gs, which, [b for _, b in again], devices, prog, refine_s)
-        _, back2 = _integrate(gs, which, devices, batch, prog, t0, out, count=False)
+        _, back2, wait2 = _integrate(gs, which, devices, batch, prog, t2, out, fin, count=False)
+        wait = [w + w2 for w, w2 in zip(wait, wait2)]
         for i, t in zip(which, back2):
             back[i] = t
-    I, err, phi = out
+    t4 = time.perf_counter()
+    timings.update(groups=t1 - t0, refine=t2 - t1, integrate=t3 - t2, second_pass=t4 - t3, device_wait=wait)
+    A, B, err = out
     second = {i for i, _ in again}
     stats = [_group_stats(g, i in second, refine_s[i], back[i]) for i, g in enumerate(gs)]
     n_nodes = max(g.path.n_panels * 15 for g in gs)
-    return I, err, phi, tuple(stats), n_nodes, gs
+    return A, B, err, tuple(stats), n_nodes, gs
 
 
 def _group_stats(g, second_pass: bool, refine_s: float, integrated_by_s: float) -> dict:
@@ -99,19 +137,14 @@ def _group_stats(g, second_pass: bool, refine_s: float, integrated_by_s: float) 
 
 
 def _refine(gs, which, extras, devices, prog, refine_s) -> None:
-    """Refine the groups ``which`` (with the extra sample points ``extras``), dealt out to
-    the devices round-robin, side by side."""
-    n = min(len(devices), len(which))
-
-    def run(dev, mine):
-        for i, extra in mine:
-            prog(i, "refine")
-            t = time.perf_counter()
-            gs[i].refine(extra=extra)
-            refine_s[i] += time.perf_counter() - t
-
-    jobs = list(zip(which, extras))
-    on_each(devices[:n], run, [jobs[j::n] for j in range(n)])
+    """Refine the groups ``which`` (with the extra sample points ``extras``) together, round
+    by round, on the first of ``devices`` (see :mod:`emjax.layered.refine`: the same paths
+    whatever the number of devices)."""
+    for i in which:
+        prog(i, "refine")
+    seconds = refine_groups([gs[i] for i in which], list(extras), devices[0])
+    for i, t in zip(which, seconds):
+        refine_s[i] += t
 
 
 #: chunks of points a device has queued ahead of the one being read back (bounds the device
@@ -119,83 +152,92 @@ def _refine(gs, which, extras, devices, prog, refine_s) -> None:
 AHEAD = 8
 
 
-def _integrate(gs, which, devices, batch, prog, t0, out, count: bool):
-    """Integrate the groups ``which``, each group's points dealt out whole over the devices;
-    each device writes its points' integrals, relative error estimates and azimuths into
-    ``out`` = (I, err, phi) of the map. Returns, per group, the indices (within the group)
-    of its points whose error estimate is above rtol, and when its last run came back
-    (seconds after ``t0``)."""
+def _integrate(gs, which, devices, batch, prog, t0, out, fin: Finish, count: bool):
+    """Integrate and finish the groups ``which``, each group's points dealt out whole over
+    the devices; each device writes its points' results and relative error estimates into
+    ``out`` = (A, B, err) of the map. Returns, per group, the indices (within the group) of
+    its points whose error estimate is above rtol and when its last run came back (seconds
+    after ``t0``), and per device the seconds its thread waited for results."""
     runs = {i: Layout(tuple(devices)).deal(len(gs[i].idx)) for i in which}
-    I, err, phi = out
-    rtol = gs[which[0]].ctx["rtol"] if which else 0.0
+    A, B, err = out
 
     def run(dev, j):
         bad, back = {i: [] for i in which}, dict.fromkeys(which, 0.0)
         pending = deque()
+        waited = 0.0
+        pm = None if fin.pm is None else jax.device_put(fin.pm)  # this device's copy
+        zeros = {}  # accumulators per chunk size: never donated, so shared by every chunk
 
-        def read(i, a, b, acc):
-            g = gs[i]
-            k, e = _collect(g, a, b, acc)
-            scale = np.maximum(np.linalg.norm(k, axis=1), 1e-300)
-            e = e.sum(1)
-            idx = g.idx[a:b]
-            I[idx], err[idx], phi[idx] = k, e / scale, g.phi[a:b]
-            bad[i].append(a + np.nonzero(e > rtol * scale)[0])
+        def read(i, a, b, res):
+            nonlocal waited
+            t = time.perf_counter()
+            res = [None if x is None else np.asarray(x)[: b - a] for x in res]
+            waited += time.perf_counter() - t
+            a_, b_, e, above = res
+            idx = gs[i].idx[a:b]
+            for whole, part in ((A, a_), (B, b_)):
+                if whole is not None:
+                    whole[idx] = part
+            err[idx] = e
+            bad[i].append(a + np.nonzero(above)[0])
             back[i] = time.perf_counter() - t0
             if count:
                 prog(i, "integrate", b - a)
 
         for i in which:
             if len(runs[i][j]):
-                for item in _dispatch(gs[i], batch, runs[i][j]):
+                for item in _dispatch(gs[i], batch, runs[i][j], fin, pm, zeros):
                     pending.append((i, *item))
                     if len(pending) > AHEAD:
                         read(*pending.popleft())
         while pending:
             read(*pending.popleft())
-        return bad, back
+        return bad, back, waited
 
     parts = on_each(devices, run, list(range(len(devices))))
     # each device's runs in order, the devices' runs in order: the group's points in order
     bad = [np.concatenate([b for part in parts for b in part[0][i]] or [np.zeros(0, int)]) for i in which]
     back = [max(part[1][i] for part in parts) for i in which]
-    return bad, back
+    return bad, back, [part[2] for part in parts]
 
 
-def _dispatch(g, batch: int, run: range):
-    """Queue the integration of the group's points ``run`` on the default device, chunk by
-    chunk (a bucketed size, the last padded with copies of its last point); yields each
-    chunk's (start, stop, pending accumulators)."""
+def _dispatch(g, batch: int, run: range, fin: Finish, pm, zeros: dict):
+    """Queue the integration and the end (:func:`emjax.layered.assemble.finish_chunk`) of
+    the group's points ``run`` on the default device, chunk by chunk (a bucketed size, the
+    last padded with copies of its last point); yields each chunk's (start, stop, pending
+    results). ``zeros``: the device's accumulators per chunk size, made here once."""
     c = g.ctx
-    chunks = g.node_chunks()
+    chunks = put_chunks(g.node_chunks())
     size = point_chunk(len(run), batch)
     S, rdt, cdt = len(g.sel), c["rdtype"], c["cdtype"]
+    if size not in zeros:
+        zeros[size] = tuple(jax.device_put(np.zeros((size, S), t)) for t in (cdt, rdt, cdt))
+    direct = bool(fin.statics["total"] and g.m == c["s"])  # the direct term: the source's medium
+    statics = dict(fin.statics, total=direct)
+    w_last = np.float64(g.path.tail[1][-1] - g.path.tail[0][-1])
+    rtol = np.float64(c["rtol"])
     for a in range(run.start, run.stop, size):
         b = min(a + size, run.stop)
-        pts = [_put(np.pad(v[a:b], (0, size - (b - a)), mode="edge"), rdt) for v in (g.rho, g.z_up, g.zd)]
-        acc = tuple(_put(np.zeros((size, S)), t) for t in (cdt, rdt, cdt))
+        host = [_edge(v[a:b], size).astype(rdt) for v in (g.rho, g.z_up, g.zd, g.phi)]
+        host.append(_edge(g.h[a:b], size))  # float64: the error estimate's tail factor
+        if direct:
+            host.append(_edge(c["pts"][g.idx[a:b]] - c["src"], size).astype(rdt))
+        rho, zu, zd, phi, h, *R = jax.device_put(host)  # one transfer call
+        acc = zeros[size]
         for k_, w_, coef_, kzm_, real, n_blocks in chunks:
-            args = (acc, k_, w_, coef_, kzm_, *pts)
+            args = (acc, k_, w_, coef_, kzm_, rho, zu, zd)
             acc = som.call(som.integrate, *args, n_blocks=n_blocks, **g._statics(real))
-        yield a, b, acc
+        R = R[0] if R else None
+        yield a, b, som.call(finish_chunk, acc, h, w_last, rtol, phi, R, fin.ks, fin.k0, pm, **statics)
 
 
-def _collect(g, a: int, b: int, acc):
-    """The integrals and error estimates of the group's points a..b from their accumulators:
-    the Gauss-Kronrod differences plus the truncated tail beyond k_max, estimated from the
-    last panel as for an exp(-h k_rho) decay: |K_last| q / (1 - q), q = exp(-h w), times 2."""
-    w_last = g.path.tail[1][-1] - g.path.tail[0][-1]
-    K, err, last = (np.asarray(x)[: b - a] for x in acc)
-    q = np.exp(-g.h[a:b] * w_last)
-    return K, err + 2 * np.abs(last) * (q / (1 - q))[:, None]
-
-
-def warm(ctx, sel, batch: int, devices=None) -> None:
+def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
     """Start compiling (in the background, side by side) every kernel the map of ``ctx``
     will call on each of ``devices`` (default: the default device; each group's points
-    dealt out over them as above): the refinement's and the integration's, complex
-    (ellipse) and real (tail) nodes, for each kind of medium (one- or two-sided) and point
-    chunk size. Each group's quadrature path is chosen first, so a map refused for it
+    dealt out over them as above): the refinement's (on the first device) and the
+    integration's, complex (ellipse) and real (tail) nodes, for each kind of medium (one- or
+    two-sided) and point chunk size, and the end of a chunk (``fin``, with or without the
+    direct term). Each group's quadrature path is chosen first, so a map refused for it
     (ConfigError) starts no compilation."""
     if ctx.get("layout") is not None:
         return
@@ -230,18 +272,18 @@ def warm(ctx, sel, batch: int, devices=None) -> None:
             kdt = rdt if real else cdt
             wdt = np.dtype(np.float64) if real else np.dtype(np.complex128)
             statics = dict(orders=orders, bessel_real=real, has_up=True, has_dn=two)
-            if ("refine", two, real) not in seen:
+            if ("refine", two, real) not in seen:  # on the first device only
                 seen.add(("refine", two, real))
-                pts = [spec((som.REFINE_POINTS,), rdt)] * 3
+                B = slots_per_call(devices[0])
+                pts = [spec((B, som.REFINE_POINTS), rdt)] * 3
                 args = (
-                    spec((RC,), kdt),
-                    spec((RC,), cdt),
-                    spec((RC,), cdt),
-                    spec((RC, S, 2), cdt),
-                    spec((RC,), cdt),
+                    spec((B, RC), kdt),
+                    spec((B, RC), cdt),
+                    spec((B, RC), cdt),
+                    spec((B, RC, S, 2), cdt),
+                    spec((B, RC), cdt),
                 )
-                for dev in devices:
-                    som.warm(som.panel_sums, args + tuple(pts), dict(n_blocks=i32), device=dev, **statics)
+                som.warm(som.refine_sums, args + tuple(pts), dict(n_blocks=i32), device=devices[0], **statics)
             for size in sizes:
                 if ("integrate", two, real, size) in seen:
                     continue
@@ -257,13 +299,27 @@ def warm(ctx, sel, batch: int, devices=None) -> None:
                 for dev in devices:
                     pts = (spec((size,), rdt),) * 3
                     som.warm(som.integrate, args + pts, dict(n_blocks=i32), device=dev, **statics)
+        if fin is not None:
+            direct = bool(fin.statics["total"] and m == ctx["s"])
+            f64 = np.dtype(np.float64)
+            for size in sizes:
+                if ("finish", direct, size) in seen:
+                    continue
+                seen.add(("finish", direct, size))
+                acc = (spec((size, S), cdt), spec((size, S), rdt), spec((size, S), cdt))
+                args = (acc, spec((size,), f64), spec((), f64), spec((), f64), spec((size,), rdt))
+                args += (spec((size, 3), rdt) if direct else None, spec((), cdt), spec((), f64))
+                args += (None if fin.pm is None else spec((3,), cdt),)
+                for dev in devices:
+                    som.warm(finish_chunk, args, device=dev, **dict(fin.statics, total=direct))
 
 
 def integrate_map_spmd(ctx, sel, batch: int):
     """The map's groups one after another, each group refined on the default device and its
     points integrated in SPMD chunks over ``ctx["layout"]``, a layout spanning several
-    processes (see :mod:`emjax.layered.distributed`); returns what :func:`integrate_map`
-    does."""
+    processes (see :mod:`emjax.layered.distributed`); returns (I (N, nsel) complex, err
+    (N,) relative error estimates, phi (N,), per-group stats, largest node count, the
+    groups), the map then finished by :func:`emjax.layered.assemble._finish_on`."""
     from .groups import groups
 
     N = len(ctx["pts"])

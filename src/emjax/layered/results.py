@@ -4,7 +4,7 @@ inside)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,6 +34,11 @@ class GreenResult:
     stats: tuple = ()  # per group of points: medium, points, nodes, rounds, times
     E: np.ndarray | None = None  # k0^2 G p when a moment p was given
     H: np.ndarray | None = None
+    # wall seconds per stage: setup (checks, grouping, compilations started), refine (the
+    # groups' quadratures), integrate (the points, each chunk finished on its device),
+    # second_pass (groups refined and integrated again), total; device_wait: per device,
+    # the seconds its host thread waited for results (small: the host was the bottleneck)
+    timings: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +58,7 @@ class DipoleFields:
     part: str
     seconds: float = 0.0
     stats: tuple = ()  # quadrature per group of points (see GreenResult)
+    timings: dict = field(default_factory=dict)  # wall seconds per stage (see GreenResult)
 
     def to_xarray(self):
         return layered_to_xarray(self)

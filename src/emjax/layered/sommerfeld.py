@@ -108,13 +108,19 @@ class Path:
 
     def nodes(self):
         """(kr, wK, wG) for the ellipse (complex kr, weights times dk/dt) and the tail."""
-        t, wk, wg = panel_nodes(*self.ellipse)
+        ell = tuple(a.ravel() for a in self.nodes_of("ellipse", *self.ellipse))
+        tail = tuple(a.ravel() for a in self.nodes_of("tail", *self.tail))
+        return ell, tail
+
+    def nodes_of(self, which: str, lo, hi):
+        """(kr, wK, wG), each (n, 15), of the panels [lo, hi] of the ellipse or the tail
+        (each panel's nodes computed from its own ends only)."""
+        t, wk, wg = panel_nodes(lo, hi)
+        if which == "tail":
+            return t, wk, wg
         kr = self.a * (1 - np.cos(t)) - 1j * self.b * np.sin(t)
         jac = self.a * np.sin(t) - 1j * self.b * np.cos(t)
-        ell = (kr.ravel(), (wk * jac).ravel(), (wg * jac).ravel())
-        x, wk, wg = panel_nodes(*self.tail)
-        tail = (x.ravel(), wk.ravel(), wg.ravel())
-        return ell, tail
+        return kr, wk * jac, wg * jac
 
     def bisect(self, which: str, mask):
         lo, hi = getattr(self, which)
@@ -209,6 +215,24 @@ def panel_sums(kr, wk, wg, coef, kzm, rho, zu, zd, n_blocks, orders, bessel_real
 
     zero = jnp.zeros((P, N // 15, S), coef.dtype)
     return jax.lax.fori_loop(0, n_blocks, body, (zero, zero))
+
+
+@partial(jax.jit, static_argnames=("orders", "bessel_real", "has_up", "has_dn"))
+def refine_sums(kr, wk, wg, coef, kzm, rho, zu, zd, n_blocks, orders, bessel_real, has_up, has_dn):
+    """:func:`panel_sums` of a batch of slots (leading axis of every argument but
+    ``n_blocks``: each slot a chunk of one group's nodes and a tile of its sample points),
+    reduced on the device to what the refinement reads: per slot the Kronrod sum over the
+    panels (P, nsel) and per panel the Gauss-Kronrod difference above rounding level summed
+    over the integrals (P, REFINE_CHUNK / 15). ``n_blocks``: the most valid blocks of any
+    slot (the others' extra blocks hold zero-weight padding: zero sums)."""
+    floor = 64 * jnp.finfo(rho.dtype).eps  # rounding-level differences are no error signal
+
+    def one(kr, wk, wg, coef, kzm, rho, zu, zd):
+        K, G = panel_sums(kr, wk, wg, coef, kzm, rho, zu, zd, n_blocks, orders, bessel_real, has_up, has_dn)
+        d = jnp.maximum(jnp.abs(K - G) - floor * (jnp.abs(K) + jnp.abs(G)), 0)
+        return K.sum(1), d.sum(-1)
+
+    return jax.vmap(one)(kr, wk, wg, coef, kzm, rho, zu, zd)
 
 
 CHUNK = 15 * 64  # nodes per call of integrate (fixed shapes: one compilation per variant)
