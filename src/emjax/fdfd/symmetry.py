@@ -1,35 +1,40 @@
-"""Mirror symmetry planes for the 2-D FDFD (``solve_tm`` / ``solve_te``'s ``symmetry``).
+"""Mirror symmetry planes for the FDFD (``solve_tm`` / ``solve_te`` / ``solve_3d``'s
+``symmetry``).
 
-``symmetry = (sx, sy)``: per axis 0 (none), -1 or +1, a mirror plane normal to that axis
-through ``center``, with the FDTD's (and Meep's) sign: the value is the sign that the E
-components *parallel to the plane* take under the reflection. -1 (odd): tangential E
-vanishes on the plane, a perfect electric conductor (PEC); +1 (even): tangential H vanishes
-on it, a perfect magnetic conductor (PMC). In TM, E_z is parallel to both planes, so E_z's
-parity is the value itself; in TE, H_z (a pseudovector's normal-to-the-grid component) takes
-the opposite sign.
+``symmetry = (sx, sy)`` (2-D) or ``(sx, sy, sz)`` (3-D): per axis 0 (none), -1 or +1, a
+mirror plane normal to that axis through ``center``, with the FDTD's (and Meep's) sign:
+the value is the sign that the E components *parallel to the plane* take under the
+reflection (the normal one takes the opposite sign). -1 (odd): tangential E vanishes on the
+plane, a perfect electric conductor (PEC); +1 (even): tangential H vanishes on it, a
+perfect magnetic conductor (PMC). In TM, E_z is parallel to both planes, so its parity is
+the value itself; in TE, H_z (a pseudovector's component normal to the grid) takes the
+opposite sign.
 
 The operator is assembled on the whole grid (a cost linear in the cells) and folded: with
-``R`` the reflection and ``p`` the unknown's parity, a symmetric scene has ``R A R = A``, a
-symmetric source ``R b = p b``, so the solution has ``R x = p x`` and is ``x = E y``, ``E``
-spreading the values ``y`` of the upper half (the nodes at ``x > c``, plus those on the
-plane when ``p = +1``: an odd field vanishes there) to their mirror nodes times ``p``. The
-rows of the upper half, ``(S A E) y = S b``, determine ``y``: the factorization and the
-solve, the costly part, run on half the unknowns per plane (a quarter on two). The field
+``R`` the reflection and ``p`` the unknowns' parities, a symmetric scene has ``R A R = A``,
+a symmetric source ``R b = p b``, so the solution has ``R x = p x`` and is ``x = E y``,
+``E`` spreading the values ``y`` of the upper half (the nodes at ``x > c``, plus those on
+the plane where the parity is +1: an odd component vanishes there) to their mirror nodes
+times the parity. The rows of the upper half, ``(S A E) y = S b``, determine ``y``: the
+factorization and the solve, the costly part, run on half the unknowns per plane. The field
 comes back on the whole grid, so everything computed from it (scattering width, far
-fields, mode amplitudes) is the whole domain's.
+fields, cross sections, mode amplitudes) is the whole domain's. In 3-D only the direct
+solver folds (the iterative one's operator is matrix-free, and its matrix-vector product
+on the whole grid would save nothing).
 
-The grid's nodes are laid out symmetrically about ``center`` (TM's E_z nodes exactly; TE's
-H_z cell centres all but the last, which lies in the outer PML), and the plane may pass
-through nodes or between them. The PML's far ends are the one place the discrete operator
-is not mirror symmetric (the differences are zero-padded differently at the low and the
-high end), so the folded solve is the full one with the high end's termination on both
-sides: the two differ by what the PML lets back from its outer wall.
+The grid's nodes are laid out symmetrically about ``center`` (each staggered lattice's last
+node along its own axis, in the outer PML, excepted), and the plane may pass through
+nodes or between them. The PML's far ends are the one place the discrete operator is not
+mirror symmetric (the differences are zero-padded differently at the low and the high end),
+so the folded solve is the full one with the high end's termination on both sides: the two
+differ by what the PML lets back from its outer wall (about 1e-10 of the field outside the
+PML with the default R = 1e-8, rounding at R = 1e-12).
 
 Refused, in one line naming ``symmetry``: a scene that is not its own mirror image
 (materials sampled at random points in and around each object and at their images), and a
 source whose right side or incident field lacks the declared parity (a line source off the
 plane, or on an odd plane; a plane wave not travelling parallel to the plane, or of the
-wrong parity).
+wrong parity; a dipole whose image is not itself times the parity).
 """
 
 from __future__ import annotations
@@ -115,52 +120,109 @@ class Fold:
                 f"mirror plane(s); set symmetry to its parity or to 0 (allowed values: {ALLOWED})"
             )
 
+    def check_sources(self, incident, rhs) -> None:
+        """Refuse incident fields (a list, or None) and right sides without the parity."""
+        if incident is not None:
+            self.check(np.stack(list(incident), 1), "the incident plane wave")
+        self.check(np.stack(list(rhs), 1) if isinstance(rhs, list) else rhs, "the source (its right side)")
+
+
+def _fold_axes(positions, centers, dx: float, parities):
+    """(E, S, reduced shape) of one field component on a grid with the node ``positions``
+    per axis, ``parities`` per axis (0: no plane): the Kronecker product of the 1-D folds."""
+    E = S = None
+    shape = []
+    for ax, (pos, c, p) in enumerate(zip(positions, centers, parities)):
+        if p == 0:
+            e = s = sp.identity(len(pos), format="csr")
+            shape.append(len(pos))
+        else:
+            e, s = _fold_1d(np.asarray(pos, float), c, dx, p, ax)
+        shape.append(e.shape[1])  # the reduced nodes along this axis
+        E = e if E is None else sp.kron(E, e, format="csr")
+        S = s if S is None else sp.kron(S, s, format="csr")
+    return E, S, tuple(shape)
+
+
+def _centers(origin, shape, dx) -> tuple:
+    return tuple(o + (n - 1) / 2 * dx for o, n in zip(origin, shape))
+
 
 def fold(g, symmetry, te: bool, scene=None) -> Fold | None:
-    """The :class:`Fold` of the grid ``g`` (emjax.fdfd.grid2d) for ``symmetry`` (checked),
-    TE (``te``: H_z's parity is minus the value) or TM; the scene checked symmetric. None
-    without symmetry."""
+    """The :class:`Fold` of the 2-D grid ``g`` (emjax.fdfd.grid2d) for ``symmetry``
+    (checked), TE (``te``: H_z's parity is minus the value) or TM; the scene checked
+    symmetric. None without symmetry."""
     symmetry = check_values(symmetry)
     if not any(symmetry):
         return None
-    c = (g.origin[0] + (g.shape[0] - 1) / 2 * g.dx, g.origin[1] + (g.shape[1] - 1) / 2 * g.dx)
-    _check_scene(scene, symmetry, c, g)
-    parts = []
-    for ax, (s, pos) in enumerate(zip(symmetry, (g.x, g.y))):
-        if s == 0:
-            n = len(pos)
-            parts.append((sp.identity(n, format="csr"), sp.identity(n, format="csr")))
-        else:
-            parts.append(_fold_1d(np.asarray(pos, float), c[ax], g.dx, -s if te else s, ax))
-    (Ex, Sx), (Ey, Sy) = parts
-    E = sp.kron(Ex, Ey, format="csr")
-    S = sp.kron(Sx, Sy, format="csr")
-    return Fold(E, S, (Ex.shape[1], Ey.shape[1]), symmetry)
+    c = _centers(g.origin, g.shape, g.dx)
+    _check_scene(scene, symmetry, c, (g.x[0], g.y[0]), (g.x[-1], g.y[-1]), g.dx)
+    E, S, shape = _fold_axes((g.x, g.y), c, g.dx, [-s if te else s for s in symmetry])
+    return Fold(E, S, shape, symmetry)
 
 
-def _check_scene(scene, symmetry, c, g, samples: int = 4000) -> None:
+def check_values_3d(value) -> tuple:
+    """The 3-D symmetry as three ints, or one ConfigError line."""
+    try:
+        v = tuple(value)
+    except TypeError:
+        v = ()
+    if len(v) != 3 or not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s in (-1, 0, 1) for s in v
+    ):
+        raise ConfigError(f"symmetry must be three values (x, y, z), each {ALLOWED}, got {value!r}")
+    return tuple(int(s) for s in v)
+
+
+def fold_3d(g, symmetry, scene=None) -> Fold | None:
+    """The :class:`Fold` of the 3-D Yee grid ``g`` (emjax.fdfd.maxwell3d) for ``symmetry``:
+    E_c at the nodes shifted half a cell along c; under the mirror normal to axis a the
+    components parallel to the plane take the value's sign, E_a the opposite one. The
+    unknowns are ordered (c, i, j, k) as the operator's."""
+    symmetry = check_values_3d(symmetry)
+    if not any(symmetry):
+        return None
+    c = _centers(g.origin, g.shape, g.dx)
+    lo, hi = [a[0] for a in g.axes], [a[-1] for a in g.axes]
+    _check_scene(scene, symmetry, c, lo, hi, g.dx)
+    Es, Ss = [], []
+    for comp in range(3):
+        pos = [a + (0.5 * g.dx if ax == comp else 0.0) for ax, a in enumerate(g.axes)]
+        par = [0 if s == 0 else (-s if ax == comp else s) for ax, s in enumerate(symmetry)]
+        e, s_, _ = _fold_axes(pos, c, g.dx, par)
+        Es.append(e)
+        Ss.append(s_)
+    E = sp.block_diag(Es, format="csr")
+    S = sp.block_diag(Ss, format="csr")
+    return Fold(E, S, None, symmetry)
+
+
+def _check_scene(scene, symmetry, c, lo, hi, dx, samples: int = 4000) -> None:
     """The scene must be its own mirror image: its material at random points in (and
-    around) each object and at their mirror images must agree."""
+    around) each object and at their mirror images must agree (2-D grids: z = 0)."""
     if scene is None or not scene.objects:
         return
     sc = scene.primal() if scene.traced else scene
     rng = np.random.default_rng(0)
-    lo = np.array([g.x[0], g.y[0]])
-    hi = np.array([g.x[-1], g.y[-1]])
+    d = len(symmetry)
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     pts = []
     for o in sc.objects:
-        a, b = (np.clip(v[:2], lo, hi) for v in o.bounds())
-        pad = 0.1 * (b - a) + g.dx
-        pts.append(rng.uniform(np.maximum(a - pad, lo), np.minimum(b + pad, hi), (samples, 2)))
+        a, b = (np.clip(v[:d], lo, hi) for v in o.bounds())
+        pad = 0.1 * (b - a) + dx
+        pts.append(rng.uniform(np.maximum(a - pad, lo), np.minimum(b + pad, hi), (samples, d)))
     p = np.concatenate(pts)
-    z = np.zeros(len(p))
-    here = sc.label(p[:, 0], p[:, 1], z)
+
+    def label(q):
+        return sc.label(q[:, 0], q[:, 1], q[:, 2] if d == 3 else np.zeros(len(q)))
+
+    here = label(p)
     for a, s in enumerate(symmetry):
         if s:
             q = p.copy()
             q[:, a] = 2 * c[a] - q[:, a]
-            if np.any(here != sc.label(q[:, 0], q[:, 1], z)):
+            if np.any(here != label(q)):
                 raise ConfigError(
-                    f"symmetry: the scene is not symmetric under the {'xy'[a]} mirror through "
+                    f"symmetry: the scene is not symmetric under the {'xyz'[a]} mirror through "
                     f"{c[a]:g}; set symmetry[{a}] = 0 (allowed values: {ALLOWED})"
                 )

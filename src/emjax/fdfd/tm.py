@@ -294,6 +294,4 @@ def _fold(g, symmetry, te, scene):
 
 def _check_parity(fd, b, incident) -> None:
     if fd is not None:
-        if incident is not None:
-            fd.check(np.stack([w.ravel() for w in incident], 1), "the incident plane wave")
-        fd.check(b, "the source (its right side)")
+        fd.check_sources(None if incident is None else [w.ravel() for w in incident], b)
