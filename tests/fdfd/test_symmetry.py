@@ -156,3 +156,22 @@ def test_wrong_parity_differs():
         fsym.Fold.check = orig
     L = full.pml_cells
     assert np.abs(wrong.Ez - full.Ez)[L:-L, L:-L].max() > 0.1 * np.abs(full.Ez).max()
+
+
+def test_device_solver_on_the_folded_grid():
+    """The block Thomas solver (JAX's device; here the CPU) takes the folded matrix on the
+    reduced grid's shape."""
+    full = fdfd.solve_tm((2.0, 1.6), RES, F, fdfd.LineSource((0, 0)), scene=BLOCK, pml=PML, progress=False)
+    half = fdfd.solve_tm(
+        (2.0, 1.6),
+        RES,
+        F,
+        fdfd.LineSource((0, 0)),
+        scene=BLOCK,
+        pml=PML,
+        progress=False,
+        solver="device",
+        symmetry=(1, 1),
+    )
+    assert "block Thomas" in half.stats["solver"]
+    _interior_close(full, half)

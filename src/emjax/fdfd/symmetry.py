@@ -135,7 +135,6 @@ def _fold_axes(positions, centers, dx: float, parities):
     for ax, (pos, c, p) in enumerate(zip(positions, centers, parities)):
         if p == 0:
             e = s = sp.identity(len(pos), format="csr")
-            shape.append(len(pos))
         else:
             e, s = _fold_1d(np.asarray(pos, float), c, dx, p, ax)
         shape.append(e.shape[1])  # the reduced nodes along this axis
