@@ -100,3 +100,18 @@ def test_bad_symmetry_refused(tmp_path, value, match):
 def test_symmetry_reaches_the_simulation(tmp_path):
     sim = build_physical(load_toml(_config(tmp_path, "symmetry = [-1, 1, 0]")))[0]
     assert sim.symmetry == (-1, 1, 0)
+
+
+def test_gap_in_below_two_refused(tmp_path):
+    """One cell inside the TF/SF surface the inner box reads fields the surface's correction
+    acts on (an empty scene "absorbed" 20% of the incident power, and the mirror-symmetric
+    run differed from the full one): gap_in >= 2, from Python and from TOML."""
+    from emjax import fdtd
+
+    with pytest.raises(ConfigError, match=r"CrossSections.gap_in must be an integer >= 2"):
+        fdtd.CrossSections([1.0], gap_in=1)
+    text = CONFIG.format(symmetry="").replace("gap_in = 2", "gap_in = 1")
+    path = tmp_path / "g.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"^monitors\[0\]\.gap_in must be an integer in \[2, inf\], got 1$"):
+        build_physical(load_toml(path))

@@ -385,7 +385,7 @@ def build_physical(cfg: dict, base_dir=None):
                     "measures around)"
                 )
             mons.append(
-                CrossSections(freqs, m.int("gap_out", default=3, lo=1), m.int("gap_in", default=2, lo=1))
+                CrossSections(freqs, m.int("gap_out", default=3, lo=1), m.int("gap_in", default=2, lo=2))
             )
             continue
         c, sz = _box(m, region, dx, plane=kind != "flux_box")
