@@ -56,8 +56,9 @@ if __name__ == "__main__":
                 ref, d = r, 0.0
             L = r.pml_cells
             d = np.abs(r.Ez - ref.Ez)[L:-L, L:-L].max() / np.abs(ref.Ez).max()
+            solved = r.stats.get("unknowns_solved", r.stats["unknowns"])
             print(
-                f"N {n:5d}  symmetry {str(sym):7s} unknowns {r.stats['unknowns']:8d}  "
+                f"N {n:5d}  symmetry {str(sym):7s} unknowns {solved:8d}  "
                 f"call {wall:7.3f} s  factor+solve {fs:7.3f} s  field diff {d:.1e}",
                 flush=True,
             )

@@ -114,7 +114,9 @@ def _solve(
     if note:
         stats["note"] = note
     if fold is not None:
-        stats["symmetry"] = list(fold.symmetry)
+        stats.update(
+            symmetry=list(fold.symmetry), unknowns=g.shape[0] * g.shape[1], unknowns_solved=int(A.shape[0])
+        )
         sol = fold.E @ np.asarray(sol).reshape(A.shape[0], -1)
     args = (g.x, g.y, g.frequency)
     if incident is None:
