@@ -4,7 +4,8 @@ the refusals.
 The folded solve is the full one except at the PML's outer ends (the low end's zero padding
 differs from the high end's): with SCPML R = 1e-12 what the outer wall lets back is below
 rounding, and the fields outside the PML agree to 1e-12 relative (measured 1e-14); with
-the default R = 1e-8 they agree to about 2e-10.
+the default R = 1e-8 they differ by 1e-10 to 1e-8 of the largest field (grid and scene
+dependent: benchmarks/fdfd_symmetry_cpu.py).
 """
 
 import numpy as np
