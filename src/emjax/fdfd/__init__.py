@@ -10,7 +10,8 @@ cross sections from the grid's Poynting fluxes.
 The slice: operators (Yee differences, SC-PML) -> specs2d, grid2d, permittivity2d,
 stencil2d, pec2d, solve2d, tm (2-D) | operator3d, pec3d, maxwell3d, solvers (3-D) ->
 farfield, farfield3d, flux3d (RCS, cross sections) -> config, rcs, results, plot, cli,
-bench; public names load on first use (see ``emjax._lazy``).
+bench; symmetry folds a solve onto half the grid per mirror plane; public names load on
+first use (see ``emjax._lazy``).
 """
 
 from typing import TYPE_CHECKING

@@ -338,6 +338,7 @@ def solve_3d(
     precision: str = "double",
     progress=True,
     layout=None,
+    symmetry=(0, 0, 0),
 ):
     """Scattering of a :class:`PlaneWave3D` (or a list: one operator, batched right sides)
     by ``scene`` in vacuum, or the field of a :class:`PointDipole3D` (total field), on the
@@ -354,9 +355,14 @@ def solve_3d(
     is called as ``progress(iterations, worst relative residual)`` between iteration chunks.
     ``layout``: devices to split the grid over in slabs along x for the iterative solve (an
     ``emjax.layout.Layout``, a count or a device list; None: one device; see
-    :mod:`emjax.fdfd.distributed`). Returns
+    :mod:`emjax.fdfd.distributed`). ``symmetry = (sx, sy, sz)``: mirror planes through
+    ``center`` as the FDTD's (0 none, -1 odd: a PEC plane, +1 even: a PMC plane), with
+    ``solver=Direct()``: the matrix folded onto the upper half per plane, the fields given on
+    the whole grid (:mod:`emjax.fdfd.symmetry`). Returns
     a :class:`Result3D`, or a list for a list of waves."""
     progress_bars.check(progress)
+    if any(np.atleast_1d(symmetry)) and traced_scene(scene):
+        raise ConfigError("symmetry: not available with a traced scene (jax.grad); set symmetry = (0, 0, 0)")
     if traced_scene(scene):  # jax.grad over a material's value
         return solve_3d_traced(
             size, resolution, frequency, source, scene, pml, center, averaging, solver, precision, progress
@@ -375,14 +381,16 @@ def solve_3d(
         args = (size, resolution)
         rest = (source, scene, pml, center, averaging, solver, precision)
         if np.ndim(frequency) == 0:
-            return _solve_3d(*args, frequency, *rest, calls[0], layout=layout, announce=announce)
+            return _solve_3d(
+                *args, frequency, *rest, calls[0], layout=layout, announce=announce, symmetry=symmetry
+            )
         if not freqs:
             raise ConfigError("frequency: give a number or a non-empty list of numbers")
         for i, f in enumerate(freqs):
             _grid3(size, resolution, require_positive(f"frequency[{i}]", f), pml, center)  # check all first
         cache = {}  # the scene's rasterization and conductor fractions: geometry, shared
         return [
-            _solve_3d(*args, f, *rest, cb, cache, layout=layout, announce=announce)
+            _solve_3d(*args, f, *rest, cb, cache, layout=layout, announce=announce, symmetry=symmetry)
             for f, cb in zip(freqs, calls)
         ]
 
@@ -402,11 +410,17 @@ def _solve_3d(
     cache=None,
     layout=None,
     announce=False,
+    symmetry=(0, 0, 0),
 ):
+    from .symmetry import fold_3d
+
     cache = {} if cache is None else cache
     t0 = time.perf_counter()
     g = _grid3(size, resolution, frequency, pml, center)
     waves = _waves(source)
+    fd = fold_3d(g, symmetry, scene)
+    if fd is not None and not isinstance(solver, Direct):
+        raise ConfigError("symmetry: the 3-D solve folds the assembled matrix; use solver=Direct()")
     if averaging not in ("subpixel", "staircase"):
         raise ConfigError(f"averaging must be 'subpixel' or 'staircase', got {averaging!r}")
     dtype = precision(prec).complex
@@ -450,8 +464,10 @@ def _solve_3d(
         b = vac.maxwell(e) - op.maxwell(e)
         rhs.append(op.rhs(b) + jnp.where(jnp.asarray(fixed), -e, 0))  # stays on the device
     t_setup = time.perf_counter() - t0
+    if fd is not None:  # the parity of every incident field and right side
+        fd.check_sources([i.ravel() for i in incs], [np.asarray(r).ravel() for r in rhs])
     if isinstance(solver, Direct):
-        xs, stats = _direct(op, rhs, dtype, announce)
+        xs, stats = _direct(op, rhs, dtype, announce, fd)
     else:
         xs, stats = _iterative(op, rhs, solver, dtype, progress, layout)
     stats.update(
@@ -470,11 +486,13 @@ def _solve_3d(
     return out if isinstance(source, (list, tuple)) else out[0]
 
 
-def _direct(op, rhs, dtype, announce=False):
+def _direct(op, rhs, dtype, announce=False, fd=None):
     import scipy.sparse.linalg as spla
 
     t0 = time.perf_counter()
     A = probe_matrix(op, dtype).tocsc()
+    if fd is not None:  # mirror planes: the upper half's rows and unknowns
+        A = fd.matrix(A)
     t1 = time.perf_counter()
     # minimum degree on A^T + A with symmetric pivoting: 8x faster than SuperLU's default
     # COLAMD on these matrices (20k unknowns: 19 s instead of 153 s on 2 cores)
@@ -482,6 +500,7 @@ def _direct(op, rhs, dtype, announce=False):
         lu = spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True))
     t2 = time.perf_counter()
     B = np.stack([np.asarray(r).ravel() for r in rhs], 1)
+    B = B if fd is None else fd.S @ B
     X = lu.solve(B)
     t3 = time.perf_counter()
     res = [
@@ -497,6 +516,9 @@ def _direct(op, rhs, dtype, announce=False):
         nnz=int(A.nnz),
         per_wave=per,
     )
+    if fd is not None:
+        X = fd.E @ X
+        stats.update(symmetry=list(fd.symmetry), unknowns_solved=int(A.shape[0]))
     return [X[:, i].reshape(rhs[0].shape) for i in range(len(rhs))], stats
 
 

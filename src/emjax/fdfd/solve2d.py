@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from ..errors import ConfigError, ConvergenceError
 from .specs2d import TMResult
 
@@ -61,24 +63,30 @@ def _host_format(solver) -> str:
     return preferred_format(solver if solver in ("superlu", "pardiso") else "auto")
 
 
-def _solve(A, b, g, t0, at, source, incident, field_eps, solver="auto", stencil=None, progress=True):
+def _solve(
+    A, b, g, t0, at, source, incident, field_eps, solver="auto", stencil=None, progress=True, fold=None
+):
     """Solve ``A`` for the right sides ``b`` (N, K): a direct solver on the host
     (emjax.fdfd.direct: SuperLU, or PARDISO when installed), or the block
     Thomas algorithm on JAX's device (blocksolve.py; ``"auto"`` takes it when the default
     device is a GPU and the blocks fit its memory); the result(s) with the statistics.
     ``stencil``: A's coefficients (nx, ny, 3, 3) (:func:`tm_stencil`), handed to the device
-    solver as its blocks (None: it reads them out of A)."""
+    solver as its blocks (None: it reads them out of A). ``fold``: mirror planes
+    (emjax.fdfd.symmetry.Fold): the folded system is solved, the field spread back."""
     from .direct import factor_solve
 
     t_assembled = time.perf_counter()
     B = b.reshape(g.shape[0] * g.shape[1], -1)
+    shape = g.shape
+    if fold is not None:  # the half (quarter) system; its field spread to the whole grid below
+        A, B, shape, stencil = fold.matrix(A), fold.S @ B, fold.shape, None
     use_device = solver == "device" or (solver == "auto" and jax_default_platform() != "cpu")
     note = None
     if use_device:
         from .blocksolve import BlockMemoryError, solve_block_tridiagonal  # imports JAX (~1 s)
 
         try:
-            sol, info = solve_block_tridiagonal(A, g.shape, B, method="thomas", stencil=stencil)
+            sol, info = solve_block_tridiagonal(A, shape, B, method="thomas", stencil=stencil)
             residual, factor_s, solve_s = float(info["residual"]), info["extract_s"], info["seconds"]
             name = f"block Thomas on {info['device']} (emjax.fdfd.blocksolve)"
         except BlockMemoryError as exc:
@@ -105,6 +113,11 @@ def _solve(A, b, g, t0, at, source, incident, field_eps, solver="auto", stencil=
     }
     if note:
         stats["note"] = note
+    if fold is not None:
+        stats.update(
+            symmetry=list(fold.symmetry), unknowns=g.shape[0] * g.shape[1], unknowns_solved=int(A.shape[0])
+        )
+        sol = fold.E @ np.asarray(sol).reshape(A.shape[0], -1)
     args = (g.x, g.y, g.frequency)
     if incident is None:
         return TMResult(*args, sol[:, 0].reshape(g.shape), None, field_eps, stats, g.pml.thickness)

@@ -86,6 +86,7 @@ def solve_tm(
     stencil: str = "compact",
     solver: str = "auto",
     progress: bool = True,
+    symmetry=(0, 0),
 ) -> TMResult:
     """Solve the 2-D TM problem on the region ``size = (sx, sy)`` (PML outside it) at
     ``resolution`` cells per unit length and ``frequency`` (1 / wavelength), driven by a
@@ -102,11 +103,16 @@ def solve_tm(
     Perfect conductors (``scene.PEC``): total E_z = 0 at the nodes inside; with
     ``averaging="subpixel"`` the nodes next to one take the Shortley-Weller difference to
     the surface (second order), with ``"staircase"`` nothing more (first order); see
-    pec2d.py. ``eps`` in the result is inf at the nodes inside."""
+    pec2d.py. ``eps`` in the result is inf at the nodes inside.
+
+    ``symmetry = (sx, sy)``: mirror planes through ``center`` (0 none, -1 odd: a PEC plane,
+    +1 even: a PMC plane; E_z has the value's parity); the solve runs on the upper half per
+    plane and the field comes back on the whole grid (:mod:`emjax.fdfd.symmetry`)."""
     _check_stencil(stencil)
     _check_solver(solver)
     g = _grid(size, resolution, frequency, pml, center, averaging, half=False)
     _check_memory(g.shape, solver, source)
+    fd = _fold(g, symmetry, False, scene)
     if traced_scene(scene):  # jax.grad over a material: JAX arrays, the adjoint solve
         return solve_tm_traced(g, source, scene, averaging, stencil, solver)
     omega, shape = g.omega, g.shape
@@ -156,7 +162,8 @@ def solve_tm(
         C[:, :, 1, 1] += omega**2 * (eps_rows * near)
         b = np.where(inside.reshape(-1, 1), rhs, b + rhs)
     A = stencil_csc(C) if _host_format(solver) == "csc" else stencil_csr(C)
-    result = _solve(A, b, g, t0, at, source, Einc, eps, solver, stencil=C, progress=progress)
+    _check_parity(fd, b, Einc)
+    result = _solve(A, b, g, t0, at, source, Einc, eps, solver, stencil=C, progress=progress, fold=fd)
     if isinstance(source, ModeSource2D):  # kept for modes2d.mode_amplitudes
         result = dataclasses.replace(result, stencil=C)
     return result
@@ -174,6 +181,7 @@ def solve_te(
     stencil: str = "compact",
     solver: str = "auto",
     progress: bool = True,
+    symmetry=(0, 0),
 ) -> TMResult:
     """The 2-D TE problem (H_z at the cell centres, E_x and E_y on the edges):
 
@@ -186,6 +194,7 @@ def solve_te(
     H_inc``). ``stencil``, ``solver`` and ``progress`` as :func:`solve_tm`. Returns the same record as
     :func:`solve_tm` with ``Ez``/``Es`` holding H_z (at the cell centres: ``x``, ``y`` are
     their coordinates) and ``eps`` the E_x nodes' 1/eps.
+    ``symmetry`` as :func:`solve_tm`'s (the value is E's parity: H_z takes its opposite).
 
     Perfect conductors: with ``averaging="subpixel"`` the Dey-Mittra conformal cells (1/eps
     times the open length of each edge, omega^2 times the open area of each cell), with
@@ -194,6 +203,7 @@ def solve_te(
     _check_solver(solver)
     g = _grid(size, resolution, frequency, pml, center, averaging, half=True)
     _check_memory(g.shape, solver, source)
+    fd = _fold(g, symmetry, True, scene)
     if traced_scene(scene):  # jax.grad over a material: JAX arrays, the adjoint solve
         return solve_te_traced(g, source, scene, averaging, stencil, solver)
     omega, shape = g.omega, g.shape
@@ -267,4 +277,21 @@ def solve_te(
             A = sp.diags((~dead).astype(float)) @ A + sp.diags(dead.astype(float))
             inc = np.stack([h.ravel() for h in Hinc], 1) if Hinc is not None else 0.0
             b = np.where(dead[:, None], -inc, b)
-    return _solve(A, b, g, t0, at, source, Hinc, inv_x, solver, progress=progress)
+    _check_parity(fd, b, Hinc)
+    return _solve(A, b, g, t0, at, source, Hinc, inv_x, solver, progress=progress, fold=fd)
+
+
+def _fold(g, symmetry, te, scene):
+    """The mirror fold of the grid (None without symmetry; emjax.fdfd.symmetry)."""
+    from .symmetry import check_values, fold
+
+    if not any(check_values(symmetry)):
+        return None
+    if traced_scene(scene):
+        raise ConfigError("symmetry: not available with a traced scene (jax.grad); set symmetry = (0, 0)")
+    return fold(g, symmetry, te, scene)
+
+
+def _check_parity(fd, b, incident) -> None:
+    if fd is not None:
+        fd.check_sources(None if incident is None else [w.ravel() for w in incident], b)

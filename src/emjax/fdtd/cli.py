@@ -194,6 +194,7 @@ def run(args, argv) -> int:
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
     steps = _steps(args, steps)
     from . import ringdown  # imports JAX: only when a run asks for resonances
+
     wanted = ringdown.config_requests(cfg, sim.sources, sim.grid.dt, steps * sim.grid.dt)
     folder = _check_outputs(args, checkpoint)
     announce(sim.grid, steps, sim.memory_bytes())
@@ -255,6 +256,7 @@ def _run_physical(args, argv, cfg) -> int:
         steps, until = _steps(args, steps), None
     total = steps if steps is not None else int(math.ceil(until / sim.grid.dt))
     from . import ringdown  # imports JAX: only when a run asks for resonances
+
     wanted = ringdown.config_requests(cfg, sim.sources, sim.grid.dt, total * sim.grid.dt)
     folder = _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
@@ -286,6 +288,8 @@ def _run_physical(args, argv, cfg) -> int:
         "device": device_description(),
         "kernel": raw.kernel,
     }
+    if any(sim.symmetry):  # mirror planes: the reduced grid ran, the results are the whole domain's
+        summary.update(symmetry=list(sim.symmetry), grid_run=list(res.simulation.grid.shape))
     spectra = {}
     if "cross_sections" in res.monitor_planes:
         spectra["cross_sections"] = {k: v.tolist() for k, v in res.cross_sections().items()}

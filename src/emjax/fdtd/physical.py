@@ -175,9 +175,11 @@ class CrossSections:
 
     def __post_init__(self):
         object.__setattr__(self, "frequencies", _frequencies("CrossSections.frequencies", self.frequencies))
-        for name in ("gap_out", "gap_in"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ConfigError(f"CrossSections.{name} must be an integer >= 1 (cells)")
+        # the inner box one cell inside the TF/SF surface reads the fields the surface's
+        # correction acts on (an empty scene "absorbed" 20% of the incident power): >= 2
+        for name, low in (("gap_out", 1), ("gap_in", 2)):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < low:
+                raise ConfigError(f"CrossSections.{name} must be an integer >= {low} (cells)")
 
 
 def _frequencies(name, value) -> tuple:

@@ -13,6 +13,7 @@ and default: docs/toml.md)::
     precision = "single"
     background = 1.0                # eps of the background
     unit = "um"                     # the length unit (needed by library materials)
+    symmetry = [0, 0, 0]            # mirror planes through center: 0, -1 (odd, PEC), +1 (even, PMC)
 
     [[objects]]                     # later objects override earlier ones
     shape = "sphere"                # sphere, ellipsoid, box, cylinder, coated, prism,
@@ -76,6 +77,7 @@ SIM_KEYS = {
     "background",
     "bloch_k",
     "unit",
+    "symmetry",
 }
 SHAPE_OPTIONS = {"aspect", "core_ratio", "semi_axes", "box_ratios", "vertices"}
 MATERIAL_KEYS = ("eps", "pec", "drude", "lorentz", "material")
@@ -277,6 +279,12 @@ def build_physical(cfg: dict, base_dir=None):
     courant = s.real("courant", default=None, lo=0, lo_open=True, hi=1.0)
     background = s.real("background", default=1.0, lo=1.0)
     unit = s.choice("unit", tuple(catalog.UNITS), default=None)  # the length unit, for library materials
+    from .symmetry import check_values
+
+    try:
+        symmetry = check_values(s.get("symmetry", [0, 0, 0]))
+    except ConfigError as exc:
+        raise ConfigError(f"[simulation].{exc}") from None
     bds = []
     for ax, name in enumerate(names):
         if name == "cpml":
@@ -377,7 +385,7 @@ def build_physical(cfg: dict, base_dir=None):
                     "measures around)"
                 )
             mons.append(
-                CrossSections(freqs, m.int("gap_out", default=3, lo=1), m.int("gap_in", default=2, lo=1))
+                CrossSections(freqs, m.int("gap_out", default=3, lo=1), m.int("gap_in", default=2, lo=2))
             )
             continue
         c, sz = _box(m, region, dx, plane=kind != "flux_box")
@@ -411,6 +419,7 @@ def build_physical(cfg: dict, base_dir=None):
             averaging=averaging,
             precision=precision,
             courant=courant,
+            symmetry=symmetry,
         )
     except ConfigError as exc:  # the grid's checks (courant limit, cells vs CPML)
         raise ConfigError(f"[simulation]: {exc}") from None
