@@ -338,29 +338,14 @@ def slab_convolve(Dhat, p, grid, M, nx_pad: int, My_pad: int):
     Mx) and ``p`` (3, nx_pad / n, ny, nz) the device's slabs."""
     _, nx, ny, nz = (None,) + tuple(grid)
     Mx, My, Mz = M
-
-    def forward(p):  # (k, nxl, ny, nz) -> (k, Myl, Mz, Mx)
-        q = jnp.fft.fft2(p, s=(My, Mz), axes=(2, 3))  # (k, nxl, My, Mz)
-        q = jnp.pad(q, ((0, 0), (0, 0), (0, My_pad - My), (0, 0)))
-        q = lax.all_to_all(q, AXIS, 2, 1, tiled=True)  # (k, nx_pad, Myl, Mz)
-        return jnp.fft.fft(jnp.moveaxis(q, 1, 3), n=Mx, axis=3)
-
-    def backward(y):  # (k, Myl, Mz, Mx) -> (k, nxl, ny, nz)
-        y = jnp.moveaxis(jnp.fft.ifft(y, axis=3)[..., :nx_pad], 3, 1)  # (k, nx_pad, Myl, Mz)
-        y = lax.all_to_all(y, AXIS, 1, 2, tiled=True)  # (k, nxl, My_pad, Mz)
-        return jnp.fft.ifft2(y[:, :, :My], axes=(2, 3))[:, :, :ny, :nz]
-
-    if not PER_COMPONENT:
-        return backward(interaction._tensor_product(Dhat, forward(p)))
-    # a transform and an all-to-all per component: one component's exchange can run beside
-    # the next one's FFTs
-    q = jnp.concatenate([forward(p[c : c + 1]) for c in range(3)])
+    q = jnp.fft.fft2(p, s=(My, Mz), axes=(2, 3))  # (3, nxl, My, Mz)
+    q = jnp.pad(q, ((0, 0), (0, 0), (0, My_pad - My), (0, 0)))
+    q = lax.all_to_all(q, AXIS, 2, 1, tiled=True)  # (3, nx_pad, Myl, Mz)
+    q = jnp.fft.fft(jnp.moveaxis(q, 1, 3), n=Mx, axis=3)  # (3, Myl, Mz, Mx)
     y = interaction._tensor_product(Dhat, q)
-    return jnp.concatenate([backward(y[c : c + 1]) for c in range(3)])
-
-
-#: the slab FFT's all-to-alls per field component (see :func:`slab_convolve`)
-PER_COMPONENT = False
+    y = jnp.moveaxis(jnp.fft.ifft(y, axis=3)[..., :nx_pad], 3, 1)  # (3, nx_pad, Myl, Mz)
+    y = lax.all_to_all(y, AXIS, 1, 2, tiled=True)  # (3, nxl, My_pad, Mz)
+    return jnp.fft.ifft2(y[:, :, :My], axes=(2, 3))[:, :, :ny, :nz]
 
 
 class SlabOperator:
