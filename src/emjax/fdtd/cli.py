@@ -194,6 +194,7 @@ def run(args, argv) -> int:
     sim, steps, chunk, checkpoint = build_fdtd(cfg)
     steps = _steps(args, steps)
     from . import ringdown  # imports JAX: only when a run asks for resonances
+
     wanted = ringdown.config_requests(cfg, sim.sources, sim.grid.dt, steps * sim.grid.dt)
     folder = _check_outputs(args, checkpoint)
     announce(sim.grid, steps, sim.memory_bytes())
@@ -255,6 +256,7 @@ def _run_physical(args, argv, cfg) -> int:
         steps, until = _steps(args, steps), None
     total = steps if steps is not None else int(math.ceil(until / sim.grid.dt))
     from . import ringdown  # imports JAX: only when a run asks for resonances
+
     wanted = ringdown.config_requests(cfg, sim.sources, sim.grid.dt, total * sim.grid.dt)
     folder = _check_outputs(args, checkpoint)
     t0 = time.perf_counter()
@@ -335,16 +337,17 @@ def run_bench(args, argv) -> int:
                 device_gb=args.device_gb,
                 precision=args.precision,
                 order=args.order,
+                kernel=args.kernel,
             )
             for r in rows:
                 if args.json:
                     print(json.dumps(r), flush=True)
                 elif r["mode"] == "in_memory":
-                    print(f"FDTD {n}^3 in memory: {r['rate'] / 1e9:.3f} G cell/s", flush=True)
+                    print(f"FDTD {n}^3 in memory: {r['rate'] / 1e9:.3f} G cell/s ({r['kernel']})", flush=True)
                 else:
                     print(
                         f"FDTD {n}^3 window th {r['th']} slab {r['slab']}: {r['rate'] / 1e9:.3f} G cell/s "
-                        f"(model {r.get('model', float('nan')) / 1e9:.3f})",
+                        f"(model {r.get('model', float('nan')) / 1e9:.3f}; {r['kernel']})",
                         flush=True,
                     )
         return 0
