@@ -71,6 +71,21 @@ def both(sim, steps, th, slab, **kw):
 
 
 @emulated
+def test_pec_walls_interior_slab_between_edge_rings():
+    """Slabs of 7 planes, th 2 (3 ghost planes): edge rings [0, 10) + [18, 21) and
+    [0, 3) + [11, 21) (one kernel for both), the interior slab [4, 17) walled at its seams,
+    its dipole's field crossing into both edge rings' owned planes."""
+    g = fdtd.Grid((21, 8, 7), 1.0, boundary=PEC(), precision="double")
+    sim = fdtd.GridSimulation(
+        g, sources=(fdtd.PointDipole((10, 4, 3), 2, WAVE),), probes=(fdtd.Probe((11, 4, 3), 2),)
+    )
+    a, b, stats = both(sim, 6, th=2, slab=7)
+    assert stats["slabs"] == 3
+    close(a, b)
+
+
+@pytest.mark.slow
+@emulated
 def test_pec_walls_interior_and_edge_slabs():
     """Two interior slabs (walled seams) and two edge rings; the kernel's TH (2 in float64)
     does not divide the window's th = 3: each slab visit ends with a 1-step kernel pass."""
@@ -197,3 +212,15 @@ def test_features_the_kernel_cannot_carry_fall_back(monkeypatch):
     walls = [s.step.args[0].walls[0] for s in subs]
     assert walls == [True] * 4 and [s.ring.edge for s in subs] == [True, False, False, True]
     assert [s.plan.walls[0] for s in subs] == [True, False, False, True]  # XLA's sub-plans wrap
+
+
+@pytest.mark.slow
+@emulated
+def test_float32_cpml_th_4():
+    """Float32 (the kernel's TH 4, the window's th 4) with a CPML on every face: 1e-5."""
+    g = fdtd.Grid((28, 9, 8), 1.0, boundary=CPML(3), precision="single")
+    base = _pec()
+    sim = fdtd.GridSimulation(g, sources=base.sources, probes=base.probes)
+    a, b, _ = both(sim, 10, th=4, slab=7)
+    assert b.kernel.startswith("blocked (TH = 4,")
+    close(a, b, tol=1e-5)
