@@ -11,6 +11,12 @@ script sets it to 90% of host RAM when unset (``pinned_pool_gib`` in the rows).
 PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 64 --slab 16
 PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 512 --slab 128 --th 1 4 16 64 --out w.jsonl
 PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 1200 --device-gb 40 --th 16 --no-in-memory --r-dev 3.2e10
+PYTHONPATH=src python3 benchmarks/fdtd_window.py --n 1024 --device-gb 40 --th 16 32 64 --kernel blocked
+
+``--kernel`` (auto, xla, blocked): the step of the in-memory run and of the window's slabs
+(the blocked kernel runs interior slabs walled at their seams); each row names the step that
+ran (``kernel``) and the window rows give their rate over the in-memory run's
+(``of_in_memory``).
 
 (1200^3 float32 with a CPML: E and H are 41 GB of host memory, ~50 GB of pinned chunks with
 the coefficients and psi, ~95 GB for the in-memory run: more than an H100; the pinned pool
@@ -48,6 +54,7 @@ def main(argv=None):
     ap.add_argument("--no-in-memory", action="store_true", help="skip the in-memory run (grid too big)")
     ap.add_argument("--r-dev", type=float, default=None, help="in-memory cells/s for the model")
     ap.add_argument("--host-memory", choices=["auto", "pinned", "numpy"], default="auto")
+    ap.add_argument("--kernel", choices=["auto", "xla", "blocked"], default="auto", help="the step")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     from emjax.backend import raise_pinned_host_limit
@@ -65,6 +72,7 @@ def main(argv=None):
         in_memory=not args.no_in_memory,
         r_dev=args.r_dev,
         host_memory=None if args.host_memory == "auto" else args.host_memory,
+        kernel=args.kernel,
     )
     for row in rows:
         emit(args.out, row)

@@ -339,16 +339,17 @@ def run_bench(args, argv) -> int:
                 device_gb=args.device_gb,
                 precision=args.precision,
                 order=args.order,
+                kernel=args.kernel,
             )
             for r in rows:
                 if args.json:
                     print(json.dumps(r), flush=True)
                 elif r["mode"] == "in_memory":
-                    print(f"FDTD {n}^3 in memory: {r['rate'] / 1e9:.3f} G cell/s", flush=True)
+                    print(f"FDTD {n}^3 in memory: {r['rate'] / 1e9:.3f} G cell/s ({r['kernel']})", flush=True)
                 else:
                     print(
                         f"FDTD {n}^3 window th {r['th']} slab {r['slab']}: {r['rate'] / 1e9:.3f} G cell/s "
-                        f"(model {r.get('model', float('nan')) / 1e9:.3f})",
+                        f"(model {r.get('model', float('nan')) / 1e9:.3f}; {r['kernel']})",
                         flush=True,
                     )
         return 0

@@ -164,13 +164,14 @@ def run(
     JAX starts): set it higher for grids whose fields exceed it, or the window falls back
     to NumPy (slower link).
 
-    ``kernel``: the step of a concrete, in-memory run: "xla" (XLA's fused update, every
+    ``kernel``: the step of a concrete run: "xla" (XLA's fused update, every
     step one pass over the grid), "blocked" (the temporally blocked CUDA kernel,
     :mod:`emjax.fdtd.blocked`: TH steps per pass; with a ``layout``, x slabs whose TH-deep
     halos are exchanged once per pass; a ConfigError where it cannot run the simulation) or
     "auto" (default: the blocked kernel on GPUs where it supports the simulation and is
     measured faster, else XLA; the log, logger ``emjax.fdtd``, and the result's ``kernel``
-    say which and why). Traced and out-of-core runs use the XLA step.
+    say which and why). An out-of-core run chooses the same way for its slabs (their seams
+    walled for the kernel, :mod:`emjax.fdtd.window.kernel`); traced runs use the XLA step.
     """
     from . import physical
 
@@ -212,10 +213,10 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
                     f"window (state in host memory) does not support {why}; use a coarser grid, "
                     "single precision, or a device with more memory"
                 )
-    if kernel == "blocked" and out_of_core:
-        raise ConfigError("kernel='blocked' runs in device memory: not with out_of_core")
     if out_of_core:
-        return _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk)
+        return _run_out_of_core(
+            sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk, kernel
+        )
     lay = as_layout(layout)
     if lay is not None and any(type(s).__name__ == "CurrentSheet" for s in sim.sources):
         raise ConfigError("mode sources (current sheets) run on one device: drop layout")
@@ -410,7 +411,9 @@ def _sharded_xla(plan, arrays, state, n, axes):
     return sharded.advance(plan, arrays, state, n, axes)
 
 
-def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk=None):
+def _run_out_of_core(
+    sim, steps, out_of_core, initial, progress, checkpoint, layout, remat, chunk=None, kernel="auto"
+):
     """``run`` through the calculation window (emjax.fdtd.window)."""
     from ..backend import device_memory_bytes
     from . import window
@@ -438,5 +441,12 @@ def _run_out_of_core(sim, steps, out_of_core, initial, progress, checkpoint, lay
         budget = opts.get("device_bytes") or device_memory_bytes()
         opts["th"] = window.choose_th(sim, budget, 3.3e10, 5e10)[0]
     return window.run_window(
-        sim, steps, initial=initial, progress=progress, checkpoint=checkpoint, chunk=chunk, **opts
+        sim,
+        steps,
+        initial=initial,
+        progress=progress,
+        checkpoint=checkpoint,
+        chunk=chunk,
+        kernel=kernel,
+        **opts,
     )

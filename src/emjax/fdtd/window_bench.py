@@ -73,13 +73,17 @@ def fdtd_window_sweep(
     in_memory: bool = True,
     r_dev: float | None = None,
     host_memory: str | None = None,
+    kernel: str = "auto",
 ):
     """Rows (dicts): the in-memory run (unless ``in_memory=False``), then one per th.
     ``host_memory``: the window's host path (None: pinned where the device has it; see
     :func:`emjax.fdtd.window.host_memory_path`); every window row says which one ran
     (``host_memory``), the link rates measured for both paths (``link``: GB/s up and down)
     and the model's prediction with the directions added (``model``) or overlapped
-    (``model_duplex``: a GPU's two copy engines) at the rates of the path that ran."""
+    (``model_duplex``: a GPU's two copy engines) at the rates of the path that ran.
+    ``kernel``: the step of the in-memory run and of the window's slabs ("auto", "xla" or
+    "blocked", :func:`emjax.fdtd.run`); every row says which ran (``kernel``) and the window
+    rows their rate over the in-memory one (``of_in_memory``)."""
     sim = simulation(n, precision, order, cpml)
     dev = jax.devices()[0]
     base = {
@@ -94,10 +98,10 @@ def fdtd_window_sweep(
     }
     if in_memory:
         steps = 4 * max(10, min(50, 2_000_000_000 // sim.grid.n_cells // 4))
-        res = fdtd.run(sim, steps, chunk=steps // 4, progress=False)
+        res = fdtd.run(sim, steps, chunk=steps // 4, progress=False, kernel=kernel)
         r_dev = res.cells_per_second
+        yield {**base, "mode": "in_memory", "steps": steps, "rate": r_dev, "kernel": res.kernel}
         del res
-        yield {**base, "mode": "in_memory", "steps": steps, "rate": r_dev}
     window.host_memory_path(host_memory, dev)  # refuses a bad value before any run
     link = {"numpy": link_bandwidth()}
     if window.host_memory_kind(dev) is not None:
@@ -111,7 +115,9 @@ def fdtd_window_sweep(
         steps = th * passes
         t0 = time.perf_counter()
         stats = {}
-        res = window.run_window(sim, steps, th=th, slab=s, host_memory=host_memory, stats=stats)
+        res = window.run_window(
+            sim, steps, th=th, slab=s, host_memory=host_memory, stats=stats, kernel=kernel
+        )
         wall = time.perf_counter() - t0
         up, down = link[stats["host_memory"]]  # the path that ran (pinned may fall back)
         b_link = 2 / (1 / up + 1 / down)
@@ -125,6 +131,7 @@ def fdtd_window_sweep(
             "ghost": window.ghost(order, th),
             "steps": steps,
             "rate": res.cells_per_second,
+            "kernel": res.kernel,
             "wall_s": round(wall, 2),
             "compile_s": round(res.compile_seconds, 2),
             "link": {k: [round(a / 1e9, 2), round(b / 1e9, 2)] for k, (a, b) in link.items()},
@@ -153,6 +160,8 @@ def fdtd_window_sweep(
             # one transfer per array) and noise; window.model_rate(overhead=) takes it
             serial = dev.platform == "cpu"
             row["t_residual_s"] = row["t_slab_s"] - ((t_c + t_t) if serial else max(t_c, t_t))
+        if r_dev:
+            row["of_in_memory"] = row["rate"] / r_dev
         row.update(r_dev=r_dev, b_link=b_link, b_up=up, b_down=down, bytes_in=b_in, bytes_out=b_out)
         stats = jax.devices()[0].memory_stats() or {}
         if "peak_bytes_in_use" in stats:  # the process's peak so far (the device budget's check)

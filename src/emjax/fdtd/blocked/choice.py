@@ -20,21 +20,33 @@ def check_kernel(kernel) -> str:
     return kernel
 
 
-def why_not(plan, dtype) -> str | None:
-    """Why the blocked GPU kernel cannot run ``plan`` here (None: it can); with a layout,
-    on its devices (x slabs with TH-deep halos, :mod:`.shards`)."""
-    if jax.default_backend() != "gpu":
-        return f"no GPU (JAX backend {jax.default_backend()!r}); the blocked kernel is CUDA"
+def carries(plan, dtype) -> str | None:
+    """Why the blocked kernel cannot carry ``plan``'s features, wherever it runs (None: it
+    can): :func:`why_not` without the device's part (the window asks it of each slab)."""
     from dataclasses import replace
 
-    from . import cuda, cuda_advance, unsupported
+    from . import cuda_advance, unsupported
 
-    # several devices are the CUDA kernel's own business (.shards, below)
+    # several devices are the CUDA kernel's own business (.shards, in why_not)
     why = unsupported(replace(plan, layout=None), monitors=True) or cuda_advance.unsupported(plan)
     if why is not None:
         return f"it does not support {why}"
     if np.dtype(dtype).kind == "c":
         return "it does not support complex (Bloch) fields"
+    return None
+
+
+def why_not(plan, dtype, cells: int | None = None) -> str | None:
+    """Why the blocked GPU kernel cannot run ``plan`` here (None: it can); with a layout,
+    on its devices (x slabs with TH-deep halos, :mod:`.shards`). ``cells``: the cells whose
+    second copy must fit the device (default the grid's; the window's: its largest slab)."""
+    if jax.default_backend() != "gpu":
+        return f"no GPU (JAX backend {jax.default_backend()!r}); the blocked kernel is CUDA"
+    from . import cuda
+
+    why = carries(plan, dtype)
+    if why is not None:
+        return why
     if cuda.nvrtc() is None:
         return "NVRTC (libnvrtc) is not installed: pip install emjax[cuda]"
     # the kernel reads one copy of the fields and writes another: a second copy of E and H
@@ -49,13 +61,33 @@ def why_not(plan, dtype) -> str | None:
         if why is not None:
             return f"it does not support {why} on {plan.layout.n} devices"
         devices = plan.layout.n
-    extra = 6 * int(np.prod(plan.shape)) * np.dtype(dtype).itemsize // devices
+    cells = int(np.prod(plan.shape)) if cells is None else int(cells)
+    extra = 6 * cells * np.dtype(dtype).itemsize // devices
     free = device_memory_bytes()
     if 1.1 * extra > free:
         return (
             f"its second copy of the fields ({extra / 1e9:.1f} GB) does not fit the "
             f"{free / 1e9:.1f} GB free on the device"
         )
+    return None
+
+
+def auto_reason(plan, dtype) -> str | None:
+    """Why "auto" keeps the XLA step where the blocked kernel could run ``plan`` (None:
+    "auto" takes the kernel): where it is measured slower."""
+    if plan.monitors:
+        # measured (H100, 512^3 CPML, a 6-plane flux box, 3 frequencies): 28.8 against XLA's
+        # 35.8 G cell/s
+        return "with DFT monitors it is not yet faster than the XLA step"
+    if any(plan.pml):
+        # measured (H100, the CPML as a kernel of its own): float32 with a 10-cell CPML on
+        # every face 0.52x the XLA step at 256^3 (slabs 7.8% of each axis; before the bulk
+        # kernel's unrolling), 1.34x at 512^3 (3.9%), 2.04x at 1024^3; without a CPML
+        # 2.3-2.8x; float64 at 512^3 0.67x with a CPML, 0.98x without
+        if np.dtype(dtype).itemsize == 8:
+            return "in float64 with a CPML it is not yet faster than the XLA step"
+        if any(2 * L > 0.04 * n for L, n in zip(plan.pml, plan.shape)):
+            return "its CPML slabs are over 4% of the grid, where it is not yet faster than the XLA step"
     return None
 
 
@@ -83,19 +115,8 @@ def select(plan, dtype, kernel: str = "auto"):
     why = why_not(plan, dtype)
     if kernel == "blocked" and why is not None:
         raise ConfigError(f"kernel='blocked' cannot run this simulation: {why}; use kernel='xla' or 'auto'")
-    if kernel == "auto" and why is None and plan.monitors:
-        # measured (H100, 512^3 CPML, a 6-plane flux box, 3 frequencies): 28.8 against XLA's
-        # 35.8 G cell/s
-        why = "with DFT monitors it is not yet faster than the XLA step"
-    if kernel == "auto" and why is None and any(plan.pml):
-        # measured (H100, the CPML as a kernel of its own): float32 with a 10-cell CPML on
-        # every face 0.52x the XLA step at 256^3 (slabs 7.8% of each axis; before the bulk
-        # kernel's unrolling), 1.34x at 512^3 (3.9%), 2.04x at 1024^3; without a CPML
-        # 2.3-2.8x; float64 at 512^3 0.67x with a CPML, 0.98x without
-        if np.dtype(dtype).itemsize == 8:
-            why = "in float64 with a CPML it is not yet faster than the XLA step"
-        elif any(2 * L > 0.04 * n for L, n in zip(plan.pml, plan.shape)):
-            why = "its CPML slabs are over 4% of the grid, where it is not yet faster than the XLA step"
+    if kernel == "auto" and why is None:
+        why = auto_reason(plan, dtype)
     if kernel == "auto" and why is not None:
         _log.info("FDTD kernel: xla (the blocked kernel not taken: %s)", why)
         return engine.advance, "xla", f"the blocked kernel not taken: {why}"

@@ -29,6 +29,22 @@ CPML faces, the 4th order's wall terms land where the one-grid code puts them) a
 sits between ``e - 1`` and ``s``. Other slabs are "interior": contiguous planes, no x
 boundary code. Where ``e >= s`` the ring is the whole grid.
 
+The slabs' step (:mod:`.kernel`; ``run_window(kernel=...)``, ``fdtd.run(..., kernel=...)``):
+the XLA step or the blocked kernel (:mod:`emjax.fdtd.blocked`, TH steps per pass over the
+device's memory), chosen on the whole grid's plan as the in-memory run chooses ("auto": the
+kernel on a GPU where it carries the features and is measured faster, else XLA with the
+reason logged and in the result's ``kernel``; "blocked": a ConfigError where it cannot). The
+kernel marches along a walled x; a slab's seams are inside its ghost planes, spoiled after
+``th`` steps whatever runs there, so an interior slab's sub-grid runs walled (PEC) at both
+ends instead of wrapping, and an edge ring as it is: the grid's wall and x-CPML at its ends,
+its seam inside the march (unrelated neighbours there, as in the XLA step's sub-grid). The
+kernel's TH is the in-memory run's (4 in float32, 2 in float64), at most ``th`` (a divisor
+of every ``th`` :func:`choose_th` offers; otherwise each slab visit ends with a shorter
+kernel pass). :func:`.kernel.check_ghosts` refuses owned planes closer than ``th r + 1``
+to a cut. The window moves the same bytes per pass either way; in the rate model below
+``R_dev`` becomes the kernel's in-memory rate, so the transfers bound the rate up to a
+larger ``th`` (pass that rate as :func:`choose_th`'s ``r_dev``).
+
 Within a pass the slab results are written back only once no later slab of the pass reads
 those planes (the ghost regions overlap the neighbours; the last slab's edge ring reads the
 first slab's planes), so the host keeps one copy of the state plus a few slabs' results.

@@ -19,6 +19,8 @@ from .. import checkpoint as checkpoint_mod
 from ..results import FDTDResult
 from ..spec import GridSimulation
 from .hoststate import _Chunks, _pinned_fits, host_memory_path
+from .kernel import check_ghosts, check_kernel
+from .kernel import choose as choose_kernel
 from .passes import _pass_numpy, _pass_pinned
 from .planning import _check, _global_setup, checkpoint_every, slab_for_budget
 from .slabs import _x_split, ghost, rings
@@ -61,6 +63,7 @@ def run_window(
     stats: dict | None = None,
     chunk: int | None = None,
     checkpoint=None,
+    kernel: str = "auto",
 ) -> FDTDResult:
     """Advance ``steps`` steps with the state in host memory, slab by slab (see the module
     docstring): the same :class:`FDTDResult` as :func:`emjax.fdtd.run` (bit for bit on the
@@ -73,7 +76,11 @@ def run_window(
     and the seconds the host waited for the device (pinned path). ``checkpoint``: a file
     written atomically every ``chunk`` steps (a pass ends there) in the format of
     :func:`emjax.fdtd.run`'s (either run resumes the other's); if it exists, the run resumes
-    from it. Returns E, H as NumPy arrays."""
+    from it. ``kernel``: the slabs' step, "auto", "xla" or "blocked" as in
+    :func:`emjax.fdtd.run` (the blocked kernel with each slab's seams walled,
+    :mod:`emjax.fdtd.window.kernel`), or "emulate" (the blocked kernel's text on the host:
+    tests); the result's ``kernel`` says which ran and why. Returns E, H as NumPy arrays."""
+    check_kernel(kernel)
     _check(sim, th)
     steps = require_int("steps", steps, 1)
     th = require_int("th", th, 1)
@@ -124,6 +131,8 @@ def run_window(
             _sub_problem(sim, plan, arrays, r, slots=path == "pinned")
             for r in rings(nx, slab, ghost(g.order, th), walled, w_lo, w_hi)
         ]
+        check_ghosts(subs, th, g.order)
+        kernel_name, kernel_why = choose_kernel(plan, dtype, kernel, subs, th)
         # the last slab (of this pass) that reads each slab's owned planes
         last_reader = []
         for k, s in enumerate(subs):
@@ -142,7 +151,7 @@ def run_window(
             dev_arrays = [jax.device_put(subs[0].arrays, device)]
         del arrays
         if stats is not None:
-            stats.update(host_memory=path, slabs=len(subs), slab=slab, fallback=why)
+            stats.update(host_memory=path, slabs=len(subs), slab=slab, fallback=why, kernel=kernel_name)
             if store is not None:
                 kind = store.data[("E", 0)][0].sharding.memory_kind  # where the chunks are
                 stats.update(
@@ -210,4 +219,5 @@ def run_window(
             compile_s,
             tuple({k: np.asarray(v) for k, v in d.items()} for d in host["dft"]),
             int(host["n"]),
+            kernel=f"{kernel_name} ({kernel_why})",
         )

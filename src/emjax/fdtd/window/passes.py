@@ -9,7 +9,6 @@ import time
 import jax
 import numpy as np
 
-from .. import step as engine
 from .hoststate import _Chunks, _concat, _split
 from .subgrid import _Slot, _sub_state, _write_back
 
@@ -60,7 +59,7 @@ def _pass_numpy(subs, host, plan, n, probes, done, pool, last_reader, device, de
         st = _to_device(_sub_state(s, host, plan), device)
         arr = dev_arrays[k] if dev_arrays else jax.device_put(s.arrays, device)
         jax.block_until_ready(st)
-        res, rec, fin = engine.advance(s.plan, arr, st, n)
+        res, rec, fin = s.step(arr, st, n)
         q0, q1 = s.ring.own
         out = _owned_jit(res, q0=q0, q1=q1)
         for x in jax.tree_util.tree_leaves((out, rec, fin)):
@@ -149,7 +148,7 @@ def _pass_pinned(
             late = frozenset(store.ring_ids[0]) & frozenset(store.own_ids[k])
             following = upload(0, nxt, later=late)
         t2 = time.perf_counter()
-        res, rec, fin = engine.advance(s.plan, arr, st, n)
+        res, rec, fin = s.step(arr, st, n)
         wait[1] += t2 - t1  # host seconds between slab k - 1's end and slab k's dispatch:
         wait[2] += time.perf_counter() - t2  # issuing the upload, dispatching the step loop
         del st, arr

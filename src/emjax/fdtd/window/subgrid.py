@@ -79,6 +79,7 @@ class _Sub:
     arrays: dict
     probes: tuple  # global probe index per local probe
     monitors: tuple  # (global monitor index, kind) per local monitor
+    step: object = None  # (arrays, state, n) -> step.advance's result (kernel.choose sets it)
 
 
 def _sub_problem(sim, plan, arrays, ring: _Ring, slots: bool = False) -> _Sub:
