@@ -51,7 +51,7 @@ def _tables(spec, n: int, split_cpml: bool, th: int):
     nx = spec.shape[0]
     m = nx // n
     xr, tabs = [], []
-    # (8 x pieces of the slabs' windows per device instead of 8 in all measured no faster)
+    # (pieces per device of their own instead of the grid's measured no faster)
     parts = split.split(spec) if split_cpml else None
     for k in range(n):
         lo, hi = k * m - th, (k + 1) * m + th
