@@ -94,10 +94,10 @@ def tasks(spec: Spec, pieces: int | None = None) -> tuple:
     return tuple(rows)
 
 
-def bulk_tiles(spec: Spec) -> tuple | None:
+def bulk_tiles(spec: Spec) -> tuple:
     """The regular tiles the bulk kernel computes, (ty0, ty1, tz0, tz1): all but those
     at the faces whose own cells the CPML kernel's y or z windows cover (it recomputes
-    them); None: every tile."""
+    them); every tile where ``SKIP_COVERED`` is off."""
     (_, ny, nz), th = spec.shape, spec.th
     ends = []
     for n, b, L in ((ny, spec.block[0], spec.pml[1]), (nz, spec.block[1], spec.pml[2])):
