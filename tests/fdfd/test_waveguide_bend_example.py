@@ -13,6 +13,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "waveguide_bend_design.py"
 
 @pytest.mark.slow
 def test_few_steps_raise_the_transmission(tmp_path):
+    pytest.importorskip("optax", reason="the example's optimizer (pip install 'emjax[examples]')")
     spec = importlib.util.spec_from_file_location("waveguide_bend_design", EXAMPLE)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
