@@ -230,6 +230,7 @@ def test_fit_index_example():
     import importlib.util
     from pathlib import Path
 
+    pytest.importorskip("optax", reason="the example's optimizer (pip install 'emjax[examples]')")
     path = Path(__file__).resolve().parents[2] / "examples" / "dda_fit_index.py"
     spec = importlib.util.spec_from_file_location("dda_fit_index", path)
     mod = importlib.util.module_from_spec(spec)
