@@ -147,13 +147,15 @@ def _sv(plan, arrays, n, th, dtype):
     return jnp.reshape(_source_values(plan, arrays, n, th, dtype), (-1,))
 
 
-def _one_pass(spec, static, sv, prof, E, H, psi, run, dest=None, split_cpml=True, xr=None, table=None):
+def _one_pass(
+    spec, static, sv, prof, E, H, psi, run, dest=None, split_cpml=True, xr=None, table=None, pieces=None
+):
     """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records); ``sv``: the
     point sources' values (None without); ``dest``: the buffers the GPU writes the results
     into (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
     runs as a kernel of its own after a bulk kernel without CPML code (:mod:`.split`).
     ``xr``, ``table``: where along x (a shard's slab) and the task rows of
-    :func:`.split.split` clipped to it (default: the whole grid).
+    :func:`.split.split` (with ``pieces``) clipped to it (default: the whole grid).
     Monitor records start from zeros (each device writes its own cells); the CPML kernel
     writes over the bulk's in its cells."""
     args = list(E) + list(H) + list(static)
@@ -163,7 +165,7 @@ def _one_pass(spec, static, sv, prof, E, H, psi, run, dest=None, split_cpml=True
     if xr is None:
         xr = np.array([0, 0, nx, 0, nx], np.int32)
     mdest = [jnp.zeros((spec.th * spec.box_cells,), spec.dtype)] if spec.boxes and dest is not None else []
-    parts = split.split(spec) if split_cpml else None
+    parts = split.split(spec, pieces) if split_cpml else None
     if parts is None:
         outs = run(
             spec,
