@@ -44,22 +44,14 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .. import mirror
 from ..errors import ConfigError
-
-ALLOWED = "0 (none), -1 (odd: tangential E vanishes on the plane, a PEC) or +1 (even: a PMC)"
+from ..mirror import ALLOWED
 
 
 def check_values(value) -> tuple:
     """The 2-D symmetry as two ints, or one ConfigError line."""
-    try:
-        v = tuple(value)
-    except TypeError:
-        v = ()
-    if len(v) != 2 or not all(
-        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s in (-1, 0, 1) for s in v
-    ):
-        raise ConfigError(f"symmetry must be two values (x, y), each {ALLOWED}, got {value!r}")
-    return tuple(int(s) for s in v)
+    return mirror.check_values(value, 2)
 
 
 def _fold_1d(pos: np.ndarray, c: float, dx: float, p: int, axis: int):
@@ -162,15 +154,7 @@ def fold(g, symmetry, te: bool, scene=None) -> Fold | None:
 
 def check_values_3d(value) -> tuple:
     """The 3-D symmetry as three ints, or one ConfigError line."""
-    try:
-        v = tuple(value)
-    except TypeError:
-        v = ()
-    if len(v) != 3 or not all(
-        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s in (-1, 0, 1) for s in v
-    ):
-        raise ConfigError(f"symmetry must be three values (x, y, z), each {ALLOWED}, got {value!r}")
-    return tuple(int(s) for s in v)
+    return mirror.check_values(value, 3)
 
 
 def fold_3d(g, symmetry, scene=None) -> Fold | None:

@@ -40,26 +40,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .. import mirror
 from ..errors import ConfigError
+from ..mirror import ALLOWED
 from .grid import CPML
 from .monitors import DFTPlane, box_flux, flux_box
 from .spec import Probe
 from .tfsf import TFSF
 
-ALLOWED = "0 (none), -1 (odd: tangential E vanishes on the plane, a PEC) or +1 (even: a PMC)"
-
 
 def check_values(value) -> tuple:
     """The symmetry tuple as three ints, or one ConfigError line."""
-    try:
-        v = tuple(value)
-    except TypeError:
-        v = ()
-    if len(v) != 3 or not all(
-        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s in (-1, 0, 1) for s in v
-    ):
-        raise ConfigError(f"symmetry must be three values, each {ALLOWED}, got {value!r}")
-    return tuple(int(s) for s in v)
+    return mirror.check_values(value, 3, named=False)
 
 
 @dataclass(frozen=True)
