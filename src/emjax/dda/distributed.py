@@ -14,12 +14,15 @@ or a device list; None or one device never reaches this module):
 
 * **Slabs of one lattice** (:class:`Slabs`, used by :func:`emjax.dda.solve`): the dipole
   vectors (3, nx, ny, nz) are split along x (nx padded to a multiple of the device count with
-  empty cells, s = 0), the FFT of the interaction tensor along its first frequency axis
-  (y, "yzx" layout, My padded). The matvec is a slab-decomposed 3-D FFT under
-  :func:`jax.shard_map`: 2-D FFTs of the local x planes over (y, z), one ``all_to_all``
-  (split y, gather x), the FFT along x, the product with the local part of the tensor, and
-  the same backwards. The Krylov recurrences run on the sharded vectors as they are (their
-  dot products become all-reduces of one number); no device ever holds a whole field.
+  empty cells, s = 0), the FFT of the interaction tensor along its z-frequency axis ("zyx"
+  layout (6, Mz, My, Mx), Mz padded). The matvec is a slab-decomposed 3-D FFT under
+  :func:`jax.shard_map`: the FFT along z of the local x planes, one ``all_to_all`` (split z
+  frequencies, gather x), the FFTs along x and y, the product with the local part of the
+  tensor, and the same backwards. The exchange comes before the y transform, so it carries
+  the ny lattice rows rather than the 2 ny of the embedding: half the bytes of an exchange
+  after the (y, z) pair. The Krylov recurrences run on the sharded vectors as they are
+  (their dot products become all-reduces of one number); no device ever holds a whole
+  field.
 
 The interaction tensor of a slab layout is computed slab by slab: the circulantly embedded
 G at signed index differences (``G(-r)`` is the embedding's mirrored copy, odd components
@@ -183,7 +186,7 @@ def replicate(x, layout: Layout):
 
 class Slabs:
     """The slab decomposition of one lattice ``grid`` (nx, ny, nz) over ``layout``: x split
-    for the dipole vectors, the FFT's y-frequency axis split for the interaction tensor."""
+    for the dipole vectors, the FFT's z-frequency axis split for the interaction tensor."""
 
     def __init__(self, grid, layout: Layout):
         self.grid = tuple(int(n) for n in grid)
@@ -191,7 +194,7 @@ class Slabs:
         n = layout.n
         self.M = interaction.fft_shape(self.grid)
         self.nx_pad = layout.padded(self.grid[0])
-        self.My_pad = layout.padded(self.M[1])
+        self.Mz_pad = layout.padded(self.M[2])
         self.Mx_pad = layout.padded(self.M[0])
         if self.nx_pad > self.M[0]:
             raise ConfigError(
@@ -229,8 +232,8 @@ class Slabs:
 
     # the interaction tensor -----------------------------------------------------------
     def interaction_fft(self, d: float, k: float, dtype, kind: str = "point"):
-        """The FFT of the embedded interaction tensor in the "yzx" layout (6, My_pad, Mz, Mx),
-        split along its y-frequency axis (rows My..My_pad-1 zero). Computed slab by slab."""
+        """The FFT of the embedded interaction tensor in the "zyx" layout (6, Mz_pad, My, Mx),
+        split along its z-frequency axis (rows Mz..Mz_pad-1 zero). Computed slab by slab."""
         lay = self.layout
         Mx, My, Mz = self.M
         nloc = self.Mx_pad // lay.n
@@ -245,7 +248,7 @@ class Slabs:
         sharding = lay.sharding(4, 1)
         g = jax.make_array_from_callback(shape, sharding, slab)
         assert nloc * lay.n == self.Mx_pad
-        return _green_fft(g, self.M, self.My_pad, lay)
+        return _green_fft(g, self.M, self.Mz_pad, lay)
 
     # the operator ---------------------------------------------------------------------
     def operator(self, Dhat, s):
@@ -316,16 +319,15 @@ def _fcd_signed(x, y, z, rs, kr, d):
     return out
 
 
-def _green_fft(g, M, My_pad: int, layout: Layout):
+def _green_fft(g, M, Mz_pad: int, layout: Layout):
     Mx, My, Mz = M
-    pad_y = My_pad - My
 
     def body(gl):  # (6, Mx_pad / n, My, Mz)
         q = jnp.fft.fft2(gl, axes=(2, 3))
-        q = jnp.pad(q, ((0, 0), (0, 0), (0, pad_y), (0, 0)))
-        q = lax.all_to_all(q, AXIS, 2, 1, tiled=True)  # (6, Mx_pad, My_pad / n, Mz)
+        q = jnp.pad(q, ((0, 0), (0, 0), (0, 0), (0, Mz_pad - Mz)))
+        q = lax.all_to_all(q, AXIS, 3, 1, tiled=True)  # (6, Mx_pad, My, Mz_pad / n)
         q = jnp.fft.fft(q[:, :Mx], axis=1)
-        return jnp.moveaxis(q, 1, 3)  # (6, My_pad / n, Mz, Mx)
+        return jnp.transpose(q, (0, 3, 2, 1))  # (6, Mz_pad / n, My, Mx)
 
     f = jax.shard_map(
         body, mesh=layout.mesh, in_specs=P(None, AXIS, None, None), out_specs=P(None, AXIS, None, None)
@@ -333,19 +335,23 @@ def _green_fft(g, M, My_pad: int, layout: Layout):
     return jax.jit(f)(g)
 
 
-def slab_convolve(Dhat, p, grid, M, nx_pad: int, My_pad: int):
-    """The local part of ``G * p`` inside :func:`jax.shard_map`: ``Dhat`` (6, My_pad / n, Mz,
-    Mx) and ``p`` (3, nx_pad / n, ny, nz) the device's slabs."""
+def slab_convolve(Dhat, p, grid, M, nx_pad: int, Mz_pad: int):
+    """The local part of ``G * p`` inside :func:`jax.shard_map`: ``Dhat`` (6, Mz_pad / n, My,
+    Mx) and ``p`` (3, nx_pad / n, ny, nz) the device's slabs. The zero halves of the
+    embedding are never transformed nor exchanged: z is transformed on the local lattice
+    rows, x on the ny lattice rows, y last."""
     _, nx, ny, nz = (None,) + tuple(grid)
     Mx, My, Mz = M
-    q = jnp.fft.fft2(p, s=(My, Mz), axes=(2, 3))  # (3, nxl, My, Mz)
-    q = jnp.pad(q, ((0, 0), (0, 0), (0, My_pad - My), (0, 0)))
-    q = lax.all_to_all(q, AXIS, 2, 1, tiled=True)  # (3, nx_pad, Myl, Mz)
-    q = jnp.fft.fft(jnp.moveaxis(q, 1, 3), n=Mx, axis=3)  # (3, Myl, Mz, Mx)
+    q = jnp.fft.fft(p, n=Mz, axis=3)  # (3, nxl, ny, Mz)
+    q = jnp.pad(q, ((0, 0), (0, 0), (0, 0), (0, Mz_pad - Mz)))
+    q = lax.all_to_all(q, AXIS, 3, 1, tiled=True)  # (3, nx_pad, ny, Mzl)
+    q = jnp.fft.fft(jnp.transpose(q, (0, 3, 2, 1)), n=Mx, axis=3)  # (3, Mzl, ny, Mx)
+    q = jnp.fft.fft(q, n=My, axis=2)  # (3, Mzl, My, Mx)
     y = interaction._tensor_product(Dhat, q)
-    y = jnp.moveaxis(jnp.fft.ifft(y, axis=3)[..., :nx_pad], 3, 1)  # (3, nx_pad, Myl, Mz)
-    y = lax.all_to_all(y, AXIS, 1, 2, tiled=True)  # (3, nxl, My_pad, Mz)
-    return jnp.fft.ifft2(y[:, :, :My], axes=(2, 3))[:, :, :ny, :nz]
+    y = jnp.fft.ifft(y, axis=2)[:, :, :ny]
+    y = jnp.fft.ifft(y, axis=3)[..., :nx_pad]  # (3, Mzl, ny, nx_pad)
+    y = lax.all_to_all(jnp.transpose(y, (0, 3, 2, 1)), AXIS, 1, 3, tiled=True)  # (3, nxl, ny, Mz_pad)
+    return jnp.fft.ifft(y[..., :Mz], axis=3)[..., :nz]
 
 
 class SlabOperator:
@@ -358,7 +364,7 @@ class SlabOperator:
         sl = self.slabs
         q = p.astype(self.Dhat.dtype)
         f = jax.shard_map(
-            lambda D, v: slab_convolve(D, v, sl.grid, sl.M, sl.nx_pad, sl.My_pad),
+            lambda D, v: slab_convolve(D, v, sl.grid, sl.M, sl.nx_pad, sl.Mz_pad),
             mesh=sl.layout.mesh,
             in_specs=(P(None, AXIS, None, None), sl.field_spec),
             out_specs=sl.field_spec,
@@ -379,4 +385,4 @@ jax.tree_util.register_pytree_node(
 def slab_memory_bytes(grid, layout: Layout, complex_dtype) -> int:
     """Per-device bytes of the interaction tensor of a slab layout (the largest array)."""
     sl = Slabs(grid, layout)
-    return 6 * sl.My_pad // layout.n * sl.M[2] * sl.M[0] * np.dtype(complex_dtype).itemsize
+    return 6 * sl.Mz_pad // layout.n * sl.M[1] * sl.M[0] * np.dtype(complex_dtype).itemsize
