@@ -24,6 +24,7 @@ same code with one run per group.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -98,6 +99,7 @@ def integrate_map(ctx, sel, batch: int, devices, fin: Finish, callback=None, tim
     refine_s = [0.0] * len(gs)
     t1 = time.perf_counter()
     _refine(gs, list(range(len(gs))), [()] * len(gs), devices, prog, refine_s)
+    warm_counts(gs, list(range(len(gs))), devices, batch)
     N = len(ctx["pts"])
     out = (*fin.outputs(N), np.zeros(N))  # A, B, err
     t2 = time.perf_counter()
@@ -108,6 +110,7 @@ def integrate_map(ctx, sel, batch: int, devices, fin: Finish, callback=None, tim
     if again:
         which = [i for i, _ in again]
         _refine(gs, which, [b for _, b in again], devices, prog, refine_s)
+        warm_counts(gs, which, devices, batch)
         _, back2, wait2 = _integrate(gs, which, devices, batch, prog, t2, out, fin, count=False)
         wait = [w + w2 for w, w2 in zip(wait, wait2)]
         for i, t in zip(which, back2):
@@ -297,6 +300,8 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
                     spec((C,), cdt),
                 )
                 for dev in devices:
+                    if dev.platform in som.STATIC_COUNTS:
+                        continue  # static block counts: compiled once the paths are known
                     pts = (spec((size,), rdt),) * 3
                     som.warm(som.integrate, args + pts, dict(n_blocks=i32), device=dev, **statics)
         if fin is not None:
@@ -312,6 +317,32 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
                 args += (None if fin.pm is None else spec((3,), cdt),)
                 for dev in devices:
                     som.warm(finish_chunk, args, device=dev, **dict(fin.statics, total=direct))
+
+
+def warm_counts(gs, which, devices, batch: int) -> None:
+    """On GPUs: start compiling the integration kernels the refined groups ``which`` call,
+    with their static block counts (see :mod:`emjax.layered.sommerfeld`), on each device."""
+    if os.environ.get(som.WARM_ENV, "1").strip().lower() in ("0", "off", "no", "false"):
+        return
+    devices = [d for d in devices if d.platform in som.STATIC_COUNTS]
+    if not devices:
+        return
+    n_dev = len(devices)
+    for i in which:
+        g = gs[i]
+        c, S = g.ctx, len(g.sel)
+        cdt, rdt = np.dtype(c["cdtype"]), np.dtype(c["rdtype"])
+        q, r = divmod(len(g.idx), n_dev)
+        sizes = {point_chunk(n, batch) for n in {q, q + 1 if r else q} if n}
+        for k_, w_, coef_, kzm_, real, n_blocks in g.node_chunks():
+            nodes = tuple(jax.ShapeDtypeStruct(np.shape(a), a.dtype) for a in (k_, w_, coef_, kzm_))
+            statics = g._statics(real)
+            for size in sizes:
+                acc = tuple(jax.ShapeDtypeStruct((size, S), t) for t in (cdt, rdt, cdt))
+                pts = (jax.ShapeDtypeStruct((size,), rdt),) * 3
+                for dev in devices:
+                    args = (acc, *nodes, *pts)
+                    som.warm(som.integrate, args, dict(n_blocks=n_blocks), device=dev, **statics)
 
 
 def integrate_map_spmd(ctx, sel, batch: int):
