@@ -225,3 +225,34 @@ def test_diagonal_gradients_match_central_differences():
             dn[k] -= h
             fd = (float(_energy(*up)) - float(_energy(*dn))) / (2 * h)
             assert abs(float(grad[k]) - fd) <= 1e-5 * abs(fd), (k, float(grad[k]), fd)
+
+
+def test_bench_sphere_diagonal_is_carried_by_the_blocked_kernel(monkeypatch):
+    """``emjax bench fdtd --material sphere-diagonal``: the same sphere as sphere-subpixel
+    with per-node eps and no box; on a GPU (stood in for: the device check alone) "auto"
+    and "blocked" may take it, where the subpixel sphere is refused naming the diagonal."""
+    from emjax.fdtd import step as engine
+    from emjax.fdtd.bench import benchmark_simulation, fdtd_benchmark
+    from emjax.fdtd.blocked import choice, cuda
+
+    sims = {
+        m: benchmark_simulation(12, boundary="pec", material=m)[0]
+        for m in ("sphere-subpixel", "sphere-diagonal")
+    }
+    diag, sub = sims["sphere-diagonal"], sims["sphere-subpixel"]
+    assert diag.subpixel is None and np.shape(diag.eps) == (3, 12, 12, 12)
+    assert sub.subpixel is not None
+    monkeypatch.setattr(choice.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(cuda, "nvrtc", lambda: object())
+    why = {}
+    for m, sim in sims.items():
+        arrays, pml = engine.coefficients(sim, np.float32)
+        why[m] = choice.why_not(engine.make_plan(sim, 4, np.float32, arrays, pml), np.float32)
+    assert why["sphere-diagonal"] is None
+    assert 'averaging="diagonal" runs on the blocked kernel' in why["sphere-subpixel"]
+    monkeypatch.undo()
+    # the bandwidths given: the row without measuring them
+    row = fdtd_benchmark(
+        12, 2, boundary="pec", material="sphere-diagonal", kernel="xla", bandwidth=1.0, copy=1.0
+    )
+    assert row["box_cells"] == 0 and row["kernel"] == "xla (asked for)" and row["bytes_per_cell"] == 21 * 4
