@@ -300,3 +300,21 @@ def test_diagonal_sphere_vs_mie_between_staircase_and_subpixel():
         err[av] = np.abs(cs["Csca"] / mie - 1)
     assert np.all(err["diagonal"] < err["staircase"]), err
     assert err["subpixel"].max() < err["diagonal"].max() < 0.015, err
+
+
+def test_window_refuses_a_subpixel_box_naming_the_diagonal():
+    sub, _ = _sphere_sim("subpixel").to_grid()
+    with pytest.raises(ConfigError, match='averaging="diagonal" can use it'):
+        fdtd.run(sub, 4, out_of_core={"th": 2, "slab": 8}, progress=False)
+
+
+@pytest.mark.slow
+def test_window_runs_the_diagonal():
+    """(20 s, the window's compiles.) The out-of-core window takes the per-node eps: bit for
+    bit the in-memory run."""
+    sim, _ = _sphere_sim("diagonal").to_grid()
+    with precision_scope():
+        a = fdtd.run(sim, 11, out_of_core=False, progress=False)
+        b = fdtd.run(sim, 11, out_of_core={"th": 3, "slab": 8}, progress=False)
+    assert np.abs(np.asarray(a.E)).max() > 0
+    np.testing.assert_array_equal(np.asarray(a.E), np.asarray(b.E))
