@@ -43,7 +43,7 @@ def test_axis_aligned_slab_diagonal_equals_subpixel():
     inverted before taking the diagonal, differs by the normal's share."""
     runs = {}
     with precision_scope():
-        for av in ("subpixel", "diagonal", "staircase"):
+        for av in ("subpixel", "diagonal"):
             sim = _slab_sim(av)
             g, _ = sim.to_grid()
             if av == "subpixel":
@@ -55,14 +55,15 @@ def test_axis_aligned_slab_diagonal_equals_subpixel():
                 e = np.asarray(g.eps)
                 # E_z normal (harmonic mean), E_x tangential (arithmetic mean): different values
                 assert len(np.unique(np.round(e[2], 12))) > 2 and not np.allclose(e[0], e[2])
+                # and not the staircase's per-node eps (the nodes the interface crosses)
+                stair = np.broadcast_to(np.asarray(_slab_sim("staircase").to_grid()[0].eps), e.shape[1:])
+                assert np.abs(e[2] - stair).max() > 0.1 and np.abs(e[0] - stair).max() > 0.1
             r = fdtd.run(sim, 60, progress=False)
             runs[av] = (np.asarray(r.raw.E), np.asarray(r.raw.H), np.asarray(r.raw.probes))
     ref = runs["subpixel"]
     for a, b in zip(runs["diagonal"], ref):
         assert np.abs(b).max() > 1e-6
         assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
-    # and the staircase is not the same run (the test can tell the averagings apart)
-    assert np.abs(runs["staircase"][0] - ref[0]).max() > 1e-3 * np.abs(ref[0]).max()
 
 
 def _sphere_sim(averaging, boundary=None, radius=0.33, **kw):
@@ -83,27 +84,37 @@ def _sphere_sim(averaging, boundary=None, radius=0.33, **kw):
 def test_sphere_diagonal_is_the_subpixel_tensors_diagonal():
     """A sphere: each interface node's eps is 1 / the subpixel box's eps_inv[c, c] there, the
     other nodes their own material's; the run differs from the subpixel one (the dropped
-    off-diagonal terms) and from the staircased one (the averaged diagonal)."""
+    off-diagonal terms), and both differ from the staircase at the interface nodes."""
     grids = {av: _sphere_sim(av).to_grid()[0] for av in ("subpixel", "diagonal", "staircase")}
     box = grids["subpixel"].subpixel
     off = box.eps_inv[~np.eye(3, dtype=bool)]
     assert np.abs(off).max() > 1e-2  # oblique interfaces: the full tensor is not diagonal
     diag = np.asarray(grids["diagonal"].eps)
-    for c in range(3):
-        want = np.array(np.broadcast_to(np.asarray(grids["subpixel"].eps, float), diag.shape[1:]))
-        sub = want[box.slices]
-        act = box.active_mask[c]
-        sub[act] = 1 / box.eps_inv[c, c][act]
-        want[box.slices] = sub
-        np.testing.assert_allclose(diag[c], want, rtol=1e-14)
+    np.testing.assert_allclose(diag, _effective_eps(grids["subpixel"]), rtol=1e-14)
+    # the staircase: each node its own material's eps, at the interface nodes too
+    stair = _effective_eps(grids["staircase"])
+    assert np.abs(stair - diag).max() > 0.5 and np.abs(stair - _effective_eps(grids["subpixel"])).max() > 0.5
     with precision_scope():
-        runs = {av: np.asarray(fdtd.run(_sphere_sim(av), 50, progress=False).raw.E) for av in grids}
-    scale = np.abs(runs["subpixel"]).max()
-    d_sub = np.abs(runs["diagonal"] - runs["subpixel"]).max() / scale
-    d_stair = np.abs(runs["diagonal"] - runs["staircase"]).max() / scale
-    d_sub_stair = np.abs(runs["subpixel"] - runs["staircase"]).max() / scale
-    assert d_sub > 1e-6, d_sub
-    assert d_stair > 1e-4 and d_sub_stair > 1e-4, (d_stair, d_sub_stair)
+        runs = {
+            av: np.asarray(fdtd.run(_sphere_sim(av), 50, progress=False).raw.E)
+            for av in ("subpixel", "diagonal")
+        }
+    d_sub = np.abs(runs["diagonal"] - runs["subpixel"]).max() / np.abs(runs["subpixel"]).max()
+    # the off-diagonal terms act (measured 0.26 of the largest E: the sphere is 3.3 cells in
+    # radius and the dipoles one cell off its surface, so the interface nodes carry the field)
+    assert d_sub > 1e-2, d_sub
+
+
+def _effective_eps(g):
+    """1 / the diagonal of the inverse permittivity the update applies, (3, nx, ny, nz)."""
+    out = np.array(np.broadcast_to(np.asarray(g.eps, float), (3,) + g.grid.shape))
+    if g.subpixel is not None:
+        box = g.subpixel
+        for c in range(3):
+            sub = out[c][box.slices]
+            sub[box.active_mask[c]] = 1 / box.eps_inv[c, c][box.active_mask[c]]
+            out[c][box.slices] = sub
+    return out
 
 
 def test_bad_averaging_is_one_line_naming_the_values():
