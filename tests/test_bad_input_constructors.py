@@ -147,7 +147,11 @@ CASES = [
         lambda: _sim(monitors=None),
         r"^monitors must be FluxBox, FluxPlane or CrossSections objects in a list",
     ),
-    ("Simulation averaging array", lambda: _sim(averaging=np.zeros(2)), r"^averaging must be 'subpixel' or"),
+    (
+        "Simulation averaging array",
+        lambda: _sim(averaging=np.zeros(2)),
+        r"^averaging must be 'subpixel', 'diagonal' or 'staircase'",
+    ),
     ("QMR atol str", lambda: dda.QMR(atol="0"), r"^atol must be finite and >= 0"),
     ("QMR atol list", lambda: dda.QMR(atol=[0.0, 1.0]), r"^atol must be finite and >= 0"),
     ("BiCGStab atol complex", lambda: dda.BiCGStab(atol=1j), r"^atol must be finite and >= 0"),

@@ -34,67 +34,27 @@ def fdtd_benchmark(
     ``material``: "vacuum" (scalar coefficients), "dielectric" (per-cell eps array),
     "drude" (a Drude cube, one pole, per-cell pole coefficients and currents J), or an eps =
     2.25 sphere of radius N/4 from an emjax.scene, "sphere" (staircased per node) or
-    "sphere-subpixel" (Kottke tensors at the interface nodes; both in the sparse box), or
-    "sphere-drude" (a Drude sphere, subpixel: its interface nodes are two-pole media in the
-    box).
+    "sphere-subpixel" (Kottke tensors at the interface nodes; both in the sparse box),
+    "sphere-diagonal" (the tensors' diagonal per E node: eps of shape (3, N, N, N), no box,
+    which the blocked kernel runs), or "sphere-drude" (a Drude sphere, subpixel: its
+    interface nodes are two-pole media in the box).
     ``devices``: run on that many devices (``fdtd.run(layout=devices)``, slabs along x);
     ``shape``: a grid other than N^3 (the scaling runs' (k N, N, N)).
     ``kernel``: the step (:func:`emjax.fdtd.run`'s ``kernel``); the row's ``kernel`` says which
     ran (the bytes model is the XLA step's whichever ran).
     Bytes per cell update: the model of two passes (H then E), each reading six field
     components and writing three (18 accesses), plus the per-cell coefficient arrays read
-    (lossless: cb, 1; lossy/Drude: ca too) and for Drude the currents read and written and
-    their two coefficients (8). The sphere's box correction is not in the model (its cost
-    shows as the rate against "dielectric").
+    (lossless: cb, 1, or 3 per component for sphere-diagonal; lossy/Drude: ca too) and for
+    Drude the currents read and written and their two coefficients (8). The sphere's box
+    correction is not in the model (its cost shows as the rate against "dielectric").
     ``bandwidth_fraction`` is against the measured two-reads-per-write stream bandwidth
     (``stream_bandwidth``), the step's own read:write ratio; the copy's is reported too.
     """
     from .. import fdtd
 
     prec = backend.precision(precision)
-    bd = {"cpml": fdtd.CPML(pml_thickness), "pec": fdtd.PEC(), "periodic": fdtd.Periodic()}[boundary]
-    grid = fdtd.Grid(
-        tuple(shape) if shape is not None else (size,) * 3,
-        dx=1.0,
-        order=order,
-        boundary=bd,
-        precision=prec.name,
-    )
-    materials = ("vacuum", "dielectric", "drude", "sphere", "sphere-subpixel", "sphere-drude")
-    if material not in materials:
-        raise ConfigError(f"material must be one of {', '.join(materials)}, got {material!r}")
-    eps, disp, sub = 1.0, None, None
-    c = size // 2
-    block = np.zeros(grid.shape, bool)
-    block[c // 2 : c + c // 2, c // 2 : c + c // 2, c // 2 : c + c // 2] = True
-    if material == "dielectric":
-        eps = np.where(block, 2.25, 1.0).astype(np.float32)
-    elif material == "drude":
-        from ..materials import Dispersive, DrudePole
-
-        disp = (Dispersive(eps_inf=1.0, poles=(DrudePole(omega_p=1.0, gamma=0.05),)), block)
-    elif material.startswith("sphere"):
-        from .. import geometry, scene
-        from ..materials import Drude
-
-        mat = Drude(1.0, omega_p=0.3, gamma=0.01) if material == "sphere-drude" else 2.25
-        sc = scene.Scene([scene.Object(geometry.Sphere(), mat, center=(c, c, c), size=size / 2)])
-        phys = fdtd.Simulation(
-            size=(size,) * 3,
-            resolution=1.0,
-            scene=sc,
-            boundary=fdtd.Periodic(),  # only to place the scene on this grid's cells
-            center=(size / 2,) * 3,
-            averaging="staircase" if material == "sphere" else "subpixel",
-        )
-        t0 = time.perf_counter()
-        spec, _ = phys.to_grid()
-        raster_s = time.perf_counter() - t0
-        eps, sub, disp = spec.eps, spec.subpixel, spec.dispersive
-    src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
-    sim = fdtd.GridSimulation(
-        grid, eps=eps, dispersive=disp, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),), subpixel=sub
-    )
+    sim, raster_s = benchmark_simulation(size, precision, boundary, order, material, pml_thickness, shape)
+    grid, sub = sim.grid, sim.subpixel
     t0 = time.perf_counter()
     fdtd.run(
         sim, 2, chunk=2, layout=devices, progress=False, kernel=kernel
@@ -104,9 +64,9 @@ def fdtd_benchmark(
     # long run; each chunk boundary (NaN check, probe records, progress) costs ~0.5 ms
     r = fdtd.run(sim, 2 * steps, chunk=steps, layout=devices, progress=False, kernel=kernel)
     item = np.dtype(prec.real).itemsize
-    coef = {"vacuum": 0, "dielectric": 1, "drude": 10, "sphere": 1, "sphere-subpixel": 1, "sphere-drude": 10}[
-        material
-    ]
+    coef = {"vacuum": 0, "dielectric": 1, "drude": 10, "sphere-diagonal": 3, "sphere-drude": 10}.get(
+        material, 1
+    )
     per_cell = (18 + coef) * item
     bw = bandwidth or stream_bandwidth()
     return {
@@ -132,7 +92,7 @@ def fdtd_benchmark(
         "memory_bytes_per_cell": sim.memory_bytes() / grid.n_cells,
         "box_cells": int(np.prod(sub.shape)) if sub is not None else 0,
         "box_active_nodes": int(sub.active_mask.sum()) if sub is not None else 0,
-        "raster_s": raster_s if material.startswith("sphere") else None,
+        "raster_s": raster_s,
         "device": device_description(),
         "date": datetime.date.today().isoformat(),
         "commit": git_commit(),
@@ -149,6 +109,7 @@ BENCH_ARRAYS = {
     "drude": 14,
     "sphere": 12,
     "sphere-subpixel": 12,
+    "sphere-diagonal": 12,
     "sphere-drude": 18,
 }
 BENCH_HOST_BYTES = {
@@ -157,6 +118,7 @@ BENCH_HOST_BYTES = {
     "drude": 1,
     "sphere": 65,
     "sphere-subpixel": 65,
+    "sphere-diagonal": 100,  # measured 99 at 64^3 (tracemalloc), the step's coefficients included
     "sphere-drude": 97,
 }
 #: The smallest N of an N^3 benchmark grid: the dipole, its probe 3 cells away, and with a
@@ -250,3 +212,66 @@ def fdtd_scaling(size: int, devices: int, steps: int = 200, modes=("strong", "we
             base = base if base is not None else r["cells_per_s"]
             r.update(mode=mode, devices=k, efficiency=r["cells_per_s"] / (k * base))
             yield r
+
+
+MATERIALS = ("vacuum", "dielectric", "drude", "sphere", "sphere-subpixel", "sphere-diagonal", "sphere-drude")
+
+
+def benchmark_simulation(
+    size: int,
+    precision: str = "single",
+    boundary: str = "cpml",
+    order: int = 2,
+    material: str = "vacuum",
+    pml_thickness: int = 10,
+    shape: tuple | None = None,
+) -> tuple:
+    """(the GridSimulation :func:`fdtd_benchmark` times, seconds its scene took to rasterize
+    or None)."""
+    from .. import fdtd
+
+    prec = backend.precision(precision)
+    bd = {"cpml": fdtd.CPML(pml_thickness), "pec": fdtd.PEC(), "periodic": fdtd.Periodic()}[boundary]
+    grid = fdtd.Grid(
+        tuple(shape) if shape is not None else (size,) * 3,
+        dx=1.0,
+        order=order,
+        boundary=bd,
+        precision=prec.name,
+    )
+    if material not in MATERIALS:
+        raise ConfigError(f"material must be one of {', '.join(MATERIALS)}, got {material!r}")
+    eps, disp, sub, raster_s = 1.0, None, None, None
+    c = size // 2
+    block = np.zeros(grid.shape, bool)
+    block[c // 2 : c + c // 2, c // 2 : c + c // 2, c // 2 : c + c // 2] = True
+    if material == "dielectric":
+        eps = np.where(block, 2.25, 1.0).astype(np.float32)
+    elif material == "drude":
+        from ..materials import Dispersive, DrudePole
+
+        disp = (Dispersive(eps_inf=1.0, poles=(DrudePole(omega_p=1.0, gamma=0.05),)), block)
+    elif material.startswith("sphere"):
+        from .. import geometry, scene
+        from ..materials import Drude
+
+        mat = Drude(1.0, omega_p=0.3, gamma=0.01) if material == "sphere-drude" else 2.25
+        sc = scene.Scene([scene.Object(geometry.Sphere(), mat, center=(c, c, c), size=size / 2)])
+        averaging = {"sphere": "staircase", "sphere-diagonal": "diagonal"}.get(material, "subpixel")
+        phys = fdtd.Simulation(
+            size=(size,) * 3,
+            resolution=1.0,
+            scene=sc,
+            boundary=fdtd.Periodic(),  # only to place the scene on this grid's cells
+            center=(size / 2,) * 3,
+            averaging=averaging,
+        )
+        t0 = time.perf_counter()
+        spec, _ = phys.to_grid()
+        raster_s = time.perf_counter() - t0
+        eps, sub, disp = spec.eps, spec.subpixel, spec.dispersive
+    src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
+    sim = fdtd.GridSimulation(
+        grid, eps=eps, dispersive=disp, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),), subpixel=sub
+    )
+    return sim, raster_s

@@ -68,10 +68,19 @@ def add_bench(bench) -> None:
     b.add_argument(
         "--material",
         default="vacuum",
-        choices=["vacuum", "dielectric", "drude", "sphere", "sphere-subpixel", "sphere-drude"],
+        choices=[
+            "vacuum",
+            "dielectric",
+            "drude",
+            "sphere",
+            "sphere-subpixel",
+            "sphere-diagonal",
+            "sphere-drude",
+        ],
         help="what fills the box: vacuum (scalar coefficients), dielectric (a per-cell eps array), "
-        "drude (a one-pole Drude cube), an eps 2.25 sphere of radius N/4 staircased (sphere) or "
-        "subpixel-averaged (sphere-subpixel), a Drude sphere (sphere-drude) (vacuum)",
+        "drude (a one-pole Drude cube), an eps 2.25 sphere of radius N/4 staircased (sphere), "
+        "subpixel-averaged (sphere-subpixel) or with the averaged tensor's diagonal per E node "
+        "(sphere-diagonal, which the blocked kernel runs), a Drude sphere (sphere-drude) (vacuum)",
     )
     b.add_argument(
         "--devices",

@@ -162,7 +162,8 @@ def solve(sim, axis: int, lo: tuple, hi: tuple, index: int, frequency: float, nu
                 num_modes,
                 boundary=tuple(walls),
                 group_index=False,
-                averaging=sim.averaging,
+                # the plane's solver takes Kottke's tensor's diagonal: "diagonal" is its subpixel
+                averaging="subpixel" if sim.averaging == "diagonal" else sim.averaging,
             )
         except ConfigError as exc:
             raise ConfigError(f"the mode plane at {'xyz'[axis]} = {center[axis]:.6g}: {exc}") from None

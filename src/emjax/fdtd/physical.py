@@ -4,7 +4,8 @@ objects, sources and monitors given by position and size; results normalized for
 :class:`Simulation` compiles to the cell-index :class:`~emjax.fdtd.GridSimulation` (what
 :func:`emjax.fdtd.run` steps): the grid covers ``size`` around ``center`` plus the CPML on
 each absorbing face; the scene is rasterized onto the Yee grid with subpixel averaging
-(``averaging="subpixel"``, the default) or per node (``"staircase"``); sources and monitors
+(``averaging="subpixel"``, the default; ``"diagonal"``: its tensor's diagonal per E node)
+or per node (``"staircase"``); sources and monitors
 snap to the nearest nodes and planes.
 
 Coordinates: cell ``(i, j, k)`` spans ``origin + (i, j, k) dx`` to ``origin + (i + 1, j + 1,
@@ -27,6 +28,7 @@ from .sources import PlaneSource, PointDipole
 from .spec import GridSimulation, Probe
 from .tfsf import TFSF
 
+AVERAGING = ("subpixel", "diagonal", "staircase")
 AXIS = {"x": 0, "y": 1, "z": 2, 0: 0, 1: 1, 2: 2}
 
 
@@ -206,7 +208,10 @@ class Simulation:
     boundary : ``CPML(thickness in cells)``, ``PEC()``, ``Periodic()``, ``Bloch(k)`` or one per
         axis; a CPML is added outside ``size``.
     center : centre of the region.
-    averaging : "subpixel" (anisotropic averaging at interfaces, second order) or "staircase".
+    averaging : "subpixel" (anisotropic averaging at interfaces, second order), "diagonal"
+        (the same averaged tensor's diagonal as per-node eps: no off-diagonal corrections, so
+        the blocked kernel can run it; exact where interfaces are axis-aligned, an
+        approximation on oblique ones; dielectrics and PEC only) or "staircase".
     precision, courant, order : as :class:`emjax.fdtd.Grid`; the default Courant number is
         lowered where a Drude-Lorentz medium's poles need it (:mod:`.pole_stability`).
     symmetry : (sx, sy, sz), each 0, -1 or +1: a mirror plane through ``center`` normal to
@@ -239,8 +244,10 @@ class Simulation:
         object.__setattr__(self, "size", _vec3("size", self.size, positive=True))
         object.__setattr__(self, "center", _vec3("center", self.center))
         require_positive("resolution", self.resolution)
-        if not is_one_of(self.averaging, ("subpixel", "staircase")):
-            raise ConfigError(f"averaging must be 'subpixel' or 'staircase', got {self.averaging!r}")
+        if not is_one_of(self.averaging, AVERAGING):
+            raise ConfigError(
+                f"averaging must be 'subpixel', 'diagonal' or 'staircase', got {self.averaging!r}"
+            )
         b = self.boundary if isinstance(self.boundary, tuple) else (self.boundary,) * 3
         if len(b) != 3 or not all(isinstance(x, (Periodic, PEC, CPML, Bloch)) for x in b):
             raise ConfigError("boundary must be CPML(), PEC(), Periodic(), Bloch(k) or a tuple of three")

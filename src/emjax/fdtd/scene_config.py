@@ -9,7 +9,7 @@ and default: docs/toml.md)::
     boundary = "cpml"               # or "pec", "periodic", "bloch", or one per axis
     bloch_k = [0, 0, 0]             # the Bloch wavevector (rad / length) of "bloch" axes
     pml_thickness = 10              # cells
-    averaging = "subpixel"          # or "staircase"
+    averaging = "subpixel"          # or "diagonal" (the tensor's diagonal), "staircase"
     precision = "single"
     background = 1.0                # eps of the background
     unit = "um"                     # the length unit (needed by library materials)
@@ -274,7 +274,7 @@ def build_physical(cfg: dict, base_dir=None):
     if s.has("bloch_k") and "bloch" not in names:
         raise ConfigError('[simulation].bloch_k needs boundary = "bloch" on the axes it applies to')
     thickness = s.int("pml_thickness", default=10, lo=1)
-    averaging = s.choice("averaging", ("subpixel", "staircase"), default="subpixel")
+    averaging = s.choice("averaging", ("subpixel", "diagonal", "staircase"), default="subpixel")
     precision = s.choice("precision", ("single", "double"), default="single")
     courant = s.real("courant", default=None, lo=0, lo_open=True, hi=1.0)
     background = s.real("background", default=1.0, lo=1.0)

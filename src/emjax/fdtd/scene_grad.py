@@ -12,7 +12,8 @@ values equal the concrete run's to rounding; ``fdtd.run`` then differentiates th
 reverse mode of the checkpointed time loop.
 
 Covered: dielectric materials (real eps >= 1, numbers or ``materials.Constant``) with
-``averaging="subpixel"`` (geometry and eps) or ``"staircase"`` (eps only: a staircased
+``averaging="subpixel"`` or ``"diagonal"`` (geometry and eps; diagonal: the same tensors'
+diagonal set into the per-node eps, no box) or ``"staircase"`` (eps only: a staircased
 boundary has no derivative). PEC and Drude/Lorentz media are refused with the reason. The
 tensors are computed in float64 in either JAX mode (:func:`_in_float64`). Under ``jax.jit`` only
 permittivities may be traced (the host raster needs the geometry's values; Scene.primal
@@ -107,7 +108,7 @@ def _box_bounds(sim, points, periodic):
         if n > 1 and not (per and a == 0 and b == n) and (a < 2 + p or b > n - 2 - p):
             raise ConfigError(
                 "subpixel averaging at an interface within two cells of the CPML is not supported: "
-                'keep the objects two cells away from it, or use averaging="staircase"'
+                'keep the objects two cells away from it, or use averaging="diagonal" or "staircase"'
             )
     return blo, bhi
 
@@ -314,16 +315,22 @@ def materials(sim, tf=None) -> dict:
     for name, m in zip(names, scene.materials):
         _eps(name, m)
     geometry = [name for o in scene.objects for name in o.traced]
-    if geometry and sim.averaging != "subpixel":
+    if geometry and sim.averaging == "staircase":
         raise ConfigError(
             f'averaging="staircase" has no derivative with respect to an object\'s {geometry[0]} '
-            '(a staircased boundary jumps from cell to cell): use averaging="subpixel"'
+            '(a staircased boundary jumps from cell to cell): use averaging="subpixel" or "diagonal"'
         )
     g = sim.grid
-    r = rasterize(base, g.shape, g.dx, sim.origin, averaging=sim.averaging)
+    diagonal = sim.averaging == "diagonal"
+    r = rasterize(base, g.shape, g.dx, sim.origin, averaging="subpixel" if diagonal else sim.averaging)
     nodes = [r.interface[c]["index"] if len(r.interface[c]["fill"]) else None for c in range(3)]
     present = [q for q in nodes if q is not None]
-    box = _box_bounds(sim, np.concatenate(present), periodic) if present else None
+    box = None
+    if present and diagonal:  # the tensors' diagonal goes per node: no box, no margin to keep
+        every = np.concatenate(present)
+        box = every.min(axis=0), every.max(axis=0) + 1
+    elif present:
+        box = _box_bounds(sim, np.concatenate(present), periodic)
     leaves, rebuild, description = _leaves(scene)
     groups = [interface_groups(scene, r, c, base) if nodes[c] is not None else [] for c in range(3)]
     # what the compiled functions read: the raster without the values the traced geometry
@@ -351,6 +358,12 @@ def materials(sim, tf=None) -> dict:
     eps = entry["eps"](leaves)
     inv_box = None if box is None else _in_float64(entry, leaves)
     if box is None:
+        return {"eps": eps, "subpixel": None}
+    if diagonal:  # each interface node's E_c takes 1 / eps_inv[c, c] (scene_raster's rule)
+        for c in range(3):
+            if nodes[c] is not None:
+                i = tuple((nodes[c] - box[0]).T)
+                eps = eps.at[(c,) + tuple(nodes[c].T)].set(1.0 / inv_box[c, c][i].astype(eps.dtype))
         return {"eps": eps, "subpixel": None}
     active = np.zeros((3,) + np.shape(inv_box)[2:], bool)
     for c in range(3):

@@ -17,6 +17,11 @@ Rules at an interface node (fill fraction ``f`` of the node's own material, norm
 * PEC: a node is perfectly conducting when at least half its dual cell is (staircase at each
   component's own node: first order; a conformal Dey-Mittra rule is not done).
 
+With ``averaging="diagonal"`` each dielectric interface node takes ``1 / eps_inv[c, c]`` of
+the same tensor as its E_c's own eps (per-node arrays, ``(3, nx, ny, nz)``, and no box: the
+blocked kernel carries it); the off-diagonal terms are dropped, which is exact where the
+interface is normal to an axis. Drude/Lorentz media are refused there (use "subpixel").
+
 Without averaging every node takes the material at its own position (not the cell centre's).
 """
 
@@ -162,7 +167,13 @@ def materials(sim, tf=None) -> dict:
     disp = [i for i, k in enumerate(kinds) if k == "dispersive"]
     if len(disp) > 1:
         raise ConfigError("FDTD: at most one Drude/Lorentz material per scene (this version)")
-    r = rasterize(sim.scene, g.shape, g.dx, sim.origin, averaging=sim.averaging)
+    diagonal = sim.averaging == "diagonal"
+    if diagonal and disp:
+        raise ConfigError(
+            'averaging="diagonal" does not take Drude/Lorentz media (their interface nodes need '
+            'the anisotropic pole update): use averaging="subpixel" for this scene'
+        )
+    r = rasterize(sim.scene, g.shape, g.dx, sim.origin, averaging="subpixel" if diagonal else sim.averaging)
     eps_lut = np.array([_eps(m) if k == "dielectric" else 1.0 for m, k in zip(mats, kinds)])
     if kinds[0] == "dispersive":
         eps_lut[0] = 1.0
@@ -207,6 +218,14 @@ def materials(sim, tf=None) -> dict:
             tensors.append(None)
         if poles_here:
             pole_nodes[c] = poles_here
+    if diagonal:  # Kottke's tensor's diagonal at the interface nodes: per-node eps, no box
+        for c, t in enumerate(tensors):
+            if t is not None:
+                eps[c][tuple(t[0].T)] = 1.0 / t[1][:, c, c]
+        out = {"eps": eps if np.any(eps != 1) else 1.0, "subpixel": None}
+        if np.any(pec):
+            out["pec"] = pec
+        return out
     # a one-pole medium whose interfaces are all in the box: the bulk takes it per cell (where
     # all three nodes are in it); its other nodes join the box as pure pole nodes (fill 1),
     # so the bulk reads one coefficient array per pole, not one per component
@@ -252,7 +271,7 @@ def materials(sim, tf=None) -> dict:
         if reaches_edge and (any(tt is not None for tt in tensors) or any(pole_nodes)):
             raise ConfigError(
                 "subpixel averaging at an interface within two cells of the CPML is not supported: "
-                'keep the objects two cells away from it, or use averaging="staircase"'
+                'keep the objects two cells away from it, or use averaging="diagonal" or "staircase"'
             )
         if reaches_edge:  # staircase only: per-node eps arrays instead of the box
             pts, per_node = [], True

@@ -203,7 +203,12 @@ def unsupported(plan, monitors: bool = False) -> str | None:
     if plan.n_poles or plan.n_lorentz:
         return "Drude/Lorentz poles"
     if plan.subpixel is not None:
-        return "subpixel corrections"
+        # a physical Simulation's averaging="subpixel" (or a staircase's box of differing
+        # nodes); averaging="diagonal" gives per-node eps the kernel takes
+        return (
+            'subpixel corrections (the sparse box; a Simulation with averaging="diagonal" '
+            "runs on the blocked kernel)"
+        )
     if plan.aux_len or any(not isinstance(s, PointDipole) for s in plan.sources):
         return "sources other than point dipoles (TF/SF, plane sources)"
     if plan.monitors and not monitors:

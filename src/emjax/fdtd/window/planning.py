@@ -43,7 +43,7 @@ def unsupported(sim: GridSimulation) -> str | None:
     if any(isinstance(b, CPML) and b.wall == "pmc" for b in sim.grid.boundary):
         return "PMC walls (even mirror symmetry)"
     if sim.subpixel is not None:
-        return 'subpixel averaging (a Simulation with averaging="staircase" can use it)'
+        return 'subpixel corrections (the sparse box; a Simulation with averaging="diagonal" can use it)'
     if sim.grid.bloch_phases[0] is not None:
         return "a Bloch boundary along x (the slab axis)"
     for s in sim.sources:
