@@ -106,6 +106,65 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int par, int s, int slot, R
   return kappa ? km1 * vs + p : p;
 }
 
+#if TFSF
+// The TF/SF box (emjax.fdtd.tfsf; blocked/incidence.py): a node at i (row 0) or i + 1/2
+// (row 1) along axis a is in the box when TF_LO[row][a] <= i <= TF_HI[row][a]; the incident
+// E (H) component c is TF_AMP[0 (1)][c] times the pass's line tinc of level s, E at step
+// n + s - 1, H half a step later, indexed by the node's cell along TF_AXIS.
+__constant__ int TF_LO[2][3] = {TF_LO_TABLE};
+__constant__ int TF_HI[2][3] = {TF_HI_TABLE};
+__constant__ REAL TF_AMP[2][3] = {TF_AMP_TABLE};
+
+// whether a cell at g (of n, axis a) has a stencil node (g - 1, g, g + 1, wrapped) in the box
+__device__ __forceinline__ bool tf_near(int g, int n, int a) {
+  const int lo = min(TF_LO[0][a], TF_LO[1][a]), hi = max(TF_HI[0][a], TF_HI[1][a]);
+  const int m = (g + n - 1) % n, pl = (g + 1) % n;
+  return (g >= lo && g <= hi) || (m >= lo && m <= hi) || (pl >= lo && pl <= hi);
+}
+
+// the total-field indicator at node r of field f (0: E, 1: H), component c
+__device__ __forceinline__ REAL tf_mask(int f, int c, const int *r) {
+  bool in = true;
+  for (int a = 0; a < 3; ++a) {
+    const int h = (f == 0) == (a == c);  // half a cell along a: E_c along c, H_c across it
+    in = in && r[a] >= TF_LO[h][a] && r[a] <= TF_HI[h][a];
+  }
+  return in ? (REAL)1 : (REAL)0;
+}
+
+__device__ __forceinline__ REAL tf_inc(const REAL *tinc, int s, int f, int c, const int *r) {
+  return TF_AMP[f][c] * tinc[((s - 1) * 2 + f) * TF_NA + r[TF_AXIS]];
+}
+
+// the face correction of component c at cell (x, y, z), level s: f = 0: m_H curl E_inc -
+// curl(m_E E_inc) at the H_c node (forward differences), to be multiplied by -dt; f = 1:
+// m_E curl H_inc - curl(m_H H_inc) at the E_c node (backward differences), by cb. Zero
+// where no node of the stencil is in the box (tf_near false on an axis).
+__device__ __noinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, int f, int c, int x, int y,
+                                     int z) {
+  const int n[3] = {NX, NY, NZ};
+  const int r[3] = {x, y, z};
+  const REAL m0 = tf_mask(1 - f, c, r);
+  REAL cu = (REAL)0, cm = (REAL)0;
+  for (int t = 0; t < 2; ++t) {  // curl_c F = d_{c+1} F_{c+2} - d_{c+2} F_{c+1}
+    const int b = (c + 1 + t) % 3, g = (c + 2 - t) % 3;
+    if (TF_AMP[f][g] == (REAL)0) continue;
+    int o[3] = {x, y, z};
+    o[b] = f == 0 ? (r[b] + 1) % n[b] : (r[b] + n[b] - 1) % n[b];
+    const REAL vr = tf_inc(tinc, s, f, g, r), vo = tf_inc(tinc, s, f, g, o);
+    const REAL mr = vr * tf_mask(f, g, r), mo = vo * tf_mask(f, g, o);
+    const REAL d = (f == 0 ? vo - vr : vr - vo) * (REAL)INV_DX;
+    const REAL dm = (f == 0 ? mo - mr : mr - mo) * (REAL)INV_DX;
+    cu += t == 0 ? d : -d;
+    cm += t == 0 ? dm : -dm;
+  }
+  return m0 * cu - cm;
+}
+#define TF_E(c) + tce[k][c]
+#else
+#define TF_E(c)
+#endif
+
 extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #ifdef EMJAX_EMULATE
   REAL *smem = reinterpret_cast<REAL *>(emu_smem);
@@ -185,6 +244,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   }
 #endif
   const REAL inv_dx = (REAL)INV_DX, dt = (REAL)DT;
+#if TFSF
+  bool tf_yz[RY];  // per row: whether its (y, z) may take a TF/SF correction
+  FOR_K tf_yz[k] = active && tf_near(gy[k], NY, 1) && tf_near(gz, NZ, 2);
+#endif
 #if PML2
   const bool sz = INSLAB(gz, NZ, L2);  // (the profiles are read where used: registers are scarce)
 #endif
@@ -283,6 +346,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
           hc[k][1] = hc[k][1] + dt * dxEz;
           hc[k][2] = hc[k][2] - dt * dxEy;
+#if TFSF  // the TF/SF correction of H: the incident E at step n + s - 1
+          if (tf_yz[k] && tf_near(p, NX, 0))
+            for (int c = 0; c < 3; ++c) hc[k][c] -= dt * tf_corr(tinc, s, 0, c, p, gy[k], gz);
+#endif
         }
         // b. H^s(q-1) and E^{s-1}(q) to shared memory
         if (active) {
@@ -293,6 +360,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       }
       __syncthreads();
       REAL en[RY][3];
+#if TFSF
+      REAL tce[RY][3];
+#endif
       FOR_K {
         en[k][0] = eo[s][k][0]; en[k][1] = eo[s][k][1]; en[k][2] = eo[s][k][2];
         // c. E^s(q-1) = ca E + cb curl H (backward differences)
@@ -340,9 +410,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           }
 #endif
           const int gyk = gy[k];
-          en[k][0] = CA(0, p, gyk, gz) * eo[s][k][0] + CB(0, p, gyk, gz) * (dyHz - dzHy);
-          en[k][1] = CA(1, p, gyk, gz) * eo[s][k][1] + CB(1, p, gyk, gz) * (dzHx - dxHz);
-          en[k][2] = CA(2, p, gyk, gz) * eo[s][k][2] + CB(2, p, gyk, gz) * (dxHy - dyHx);
+#if TFSF  // the TF/SF correction of curl H: the incident H at step n + s - 1/2
+          const bool tf_here = tf_yz[k] && tf_near(p, NX, 0);
+          for (int c = 0; c < 3; ++c) tce[k][c] = tf_here ? tf_corr(tinc, s, 1, c, p, gyk, gz) : (REAL)0;
+#endif
+          en[k][0] = CA(0, p, gyk, gz) * eo[s][k][0] + CB(0, p, gyk, gz) * (dyHz - dzHy TF_E(0));
+          en[k][1] = CA(1, p, gyk, gz) * eo[s][k][1] + CB(1, p, gyk, gz) * (dzHx - dxHz TF_E(1));
+          en[k][2] = CA(2, p, gyk, gz) * eo[s][k][2] + CB(2, p, gyk, gz) * (dxHy - dyHx TF_E(2));
 #if WALL0
           if (p == 0) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
