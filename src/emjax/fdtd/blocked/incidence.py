@@ -88,7 +88,12 @@ def defines(entry: tuple | None, literal) -> dict:
     def table(rows, fmt):
         return ", ".join("{" + ", ".join(fmt(v) for v in r) + "}" for r in rows)
 
+    guard = {}
+    for a in range(3):  # the nodes in the box along a lie in [min lo, max hi]
+        guard[f"TF_G{a}_LO"] = min(lo[0][a], lo[1][a])
+        guard[f"TF_G{a}_HI"] = max(hi[0][a], hi[1][a])
     return {
+        **guard,
         "TFSF": 1,
         "TF_AXIS": axis,
         "TF_NA": na,

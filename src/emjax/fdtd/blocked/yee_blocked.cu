@@ -115,12 +115,10 @@ __constant__ int TF_LO[2][3] = {TF_LO_TABLE};
 __constant__ int TF_HI[2][3] = {TF_HI_TABLE};
 __constant__ REAL TF_AMP[2][3] = {TF_AMP_TABLE};
 
-// whether a cell at g (of n, axis a) has a stencil node (g - 1, g, g + 1, wrapped) in the box
-__device__ __forceinline__ bool tf_near(int g, int n, int a) {
-  const int lo = min(TF_LO[0][a], TF_LO[1][a]), hi = max(TF_HI[0][a], TF_HI[1][a]);
-  const int m = (g + n - 1) % n, pl = (g + 1) % n;
-  return (g >= lo && g <= hi) || (m >= lo && m <= hi) || (pl >= lo && pl <= hi);
-}
+// whether a cell at g (of n) may have a stencil node (g - 1, g, g + 1, wrapped) in the box
+// along an axis whose nodes in the box lie in [lo, hi] (compile-time bounds TF_G*: a superset)
+#define TF_NEAR(g, n, lo, hi) \
+  (((g) >= (lo) - 1 && (g) <= (hi) + 1) || ((g) == (n) - 1 && (lo) <= 0) || ((g) == 0 && (hi) >= (n) - 1))
 
 // the total-field indicator at node r of field f (0: E, 1: H), component c
 __device__ __forceinline__ REAL tf_mask(int f, int c, const int *r) {
@@ -139,7 +137,7 @@ __device__ __forceinline__ REAL tf_inc(const REAL *tinc, int s, int f, int c, co
 // the face correction of component c at cell (x, y, z), level s: f = 0: m_H curl E_inc -
 // curl(m_E E_inc) at the H_c node (forward differences), to be multiplied by -dt; f = 1:
 // m_E curl H_inc - curl(m_H H_inc) at the E_c node (backward differences), by cb. Zero
-// where no node of the stencil is in the box (tf_near false on an axis).
+// where no node of the stencil is in the box (TF_NEAR false on an axis).
 __device__ __noinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, int f, int c, int x, int y,
                                      int z) {
   const int n[3] = {NX, NY, NZ};
@@ -246,7 +244,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const REAL inv_dx = (REAL)INV_DX, dt = (REAL)DT;
 #if TFSF
   bool tf_yz[RY];  // per row: whether its (y, z) may take a TF/SF correction
-  FOR_K tf_yz[k] = active && tf_near(gy[k], NY, 1) && tf_near(gz, NZ, 2);
+  FOR_K tf_yz[k] = active && TF_NEAR(gy[k], NY, TF_G1_LO, TF_G1_HI) && TF_NEAR(gz, NZ, TF_G2_LO, TF_G2_HI);
 #endif
 #if PML2
   const bool sz = INSLAB(gz, NZ, L2);  // (the profiles are read where used: registers are scarce)
@@ -319,6 +317,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       const bool do_e = active && ql >= 1 && ql <= NXW;  // E update, H completion on q - 1
       const bool do_h = active && ql <= NXW - 1;         // H start on plane q
       const int p = q - 1;
+#if TFSF
+      const bool tf_px = TF_NEAR(p, NX, TF_G0_LO, TF_G0_HI);
+#endif
       const bool out_p = p >= OX0 && p < OX1, out_q = q >= OX0 && q < OX1;  // written planes
       REAL hc[RY][3];
       FOR_K {
@@ -347,7 +348,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           hc[k][1] = hc[k][1] + dt * dxEz;
           hc[k][2] = hc[k][2] - dt * dxEy;
 #if TFSF  // the TF/SF correction of H: the incident E at step n + s - 1
-          if (tf_yz[k] && tf_near(p, NX, 0))
+          if (tf_yz[k] && tf_px)
             for (int c = 0; c < 3; ++c) hc[k][c] -= dt * tf_corr(tinc, s, 0, c, p, gy[k], gz);
 #endif
         }
@@ -411,7 +412,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
           const int gyk = gy[k];
 #if TFSF  // the TF/SF correction of curl H: the incident H at step n + s - 1/2
-          const bool tf_here = tf_yz[k] && tf_near(p, NX, 0);
+          const bool tf_here = tf_yz[k] && tf_px;
           for (int c = 0; c < 3; ++c) tce[k][c] = tf_here ? tf_corr(tinc, s, 1, c, p, gyk, gz) : (REAL)0;
 #endif
           en[k][0] = CA(0, p, gyk, gz) * eo[s][k][0] + CB(0, p, gyk, gz) * (dyHz - dzHy TF_E(0));
