@@ -165,6 +165,28 @@ def test_emulated_flux_box_around_a_scatterer():
             assert np.abs(a[k] - b[k]).max() <= 1e-12 * scale
 
 
+@emulated
+def test_gpu_driver_with_the_kernel_emulated(monkeypatch):
+    """The GPU driver (one jit: passes in pairs in a scan, an odd pass, a shorter last one,
+    the 1-D grid carried beside the DFTs) with each kernel launch emulated through a host
+    callback: 7 steps in passes of 2 equal the XLA step, the aux state included (float32:
+    the callbacks run outside the caller's double-precision scope)."""
+    from emjax.fdtd.blocked import cuda_advance, shards
+
+    monkeypatch.setattr(cuda, "gpu_pass", shards._emulated)
+    d, p, lo, hi = CASES["+z"]
+    sim = _sim(d, p, lo, hi, precision="single")
+    plan, arrays, state = _setup(sim, 7, jnp.float32)
+    ref, rec_ref, _ = engine.advance(plan, arrays, _copy(state), 7)
+    out, rec, finite = cuda_advance.advance_gpu(plan, arrays, _copy(state), 7, 2, (5, 4))
+    assert bool(finite) and int(out["n"]) == 7
+    for f in "EH":
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-5, f
+    assert _rel(rec, rec_ref) <= 1e-5
+    for a, b in zip(out["aux"], ref["aux"], strict=True):
+        assert _rel(a, b) <= 1e-6
+
+
 def test_oblique_and_others_refused_with_the_reason():
     """Oblique incidence: the CUDA kernel refuses naming it (auto logs it and keeps XLA); the
     other blocked traversals refuse TF/SF altogether; several devices are refused too."""
