@@ -19,7 +19,7 @@ from emjax.fdtd import monitors as M
 from emjax.fdtd import step as engine
 from emjax.fdtd import tfsf as tfsf_mod
 from emjax.fdtd.blocked import cuda
-from emjax.fdtd.grid import CPML
+from emjax.fdtd.grid import CPML, PEC
 from emjax.scattering import PlaneWave
 
 emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
@@ -207,6 +207,30 @@ def test_oblique_and_others_refused_with_the_reason():
     assert "TF/SF source on several devices" in cuda_advance.unsupported(replace(plan, layout=object()))
 
 
+def test_auto_takes_the_kernel_along_an_axis_and_says_why_not_oblique(monkeypatch, caplog):
+    """With a GPU stood in: "auto" takes the blocked kernel for incidence along an axis and
+    keeps XLA for oblique incidence, logging the reason; "blocked" refuses it naming it."""
+    import logging
+
+    from emjax import backend
+    from emjax.fdtd.blocked import choice
+
+    monkeypatch.setattr(choice.jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(cuda, "nvrtc", lambda: object())
+    monkeypatch.setattr(backend, "device_memory_bytes", lambda: 10**9)
+    d, p, lo, hi = CASES["+z"]
+    g = fdtd.Grid((14, 13, 11), 1.0, boundary=PEC(), precision="single")
+    for wave, want in ((PlaneWave(d, p), "blocked"), (PlaneWave((0.6, 0, 0.8), (0.8, 0, -0.6)), "xla")):
+        sim = fdtd.GridSimulation(g, sources=(fdtd.TFSF(lo, hi, wave, PULSE),))
+        plan, _, _ = _setup(sim, 4, jnp.float32)
+        with caplog.at_level(logging.INFO, logger="emjax.fdtd"):
+            _, name, why = choice.select(plan, np.float32, "auto")
+        assert name == want, why
+    assert "oblique TF/SF incidence" in why and "oblique TF/SF incidence" in caplog.text
+    with pytest.raises(ConfigError, match="kernel='blocked' cannot run this simulation: .*oblique TF/SF"):
+        choice.select(plan, np.float32, "blocked")
+
+
 def test_kernel_text_has_the_box_and_its_lines():
     """The generated header carries the box's bounds (integer and half-integer nodes), the
     amplitudes and the lines' input ``tinc`` of TH x 2 x n values along the axis."""
@@ -228,9 +252,10 @@ gpu = pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_gpu_1000_steps_float64_and_float32(case):
-    """A 40^3 grid with a CPML on every face, a dielectric block inside the box: 1000 steps
-    of the CUDA kernel (the default tilings: float32 TH 4, float64 TH 2), float64 to 1e-12
-    and float32 to 1e-5 of the largest value; the 1-D grid's state too."""
+    """A 40^3 grid with a CPML on every face, a dielectric block inside the box: 1005 steps
+    of the CUDA kernel (the default tilings: float32 TH 4, 251 passes and one of 1; float64
+    TH 2, 502 and one of 1), float64 to 1e-12 and float32 to 1e-5 of the largest value; the
+    1-D grid's state too."""
     d, p, _, _ = CASES[case]
     n = 40
     lo, hi = (10, 12, 9), (30, 28, 31)
@@ -242,10 +267,10 @@ def test_gpu_1000_steps_float64_and_float32(case):
         sim = fdtd.GridSimulation(g, eps=eps, sources=(tf,), probes=(fdtd.Probe((20, 20, 20), 1),))
         th, tile, ry = blocked.choice.default_tiling(dtype)
         with precision_scope():
-            plan, arrays, state = _setup(sim, 1000, dtype)
-            ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 1000)
+            plan, arrays, state = _setup(sim, 1005, dtype)
+            ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 1005)
             out, rec, finite = blocked.advance(
-                plan, arrays, state, 1000, th=th, tile=(n, 24, 24), kernel="cuda", rows_per_thread=ry
+                plan, arrays, state, 1005, th=th, tile=(n, 24, 24), kernel="cuda", rows_per_thread=ry
             )
             assert bool(finite)
             for f in "EH":
@@ -253,3 +278,26 @@ def test_gpu_1000_steps_float64_and_float32(case):
             assert _rel(rec, rec_ref) <= tol, precision
             for a, b in zip(out["aux"], ref["aux"]):
                 assert _rel(a, b) <= tol, precision
+
+
+@gpu
+def test_gpu_run_flux_box_blocked_equals_xla():
+    """``fdtd.run`` with ``kernel="blocked"`` (the default tiling) and ``"xla"``: a TF/SF plane
+    wave on a dielectric block, a flux box around it in the scattered-field region; the
+    fields and the flux box's DFTs agree to 1e-5 (float32)."""
+    n = 48
+    g = fdtd.Grid((n,) * 3, 1.0, boundary=CPML(8), precision="single")
+    eps = np.ones((n,) * 3)
+    eps[20:28, 18:30, 20:28] = 2.25
+    tf = fdtd.TFSF((14,) * 3, (34,) * 3, PlaneWave((0, -1, 0), (0, 0, 1)), fdtd.GaussianPulse(0.1, 0.5))
+    sim = fdtd.GridSimulation(
+        g, eps=eps, sources=(tf,), monitors=fdtd.flux_box((11,) * 3, (37,) * 3, (0.08, 0.1))
+    )
+    a = fdtd.run(sim, 301, kernel="xla", progress=False)
+    b = fdtd.run(sim, 301, kernel="blocked", progress=False)
+    assert b.kernel.startswith("blocked")
+    for x, y in [(a.E, b.E), (a.H, b.H)] + [
+        (u[k], v[k]) for u, v in zip(a.dft, b.dft, strict=True) for k in "EH"
+    ]:
+        x, y = np.asarray(x), np.asarray(y)
+        assert np.abs(x - y).max() <= 1e-5 * np.abs(x).max()
