@@ -18,7 +18,6 @@ using std::min;
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(n)
 #define __syncthreads() emu_barrier->arrive_and_wait()
 #define __constant__
