@@ -225,6 +225,22 @@ def test_float32_cpml_th_4():
 
 
 @emulated
+def test_tfsf_along_x_in_the_slabs():
+    """A TF/SF box with incidence along x (the slab axis) across three slabs, a CPML on every
+    face: each slab's box and 1-D grid indices re-indexed into its ring, the kernel's
+    corrections from them equal the in-memory XLA run's."""
+    from emjax.scattering import PlaneWave
+
+    g = fdtd.Grid((36, 10, 10), 1.0, boundary=CPML(3), precision="double")
+    tf = fdtd.TFSF((7, 3, 3), (21, 7, 7), PlaneWave((1, 0, 0), (0, 0, 1)), WAVE)
+    sim = fdtd.GridSimulation(g, sources=(tf,), probes=(fdtd.Probe((12, 5, 5), 2),))
+    a, b, stats = both(sim, 8, th=2, slab=9)
+    assert stats["slabs"] == 4
+    close(a, b)
+
+
+@pytest.mark.slow
+@emulated
 def test_tfsf_along_z_in_the_slabs():
     """A TF/SF box (incidence along z) spanning every slab, an interior one walled at its
     seams: each slab's corrections from the same 1-D grid, the window's aux state after
