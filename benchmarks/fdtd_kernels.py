@@ -1,9 +1,12 @@
 """FDTD: the XLA step and the blocked CUDA kernel side by side in one process, one JSON row
 per (case, path): grid size, precision, boundary (PEC walls, or a 10-cell CPML on one axis
-or all), material (vacuum or a dielectric block: a per-cell cb array), TH and tiles.
+or all), material (vacuum or a dielectric block: a per-cell cb array), source (a point
+dipole, or a TF/SF plane wave: its 1-D grid advanced per pass and the box's face
+corrections in the kernel), TH and tiles.
 
 PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --out results/gpu-fdtd-kernels.jsonl
 PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --boundary pec cpml --configs 4,24,2 3,26,2
+PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --boundary cpml --source dipole tfsf
 
 Each row: ``cells_per_s`` (a second call of ``steps`` steps; the first, ``compile_s``,
 compiles), ``bytes_per_update`` (the model: XLA 18 values per update plus the coefficient
@@ -28,6 +31,7 @@ from emjax.bench import git_commit
 from emjax.fdtd import blocked
 from emjax.fdtd import step as engine
 from emjax.fdtd.grid import CPML, PEC
+from emjax.scattering import PlaneWave
 
 BOUNDARIES = {
     "pec": PEC(),
@@ -65,13 +69,18 @@ def cpml_kernels(name):
     jax.clear_caches()
 
 
-def simulation(n, boundary, precision, material, monitors=False):
+def simulation(n, boundary, precision, material, monitors=False, source="dipole"):
     g = fdtd.Grid((n,) * 3, 1.0, boundary=BOUNDARIES[boundary], precision=precision)
     eps = 1.0
     if material == "dielectric":
         eps = np.ones((n,) * 3, np.float32)
         eps[n // 4 : 3 * n // 4, n // 4 : 3 * n // 4, n // 4 : 3 * n // 4] = 2.25
-    src = fdtd.PointDipole((n // 2,) * 3, 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.5))
+    pulse = fdtd.GaussianPulse(frequency=0.05, bandwidth=0.5)
+    if source == "tfsf":  # a plane wave along +z, x-polarized, in a box of the middle 3/4
+        lo, hi = (n // 8,) * 3, (n - n // 8,) * 3
+        src = fdtd.TFSF(lo, hi, PlaneWave((0, 0, 1), (1, 0, 0)), pulse)
+    else:
+        src = fdtd.PointDipole((n // 2,) * 3, 2, pulse)
     mons = ()
     if monitors:  # a flux box around the middle half, 3 frequencies
         lo, hi = (n // 4,) * 3, (3 * n // 4,) * 3
@@ -134,6 +143,13 @@ def main(argv=None):
         "wave in x pieces; +unroll: the x-march unrolled twice where the chains are in shared memory",
     )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
+    ap.add_argument(
+        "--source",
+        nargs="+",
+        default=["dipole"],
+        choices=["dipole", "tfsf"],
+        help="a point dipole in the middle, or a TF/SF plane wave (along +z) in a box of the middle 3/4",
+    )
     ap.add_argument("--commit", default=None, help="the commit to record (default: git's)")
     ap.add_argument("--bandwidth", type=float, default=3.35e12)
     ap.add_argument("--out", default=None)
@@ -158,14 +174,15 @@ def main(argv=None):
             item = np.dtype(dtype).itemsize
             for material in a.material:
                 coef = 1 if material == "dielectric" else 0
-                for boundary in a.boundary:
-                    sim = simulation(n, boundary, precision, material, a.monitors)
+                for boundary, source in [(b, so) for b in a.boundary for so in a.source]:
+                    sim = simulation(n, boundary, precision, material, a.monitors, source)
                     case = {
                         **labels,
                         "n": n,
                         "precision": precision,
                         "material": material,
                         "boundary": boundary,
+                        "source": source,
                         "monitors": "flux box" if a.monitors else None,
                     }
                     try:

@@ -188,24 +188,22 @@ def _subs(sim, th, slab):
 
 
 def test_features_the_kernel_cannot_carry_fall_back(monkeypatch):
-    """With a GPU stood in: TF/SF is not carried (auto: XLA with the reason; emulate or
-    blocked: refused naming it); a PEC run takes the kernel, interior slabs walled at their
-    seams, edge rings as they are."""
+    """With a GPU stood in: a plane source is not carried (auto: XLA with the reason;
+    emulate or blocked: refused naming it); a PEC run takes the kernel, interior slabs
+    walled at their seams, edge rings as they are."""
     from emjax import backend
     from emjax.fdtd.blocked import choice
-    from emjax.scattering import PlaneWave
 
     monkeypatch.setattr(choice.jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(cuda, "nvrtc", lambda: object())
     monkeypatch.setattr(backend, "device_memory_bytes", lambda: 10**9)
     base = _pec()
-    tf = fdtd.TFSF((9, 2, 2), (18, 6, 5), PlaneWave((0, 0, 1), (1, 0, 0)), WAVE)
-    sim = fdtd.GridSimulation(base.grid, sources=(tf,))
+    sim = fdtd.GridSimulation(base.grid, sources=(fdtd.PlaneSource(2, 3, 0, WAVE),))
     plan, dtype, subs = _subs(sim, 3, 7)
     name, why = wk.choose(plan, dtype, "auto", subs, 3)
-    assert name == "xla" and "TF/SF" in why
+    assert name == "xla" and "plane sources" in why
     assert all(s.step.func.__name__ == "advance" for s in subs)
-    with pytest.raises(ConfigError, match=r"kernel='emulate' cannot run this simulation's slabs: .*TF/SF"):
+    with pytest.raises(ConfigError, match=r"kernel='emulate' cannot run .* slabs: .*plane sources"):
         wk.choose(plan, dtype, "emulate", subs, 3)
     plan, dtype, subs = _subs(base, 3, 7)
     assert wk.choose(plan, dtype, "auto", subs, 3) == ("blocked", "TH = 2, tiles of 8 x 7, slab seams walled")
@@ -224,3 +222,33 @@ def test_float32_cpml_th_4():
     a, b, _ = both(sim, 10, th=4, slab=7)
     assert b.kernel.startswith("blocked (TH = 4,")
     close(a, b, tol=1e-5)
+
+
+@emulated
+def test_tfsf_along_x_in_the_slabs():
+    """A TF/SF box with incidence along x (the slab axis) across three slabs, a CPML on every
+    face: each slab's box and 1-D grid indices re-indexed into its ring, the kernel's
+    corrections from them equal the in-memory XLA run's."""
+    from emjax.scattering import PlaneWave
+
+    g = fdtd.Grid((36, 10, 10), 1.0, boundary=CPML(3), precision="double")
+    tf = fdtd.TFSF((7, 3, 3), (21, 7, 7), PlaneWave((1, 0, 0), (0, 0, 1)), WAVE)
+    sim = fdtd.GridSimulation(g, sources=(tf,), probes=(fdtd.Probe((12, 5, 5), 2),))
+    a, b, stats = both(sim, 8, th=2, slab=9)
+    assert stats["slabs"] == 4
+    close(a, b)
+
+
+@pytest.mark.slow
+@emulated
+def test_tfsf_along_z_in_the_slabs():
+    """A TF/SF box (incidence along z) spanning every slab, an interior one walled at its
+    seams: each slab's corrections from the same 1-D grid, the window's aux state after
+    every visit the in-memory run's."""
+    from emjax.scattering import PlaneWave
+
+    g = fdtd.Grid((28, 8, 9), 1.0, boundary=PEC(), precision="double")
+    tf = fdtd.TFSF((9, 2, 2), (18, 6, 6), PlaneWave((0, 0, 1), (1, 0, 0)), WAVE)
+    sim = fdtd.GridSimulation(g, sources=(tf,), probes=(fdtd.Probe((12, 4, 3), 0),))
+    a, b, _ = both(sim, 9, th=3, slab=7)
+    close(a, b)

@@ -4,7 +4,8 @@ steps, tile by tile, with the tile's cells in fast memory.
 What this package computes is :func:`emjax.fdtd.step.advance`'s result to rounding (the
 same arithmetic per cell; tests compare them in float64 to 1e-12), for the 2nd-order Yee
 update with per-cell ``ca``/``cb`` (eps, sigma), per-cell PEC, PEC walls, the CPML on any
-face, point dipoles and probes. Anything else :func:`unsupported` names, and the caller
+face, point dipoles and probes (the CUDA kernel: DFT planes and TF/SF boxes along an axis
+too, :mod:`.records`, :mod:`.incidence`). Anything else :func:`unsupported` names, and the caller
 keeps the XLA step.
 
 Traversal: overlapped tiles with TH-deep halos
@@ -155,9 +156,10 @@ writing over the bulk's values there. Both write into the same aliased outputs, 
 
 DFT planes: :mod:`.records` (the kernel writes each step's plane values; the running DFTs
 take them after each pass). Several devices: :mod:`.shards` (x slabs whose TH-deep halos
-are exchanged once per pass). The CPML as a kernel of its own: :mod:`.split`. Not yet:
-TF/SF, plane sources, Drude/Lorentz poles, subpixel corrections, Bloch phases, the
-4th-order stencil (halo 2 planes per step), DFTField monitors.
+are exchanged once per pass). The CPML as a kernel of its own: :mod:`.split`. TF/SF boxes
+(axis-aligned incidence): :mod:`.incidence`. Not yet: oblique TF/SF, plane sources,
+Drude/Lorentz poles, subpixel corrections, Bloch phases, the 4th-order stencil (halo 2
+planes per step), DFTField monitors.
 """
 
 from __future__ import annotations
@@ -171,6 +173,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..sources import PointDipole
+from ..tfsf import TFSF
 from . import gpu, traversal
 from .traversal import Tiling
 
@@ -191,9 +194,10 @@ class TileConfig:
     probes: tuple  # (field, component, (i, j, k)), in plan order
 
 
-def unsupported(plan, monitors: bool = False) -> str | None:
+def unsupported(plan, monitors: bool = False, tfsf: bool = False) -> str | None:
     """Why the blocked kernel cannot run ``plan`` (a step.Plan), or None. ``monitors``: the
-    kernel records DFT planes (the CUDA kernel does, :mod:`.records`)."""
+    kernel records DFT planes (the CUDA kernel does, :mod:`.records`); ``tfsf``: it carries
+    a TF/SF source along an axis (the CUDA kernel does, :mod:`.incidence`)."""
     if plan.order != 2:
         return "the 4th-order stencil"
     if any(getattr(plan, "pmc", ())):
@@ -209,8 +213,16 @@ def unsupported(plan, monitors: bool = False) -> str | None:
             'subpixel corrections (the sparse box; a Simulation with averaging="diagonal" '
             "runs on the blocked kernel)"
         )
-    if plan.aux_len or any(not isinstance(s, PointDipole) for s in plan.sources):
-        return "sources other than point dipoles (TF/SF, plane sources)"
+    if any(not isinstance(s, (PointDipole, TFSF)) for s in plan.sources):
+        return "sources other than point dipoles and TF/SF boxes (plane sources, current sheets)"
+    if plan.aux_len or any(isinstance(s, TFSF) for s in plan.sources):
+        if not tfsf:
+            return "TF/SF sources (the CUDA kernel carries them)"
+        from . import incidence
+
+        why = incidence.unsupported(plan)
+        if why is not None:
+            return why
     if plan.monitors and not monitors:
         return "DFT/flux monitors"
     if plan.monitors:
@@ -226,9 +238,15 @@ def _norm(index, shape):
     return tuple(int(i) % n for i, n in zip(index, shape))
 
 
+def dipoles(plan) -> tuple:
+    """The plan's point dipoles (its sources but the TF/SF box), in the order of the
+    coefficients' ``src_cb``."""
+    return tuple(s for s in plan.sources if not isinstance(s, TFSF))
+
+
 def config(plan) -> TileConfig:
     sources = []
-    for s in plan.sources:
+    for s in dipoles(plan):
         node = _norm(s.index, plan.shape)
         # a wall's tangential E takes no source (terms.source_term masks it)
         if any(ax != s.component and plan.walls[ax] and node[ax] == 0 for ax in range(3)):
@@ -300,7 +318,7 @@ def _source_values(plan, arrays, n, th, dtype):
     """(th, n_sources): each point dipole's added E at steps n .. n + th - 1 (step.step's
     expression)."""
     cols = []
-    srcs = [s for s in plan.sources]
+    srcs = dipoles(plan)
     for s_i, src in enumerate(srcs):
         vals = []
         for t in range(th):
@@ -375,7 +393,7 @@ def advance(
     or "xla" (the same passes in plain JAX: a loop over tiles). ``march``: each
     tile updated plane by plane along x in the order the GPU kernel must follow
     (:mod:`emjax.fdtd.blocked.march`; x tiled, or walled)."""
-    why = unsupported(plan, monitors=kernel in ("cuda", "emulate"))
+    why = unsupported(plan, monitors=kernel in ("cuda", "emulate"), tfsf=kernel in ("cuda", "emulate"))
     if why is not None:
         raise ConfigError(f"the blocked FDTD kernel does not support {why}; use the XLA step")
     if isinstance(th, bool) or not isinstance(th, (int, np.integer)) or th < 1:

@@ -28,7 +28,7 @@ def carries(plan, dtype) -> str | None:
     from . import cuda_advance, unsupported
 
     # several devices are the CUDA kernel's own business (.shards, in why_not)
-    why = unsupported(replace(plan, layout=None), monitors=True) or cuda_advance.unsupported(plan)
+    why = unsupported(replace(plan, layout=None), monitors=True, tfsf=True) or cuda_advance.unsupported(plan)
     if why is not None:
         return f"it does not support {why}"
     if np.dtype(dtype).kind == "c":

@@ -79,6 +79,9 @@ class Spec:
     # the regular tiling's tiles this kernel computes: (ty0, ty1, tz0, tz1, n), the first
     # n tiles of the rectangle in launch order (z fastest); None: all
     tiles: tuple | None = None
+    # the TF/SF box (:func:`.incidence.spec_entry`; None: no TF/SF source); its incident
+    # lines come in as ``tinc`` (TH, 2, n along the incidence axis)
+    tfsf: tuple | None = None
 
     @property
     def box_cells(self) -> int:
@@ -139,6 +142,8 @@ def inputs(spec: Spec) -> list[tuple[str, tuple]]:
         out.append(("pec", n if spec.pec == "grid" else (3,) + n))
     if spec.sources:
         out.append(("sv", (spec.th * len(spec.sources),)))
+    if spec.tfsf is not None:
+        out.append(("tinc", (spec.th * 2 * spec.tfsf[1],)))
     for a, L in enumerate(spec.pml):
         if L:
             out += [(f"pE{a}", (3 * spec.shape[a],)), (f"pH{a}", (3 * spec.shape[a],))]
@@ -217,6 +222,9 @@ def source(spec: Spec) -> str:
             d[f"{key.upper()}_VALUE"] = _literal(v)
     if spec.pec is not None:
         d["PEC_KIND"] = kinds[spec.pec]
+    from .incidence import defines
+
+    d.update(defines(spec.tfsf, _literal))
     d["CHAIN_SMEM"] = int(spec.chain_smem)
     if spec.tiles is not None:
         d["TILES"] = ", ".join(map(str, spec.tiles))

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ConfigError
-from . import cuda, records, split
+from . import cuda, incidence, records, split
 from .cuda import PSI, Spec
 
 
@@ -39,6 +39,8 @@ def unsupported(plan) -> str | None:
     """Why the CUDA kernel cannot run ``plan`` beyond :func:`emjax.fdtd.blocked.unsupported`."""
     if not plan.walls[0]:
         return "a periodic x axis (the kernel marches along a walled x: PEC or CPML)"
+    if plan.layout is not None and incidence.source(plan) is not None:
+        return "a TF/SF source on several devices"
     return None
 
 
@@ -73,6 +75,7 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple) -> Spec:
         cfg.probes,
         ry,
         boxes=records.boxes(plan),
+        tfsf=incidence.spec_entry(plan),
     )
 
 
@@ -148,10 +151,24 @@ def _sv(plan, arrays, n, th, dtype):
 
 
 def _one_pass(
-    spec, static, sv, prof, E, H, psi, run, dest=None, split_cpml=True, xr=None, table=None, pieces=None
+    spec,
+    static,
+    sv,
+    prof,
+    E,
+    H,
+    psi,
+    run,
+    dest=None,
+    split_cpml=True,
+    xr=None,
+    table=None,
+    pieces=None,
+    inc=None,
 ):
     """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records); ``sv``: the
-    point sources' values (None without); ``dest``: the buffers the GPU writes the results
+    point sources' values (None without); ``inc``: the TF/SF incident lines
+    (:func:`.incidence.lines`; None without); ``dest``: the buffers the GPU writes the results
     into (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
     runs as a kernel of its own after a bulk kernel without CPML code (:mod:`.split`).
     ``xr``, ``table``: where along x (a shard's slab) and the task rows of
@@ -161,6 +178,8 @@ def _one_pass(
     args = list(E) + list(H) + list(static)
     if spec.sources:
         args.append(sv)
+    if spec.tfsf is not None:
+        args.append(inc)
     nx = spec.shape[0]
     if xr is None:
         xr = np.array([0, 0, nx, 0, nx], np.int32)
@@ -229,35 +248,39 @@ def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cp
         [jnp.empty_like(v) for v in psi],
     )
 
-    def run(sp, cur, dst, n, dft):
+    def run(sp, cur, dst, n, acc):  # acc: the running DFTs and the TF/SF 1-D grid
+        dft, aux = acc
         sv = _sv(plan, arrays, n, sp.th, sp.dtype) if sp.sources else None
-        E, H, psi, rec, mrec = _one_pass(sp, static, sv, prof, *cur, cuda.gpu_pass, dst, split_cpml)
+        inc = None
+        if sp.tfsf is not None:
+            aux, inc = incidence.lines(plan, aux, n, sp.th, dtype)
+        E, H, psi, rec, mrec = _one_pass(sp, static, sv, prof, *cur, cuda.gpu_pass, dst, split_cpml, inc=inc)
         rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
         if sp.boxes:
             dft = records.accumulate(plan, dft, mrec, sp, n, plan.dt)
-        return (E, H, psi), rec, dft
+        return (E, H, psi), rec, (dft, aux)
 
     def body(carry, _):  # two passes: A -> B -> A, so the loop carries no copies
-        a, b, n, dft = carry
-        b, rec1, dft = run(spec, a, b, n, dft)
-        a, rec2, dft = run(spec, b, a, n + th, dft)
-        return (a, b, n + 2 * th, dft), jnp.concatenate([rec1, rec2])
+        a, b, n, acc = carry
+        b, rec1, acc = run(spec, a, b, n, acc)
+        a, rec2, acc = run(spec, b, a, n + th, acc)
+        return (a, b, n + 2 * th, acc), jnp.concatenate([rec1, rec2])
 
-    cur, dft = (E, H, psi), tuple(state["dft"])
+    cur, acc = (E, H, psi), (tuple(state["dft"]), tuple(state["aux"]))
     if n_pass // 2:
-        (cur, other, n, dft), rec = jax.lax.scan(body, (cur, other, n, dft), None, length=n_pass // 2)
+        (cur, other, n, acc), rec = jax.lax.scan(body, (cur, other, n, acc), None, length=n_pass // 2)
         recs.append(rec.reshape(2 * th * (n_pass // 2), nprobe))
     for sp in ([spec] if n_pass % 2 else []) + (
         [make_spec(plan, arrays, dtype, rest, block)] if rest else []
     ):
-        new, rec, dft = run(sp, cur, other, n, dft)
+        new, rec, acc = run(sp, cur, other, n, acc)
         cur, other = new, cur
         recs.append(rec)
         n = n + sp.th
     E, H, psi = cur
     rec = jnp.concatenate(recs) if recs else jnp.zeros((0, nprobe), dtype)
     psi = unpack_psi(plan, psi, state["psi"], spec)
-    new = {**state, "E": E, "H": H, "psi": psi, "n": n, "dft": dft}
+    new = {**state, "E": E, "H": H, "psi": psi, "n": n, "dft": acc[0], "aux": acc[1]}
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
     return new, rec, finite
 
@@ -275,12 +298,18 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
     n = int(state["n"])
     recs = []
     done = 0
-    dft = tuple(state["dft"])
+    dft, aux = tuple(state["dft"]), tuple(state["aux"])
     while done < steps:
         k = min(th, steps - done)
         sp = spec if k == th else make_spec(plan, arrays, dtype, k, block)
         sv = _sv(plan, arrays, jnp.int32(n), sp.th, sp.dtype) if sp.sources else None
-        E, H, psi, rec, mrec = _one_pass(sp, static, sv, prof, E, H, psi, _emulated_run, None, split_cpml)
+        inc = None
+        if sp.tfsf is not None:
+            aux, inc = _lines(plan, aux, jnp.int32(n), sp.th, dtype)
+            inc = np.asarray(inc)
+        E, H, psi, rec, mrec = _one_pass(
+            sp, static, sv, prof, E, H, psi, _emulated_run, None, split_cpml, inc=inc
+        )
         recs.append(rec.reshape(k, -1) if sp.probes else np.zeros((k, 0), dtype))
         if sp.boxes:
             dft = records.accumulate(plan, dft, jnp.asarray(mrec), sp, jnp.int32(n), plan.dt)
@@ -292,10 +321,14 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
         "E": tuple(jnp.asarray(v) for v in E),
         "H": tuple(jnp.asarray(v) for v in H),
         "dft": dft,
+        "aux": aux,
         "psi": {k: jnp.asarray(v) for k, v in unpack_psi(plan, psi, state["psi"], spec).items()},
         "n": jnp.int32(n),
     }
     return new, jnp.asarray(rec), bool(all(np.all(np.isfinite(f)) for f in E + H))
+
+
+_lines = jax.jit(incidence.lines, static_argnums=(0, 3, 4))
 
 
 def _emulated_run(spec, args, dest=None):

@@ -106,6 +106,65 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int par, int s, int slot, R
   return kappa ? km1 * vs + p : p;
 }
 
+#if TFSF
+// The TF/SF box (emjax.fdtd.tfsf; blocked/incidence.py): a node at i (row 0) or i + 1/2
+// (row 1) along axis a is in the box when TF_LO_TABLE[row][a] <= i <= TF_HI_TABLE[row][a];
+// the incident E (H) component c is TF_AMP_TABLE[0 (1)][c] times the pass's line tinc of
+// level s (E at step n + s - 1, H half a step later) at the node's cell along TF_AXIS. The
+// tables are local constants and every loop unrolls, so the corrections fold to a few
+// operations per face cell, inlined: at 512^3 (sm_90, ptxas -v) the kernels spill no more
+// than with a point dipole (float32 bulk: none), where __constant__ tables and a
+// non-inlined function spilled in the march's loop.
+
+// whether a cell at g (of n) may have a stencil node (g - 1, g, g + 1, wrapped) in the box
+// along an axis whose nodes in the box lie in [lo, hi] (compile-time bounds TF_G*: a superset)
+#define TF_NEAR(g, n, lo, hi) \
+  (((g) >= (lo) - 1 && (g) <= (hi) + 1) || ((g) == (n) - 1 && (lo) <= 0) || ((g) == 0 && (hi) >= (n) - 1))
+
+// the total-field indicator at node r of field f (0: E, 1: H), component c
+__device__ __forceinline__ REAL tf_mask(int f, int c, const int *r) {
+  const int lo[2][3] = {TF_LO_TABLE}, hi[2][3] = {TF_HI_TABLE};
+  bool in = true;
+#pragma unroll
+  for (int a = 0; a < 3; ++a) {
+    const int h = (f == 0) == (a == c);  // half a cell along a: E_c along c, H_c across it
+    in = in && r[a] >= lo[h][a] && r[a] <= hi[h][a];
+  }
+  return in ? (REAL)1 : (REAL)0;
+}
+
+// the face correction of component c at cell (x, y, z), level s: f = 0: m_H curl E_inc -
+// curl(m_E E_inc) at the H_c node (forward differences), to be multiplied by -dt; f = 1:
+// m_E curl H_inc - curl(m_H H_inc) at the E_c node (backward differences), by cb. Zero
+// where no node of the stencil is in the box (TF_NEAR false on an axis).
+__device__ __forceinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, int f, int c, int x, int y,
+                                        int z) {
+  const REAL amp[2][3] = {TF_AMP_TABLE};
+  const int n[3] = {NX, NY, NZ};
+  const int r[3] = {x, y, z};
+  const REAL m0 = tf_mask(1 - f, c, r);
+  const REAL *line = tinc + ((s - 1) * 2 + f) * TF_NA;
+  REAL cu = (REAL)0, cm = (REAL)0;
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {  // curl_c F = d_{c+1} F_{c+2} - d_{c+2} F_{c+1}
+    const int b = (c + 1 + t) % 3, g = (c + 2 - t) % 3;
+    if (amp[f][g] == (REAL)0) continue;
+    int o[3] = {x, y, z};  // the other node of the difference along b, wrapped
+    o[b] = f == 0 ? (r[b] + 1 == n[b] ? 0 : r[b] + 1) : (r[b] == 0 ? n[b] - 1 : r[b] - 1);
+    const REAL vr = amp[f][g] * line[r[TF_AXIS]], vo = amp[f][g] * line[o[TF_AXIS]];
+    const REAL mr = vr * tf_mask(f, g, r), mo = vo * tf_mask(f, g, o);
+    const REAL d = (f == 0 ? vo - vr : vr - vo) * (REAL)INV_DX;
+    const REAL dm = (f == 0 ? mo - mr : mr - mo) * (REAL)INV_DX;
+    cu += t == 0 ? d : -d;
+    cm += t == 0 ? dm : -dm;
+  }
+  return m0 * cu - cm;
+}
+#define TF_E(c) + tce[k][c]
+#else
+#define TF_E(c)
+#endif
+
 extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #ifdef EMJAX_EMULATE
   REAL *smem = reinterpret_cast<REAL *>(emu_smem);
@@ -185,6 +244,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   }
 #endif
   const REAL inv_dx = (REAL)INV_DX, dt = (REAL)DT;
+#if TFSF
+  bool tf_yz[RY];  // per row: whether its (y, z) may take a TF/SF correction
+  FOR_K tf_yz[k] = active && TF_NEAR(gy[k], NY, TF_G1_LO, TF_G1_HI) && TF_NEAR(gz, NZ, TF_G2_LO, TF_G2_HI);
+#endif
 #if PML2
   const bool sz = INSLAB(gz, NZ, L2);  // (the profiles are read where used: registers are scarce)
 #endif
@@ -256,6 +319,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       const bool do_e = active && ql >= 1 && ql <= NXW;  // E update, H completion on q - 1
       const bool do_h = active && ql <= NXW - 1;         // H start on plane q
       const int p = q - 1;
+#if TFSF
+      const bool tf_px = TF_NEAR(p, NX, TF_G0_LO, TF_G0_HI);
+#endif
       const bool out_p = p >= OX0 && p < OX1, out_q = q >= OX0 && q < OX1;  // written planes
       REAL hc[RY][3];
       FOR_K {
@@ -283,6 +349,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
           hc[k][1] = hc[k][1] + dt * dxEz;
           hc[k][2] = hc[k][2] - dt * dxEy;
+#if TFSF  // the TF/SF correction of H: the incident E at step n + s - 1
+          if (tf_yz[k] && tf_px)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) hc[k][c] -= dt * tf_corr(tinc, s, 0, c, p, gy[k], gz);
+#endif
         }
         // b. H^s(q-1) and E^{s-1}(q) to shared memory
         if (active) {
@@ -293,6 +364,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       }
       __syncthreads();
       REAL en[RY][3];
+#if TFSF
+      REAL tce[RY][3];
+#endif
       FOR_K {
         en[k][0] = eo[s][k][0]; en[k][1] = eo[s][k][1]; en[k][2] = eo[s][k][2];
         // c. E^s(q-1) = ca E + cb curl H (backward differences)
@@ -340,9 +414,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           }
 #endif
           const int gyk = gy[k];
-          en[k][0] = CA(0, p, gyk, gz) * eo[s][k][0] + CB(0, p, gyk, gz) * (dyHz - dzHy);
-          en[k][1] = CA(1, p, gyk, gz) * eo[s][k][1] + CB(1, p, gyk, gz) * (dzHx - dxHz);
-          en[k][2] = CA(2, p, gyk, gz) * eo[s][k][2] + CB(2, p, gyk, gz) * (dxHy - dyHx);
+#if TFSF  // the TF/SF correction of curl H: the incident H at step n + s - 1/2
+          const bool tf_here = tf_yz[k] && tf_px;
+#pragma unroll
+          for (int c = 0; c < 3; ++c) tce[k][c] = tf_here ? tf_corr(tinc, s, 1, c, p, gyk, gz) : (REAL)0;
+#endif
+          en[k][0] = CA(0, p, gyk, gz) * eo[s][k][0] + CB(0, p, gyk, gz) * (dyHz - dzHy TF_E(0));
+          en[k][1] = CA(1, p, gyk, gz) * eo[s][k][1] + CB(1, p, gyk, gz) * (dzHx - dxHz TF_E(1));
+          en[k][2] = CA(2, p, gyk, gz) * eo[s][k][2] + CB(2, p, gyk, gz) * (dxHy - dyHx TF_E(2));
 #if WALL0
           if (p == 0) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
