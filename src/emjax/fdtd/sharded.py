@@ -91,6 +91,7 @@ import numpy as np
 from ..layout import Layout
 from .halo import resize
 from .step import step
+from .subpixel_slabs import DEALT
 
 
 def split_axis(x, shape) -> int | None:
@@ -104,9 +105,15 @@ def split_axis(x, shape) -> int | None:
     return None
 
 
-def axes_of(tree, shape) -> tuple:
-    """Per leaf (flattening order): :func:`split_axis`."""
-    return tuple(split_axis(x, shape) for x in jax.tree_util.tree_leaves(tree))
+def axes_of(tree, shape, dealt=()) -> tuple:
+    """Per leaf (flattening order): :func:`split_axis`; leaves under the top-level keys
+    ``dealt`` get ``DEALT`` (one entry per device along their axis 0: the subpixel nodes
+    dealt out by slab, :mod:`emjax.fdtd.subpixel_slabs`)."""
+    out = []
+    for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        key = getattr(path[0], "key", None) if path else None
+        out.append(DEALT if key in dealt else split_axis(x, shape))
+    return tuple(out)
 
 
 def place(tree, axes, layout: Layout, nx: int):
@@ -115,6 +122,9 @@ def place(tree, axes, layout: Layout, nx: int):
     npad = layout.padded(nx)
     out = []
     for x, ax in zip(leaves, axes):
+        if ax == DEALT:  # already one entry per device
+            out.append(jax.device_put(x, layout.sharding(np.ndim(x), 0)))
+            continue
         if ax is not None and np.shape(x)[ax] != npad:
             x = np.asarray(x)
             widths = [(0, 0)] * x.ndim
@@ -158,6 +168,9 @@ def _constrain(tree, axes, layout, length):
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     out = []
     for x, ax in zip(leaves, axes):
+        if ax == DEALT:
+            out.append(jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, 0)))
+            continue
         x = resize(x, ax, length)
         out.append(jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, ax)))
     return jax.tree_util.tree_unflatten(treedef, out)
