@@ -12,17 +12,22 @@ Design
 (E, H, the Drude/Lorentz currents, the y- and z-CPML's psi, per-cell ``ca``/``cb``/pole
 coefficients, ``(3, nx, ny, nz)`` per-node arrays along their axis 1; :func:`split_axis`)
 is placed with a ``NamedSharding`` splitting x over the devices: device ``k`` holds planes
-``[k m, (k + 1) m)``, ``m = ceil(nx / n)``. The rest (the x-CPML's psi slabs, the TF/SF
-source's 1-D grid, DFT sums, the subpixel node lists, scalars) is replicated.
+``[k m, (k + 1) m)``, ``m = ceil(nx / n)``. The subpixel node lists, their dispersive
+state and their buffer are dealt out by the slab that owns each node (one entry per device,
+:mod:`emjax.fdtd.subpixel_slabs`). The rest (the x-CPML's psi slabs, the TF/SF source's 1-D
+grid, DFT sums, scalars) is replicated.
 
 *The step.* The jitted chunk (:func:`advance`: ``lax.scan`` of the one-device
 :func:`emjax.fdtd.step.step`) is partitioned by XLA (GSPMD). The element-wise bulk
 updates run on each device's slab. Sources, probes, TF/SF, DFT/flux monitors, the y/z CPML,
-PEC, Drude/Lorentz and the subpixel box are the one-device code; XLA moves only what they
-touch (a probe: an all-reduce of one number; a DFT plane: its samples; the subpixel box: its
-nodes). The CPML and sources use the zero-padded terms inside the fused update (the GPU
-way) also on the CPU: an in-place slab update on a split array became a whole-field
-all-gather.
+PEC and Drude/Lorentz are the one-device code; XLA moves only what they touch (a probe: an
+all-reduce of one number; a DFT plane: its samples). The subpixel corrections run on each
+device for the nodes of its slab (:mod:`emjax.fdtd.subpixel_slabs`: no collective over the
+node lists; one plane per face from a neighbour where a node sits on a slab boundary; boxes
+that touch the grid's faces or carry Bloch phases are left to XLA, which then all-reduces
+node-length vectors every half step). The CPML and sources use the zero-padded terms inside
+the fused update (the GPU way) also on the CPU: an in-place slab update on a split array
+became a whole-field all-gather.
 
 Three things are explicit, with ``jax.shard_map`` (only where ``nx`` divides by the device
 count, :func:`halo_ok`; the functions live in :mod:`emjax.fdtd.halo`, below the step):
@@ -60,7 +65,9 @@ of ``2 (L + 4)``-plane windows (the H and the E half step); 4th order: plus 4 pe
 planes; a TF/SF source: ~10 more one-plane permutes (its incident-field curl, ``jnp.roll``
 and mask slices partitioned by XLA; the incident field is known on every device, so
 computing it on each slab extended by a plane would remove them: not done); an x-normal DFT
-plane: one all-reduce of its samples.
+plane: one all-reduce of its samples; a subpixel box across slab boundaries: at most 5 more
+one-plane permutes, 8 with dispersive interface nodes (a Drude sphere on 2 devices: 4, XLA
+merges those that repeat the halo exchange's); a box inside one slab: none.
 
 *Overlap.* The collectives are asynchronous in XLA's GPU schedule (``-start``/``-done``
 pairs with its latency-hiding scheduler): a halo permute or window all-reduce starts when
