@@ -170,6 +170,7 @@ def localize(plan, arrays: dict, state: dict) -> Local:
     box_shape = tuple(int(p.max()) + 1 - lo for p, lo in zip(pos, box_lo))
     size = int(np.prod(box_shape))
     spare = 3 * size  # the padding's slot
+    index = np.int32 if max(spare, (m + 6) * area) < 2**31 else np.int64
 
     def slot(c, w):
         (loc, y, z), (bx, by, bz) = w[5], box_lo
@@ -186,10 +187,10 @@ def localize(plan, arrays: dict, state: dict) -> Local:
         ts, ws = [], []
         for c, (w, perm) in enumerate(zip(nodes, perms)):
             t_local = np.asarray(arrays["sub_nodes"][c], np.int64) - w[4] * area
-            ts.append(_take(t_local, perm).astype(np.int32))
+            ts.append(_take(t_local, perm).astype(index))
             d, wc = arrays["sub_w"][c]
             ws.append((_take(d, perm, 0), None if wc is None else _take(wc, perm, 0)))
-            slots.append(_take(slot(c, w), perm, spare).astype(np.int32))
+            slots.append(_take(slot(c, w), perm, spare).astype(index))
         dealt[g] = {"sub_nodes": tuple(ts), "sub_w": tuple(ws)}
     dealt["slots"] = np.concatenate(slots, axis=1)
     edge_nodes = [w for w in nodes + pnodes]
@@ -210,15 +211,15 @@ def localize(plan, arrays: dict, state: dict) -> Local:
             for c, (w, perm, comp) in enumerate(zip(pnodes, perms, pole["comp"])):
                 shift = w[4] * area
                 nbr = {
-                    j: (_take(np.asarray(idx, np.int64) - shift, perm).astype(np.int32), _take(wt, perm, 0))
+                    j: (_take(np.asarray(idx, np.int64) - shift, perm).astype(index), _take(wt, perm, 0))
                     for j, (idx, wt) in comp["nbr"].items()
                 }
                 coef = {k: tuple(_take(v, perm, 0) for v in comp[k]) for k in ("n", "m", "par", "perp")}
                 t_local = np.asarray(comp["nodes"], np.int64) - shift
                 comps.append(
                     {
-                        "nodes": _take(t_local, perm).astype(np.int32),
-                        "local": _take(slot(c, w), perm, spare).astype(np.int32),
+                        "nodes": _take(t_local, perm).astype(index),
+                        "local": _take(slot(c, w), perm, spare).astype(index),
                         "nbr": nbr,
                         **coef,
                     }
