@@ -12,17 +12,22 @@ Design
 (E, H, the Drude/Lorentz currents, the y- and z-CPML's psi, per-cell ``ca``/``cb``/pole
 coefficients, ``(3, nx, ny, nz)`` per-node arrays along their axis 1; :func:`split_axis`)
 is placed with a ``NamedSharding`` splitting x over the devices: device ``k`` holds planes
-``[k m, (k + 1) m)``, ``m = ceil(nx / n)``. The rest (the x-CPML's psi slabs, the TF/SF
-source's 1-D grid, DFT sums, the subpixel node lists, scalars) is replicated.
+``[k m, (k + 1) m)``, ``m = ceil(nx / n)``. The subpixel node lists, their dispersive
+state and their buffer are dealt out by the slab that owns each node (one entry per device,
+:mod:`emjax.fdtd.subpixel_slabs`). The rest (the x-CPML's psi slabs, the TF/SF source's 1-D
+grid, DFT sums, scalars) is replicated.
 
 *The step.* The jitted chunk (:func:`advance`: ``lax.scan`` of the one-device
 :func:`emjax.fdtd.step.step`) is partitioned by XLA (GSPMD). The element-wise bulk
 updates run on each device's slab. Sources, probes, TF/SF, DFT/flux monitors, the y/z CPML,
-PEC, Drude/Lorentz and the subpixel box are the one-device code; XLA moves only what they
-touch (a probe: an all-reduce of one number; a DFT plane: its samples; the subpixel box: its
-nodes). The CPML and sources use the zero-padded terms inside the fused update (the GPU
-way) also on the CPU: an in-place slab update on a split array became a whole-field
-all-gather.
+PEC and Drude/Lorentz are the one-device code; XLA moves only what they touch (a probe: an
+all-reduce of one number; a DFT plane: its samples). The subpixel corrections run on each
+device for the nodes of its slab (:mod:`emjax.fdtd.subpixel_slabs`: no collective over the
+node lists; one plane per face from a neighbour where a node sits on a slab boundary; boxes
+that touch the grid's faces or carry Bloch phases are left to XLA, which then all-reduces
+node-length vectors every half step). The CPML and sources use the zero-padded terms inside
+the fused update (the GPU way) also on the CPU: an in-place slab update on a split array
+became a whole-field all-gather.
 
 Three things are explicit, with ``jax.shard_map`` (only where ``nx`` divides by the device
 count, :func:`halo_ok`; the functions live in :mod:`emjax.fdtd.halo`, below the step):
@@ -60,7 +65,9 @@ of ``2 (L + 4)``-plane windows (the H and the E half step); 4th order: plus 4 pe
 planes; a TF/SF source: ~10 more one-plane permutes (its incident-field curl, ``jnp.roll``
 and mask slices partitioned by XLA; the incident field is known on every device, so
 computing it on each slab extended by a plane would remove them: not done); an x-normal DFT
-plane: one all-reduce of its samples.
+plane: one all-reduce of its samples; a subpixel box across slab boundaries: at most 5 more
+one-plane permutes, 8 with dispersive interface nodes (a Drude sphere on 2 devices: 4, XLA
+merges those that repeat the halo exchange's); a box inside one slab: none.
 
 *Overlap.* The collectives are asynchronous in XLA's GPU schedule (``-start``/``-done``
 pairs with its latency-hiding scheduler): a halo permute or window all-reduce starts when
@@ -91,6 +98,7 @@ import numpy as np
 from ..layout import Layout
 from .halo import resize
 from .step import step
+from .subpixel_slabs import DEALT
 
 
 def split_axis(x, shape) -> int | None:
@@ -104,9 +112,15 @@ def split_axis(x, shape) -> int | None:
     return None
 
 
-def axes_of(tree, shape) -> tuple:
-    """Per leaf (flattening order): :func:`split_axis`."""
-    return tuple(split_axis(x, shape) for x in jax.tree_util.tree_leaves(tree))
+def axes_of(tree, shape, dealt=()) -> tuple:
+    """Per leaf (flattening order): :func:`split_axis`; leaves under the top-level keys
+    ``dealt`` get ``DEALT`` (one entry per device along their axis 0: the subpixel nodes
+    dealt out by slab, :mod:`emjax.fdtd.subpixel_slabs`)."""
+    out = []
+    for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        key = getattr(path[0], "key", None) if path else None
+        out.append(DEALT if key in dealt else split_axis(x, shape))
+    return tuple(out)
 
 
 def place(tree, axes, layout: Layout, nx: int):
@@ -115,6 +129,9 @@ def place(tree, axes, layout: Layout, nx: int):
     npad = layout.padded(nx)
     out = []
     for x, ax in zip(leaves, axes):
+        if ax == DEALT:  # already one entry per device
+            out.append(jax.device_put(x, layout.sharding(np.ndim(x), 0)))
+            continue
         if ax is not None and np.shape(x)[ax] != npad:
             x = np.asarray(x)
             widths = [(0, 0)] * x.ndim
@@ -158,6 +175,9 @@ def _constrain(tree, axes, layout, length):
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     out = []
     for x, ax in zip(leaves, axes):
+        if ax == DEALT:
+            out.append(jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, 0)))
+            continue
         x = resize(x, ax, length)
         out.append(jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, ax)))
     return jax.tree_util.tree_unflatten(treedef, out)

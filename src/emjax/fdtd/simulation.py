@@ -18,7 +18,7 @@ from .. import progress as progress_bars
 from ..backend import check_memory, precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_int, require_positive
 from ..layout import as_layout
-from . import blocked, sharded
+from . import blocked, sharded, subpixel_slabs
 from . import checkpoint as checkpoint_mod
 from . import step as engine
 from .results import FDTDResult
@@ -351,12 +351,14 @@ def _run_sharded(
     blocked kernel's slabs: blocked/shards.py)."""
     g = sim.grid
     lay, nx = plan.layout, g.shape[0]
-    axes = (sharded.axes_of(arrays, g.shape), sharded.axes_of(state, g.shape))
-    arrays = sharded.place(arrays, axes[0], lay, nx)
     recs = []
     if checkpoint is not None and Path(checkpoint).exists():
-        host, recs = checkpoint_mod.load_host(Path(checkpoint), state, fp)
-        state = host
+        state, recs = checkpoint_mod.load_host(Path(checkpoint), state, fp)
+    one_axes = sharded.axes_of(state, g.shape)  # the checkpoints' (one-device) layout
+    loc = subpixel_slabs.localize(plan, arrays, state)  # the subpixel nodes dealt out by slab
+    plan, arrays, state = loc.plan, loc.arrays, loc.state
+    axes = (sharded.axes_of(arrays, g.shape, loc.dealt), sharded.axes_of(state, g.shape, loc.dealt))
+    arrays = sharded.place(arrays, axes[0], lay, nx)
     state = sharded.place(state, axes[1], lay, nx)
     done = int(sharded.host_copy(state["n"]))
     if done > steps:
@@ -387,7 +389,8 @@ def _run_sharded(
                 "sources); the last checkpoint, if any, holds the state before this chunk"
             )
         if checkpoint is not None:
-            checkpoint_mod.save_sharded(Path(checkpoint), state, recs, fp, axes[1])
+            one = loc.to_global(state)  # the node state in the one-device layout
+            checkpoint_mod.save_sharded(Path(checkpoint), one, recs, fp, one_axes)
         if progress is not None:
             progress(done, steps)
     probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..layout import Layout, as_layout
 from ..materials import DrudePole
-from . import dispersive, halo, subpixel, terms
+from . import dispersive, halo, subpixel, subpixel_slabs, terms
 from . import monitors as mon_mod
 from . import pml as pml_mod
 from . import tfsf as tfsf_mod
@@ -69,6 +69,8 @@ class Plan:
     subpixel_inline: bool = False  # the correction as one expression (subpixel.correction_inline)
     layout: Layout | None = None  # several devices: slabs along x (sharded.py); None: one device
     pmc: tuple = (False, False, False)  # per axis: a PMC wall on the H plane i = 1/2 (grid.CPML)
+    # several devices: the subpixel nodes dealt out by slab (subpixel_slabs.localize), or None
+    subpixel_slabs: subpixel_slabs.Slabs | None = None
 
 
 def coefficients(sim: GridSimulation, dtype):
@@ -265,7 +267,9 @@ def step(plan, arrays, state, _, z=None):
     comp = dispersive.component
     E = tuple(comp(ca, i) * e + comp(cb, i) * c for i, (e, c) in enumerate(zip(E, cH)))
     sub = state["sub"]
-    if plan.subpixel is not None and plan.subpixel_inline:  # one gather fusion, one scatter
+    if plan.subpixel_slabs is not None:  # several devices: each corrects its slab's nodes
+        E, sub, slab_block = subpixel_slabs.correct(plan, arrays, E, H, E_old, sub, state["sub_block"])
+    elif plan.subpixel is not None and plan.subpixel_inline:  # one gather fusion, one scatter
         region = tuple(slice(a, b) for a, b in plan.subpixel)
         rshape = tuple(b - a for a, b in plan.subpixel)
         size = math.prod(rshape)
@@ -326,7 +330,10 @@ def step(plan, arrays, state, _, z=None):
     dft = tuple(mon_mod.accumulate(m, acc, E, H, n, dt) for m, acc in zip(plan.monitors, state["dft"]))
     rec = [(E if p.field == "E" else H)[p.component][tuple(p.index)] for p in plan.probes]
     out = jnp.stack(rec) if rec else jnp.zeros((0,), dtype)
-    block = acc if plan.subpixel_inline else state["sub_block"]
+    if plan.subpixel_slabs is not None:
+        block = slab_block
+    else:
+        block = acc if plan.subpixel_inline else state["sub_block"]
     new = {"E": E, "H": H, "psi": psi, "dft": dft, "J": J, "aux": aux, "n": n + 1}
     return {**new, "sub": sub, "sub_block": block}, out
 
