@@ -33,7 +33,8 @@ def fdtd_benchmark(
 
     ``material``: "vacuum" (scalar coefficients), "dielectric" (per-cell eps array),
     "drude" (a Drude cube, one pole, per-cell pole coefficients and currents J), or an eps =
-    2.25 sphere of radius N/4 from an emjax.scene, "sphere" (staircased per node) or
+    2.25 sphere of radius N/4 from an emjax.scene (one per N^3 cube along x: a weak-scaling
+    grid (k N, N, N) holds k), "sphere" (staircased per node) or
     "sphere-subpixel" (Kottke tensors at the interface nodes; both in the sparse box),
     "sphere-diagonal" (the tensors' diagonal per E node: eps of shape (3, N, N, N), no box,
     which the blocked kernel runs), or "sphere-drude" (a Drude sphere, subpixel: its
@@ -256,14 +257,20 @@ def benchmark_simulation(
         from ..materials import Drude
 
         mat = Drude(1.0, omega_p=0.3, gamma=0.01) if material == "sphere-drude" else 2.25
-        sc = scene.Scene([scene.Object(geometry.Sphere(), mat, center=(c, c, c), size=size / 2)])
+        # one sphere per N^3 cube along x (a weak-scaling grid (k N, N, N) holds k of them)
+        sc = scene.Scene(
+            [
+                scene.Object(geometry.Sphere(), mat, center=(c + j * size, c, c), size=size / 2)
+                for j in range(max(grid.shape[0] // size, 1))
+            ]
+        )
         averaging = {"sphere": "staircase", "sphere-diagonal": "diagonal"}.get(material, "subpixel")
         phys = fdtd.Simulation(
-            size=(size,) * 3,
+            size=grid.shape,
             resolution=1.0,
             scene=sc,
             boundary=fdtd.Periodic(),  # only to place the scene on this grid's cells
-            center=(size / 2,) * 3,
+            center=tuple(n / 2 for n in grid.shape),
             averaging=averaging,
         )
         t0 = time.perf_counter()
