@@ -304,9 +304,12 @@ def test_gpu_1000_steps_float64_and_float32(case):
 def test_gpu_run_flux_box_blocked_equals_xla():
     """``fdtd.run`` with ``kernel="blocked"`` (the default tiling) and ``"xla"``: a TF/SF plane
     wave on a dielectric block, a flux box around it in the scattered-field region; the
-    fields and the flux box's DFTs agree to 1e-5 (float32)."""
+    fields and the flux box's DFTs agree to 1e-12 (float64). In float32 the scattered-field
+    region's DFTs differ by about 7e-4 of their largest value (measured on an H200): the
+    total field, of the incident wave's size and a hundred times the scattered one, is
+    rounded to 1e-7 of itself at every step, and the DFT sums that over the steps."""
     n = 48
-    g = fdtd.Grid((n,) * 3, 1.0, boundary=CPML(8), precision="single")
+    g = fdtd.Grid((n,) * 3, 1.0, boundary=CPML(8), precision="double")
     eps = np.ones((n,) * 3)
     eps[20:28, 18:30, 20:28] = 2.25
     tf = fdtd.TFSF((14,) * 3, (34,) * 3, PlaneWave((0, -1, 0), (0, 0, 1)), fdtd.GaussianPulse(0.1, 0.5))
@@ -320,4 +323,4 @@ def test_gpu_run_flux_box_blocked_equals_xla():
         (u[k], v[k]) for u, v in zip(a.dft, b.dft, strict=True) for k in "EH"
     ]:
         x, y = np.asarray(x), np.asarray(y)
-        assert np.abs(x - y).max() <= 1e-5 * np.abs(x).max()
+        assert np.abs(x - y).max() <= 1e-12 * np.abs(x).max()
