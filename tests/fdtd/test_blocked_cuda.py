@@ -13,7 +13,7 @@ from emjax import ConfigError, fdtd
 from emjax.backend import precision_scope
 from emjax.fdtd import blocked
 from emjax.fdtd import step as engine
-from emjax.fdtd.blocked import cuda
+from emjax.fdtd.blocked import cuda, cuda_advance
 from emjax.fdtd.grid import CPML, PEC, Periodic
 
 emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
@@ -308,6 +308,30 @@ def test_source_text_names_every_buffer():
     for name, _ in cuda.inputs(spec) + cuda.outputs(spec):
         assert f"*__restrict__ {name}" in text
     assert "#define TH 2" in text and "#define WY 9" in text
+
+
+def test_per_cell_coefficients_staged_in_shared_memory(monkeypatch):
+    """Per-component cb and PEC masks go through the shared-memory ring (TH + 1 planes of
+    their values per window cell); past the size limit they are read from global memory."""
+    plan, arrays, _ = _setup(_kappa_pec_cells(), 4)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 3, (4, 5))
+    assert spec.ring == (("cb", 3), ("pec", 1))  # one mask per cell here
+    w = spec.window[0] * spec.window[1]
+    assert spec.smem_bytes == (12 + 4 * 4) * w * 8
+    assert "#define NRING 4" in cuda.source(spec) and "#define RING_CB 0" in cuda.source(spec)
+    monkeypatch.setattr(cuda, "RING_SMEM_LIMIT", (12 + 4 * 3) * w * 8)  # room for cb only
+    assert spec.ring == (("cb", 3),)
+    monkeypatch.setattr(cuda, "COEF_RING", False)
+    off = cuda_advance.make_spec(plan, arrays, jnp.float64, 3, (4, 5))
+    assert off != spec and off.ring == () and off.smem_bytes == 12 * w * 8
+    assert "#define NRING 0" in cuda.source(off)
+
+
+@emulated
+def test_emulated_coefficients_without_the_ring(monkeypatch):
+    """The kernel reading cb and the PEC masks from global memory (no room for the ring)."""
+    monkeypatch.setattr(cuda, "COEF_RING", False)
+    _compare(_kappa_pec_cells(), 6, th=3, tile=(14, 4, 5), kernel="emulate")
 
 
 gpu = pytest.mark.gpu

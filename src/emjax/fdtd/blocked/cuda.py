@@ -30,6 +30,7 @@ import tempfile
 import threading
 import zlib
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from functools import lru_cache
 from pathlib import Path
 
@@ -79,6 +80,9 @@ class Spec:
     # the regular tiling's tiles this kernel computes: (ty0, ty1, tz0, tz1, n), the first
     # n tiles of the rectangle in launch order (z fastest); None: all
     tiles: tuple | None = None
+    # per-cell coefficients through the shared-memory ring (default :data:`COEF_RING` when
+    # the spec is made: part of the key, so a changed default compiles another kernel)
+    coef_ring: bool = dc_field(default_factory=lambda: COEF_RING)
     # the TF/SF box (:func:`.incidence.spec_entry`; None: no TF/SF source); its incident
     # lines come in as ``tinc`` (TH, 2, n along the incidence axis)
     tfsf: tuple | None = None
@@ -113,10 +117,43 @@ class Spec:
         return 4 if self.dtype == "float32" else 8
 
     @property
+    def chains(self) -> int:
+        """Values per window cell of the psi chains in shared memory."""
+        return 8 * (self.th - 1) * sum(map(bool, self.pml)) if self.chain_smem else 0
+
+    @property
+    def ring(self) -> tuple:
+        """The per-cell coefficients staged in shared memory, ((key, values per cell), ...):
+        cb, ca, then pec while they fit (:data:`RING_SMEM_LIMIT`); none without ``coef_ring``."""
+        if not self.coef_ring:
+            return ()
+        w = self.window[0] * self.window[1]
+        out, used = [], (12 + self.chains) * w * self.itemsize
+        for key in ("cb", "ca", "pec"):
+            n = (
+                {"grid": 1, "comp": 3}.get(getattr(self, key), 0)
+                if isinstance(getattr(self, key), str)
+                else 0
+            )
+            extra = (self.th + 1) * n * w * self.itemsize
+            if n and used + extra <= RING_SMEM_LIMIT:
+                out.append((key, n))
+                used += extra
+        return tuple(out)
+
+    @property
     def smem_bytes(self) -> int:
         w = self.window[0] * self.window[1]
-        chains = 8 * (self.th - 1) * w * sum(map(bool, self.pml)) if self.chain_smem else 0
-        return (12 * w + chains) * self.itemsize
+        ring = (self.th + 1) * sum(n for _, n in self.ring)
+        return (12 + self.chains + ring) * w * self.itemsize
+
+
+#: per-cell coefficients (ca, cb, PEC masks) staged plane by plane in shared memory, each
+#: thread copying its own cells' values of the plane its first level takes next (cp.async),
+#: instead of every level reading them from global memory
+COEF_RING = True
+#: the most shared memory a CTA takes with the ring (H100 / H200: 227 KB per block)
+RING_SMEM_LIMIT = 200 * 1024
 
 
 #: the x-march unrolled twice also where the CPML's chains live in shared memory
@@ -226,6 +263,13 @@ def source(spec: Spec) -> str:
 
     d.update(defines(spec.tfsf, _literal))
     d["CHAIN_SMEM"] = int(spec.chain_smem)
+    ring = dict(spec.ring)
+    d["NRING"] = sum(ring.values())
+    d["RING_OFF"] = 12 + spec.chains
+    off = 0
+    for key in ("ca", "cb", "pec"):
+        d[f"RING_{key.upper()}"] = off if key in ring else -1
+        off += ring.get(key, 0)
     if spec.tiles is not None:
         d["TILES"] = ", ".join(map(str, spec.tiles))
     for a in range(3):

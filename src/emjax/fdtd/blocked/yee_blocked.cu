@@ -92,6 +92,23 @@ struct Chain {
 #define CHV(ch, par, s, slot) (ch).v[par][s][slot]
 #endif
 
+// an asynchronous copy of one value from global to shared memory (sm_80 and later; the
+// host emulation and older GPUs copy at once), and the waits for them
+__device__ __forceinline__ void cp_async1(REAL *dst, const REAL *src) {
+#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(sizeof(REAL)));
+#else
+  *dst = *src;
+#endif
+}
+__device__ __forceinline__ void cp_async_commit_wait1() {  // all but the newest group landed
+#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+  asm volatile("cp.async.wait_group 1;\n" ::);
+#endif
+}
+
 // one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
 __device__ __forceinline__ REAL cpml_term(Chain &ch, int par, int s, int slot, REAL vs,
                                           REAL b, REAL c, REAL km1, int kappa,
@@ -176,6 +193,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   // buffers: set (0/1), field (E: 0..2, H: 3..5), window cell
 #define BUF(set, f, c) smem[((set) * 6 + (f)) * W + (c)]
 #define FOR_K _Pragma("unroll") for (int k = 0; k < RY; ++k)
+#if NRING
+  // the coefficient ring: TH + 1 planes of NRING values per window cell after the buffers
+  // (and chains); iteration i copies plane X0 + i into slot (i + 1) % (TH + 1), which level
+  // s reads in iteration i + s (its plane p = X0 + i' - s): no slot is overwritten while a
+  // level still reads it, and each thread reads only the cells it copied (no barrier)
+  REAL *ring = smem + (long)RING_OFF * W;
+#define RING(slot, v, k) ring[((slot) * NRING + (v)) * W + cell[k]]
+#endif
 
   // thread -> one z position and RY rows of the window (rows r, r + WY / RY, ...)
   const int t = threadIdx.x;
@@ -296,6 +321,27 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #pragma unroll I_UNROLL
   for (int i = 0; i < NXW + TH; ++i) {
     const int par = i & 1;
+#if NRING
+    if (active && i < NXW) {  // plane X0 + i: its first E update is level 1's next iteration
+      const int slot = (i + 1) % (TH + 1);
+      FOR_K {
+        const long at = col[k] + (long)i * plane;
+#if RING_CA >= 0
+        for (int c = 0; c < (CA_KIND == 2 ? 3 : 1); ++c)
+          cp_async1(&RING(slot, RING_CA + c, k), ca + (long)c * NCELL + at);
+#endif
+#if RING_CB >= 0
+        for (int c = 0; c < (CB_KIND == 2 ? 3 : 1); ++c)
+          cp_async1(&RING(slot, RING_CB + c, k), cb + (long)c * NCELL + at);
+#endif
+#if RING_PEC >= 0
+        for (int c = 0; c < (PEC_KIND == 2 ? 3 : 1); ++c)
+          cp_async1(&RING(slot, RING_PEC + c, k), pec + (long)c * NCELL + at);
+#endif
+      }
+    }
+    cp_async_commit_wait1();
+#endif
     REAL ef[RY][3], hin[RY][3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
     FOR_K {
       if (active && i < NXW) {
@@ -419,9 +465,22 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #pragma unroll
           for (int c = 0; c < 3; ++c) tce[k][c] = tf_here ? tf_corr(tinc, s, 1, c, p, gyk, gz) : (REAL)0;
 #endif
-          en[k][0] = CA(0, p, gyk, gz) * eo[s][k][0] + CB(0, p, gyk, gz) * (dyHz - dzHy TF_E(0));
-          en[k][1] = CA(1, p, gyk, gz) * eo[s][k][1] + CB(1, p, gyk, gz) * (dzHx - dxHz TF_E(1));
-          en[k][2] = CA(2, p, gyk, gz) * eo[s][k][2] + CB(2, p, gyk, gz) * (dxHy - dyHx TF_E(2));
+#if NRING
+          const int slot = (i - s + 1) % (TH + 1);  // plane p's coefficients (i - s + 1 >= 1)
+#endif
+#if RING_CA >= 0
+#define CAE(c) RING(slot, RING_CA + (CA_KIND == 2 ? (c) : 0), k)
+#else
+#define CAE(c) CA(c, p, gyk, gz)
+#endif
+#if RING_CB >= 0
+#define CBE(c) RING(slot, RING_CB + (CB_KIND == 2 ? (c) : 0), k)
+#else
+#define CBE(c) CB(c, p, gyk, gz)
+#endif
+          en[k][0] = CAE(0) * eo[s][k][0] + CBE(0) * (dyHz - dzHy TF_E(0));
+          en[k][1] = CAE(1) * eo[s][k][1] + CBE(1) * (dzHx - dxHz TF_E(1));
+          en[k][2] = CAE(2) * eo[s][k][2] + CBE(2) * (dxHy - dyHx TF_E(2));
 #if WALL0
           if (p == 0) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
@@ -432,9 +491,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           if (gz == 0) { en[k][0] = (REAL)0; en[k][1] = (REAL)0; }
 #endif
 #ifdef PEC_KIND
-          en[k][0] *= KEEP(0, p, gyk, gz);
-          en[k][1] *= KEEP(1, p, gyk, gz);
-          en[k][2] *= KEEP(2, p, gyk, gz);
+#if RING_PEC >= 0
+#define KEEPE(c) RING(slot, RING_PEC + (PEC_KIND == 2 ? (c) : 0), k)
+#else
+#define KEEPE(c) KEEP(c, p, gyk, gz)
+#endif
+          en[k][0] *= KEEPE(0);
+          en[k][1] *= KEEPE(1);
+          en[k][2] *= KEEPE(2);
 #endif
 #if NSRC
           SOURCES
