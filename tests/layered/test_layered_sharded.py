@@ -2,7 +2,8 @@
 equal to the one-device map. Point counts that do not divide by the device count, and a
 per-device batch smaller than the map (several chunks, the last one padded), are covered.
 
-Measured (this box: 4, 8 and 3 devices, points in 2 media): max |G_sharded - G_one| = 0 exactly
+The two media's groups are refined on two devices side by side. Measured (this box: 4, 8
+and 3 devices, points in 2 media): max |G_sharded - G_one| = 0 exactly
 (bit for bit: each point's integrals are the same operations on either layout). The
 compiled integration of point-split chunks has no collective at all."""
 
@@ -21,9 +22,18 @@ pts = rng.uniform(-0.4, 0.4, (21, 3))
 pts[:, 2] = np.where(pts[:, 2] > 0, pts[:, 2] + 0.05, pts[:, 2] - 0.05)
 src = (0.0, 0.0, 0.08)
 G1 = green_tensor(st, 0.6, src, pts, rtol=1e-6)
+# the groups' refinement dealt out over the devices (one group per medium here: two)
+from emjax.layered import mapping
+refined_on = set()
+_refine_groups = mapping.refine_groups
+def spy(gs, extras, device=None):
+    refined_on.add(device.id)
+    return _refine_groups(gs, extras, device)
+mapping.refine_groups = spy
 # 21 points, 2 per device and call: chunks of 8 (4 devices) or 16 (8), the last one padded
 G = green_tensor(st, 0.6, src, pts, rtol=1e-6, layout=n, batch=2)
 print("G", n, float(np.abs(G - G1).max() / np.abs(G1).max()))
+print("refined on", len(refined_on))
 # the compiled integration of point-split chunks: no collective (each device its own points)
 import re
 from emjax.backend import precision_scope
@@ -51,6 +61,7 @@ print("H", float(np.abs(f.H - f1.H).max() / np.abs(f1.H).max()))
 
 def _check(out, count):
     assert "hlo 0" in out, out
+    assert "refined on 2" in out, out
     lines = [ln.split() for ln in out.splitlines() if ln[:1] in "GEH"]
     assert len(lines) == count, out
     for ln in lines:

@@ -3,10 +3,11 @@ device's work queued before any of its results is read.
 
 Three passes over the groups of :mod:`emjax.layered.groups`:
 
-1. every group's quadrature path is refined on a sample of its points, all groups together
-   round by round on the first device (:mod:`emjax.layered.refine`: one host round-trip
-   per round). A group's refinement depends on its points and its own random sample only,
-   so the paths are the same on any number of devices;
+1. every group's quadrature path is refined on a sample of its points, the groups dealt
+   out over the devices, each device's groups together round by round in its own thread
+   (:mod:`emjax.layered.refine`: one host round-trip per round). A group's refinement
+   depends on its points and its own random sample only, so the paths are the same on any
+   number of devices;
 2. every group's points are integrated: each group's points dealt out whole, one
    contiguous run per device; each device's thread queues the chunks of its runs of all
    groups :data:`AHEAD` chunks ahead of the one it reads back, so the device never waits
@@ -140,14 +141,22 @@ def _group_stats(g, second_pass: bool, refine_s: float, integrated_by_s: float) 
 
 
 def _refine(gs, which, extras, devices, prog, refine_s) -> None:
-    """Refine the groups ``which`` (with the extra sample points ``extras``) together, round
-    by round, on the first of ``devices`` (see :mod:`emjax.layered.refine`: the same paths
-    whatever the number of devices)."""
+    """Refine the groups ``which`` (with the extra sample points ``extras``), dealt out over
+    ``devices`` (every n-th group to a device), each device's groups together round by
+    round in its own host thread (see :mod:`emjax.layered.refine`: a group's path depends on
+    its points and its own sample only, so the paths are the same on any number of
+    devices)."""
     for i in which:
         prog(i, "refine")
-    seconds = refine_groups([gs[i] for i in which], list(extras), devices[0])
-    for i, t in zip(which, seconds):
-        refine_s[i] += t
+    n = max(1, min(len(devices), len(which)))
+    parts = [list(range(d, len(which), n)) for d in range(n)]  # positions in ``which``
+
+    def one(dev, pos):
+        return refine_groups([gs[which[p]] for p in pos], [extras[p] for p in pos], dev)
+
+    for pos, seconds in zip(parts, on_each(devices[:n], one, parts)):
+        for p, t in zip(pos, seconds):
+            refine_s[which[p]] += t
 
 
 #: chunks of points a device has queued ahead of the one being read back (bounds the device
@@ -237,7 +246,7 @@ def _dispatch(g, batch: int, run: range, fin: Finish, pm, zeros: dict):
 def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
     """Start compiling (in the background, side by side) every kernel the map of ``ctx``
     will call on each of ``devices`` (default: the default device; each group's points
-    dealt out over them as above): the refinement's (on the first device) and the
+    dealt out over them as above): the refinement's and the
     integration's, complex (ellipse) and real (tail) nodes, for each kind of medium (one- or
     two-sided) and point chunk size, and the end of a chunk (``fin``, with or without the
     direct term). Each group's quadrature path is chosen first, so a map refused for it
@@ -275,7 +284,7 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
             kdt = rdt if real else cdt
             wdt = np.dtype(np.float64) if real else np.dtype(np.complex128)
             statics = dict(orders=orders, bessel_real=real, has_up=True, has_dn=two)
-            if ("refine", two, real) not in seen:  # on the first device only
+            if ("refine", two, real) not in seen:  # on every device (the groups dealt out)
                 seen.add(("refine", two, real))
                 B = slots_per_call(devices[0])
                 pts = [spec((B, som.REFINE_POINTS), rdt)] * 3
@@ -286,7 +295,8 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
                     spec((B, RC, S, 2), cdt),
                     spec((B, RC), cdt),
                 )
-                som.warm(som.refine_sums, args + tuple(pts), dict(n_blocks=i32), device=devices[0], **statics)
+                for dev in devices:
+                    som.warm(som.refine_sums, args + tuple(pts), dict(n_blocks=i32), device=dev, **statics)
             for size in sizes:
                 if ("integrate", two, real, size) in seen:
                     continue
