@@ -312,19 +312,33 @@ def test_source_text_names_every_buffer():
 
 def test_per_cell_coefficients_staged_in_shared_memory(monkeypatch):
     """Per-component cb and PEC masks go through the shared-memory ring (TH + 1 planes of
-    their values per window cell); past the size limit they are read from global memory."""
+    their values per window cell); past the size limit they are read from global memory.
+    The setting is part of the spec (the jitted drivers' key): changing it makes another."""
     plan, arrays, _ = _setup(_kappa_pec_cells(), 4)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 3, (4, 5))
     assert spec.ring == (("cb", 3), ("pec", 1))  # one mask per cell here
     w = spec.window[0] * spec.window[1]
     assert spec.smem_bytes == (12 + 4 * 4) * w * 8
     assert "#define NRING 4" in cuda.source(spec) and "#define RING_CB 0" in cuda.source(spec)
-    monkeypatch.setattr(cuda, "RING_SMEM_LIMIT", (12 + 4 * 3) * w * 8)  # room for cb only
-    assert spec.ring == (("cb", 3),)
+    small = cuda_advance.make_spec(plan, arrays, jnp.float64, 3, (4, 5), (True, (12 + 4 * 3) * w * 8))
+    assert small.ring == (("cb", 3),) and small != spec  # room for cb only
     monkeypatch.setattr(cuda, "COEF_RING", False)
+    assert cuda.ring_setting()[0] is False
     off = cuda_advance.make_spec(plan, arrays, jnp.float64, 3, (4, 5))
     assert off != spec and off.ring == () and off.smem_bytes == 12 * w * 8
     assert "#define NRING 0" in cuda.source(off)
+
+
+def test_ring_limit_follows_the_device(monkeypatch):
+    """The ring's shared memory stays within what the GPU lets a block opt into."""
+
+    class Dev:
+        def __init__(self, cc):
+            self.compute_capability = cc
+
+    for cc, kb in (("9.0", 227), ("8.0", 163), ("8.6", 99), ("8.9", 99), ("7.5", 64)):
+        monkeypatch.setattr(jax, "devices", lambda backend=None, cc=cc: [Dev(cc)])
+        assert cuda.smem_limit() == min(kb * 1024 - 1024, cuda.RING_SMEM_LIMIT)
 
 
 @emulated

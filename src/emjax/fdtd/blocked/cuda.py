@@ -30,7 +30,6 @@ import tempfile
 import threading
 import zlib
 from dataclasses import dataclass
-from dataclasses import field as dc_field
 from functools import lru_cache
 from pathlib import Path
 
@@ -80,9 +79,10 @@ class Spec:
     # the regular tiling's tiles this kernel computes: (ty0, ty1, tz0, tz1, n), the first
     # n tiles of the rectangle in launch order (z fastest); None: all
     tiles: tuple | None = None
-    # per-cell coefficients through the shared-memory ring (default :data:`COEF_RING` when
-    # the spec is made: part of the key, so a changed default compiles another kernel)
-    coef_ring: bool = dc_field(default_factory=lambda: COEF_RING)
+    # per-cell coefficients through the shared-memory ring, and the shared memory a CTA may
+    # take (:func:`ring_setting`, resolved outside jit by the drivers: part of the key)
+    coef_ring: bool = True
+    smem_limit: int = 200 * 1024
     # the TF/SF box (:func:`.incidence.spec_entry`; None: no TF/SF source); its incident
     # lines come in as ``tinc`` (TH, 2, n along the incidence axis)
     tfsf: tuple | None = None
@@ -124,7 +124,7 @@ class Spec:
     @property
     def ring(self) -> tuple:
         """The per-cell coefficients staged in shared memory, ((key, values per cell), ...):
-        cb, ca, then pec while they fit (:data:`RING_SMEM_LIMIT`); none without ``coef_ring``."""
+        cb, ca, then pec while they fit in ``smem_limit``; none without ``coef_ring``."""
         if not self.coef_ring:
             return ()
         w = self.window[0] * self.window[1]
@@ -136,7 +136,7 @@ class Spec:
                 else 0
             )
             extra = (self.th + 1) * n * w * self.itemsize
-            if n and used + extra <= RING_SMEM_LIMIT:
+            if n and used + extra <= self.smem_limit:
                 out.append((key, n))
                 used += extra
         return tuple(out)
@@ -154,6 +154,28 @@ class Spec:
 COEF_RING = True
 #: the most shared memory a CTA takes with the ring (H100 / H200: 227 KB per block)
 RING_SMEM_LIMIT = 200 * 1024
+#: shared memory a block may opt into, KB, by compute capability (CUDA's table); others 99
+_SMEM_OPTIN_KB = {(7, 0): 96, (7, 5): 64, (8, 0): 163, (8, 7): 163, (9, 0): 227, (10, 0): 227}
+
+
+def smem_limit() -> int:
+    """The shared memory (bytes) a CTA of the ring may take on this process's first GPU: the
+    device's opt-in maximum less 1 KB, at most :data:`RING_SMEM_LIMIT` (no GPU: the latter,
+    for the host emulation)."""
+    try:
+        import jax
+
+        cc = str(jax.devices("gpu")[0].compute_capability)
+    except Exception:  # no GPU backend: the emulation
+        return RING_SMEM_LIMIT
+    major, minor = (int(v) for v in cc.split(".")[:2])
+    return min(_SMEM_OPTIN_KB.get((major, minor), 99) * 1024 - 1024, RING_SMEM_LIMIT)
+
+
+def ring_setting() -> tuple:
+    """(:data:`COEF_RING`, :func:`smem_limit`): resolved by the drivers outside ``jax.jit``
+    and passed in as a static argument, so that changing either compiles another kernel."""
+    return bool(COEF_RING), smem_limit()
 
 
 #: the x-march unrolled twice also where the CPML's chains live in shared memory

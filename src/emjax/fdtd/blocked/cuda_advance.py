@@ -44,9 +44,11 @@ def unsupported(plan) -> str | None:
     return None
 
 
-def make_spec(plan, arrays, dtype, th: int, block: tuple) -> Spec:
+def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = None) -> Spec:
     """``block``: (BY, BZ) cells of a tile, or (BY, BZ, RY) with RY window rows per thread
-    (default: 2 where the window's rows are even, else 1)."""
+    (default: 2 where the window's rows are even, else 1). ``ring``: (coefficient ring on,
+    shared memory limit), default :func:`emjax.fdtd.blocked.cuda.ring_setting`."""
+    ring = cuda.ring_setting() if ring is None else ring
     from . import config
 
     cfg = config(plan)
@@ -76,6 +78,8 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple) -> Spec:
         ry,
         boxes=records.boxes(plan),
         tfsf=incidence.spec_entry(plan),
+        coef_ring=bool(ring[0]),
+        smem_limit=int(ring[1]),
     )
 
 
@@ -231,10 +235,20 @@ def _one_pass(
     return E, H, psi, rec, mrec
 
 
-@partial(jax.jit, static_argnames=("plan", "steps", "th", "block", "split_cpml"), donate_argnames=("state",))
 def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True):
+    """``steps`` steps in passes of the kernel on the GPU (one jitted program per plan,
+    step count, tiling and :func:`emjax.fdtd.blocked.cuda.ring_setting`)."""
+    return _advance_gpu(plan, arrays, state, steps, th, block, split_cpml, cuda.ring_setting())
+
+
+@partial(
+    jax.jit,
+    static_argnames=("plan", "steps", "th", "block", "split_cpml", "ring"),
+    donate_argnames=("state",),
+)
+def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool, ring: tuple):
     dtype = state["E"][0].dtype
-    spec = make_spec(plan, arrays, dtype, th, block)
+    spec = make_spec(plan, arrays, dtype, th, block, ring)
     static, prof = static_inputs(plan, arrays, spec)
     psi = pack_psi(plan, state["psi"], spec)
     E, H, n = tuple(state["E"]), tuple(state["H"]), state["n"]
@@ -271,7 +285,7 @@ def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cp
         (cur, other, n, acc), rec = jax.lax.scan(body, (cur, other, n, acc), None, length=n_pass // 2)
         recs.append(rec.reshape(2 * th * (n_pass // 2), nprobe))
     for sp in ([spec] if n_pass % 2 else []) + (
-        [make_spec(plan, arrays, dtype, rest, block)] if rest else []
+        [make_spec(plan, arrays, dtype, rest, block, ring)] if rest else []
     ):
         new, rec, acc = run(sp, cur, other, n, acc)
         cur, other = new, cur

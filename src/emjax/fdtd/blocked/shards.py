@@ -123,20 +123,25 @@ def _emulated(spec, args, dest):
     return jax.pure_callback(host, shapes, *args, *dest)
 
 
-@partial(
-    jax.jit,
-    static_argnames=("plan", "steps", "th", "block", "split_cpml", "emulate"),
-    donate_argnames=("state",),
-)
 def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True, emulate=False):
     """``steps`` steps of a run on ``plan.layout``'s devices (x-split state, as
     :func:`emjax.fdtd.sharded.advance`), in passes of the blocked kernel."""
+    ring = cuda.ring_setting()
+    return _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring)
+
+
+@partial(
+    jax.jit,
+    static_argnames=("plan", "steps", "th", "block", "split_cpml", "emulate", "ring"),
+    donate_argnames=("state",),
+)
+def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
     layout = plan.layout
     n, nx = layout.n, plan.shape[0]
     m = nx // n
     dtype = state["E"][0].dtype
-    spec = make_spec(plan, arrays, dtype, th, block)
-    rest_spec = make_spec(plan, arrays, dtype, steps % th, block) if steps % th else None
+    spec = make_spec(plan, arrays, dtype, th, block, ring)
+    rest_spec = make_spec(plan, arrays, dtype, steps % th, block, ring) if steps % th else None
     static, prof = static_inputs(plan, arrays, spec)
     psi = pack_psi(plan, state["psi"], spec)
     lx = plan.pml[0]
