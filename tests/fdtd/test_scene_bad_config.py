@@ -49,7 +49,7 @@ CASES = [
     ((S, "boundary"), "open", r"^\[simulation\]\.boundary must be one of cpml, pec, periodic, bloch"),
     ((S, "boundary"), ["cpml", "pec"], r"^\[simulation\]\.boundary must be one name or three"),
     ((S, "pml_thickness"), 0, r"^\[simulation\]\.pml_thickness must be an integer in \[1, inf\]"),
-    ((S, "averaging"), "smooth", r"^\[simulation\]\.averaging must be one of subpixel, staircase"),
+    ((S, "averaging"), "smooth", r"^\[simulation\]\.averaging must be one of subpixel, diagonal, staircase"),
     ((S, "precision"), "half", r"^\[simulation\]\.precision must be one of single, double"),
     ((S, "courant"), 2.0, r"^\[simulation\]\.courant must be a number in \(0, 1.0\]"),
     ((S, "background"), 0.5, r"^\[simulation\]\.background must be a number in \[1.0, inf\]"),
