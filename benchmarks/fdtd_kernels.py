@@ -1,12 +1,16 @@
 """FDTD: the XLA step and the blocked CUDA kernel side by side in one process, one JSON row
 per (case, path): grid size, precision, boundary (PEC walls, or a 10-cell CPML on one axis
-or all), material (vacuum or a dielectric block: a per-cell cb array), source (a point
-dipole, or a TF/SF plane wave: its 1-D grid advanced per pass and the box's face
-corrections in the kernel), TH and tiles.
+or all), material (vacuum, a dielectric block: a per-cell cb array, or "dielectric3": the
+block with eps per component, three cb arrays, as ``averaging="diagonal"`` gives), the
+per-cell coefficients read through the kernel's shared-memory ring or not (``--ring``),
+source (a point dipole, or a TF/SF plane wave: its 1-D grid advanced per pass and the box's
+face corrections in the kernel), TH and tiles.
 
 PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --out results/gpu-fdtd-kernels.jsonl
 PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --boundary pec cpml --configs 4,24,2 3,26,2
 PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --boundary cpml --source dipole tfsf
+PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --material dielectric dielectric3 \
+    --configs 4,24,2 --ring on off
 
 Each row: ``cells_per_s`` (a second call of ``steps`` steps; the first, ``compile_s``,
 compiles), ``bytes_per_update`` (the model: XLA 18 values per update plus the coefficient
@@ -30,6 +34,7 @@ from emjax.backend import device_description
 from emjax.bench import git_commit
 from emjax.fdtd import blocked
 from emjax.fdtd import step as engine
+from emjax.fdtd.blocked import cuda as cuda_kernel
 from emjax.fdtd.grid import CPML, PEC
 from emjax.scattering import PlaneWave
 
@@ -59,7 +64,6 @@ CPML_KERNELS = {
 
 
 def cpml_kernels(name):
-    from emjax.fdtd.blocked import cuda as cuda_kernel
     from emjax.fdtd.blocked import split as cpml_split
 
     g, c, s, u, t = CPML_KERNELS[name]
@@ -72,9 +76,11 @@ def cpml_kernels(name):
 def simulation(n, boundary, precision, material, monitors=False, source="dipole"):
     g = fdtd.Grid((n,) * 3, 1.0, boundary=BOUNDARIES[boundary], precision=precision)
     eps = 1.0
-    if material == "dielectric":
+    if material in ("dielectric", "dielectric3"):
         eps = np.ones((n,) * 3, np.float32)
         eps[n // 4 : 3 * n // 4, n // 4 : 3 * n // 4, n // 4 : 3 * n // 4] = 2.25
+    if material == "dielectric3":  # per component, each a half cell's shift of the block
+        eps = np.stack([eps, np.roll(eps, 1, 0), np.roll(eps, 1, 1)])
     pulse = fdtd.GaussianPulse(frequency=0.05, bandwidth=0.5)
     if source == "tfsf":  # a plane wave along +z, x-polarized, in a box of the middle 3/4
         lo, hi = (n // 8,) * 3, (n - n // 8,) * 3
@@ -142,6 +148,13 @@ def main(argv=None):
         "memory; +skip: the bulk leaves out the tiles the CPML kernels recompute; +tail: the bulk's last "
         "wave in x pieces; +unroll: the x-march unrolled twice where the chains are in shared memory",
     )
+    ap.add_argument(
+        "--ring",
+        nargs="+",
+        default=["on"],
+        choices=["on", "off"],
+        help="per-cell coefficients through the kernel's shared-memory ring (on) or read from global memory",
+    )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
         "--source",
@@ -173,7 +186,7 @@ def main(argv=None):
             dtype = jnp.float32 if precision == "single" else jnp.float64
             item = np.dtype(dtype).itemsize
             for material in a.material:
-                coef = 1 if material == "dielectric" else 0
+                coef = {"dielectric": 1, "dielectric3": 3}.get(material, 0)
                 for boundary, source in [(b, so) for b in a.boundary for so in a.source]:
                     sim = simulation(n, boundary, precision, material, a.monitors, source)
                     case = {
@@ -202,13 +215,20 @@ def main(argv=None):
                             "bandwidth_fraction": rate * bpu / a.bandwidth,
                         }
                     )
-                    combos = [(c, sp, ck) for c in a.configs for sp in a.split for ck in a.cpml_kernels]
-                    for cfg, split, ck in combos:
+                    combos = [
+                        (c, sp, ck, r)
+                        for c in a.configs
+                        for sp in a.split
+                        for ck in a.cpml_kernels
+                        for r in a.ring
+                    ]
+                    for cfg, split, ck, ring in combos:
                         if split == "off" and boundary == "pec":
                             continue
                         if split == "off" and ck != a.cpml_kernels[0]:
                             continue
                         cpml_kernels(ck)
+                        cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))
                         row = {
                             **case,
@@ -218,6 +238,7 @@ def main(argv=None):
                             "rows_per_thread": ry,
                             "split_cpml": split == "on",
                             "cpml_kernels": ck if split == "on" else None,
+                            "coef_ring": ring == "on",
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,
