@@ -161,6 +161,7 @@ def test_x_march_in_x_tiles_periodic():
         blocked.advance(plan, arrays, state, 2, tile=(12, 4, 8), march=True)
 
 
+@pytest.mark.slow  # the Triton kernel's fast check: the x-tiled periodic case below
 def test_triton_kernel_interpret_cpml_dielectric():
     """The Triton-shaped kernel (y/z windows of 16 = tiles of 8 + 2 x TH 4, rings in a global
     scratch, shifted masked loads) in interpret mode: 6 steps in a pass of 4 and one of 2,

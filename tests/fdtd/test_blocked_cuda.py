@@ -86,7 +86,13 @@ def test_emulated_bulk_tiles_and_planes_without_cpml_code():
 
 @emulated
 @pytest.mark.parametrize(
-    "split_cpml,nx", [pytest.param(True, 20, marks=pytest.mark.slow), (False, 20), (True, 40)]
+    "split_cpml,nx",
+    # the split kernels' fast checks: the bulk's tail in pieces and its covered tiles (below)
+    [
+        pytest.param(True, 20, marks=pytest.mark.slow),
+        (False, 20),
+        pytest.param(True, 40, marks=pytest.mark.slow),
+    ],
 )
 def test_emulated_cpml_kernel_of_its_own(split_cpml, nx):
     """The CPML as a kernel of its own after a bulk kernel without CPML code, with windows
