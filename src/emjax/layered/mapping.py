@@ -25,7 +25,6 @@ same code with one run per group.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import deque
@@ -243,6 +242,12 @@ def _dispatch(g, batch: int, run: range, fin: Finish, pm, zeros: dict):
         yield a, b, som.call(finish_chunk, acc, h, w_last, rtol, phi, R, fin.ks, fin.k0, pm, **statics)
 
 
+def _run_sizes(n_points: int, n_dev: int, batch: int) -> set:
+    """The point chunk sizes of a group of ``n_points`` dealt out to ``n_dev`` devices."""
+    q, r = divmod(n_points, n_dev)
+    return {point_chunk(c, batch) for c in {q, q + 1 if r else q} if c}
+
+
 def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
     """Start compiling (in the background, side by side) every kernel the map of ``ctx``
     will call on each of ``devices`` (default: the default device; each group's points
@@ -278,8 +283,7 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
                 ctx["rtol"],
                 ctx["wavelength"],
             )
-            q, r = divmod(len(idx), n_dev)  # the runs dealt out to the devices
-            sizes |= {point_chunk(c, batch) for c in {q, q + 1 if r else q} if c}
+            sizes |= _run_sizes(len(idx), n_dev, batch)
         for real in (False, True):
             kdt = rdt if real else cdt
             wdt = np.dtype(np.float64) if real else np.dtype(np.complex128)
@@ -332,8 +336,6 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
 def warm_counts(gs, which, devices, batch: int) -> None:
     """On GPUs: start compiling the integration kernels the refined groups ``which`` call,
     with their static block counts (see :mod:`emjax.layered.sommerfeld`), on each device."""
-    if os.environ.get(som.WARM_ENV, "1").strip().lower() in ("0", "off", "no", "false"):
-        return
     devices = [d for d in devices if d.platform in som.STATIC_COUNTS]
     if not devices:
         return
@@ -342,8 +344,7 @@ def warm_counts(gs, which, devices, batch: int) -> None:
         g = gs[i]
         c, S = g.ctx, len(g.sel)
         cdt, rdt = np.dtype(c["cdtype"]), np.dtype(c["rdtype"])
-        q, r = divmod(len(g.idx), n_dev)
-        sizes = {point_chunk(n, batch) for n in {q, q + 1 if r else q} if n}
+        sizes = _run_sizes(len(g.idx), n_dev, batch)
         for k_, w_, coef_, kzm_, real, n_blocks in g.node_chunks():
             nodes = tuple(jax.ShapeDtypeStruct(np.shape(a), a.dtype) for a in (k_, w_, coef_, kzm_))
             statics = g._statics(real)

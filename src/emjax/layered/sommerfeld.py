@@ -400,12 +400,13 @@ def call(fn, *args, n_blocks=None, **static):
     """``fn(*args, **static)`` (with ``n_blocks`` where given) once a compilation of it
     started by :func:`warm` has finished (a failed one is left to jit to report)."""
     device = _device_of(args)
-    fn, n_blocks = _blocks(fn, args, n_blocks, device)
+    kernel, n_blocks = _blocks(fn, args, n_blocks, device)
     kwargs = {}
-    if n_blocks is not None and fn in _FIXED.values():
+    if kernel is not fn:  # the static-count kernel
         static = dict(static, n_blocks=n_blocks)
     elif n_blocks is not None:
         kwargs = dict(n_blocks=n_blocks)
+    fn = kernel
     fut = _WARM.get((_key(fn, args, kwargs, static), device.id))
     if fut is not None:
         fut.exception()  # waits; errors surface from the call itself

@@ -45,6 +45,14 @@ PSI = {
 }
 
 
+#: per-cell coefficients (ca, cb, PEC masks) staged plane by plane in shared memory, each
+#: thread copying its own cells' values of the plane its first level takes next (cp.async),
+#: instead of every level reading them from global memory
+COEF_RING = True
+#: the most shared memory a CTA takes with the ring (H100 / H200: 227 KB per block)
+RING_SMEM_LIMIT = 200 * 1024
+
+
 @dataclass(frozen=True)
 class Spec:
     """Everything the generated kernel is specialised on (a cache key)."""
@@ -82,7 +90,7 @@ class Spec:
     # per-cell coefficients through the shared-memory ring, and the shared memory a CTA may
     # take (:func:`ring_setting`, resolved outside jit by the drivers: part of the key)
     coef_ring: bool = True
-    smem_limit: int = 200 * 1024
+    smem_limit: int = RING_SMEM_LIMIT
     # the TF/SF box (:func:`.incidence.spec_entry`; None: no TF/SF source); its incident
     # lines come in as ``tinc`` (TH, 2, n along the incidence axis)
     tfsf: tuple | None = None
@@ -148,12 +156,6 @@ class Spec:
         return (12 + self.chains + ring) * w * self.itemsize
 
 
-#: per-cell coefficients (ca, cb, PEC masks) staged plane by plane in shared memory, each
-#: thread copying its own cells' values of the plane its first level takes next (cp.async),
-#: instead of every level reading them from global memory
-COEF_RING = True
-#: the most shared memory a CTA takes with the ring (H100 / H200: 227 KB per block)
-RING_SMEM_LIMIT = 200 * 1024
 #: shared memory a block may opt into, KB, by compute capability (CUDA's table); others 99
 _SMEM_OPTIN_KB = {(7, 0): 96, (7, 5): 64, (8, 0): 163, (8, 7): 163, (9, 0): 227, (10, 0): 227}
 
