@@ -4,6 +4,7 @@ Ez of the scattered field, double precision, rtol 1e-8), the points dealt out wh
 the devices.
 
     PYTHONPATH=src python3 benchmarks/layered_2gpu.py             # a 2-GPU host, 2048^2
+    PYTHONPATH=src python3 benchmarks/layered_2gpu.py --n 10000 --devices 2 4  # 1e8 points
     XLA_FLAGS=--xla_force_host_platform_device_count=2 PYTHONPATH=src \\
         python3 benchmarks/layered_2gpu.py --n 128                 # 2 virtual CPU devices
 
@@ -70,9 +71,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=2048, help="map of n x n points (default 2048: 4.2 M)")
     ap.add_argument("--repeats", type=int, default=2, help="timed calls per layout after the warm-up")
-    ap.add_argument("--devices", type=int, default=2, help="devices of the second layout")
+    ap.add_argument("--devices", type=int, nargs="+", default=[2], help="device counts after one (2)")
     args = ap.parse_args(argv)
-    if len(jax.devices()) < args.devices:
+    if len(jax.devices()) < max(args.devices):
         print(json.dumps({"error": f"needs {args.devices} devices, JAX sees {jax.devices()}"}))
         return 1
     from emjax.layered.bench import paper_case_points, paper_case_stack
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
         "case": "layered_map",
         "map": f"{args.n}x{args.n}",
         "points": int(len(pts)),
-        "device": [device_description(d) for d in jax.devices()[: args.devices]],
+        "device": [device_description(d) for d in jax.devices()[: max(args.devices)]],
         "jax": jax.__version__,
         "commit": git_commit(),
         "date": datetime.date.today().isoformat(),
@@ -91,13 +92,15 @@ def main(argv=None) -> int:
     one, r1 = run_layout(stack, pts, None, args.repeats)
     rows.append({**meta, **one})
     print(json.dumps(rows[-1]), flush=True)
-    two, r2 = run_layout(stack, pts, args.devices, args.repeats)
-    rows.append({**meta, **two})
-    print(json.dumps(rows[-1]), flush=True)
-    diff = float(np.abs(r2.E - r1.E).max() / np.abs(r1.E).max())
-    summary = {**meta, "speedup": round(one["run_s"] / two["run_s"], 3), "max_rel_diff_E": diff}
-    rows.append(summary)
-    print(json.dumps(summary), flush=True)
+    for k in args.devices:
+        several, r2 = run_layout(stack, pts, k, args.repeats)
+        rows.append({**meta, **several})
+        print(json.dumps(rows[-1]), flush=True)
+        diff = float(np.abs(r2.E - r1.E).max() / np.abs(r1.E).max())
+        speedup = one["run_s"] / several["run_s"]
+        summary = {**meta, "devices": k, "speedup": round(speedup, 3), "efficiency": round(speedup / k, 3)}
+        rows.append({**summary, "max_rel_diff_E": diff})
+        print(json.dumps(rows[-1]), flush=True)
     out = os.environ.get("OUT")
     if out:
         Path(out, "layered_2gpu.json").write_text(json.dumps(rows, indent=1))
