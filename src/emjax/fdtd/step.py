@@ -136,9 +136,12 @@ def initial_state(sim, plan, dtype, initial):
     g = sim.grid
     if g.is_complex:  # Bloch fields: complex state, real coefficients
         dtype = jnp.result_type(dtype, jnp.complex64)
+    # on several devices the zeros start on the host (untouched pages cost no memory) and are
+    # placed slab by slab: made on the first device, a grid larger than it would not fit
+    zeros = np.zeros if plan.layout is not None else jnp.zeros
     if initial is None:
-        E = tuple(jnp.zeros(g.shape, dtype) for _ in range(3))
-        H = tuple(jnp.zeros(g.shape, dtype) for _ in range(3))
+        E = tuple(zeros(g.shape, dtype) for _ in range(3))
+        H = tuple(zeros(g.shape, dtype) for _ in range(3))
     else:
         if np.shape(initial[0]) != (3,) + g.shape or np.shape(initial[1]) != (3,) + g.shape:
             raise ConfigError(f"initial fields must have shape {(3,) + g.shape}")
@@ -153,7 +156,7 @@ def initial_state(sim, plan, dtype, initial):
                 for comp in range(3):
                     if comp != ax:
                         for side in plan.pml_faces[ax]:
-                            psi[f"{kind}{ax}{comp}{side}"] = jnp.zeros(shp, dtype)
+                            psi[f"{kind}{ax}{comp}{side}"] = zeros(shp, dtype)
     cdtype = jnp.result_type(dtype, jnp.complex64)
     dft = tuple(mon_mod.zeros(m, g.shape, cdtype) for m in plan.monitors)
     J = dispersive.zeros(plan.n_poles, plan.n_lorentz, g.shape, dtype)
