@@ -400,6 +400,34 @@ def test_choose_th_balances_link_and_ghosts():
         assert window.model_rate(3e10, 5e9, th, window.slab_for_budget(sim, th, budget), 2, **kw) <= rate
 
 
+def test_default_th_models_the_step_that_will_run(monkeypatch):
+    """Without a th, a window run is modelled with the rate of the step that will advance
+    its slabs: XLA's on a CPU, for kernel="xla" or float64; the blocked kernel's where it
+    would run (a GPU here pretended: the kernel's own checks pass); a faster device rate
+    makes the model pick a th at least as large (more steps per transfer)."""
+    from emjax.fdtd.blocked import choice
+
+    g = fdtd.Grid((200, 40, 40), dx=0.05, boundary=fdtd.CPML(4))
+    sim = fdtd.GridSimulation(g, sources=(dip((100, 20, 20)),))
+    assert window.default_rate(sim) == window.planning.RATE_XLA  # the CPU
+    monkeypatch.setattr(window.planning.jax, "default_backend", lambda: "gpu")
+    seen = []
+    monkeypatch.setattr(choice, "why_not", lambda plan, dtype, cells=None: seen.append(cells))
+    monkeypatch.setattr(choice, "auto_reason", lambda plan, dtype: None)
+    assert window.default_rate(sim) == window.planning.RATE_BLOCKED
+    assert seen == [40 * 40]  # one plane: the slabs' memory is checked once they are sized
+    assert window.default_rate(sim, "xla") == window.planning.RATE_XLA
+    g64 = fdtd.Grid((200, 40, 40), dx=0.05, boundary=fdtd.CPML(4), precision="double")
+    assert window.default_rate(fdtd.GridSimulation(g64, sources=sim.sources)) == window.planning.RATE_XLA
+    monkeypatch.setattr(choice, "auto_reason", lambda plan, dtype: "slower here")
+    assert window.default_rate(sim) == window.planning.RATE_XLA
+    assert window.default_rate(sim, "blocked") == window.planning.RATE_BLOCKED
+    budget = 2e8
+    slow = window.choose_th(sim, budget, window.planning.RATE_XLA, 5e9)[0]
+    fast = window.choose_th(sim, budget, window.planning.RATE_BLOCKED, 5e9)[0]
+    assert fast >= slow
+
+
 def test_too_big_for_the_device_and_the_window_says_why(monkeypatch):
     """On a GPU a run that does not fit goes through the window; one the window cannot take
     (subpixel averaging) is refused before any allocation with both reasons: its size against

@@ -440,9 +440,10 @@ def _run_out_of_core(
         opts["device_bytes"] = int(0.8 * device_memory_bytes())  # the slab model's five states
     if opts.get("th") is None:  # the rate model's best for an H100-class device and link,
         # the two directions counted in series: on the H100 they contend (1200^3 th 16: between
-        # the duplex and the serial model), and the serial model picks the measured best th
+        # the duplex and the serial model), and the serial model picks the measured best th;
+        # the in-memory rate is the step's that will advance the slabs
         budget = opts.get("device_bytes") or device_memory_bytes()
-        opts["th"] = window.choose_th(sim, budget, 3.3e10, 5e10)[0]
+        opts["th"] = window.choose_th(sim, budget, window.default_rate(sim, kernel), 5e10)[0]
     return window.run_window(
         sim,
         steps,

@@ -169,6 +169,34 @@ def choose_th(
     return best
 
 
+#: in-memory rates (cell updates/s) the default th is modelled with: float32 with a CPML on
+#: an H100 at 1024^3, the XLA step and the blocked kernel (BENCHMARKS.md: 31.9 and 56.5-57.4;
+#: the window at 40 GB measured th 32 / 48 / 64 at 70.0 / 77.1 / 69.5% of the kernel's rate,
+#: where the XLA step's rate picks 32 and the kernel's 48)
+RATE_XLA = 3.3e10
+RATE_BLOCKED = 5.7e10
+
+
+def default_rate(sim: GridSimulation, kernel: str = "auto") -> float:
+    """The in-memory rate :func:`choose_th` models ``sim``'s window with when no th is given:
+    the blocked kernel's where it would advance the slabs (a GPU, float32, a scene the
+    kernel carries, and for ``kernel="auto"`` one where it is measured faster), else XLA's."""
+    if kernel == "xla" or jax.default_backend() != "gpu":
+        return RATE_XLA
+    from ..blocked import choice
+
+    with precision_scope():
+        dtype = precision(sim.grid.precision).real
+        if np.dtype(dtype).itemsize != 4:
+            return RATE_XLA
+        plan = _global_setup(sim, 1, dtype, None)[0]
+    plane = int(np.prod(plan.shape[1:]))  # the slabs' memory is checked once they are sized
+    why = choice.why_not(plan, dtype, plane)
+    if why is None and kernel == "auto":
+        why = choice.auto_reason(plan, dtype)
+    return RATE_XLA if why is not None else RATE_BLOCKED
+
+
 def checkpoint_every(steps: int, n_cells: int, th: int) -> int:
     """Default steps between a window run's checkpoints: ~10 minutes of work at a
     conservative rate (2e10 cell updates/s on a GPU, 2e8 on a CPU), a multiple of ``th``:
