@@ -6,13 +6,13 @@ TH planes of each neighbour on either side (arrays of ``m + 2 TH`` planes whose 
 grid's plane ``k m - TH``). A pass runs the kernel on the whole extended slab: its march
 starts and ends inside the grid, which spoils the TH planes at each end in TH steps, exactly
 the halo; the slab's own planes come out exact. Then each device sends its first and last
-TH own planes to its neighbours (``ppermute`` on the ring), which write them into their
+TH own planes to its neighbours (``ppermute``), which write them into their
 halos: one exchange of ``2 TH`` planes per field per TH steps, the seed paper's multi-node
 scheme, instead of a plane per field every half step. The y- and z-CPML's psi travel the
 same way; the x-CPML's packed psi is kept per device (each writes the planes it owns; the low
 slab comes back from device 0, the high one from device n - 1). Probes are recorded by the
 device that owns their cell and summed. The grid's first and last devices march from plane
-0 and to plane nx (their outer halos hold the ring's wrapped planes, never read: x is walled).
+0 and to plane nx (their outer halos receive nothing and are never read: x is walled).
 
 On the host the same driver runs with the kernel emulated (one callback per device), which
 is how the CPU tests check it on virtual devices.
@@ -69,11 +69,17 @@ def pieces(n: int) -> int:
     return split.PIECES * n
 
 
+def _pairs(n: int) -> tuple:
+    """(to the left, to the right) neighbour pairs of ``n`` slabs: x is walled, so the first
+    and last slabs send nothing past the grid's ends (their outer halos are never read and
+    stay zero)."""
+    return [(i, i - 1) for i in range(1, n)], [(i, i + 1) for i in range(n - 1)]
+
+
 def _exchange(a, th: int, n: int, axis: int = 0):
     """Refresh the halos of an extended slab (own planes ``[th, th + m)`` along ``axis``)."""
     m = a.shape[axis] - 2 * th
-    to_left = [(i, (i - 1) % n) for i in range(n)]
-    to_right = [(i, (i + 1) % n) for i in range(n)]
+    to_left, to_right = _pairs(n)
     lo = jax.lax.ppermute(jax.lax.slice_in_dim(a, m, m + th, axis=axis), AXIS, to_right)
     hi = jax.lax.ppermute(jax.lax.slice_in_dim(a, th, 2 * th, axis=axis), AXIS, to_left)
     a = jax.lax.dynamic_update_slice_in_dim(a, lo, 0, axis)
@@ -85,8 +91,7 @@ def _exchange_group(arrays, th: int, n: int):
     if len(arrays) == 1:
         return [_exchange(arrays[0], th, n)]
     m = arrays[0].shape[0] - 2 * th
-    to_left = [(i, (i - 1) % n) for i in range(n)]
-    to_right = [(i, (i + 1) % n) for i in range(n)]
+    to_left, to_right = _pairs(n)
     lo = jnp.concatenate([jnp.ravel(a[m : m + th]) for a in arrays])
     hi = jnp.concatenate([jnp.ravel(a[th : 2 * th]) for a in arrays])
     lo, hi = jax.lax.ppermute(lo, AXIS, to_right), jax.lax.ppermute(hi, AXIS, to_left)
