@@ -39,8 +39,6 @@ def unsupported(plan) -> str | None:
     """Why the CUDA kernel cannot run ``plan`` beyond :func:`emjax.fdtd.blocked.unsupported`."""
     if not plan.walls[0]:
         return "a periodic x axis (the kernel marches along a walled x: PEC or CPML)"
-    if plan.layout is not None and incidence.source(plan) is not None:
-        return "a TF/SF source on several devices"
     return None
 
 

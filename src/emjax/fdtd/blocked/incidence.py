@@ -12,9 +12,11 @@ differences: ``-dt (m_H curl E_inc - curl(m_E E_inc))`` to H and ``cb (m_E curl 
 curl(m_H H_inc))`` inside E's update, in the XLA step's order. The aux state advanced is the
 XLA step's, so the next pass and the incident spectrum are unchanged.
 
+On several devices (:mod:`.shards`) every device advances the same 1-D line and takes the
+lines whole: the kernel indexes them, and the box, by the grid's planes.
+
 Not carried (:func:`unsupported` says so, and ``kernel="auto"`` keeps the XLA step): oblique
-incidence (an analytic incident field over the box's faces), more than one TF/SF box, and
-TF/SF on several devices.
+incidence (an analytic incident field over the box's faces) and more than one TF/SF box.
 """
 
 from __future__ import annotations

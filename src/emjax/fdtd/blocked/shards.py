@@ -30,7 +30,7 @@ from jax.sharding import PartitionSpec as P
 
 from ...layout import AXIS
 from ..sharded import split_axis
-from . import cuda, records, split
+from . import cuda, incidence, records, split
 from .cuda_advance import _one_pass, _sv, make_spec, pack_psi, static_inputs, unpack_psi
 
 
@@ -168,16 +168,20 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
     sax = [1 if np.ndim(v) == 4 else 0 for v in static]  # static arrays' x axes
     split_static = [np.ndim(v) >= 3 for v in static]
 
-    def local(E, H, static, prof, psi_x, psi_yz, xr, tabs, src_cb, n0, dft):
+    def local(E, H, static, prof, psi_x, psi_yz, xr, tabs, src_cb, n0, dft, aux):
         E = [_extend(f, th, n) for f in E]
         H = [_extend(f, th, n) for f in H]
         psi_yz = [_extend(v, th, n) for v in psi_yz]
         static = [_extend(v, th, n, ax) if sp else v for v, ax, sp in zip(static, sax, split_static)]
 
-        def one(sp, cur, dst, step_n, dft):
+        def one(sp, cur, dst, step_n, acc):  # acc: the running DFTs and the TF/SF 1-D grid
+            dft, aux = acc
             xr_k = xr[sp.th][0]
             tab = tabs[sp.th][0] if sp.th in tabs else None
             sv = _sv(plan, {"src_cb": src_cb}, step_n, sp.th, dtype) if sp.sources else None
+            inc = None
+            if sp.tfsf is not None:  # every device advances the same 1-D line
+                aux, inc = incidence.lines(plan, aux, step_n, sp.th, dtype)
             lsp = replace(sp, nxa=m + 2 * th)
             Ec, Hc, psc = cur
             out_E, out_H, out_psi, rec, mrec = _one_pass(
@@ -194,6 +198,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
                 xr_k,
                 tab,
                 pieces(n),
+                inc=inc,
             )
             out_px, pyz = out_psi[:npsi_x], list(out_psi[npsi_x:])
             if GROUPS == "kinds":
@@ -213,7 +218,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
             rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
             if sp.boxes:  # each device wrote its own cells into zeros
                 dft = records.accumulate(plan, dft, jax.lax.psum(mrec, AXIS), sp, step_n, plan.dt)
-            return (out_E, out_H, (out_px, out_pyz)), rec, dft
+            return (out_E, out_H, (out_px, out_pyz)), rec, (dft, aux)
 
         cur = (tuple(E), tuple(H), (list(psi_x), list(psi_yz)))
         other = jax.tree_util.tree_map(jnp.empty_like, cur)
@@ -221,19 +226,19 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
         recs = []
 
         def body(carry, _):
-            a, b, step_n, dft = carry
-            b, r1, dft = one(spec, a, _flat(b), step_n, dft)
-            a, r2, dft = one(spec, b, _flat(a), step_n + th, dft)
-            return (a, b, step_n + 2 * th, dft), jnp.concatenate([r1, r2])
+            a, b, step_n, acc = carry
+            b, r1, acc = one(spec, a, _flat(b), step_n, acc)
+            a, r2, acc = one(spec, b, _flat(a), step_n + th, acc)
+            return (a, b, step_n + 2 * th, acc), jnp.concatenate([r1, r2])
 
-        step_n = n0
+        step_n, acc = n0, (dft, aux)
         if n_pass // 2:
-            (cur, other, step_n, dft), rec = jax.lax.scan(
-                body, (cur, other, step_n, dft), None, length=n_pass // 2
+            (cur, other, step_n, acc), rec = jax.lax.scan(
+                body, (cur, other, step_n, acc), None, length=n_pass // 2
             )
             recs.append(rec.reshape(2 * th * (n_pass // 2), len(spec.probes)))
         for sp in ([spec] if n_pass % 2 else []) + ([rest_spec] if rest_spec else []):
-            new, rec, dft = one(sp, cur, _flat(other), step_n, dft)
+            new, rec, acc = one(sp, cur, _flat(other), step_n, acc)
             cur, other = new, cur
             recs.append(rec)
             step_n = step_n + sp.th
@@ -241,7 +246,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
         own = lambda f: jax.lax.slice_in_dim(f, th, th + m, axis=0)  # noqa: E731
         rec = jnp.concatenate(recs) if recs else jnp.zeros((0, len(spec.probes)), dtype)
         rec = jax.lax.psum(rec, AXIS)
-        return [own(f) for f in E], [own(f) for f in H], px, [own(v) for v in pyz], rec, dft
+        return [own(f) for f in E], [own(f) for f in H], px, [own(v) for v in pyz], rec, *acc
 
     xs = P(AXIS)
     xr_all = {t: jnp.asarray(v[0]) for t, v in tables.items()}
@@ -261,9 +266,10 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
         P(),
         P(),
         P(),
+        P(),
     )
-    out_specs = ([xs] * 3, [xs] * 3, [xs] * len(psi_x), [xs] * len(psi_yz), P(), P())
-    E, H, px, pyz, rec, dft = jax.shard_map(
+    out_specs = ([xs] * 3, [xs] * 3, [xs] * len(psi_x), [xs] * len(psi_yz), P(), P(), P())
+    E, H, px, pyz, rec, dft, aux = jax.shard_map(
         local, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
     )(
         list(state["E"]),
@@ -277,11 +283,20 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
         src_cb,
         state["n"],
         tuple(state["dft"]),
+        tuple(state["aux"]),
     )
     # the x-CPML's psi: the low slab from device 0, the high one from device n - 1
     px = [jnp.concatenate([v[:lx], v[(n - 1) * 2 * lx + lx :]]) for v in px]
     new_psi = unpack_psi(plan, px + list(pyz), state["psi"], spec)
-    new = {**state, "E": tuple(E), "H": tuple(H), "psi": new_psi, "n": state["n"] + steps, "dft": dft}
+    new = {
+        **state,
+        "E": tuple(E),
+        "H": tuple(H),
+        "psi": new_psi,
+        "n": state["n"] + steps,
+        "dft": dft,
+        "aux": aux,
+    }
     # the placement of fdtd.sharded: x-split where an array spans x, else replicated
     new = jax.tree_util.tree_map(
         lambda x: jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, split_axis(x, plan.shape))), new
