@@ -59,11 +59,12 @@ def coefficients(material, mask, eps, dt: float, dtype):
     return eps, (sum(betas) if betas else 0.0), arrays
 
 
-def zeros(n_drude: int, n_lorentz: int, shape, dtype) -> tuple:
-    """State: J per Drude pole, (P^n, P^(n-1)) per Lorentz pole, each per component."""
-    J = tuple(tuple(jnp.zeros(shape, dtype) for _ in range(3)) for _ in range(n_drude))
+def zeros(n_drude: int, n_lorentz: int, shape, dtype, xp=jnp) -> tuple:
+    """State: J per Drude pole, (P^n, P^(n-1)) per Lorentz pole, each per component
+    (``xp=np``: host zeros)."""
+    J = tuple(tuple(xp.zeros(shape, dtype) for _ in range(3)) for _ in range(n_drude))
     P = tuple(
-        tuple((jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in range(3)) for _ in range(n_lorentz)
+        tuple((xp.zeros(shape, dtype), xp.zeros(shape, dtype)) for _ in range(3)) for _ in range(n_lorentz)
     )
     return J + P
 

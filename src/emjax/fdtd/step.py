@@ -159,7 +159,9 @@ def initial_state(sim, plan, dtype, initial):
                             psi[f"{kind}{ax}{comp}{side}"] = zeros(shp, dtype)
     cdtype = jnp.result_type(dtype, jnp.complex64)
     dft = tuple(mon_mod.zeros(m, g.shape, cdtype) for m in plan.monitors)
-    J = dispersive.zeros(plan.n_poles, plan.n_lorentz, g.shape, dtype)
+    J = dispersive.zeros(
+        plan.n_poles, plan.n_lorentz, g.shape, dtype, xp=np if plan.layout is not None else jnp
+    )
     aux = (jnp.zeros(plan.aux_len, dtype), jnp.zeros(plan.aux_len, dtype)) if plan.aux_len else ()
     sub = ()
     if plan.subpixel_poles:
