@@ -222,3 +222,17 @@ def test_auto_keeps_xla_for_tfsf_on_several_devices_until_gpu_checked():
     many = replace(plan, layout=Layout.of(1))
     assert "TF/SF source on several devices" in choice.auto_reason(many, np.float32)
     assert choice.auto_reason(plan, np.float32) is None or "TF/SF" not in choice.auto_reason(plan, np.float32)
+
+
+def test_halo_grouping_is_part_of_the_compiled_key(monkeypatch):
+    """``shards.GROUPS`` is read outside jit and passed as a static argument: changing it
+    between calls in one process compiles the other program (a module flag read while
+    tracing would silently reuse the first one)."""
+    from emjax.fdtd.blocked import shards
+
+    seen = []
+    monkeypatch.setattr(shards, "_advance", lambda *a: seen.append(a[-1]))
+    for g in ("each", "kinds"):
+        monkeypatch.setattr(shards, "GROUPS", g)
+        shards.advance(None, None, None, 4, 2, (4, 4))
+    assert seen == ["each", "kinds"]

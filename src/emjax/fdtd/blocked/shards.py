@@ -106,9 +106,10 @@ def _exchange_group(arrays, th: int, n: int):
 
 
 #: how the halos travel: "each" (a ppermute per array and direction), "psi" (the CPML's psi
-#: slabs together), "kinds" (E, H and the psi slabs in three). Measured on 2 H100s at 512^3
-#: with a CPML: strong / weak scaling 76.1% / 87.6% (each), 79.3% / 89.0% (psi), 78.8% /
-#: 89.2% (kinds); all the halos in one ppermute per direction measured 72% strong.
+#: slabs together), "kinds" (E, H and the psi slabs in three). Read by :func:`advance` at
+#: each call (part of the compiled program's key). Not yet told apart by measurement: the
+#: 2 x H100 rows of the three (76-79% strong, 88-89% weak at 512^3) ran in one process
+#: where the first compiled program was reused for all three (BENCHMARKS.md).
 GROUPS = "psi"
 
 
@@ -132,7 +133,8 @@ def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: 
     """``steps`` steps of a run on ``plan.layout``'s devices (x-split state, as
     :func:`emjax.fdtd.sharded.advance`), in passes of the blocked kernel."""
     ring = cuda.ring_setting()
-    return _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring)
+    # settings read here, outside jit, are part of the compiled program's key
+    return _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, GROUPS)
 
 
 #: XLA passes left out of the sharded pass loop. The async wrapper of dynamic-slice copies
@@ -144,11 +146,11 @@ COMPILER_OPTIONS = {"xla_disable_hlo_passes": "dynamic-slice-copy-fusion-async-w
 
 @partial(
     jax.jit,
-    static_argnames=("plan", "steps", "th", "block", "split_cpml", "emulate", "ring"),
+    static_argnames=("plan", "steps", "th", "block", "split_cpml", "emulate", "ring", "groups"),
     donate_argnames=("state",),
     compiler_options=COMPILER_OPTIONS,
 )
-def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
+def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, groups):
     layout = plan.layout
     n, nx = layout.n, plan.shape[0]
     m = nx // n
@@ -201,7 +203,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
                 inc=inc,
             )
             out_px, pyz = out_psi[:npsi_x], list(out_psi[npsi_x:])
-            if GROUPS == "kinds":
+            if groups == "kinds":
                 out_E, out_H = (
                     tuple(_exchange_group(list(out_E), th, n)),
                     tuple(_exchange_group(list(out_H), th, n)),
@@ -209,7 +211,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring):
             else:
                 out_E = tuple(_exchange(f, th, n) for f in out_E)
                 out_H = tuple(_exchange(f, th, n) for f in out_H)
-            if GROUPS == "each" or not pyz:
+            if groups == "each" or not pyz:
                 out_pyz = [_exchange(v, th, n) for v in pyz]
             else:
                 out_pyz = _exchange_group(pyz, th, n)
