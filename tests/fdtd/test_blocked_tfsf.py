@@ -226,7 +226,9 @@ def test_oblique_and_others_refused_with_the_reason():
         with pytest.raises(ConfigError, match="TF/SF sources"):
             blocked.advance(plan, arrays, state, 4, th=2, tile=(14, 5, 4), kernel="xla")
     assert cuda_advance.unsupported(replace(plan, layout=object())) is None
-    assert "TF/SF source on several devices" in choice.auto_reason(replace(plan, layout=object()), jnp.float32)
+    assert "TF/SF source on several devices" in choice.auto_reason(
+        replace(plan, layout=object()), jnp.float32
+    )
 
 
 def test_auto_takes_the_kernel_along_an_axis_and_says_why_not_oblique(monkeypatch, caplog):
