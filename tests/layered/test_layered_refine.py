@@ -101,3 +101,30 @@ def test_map_of_several_groups_on_two_devices_is_bit_for_bit():
     assert "refine" in out and "device_wait" in out, out
     for k in ("E", "H", "error", "G"):
         assert float(lines[k][-1]) == 0.0, out
+
+
+def test_groups_hold_each_octave_in_index_order_with_its_geometry():
+    """The points are put in group order before their geometry is computed: every group
+    holds one octave of the decay distance h, its points in increasing index order, and its
+    geometry equals :func:`groups._geometry` of exactly those points; together the groups
+    cover each medium's points once."""
+    from emjax.layered import groups
+
+    x, z = np.meshgrid(np.linspace(-300, 300, 180), np.linspace(-200, 400, 180), indexing="ij")
+    pts = np.stack([x.ravel(), np.zeros(x.size), z.ravel()], 1)  # both media, > 8192 points
+    ctx = _ctx(pts)
+    for m in groups._all_octaves(ctx):
+        idx, octave, parts = groups._octaves(ctx, m)
+        assert len(idx) >= 8192 and len(parts) > 1  # grouped by octave, several of them
+        got = np.concatenate([p[0] for p in parts])
+        assert np.array_equal(np.sort(got), idx)
+        octs = []
+        for gidx, geo in parts:
+            assert np.all(np.diff(gidx) > 0)
+            ref = groups._geometry(ctx["stack"], ctx["src"], pts[gidx], ctx["s"], m)
+            for a, b in zip(geo, ref, strict=True):
+                assert np.array_equal(a, b)
+            o = octave[np.searchsorted(idx, gidx)]
+            assert np.all(o == o[0])
+            octs.append(int(o[0]))
+        assert octs == sorted(set(octs))

@@ -79,9 +79,18 @@ def _geometry(stack, src, pts, s, m):
     dx, dy = pts[:, 0] - src[0], pts[:, 1] - src[1]
     rho = np.hypot(dx, dy)
     phi = np.arctan2(dy, dx)
-    z, zs = pts[:, 2], src[2]
+    z = pts[:, 2]
     zu = z - zi[m] if m < n - 1 else np.zeros_like(z)
     zd = z - zi[m - 1] if m > 0 else np.zeros_like(z)
+    return rho, phi, zu, zd, _decay(stack, src, z, s, m)
+
+
+def _decay(stack, src, z, s, m):
+    """The decay distance h of points at heights ``z`` in medium ``m`` (source in ``s``): the
+    path a reflected or transmitted wave travels along z."""
+    zi = stack.interfaces
+    n = stack.n_media
+    zs = src[2]
     if m == s:
         cand = []
         if s < n - 1:
@@ -93,7 +102,7 @@ def _geometry(stack, src, pts, s, m):
         h = (zi[s - 1] - zs) + (zi[m] - zi[s - 1]) + (z - zi[m])
     else:
         h = (zs - zi[s]) + (zi[s] - zi[m - 1]) + (zi[m - 1] - z)
-    return rho, phi, zu, zd, h
+    return h
 
 
 def _sample(rho, h, size: int, rng):
@@ -330,36 +339,44 @@ def _in_blocks(n: int, fn) -> None:
 
 
 def _octaves(ctx, m: int):
-    """The medium's point indices, geometry and each point's group (octave of h), and the
-    groups' (point indices, geometry); computed once per map (kept in ``ctx``)."""
+    """The medium's point indices and each point's group (octave of h), and the groups'
+    (point indices, geometry); computed once per map (kept in ``ctx``). The decay distance
+    h needs only z, so the points are put in group order first and the geometry is computed
+    straight into that order (no gather of the five geometry arrays afterwards)."""
     cache = ctx.setdefault("_octaves", {})
     if m not in cache:
         idx = np.flatnonzero(ctx["layer"] == m)
         n = len(idx)
-        pts, geo = ctx["pts"], tuple(np.empty(n) for _ in range(5))
-
-        def geometry(b):
-            for whole, part in zip(geo, _geometry(ctx["stack"], ctx["src"], pts[idx[b]], ctx["s"], m)):
-                whole[b] = part
-
-        _in_blocks(n, geometry)
-        h = geo[4]
+        pts, stack, src, s = ctx["pts"], ctx["stack"], ctx["src"], ctx["s"]
         octave = np.zeros(n, np.int8)  # small maps: one group
         if n >= 8192:  # octaves 0 ... 12 (small integers: a radix sort below)
+            h = np.empty(n)
+
+            def decay(b):
+                h[b] = _decay(stack, src, pts[idx[b], 2], s, m)
+
+            _in_blocks(n, decay)
             h_min = max(h.min(), 1e-300)
 
             def octaves(b):
                 octave[b] = np.minimum(np.floor(np.log2(np.maximum(h[b], 1e-300) / h_min)), 12)
 
             _in_blocks(n, octaves)
+            del h
         order = np.argsort(octave, kind="stable")  # each octave's points in index order
+        idx_o = idx[order]
+        geo = tuple(np.empty(n) for _ in range(5))
+
+        def geometry(b):
+            for whole, part in zip(geo, _geometry(stack, src, pts[idx_o[b]], s, m)):
+                whole[b] = part
+
+        _in_blocks(n, geometry)
         counts = np.bincount(octave, minlength=13)
         starts = np.cumsum(counts[counts > 0])[:-1]
-        # each array gathered once in group order (side by side), the groups its parts
-        with ThreadPoolExecutor(max_workers=6) as pool:
-            cols = [np.split(a, starts) for a in pool.map(lambda a: a[order], (idx, *geo))]
+        cols = [np.split(a, starts) for a in (idx_o, *geo)]
         parts = [(c[0], tuple(c[1:])) for c in zip(*cols)]
-        cache[m] = (idx, geo, octave, parts)
+        cache[m] = (idx, octave, parts)
     return cache[m]
 
 
@@ -381,7 +398,7 @@ def build(ctx, sel) -> list:
     """Every group of the map (see :func:`groups`), in order, without progress reports."""
     out = []
     for m in _all_octaves(ctx):
-        out.extend(_Group(ctx, m, sel, idx, geo) for idx, geo in _octaves(ctx, m)[3])
+        out.extend(_Group(ctx, m, sel, idx, geo) for idx, geo in _octaves(ctx, m)[2])
     return out
 
 

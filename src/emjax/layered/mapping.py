@@ -273,7 +273,7 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
     for m in _all_octaves(ctx):
         two = 0 < m < n - 1
         sizes = set()
-        for idx, geo in _octaves(ctx, m)[3]:  # each group
+        for idx, geo in _octaves(ctx, m)[2]:  # each group
             # the group's path first: a map that cannot be integrated fails before compiling
             som.choose_path(
                 ctx["k0"],
