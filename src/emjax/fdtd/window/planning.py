@@ -118,13 +118,15 @@ def bytes_per_cell(sim: GridSimulation, steps: int = 1) -> tuple:
     return (st + co) / n, st / n
 
 
-def slab_for_budget(sim: GridSimulation, th: int, device_bytes: float) -> int:
+def slab_for_budget(sim: GridSimulation, th: int, device_bytes: float, per_cell: tuple | None = None) -> int:
     """The largest slab (planes) whose sub-grids fit ``device_bytes`` with ghosts: the device
     holds up to five states (the next slab's input chunks, the running slab's input being
     concatenated, its carry and XLA's copy of it, the previous slab's owned planes on their
     way back) and two coefficient sets. (H100, 1200^3 float32 CPML, th 32: a peak of 71.2 GB
-    with a 60 GB budget counted as four states, 4.7 states; budgets of five keep under.)"""
-    b_in, b_out = bytes_per_cell(sim)
+    with a 60 GB budget counted as four states, 4.7 states; budgets of five keep under.)
+    ``per_cell``: :func:`bytes_per_cell` of ``sim`` where the caller has it (it sets the
+    whole grid up on the host)."""
+    b_in, b_out = bytes_per_cell(sim) if per_cell is None else per_cell
     plane = sim.grid.n_cells // sim.grid.shape[0]
     per_plane = plane * (5 * b_out + 2 * (b_in - b_out))
     s = int(device_bytes // per_plane) - 2 * ghost(sim.grid.order, th)
@@ -156,7 +158,7 @@ def choose_th(
     best = None
     for th in ths:
         try:
-            slab = slab_for_budget(sim, th, device_bytes)
+            slab = slab_for_budget(sim, th, device_bytes, (b_in, b_out))
         except ConfigError:  # no slab fits with these ghosts
             continue
         rate = model_rate(r_dev, b_up, th, slab, sim.grid.order, **kw)
