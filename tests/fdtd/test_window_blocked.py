@@ -252,3 +252,28 @@ def test_tfsf_along_z_in_the_slabs():
     sim = fdtd.GridSimulation(g, sources=(tf,), probes=(fdtd.Probe((12, 4, 3), 0),))
     a, b, _ = both(sim, 9, th=3, slab=7)
     close(a, b)
+
+
+@emulated
+def test_drude_block_across_slabs():
+    """A two-pole Drude block spanning three slabs (PEC walls): the currents travel with
+    each slab's state like the fields (the kernel carries them level to level)."""
+    import math
+
+    from emjax import materials
+
+    metal = materials.Dispersive(
+        2.0, (materials.DrudePole(2 * math.pi * 0.2, 0.05), materials.DrudePole(2 * math.pi * 0.1, 0.01))
+    )
+    g = fdtd.Grid((21, 8, 7), 1.0, boundary=PEC(), precision="double")
+    mask = np.zeros(g.shape, bool)
+    mask[5:16, 2:6, 2:5] = True
+    sim = fdtd.GridSimulation(
+        g,
+        sources=(fdtd.PointDipole((10, 4, 3), 2, WAVE),),
+        probes=(fdtd.Probe((11, 4, 3), 2),),
+        dispersive=(metal, mask),
+    )
+    a, b, stats = both(sim, 7, th=3, slab=7)
+    assert stats["slabs"] == 3 and b.kernel.startswith("blocked")
+    close(a, b)

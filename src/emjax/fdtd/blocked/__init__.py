@@ -157,14 +157,14 @@ writing over the bulk's values there. Both write into the same aliased outputs, 
 DFT planes: :mod:`.records` (the kernel writes each step's plane values; the running DFTs
 take them after each pass). Several devices: :mod:`.shards` (x slabs whose TH-deep halos
 are exchanged once per pass). The CPML as a kernel of its own: :mod:`.split`. TF/SF boxes
-(axis-aligned incidence): :mod:`.incidence`. Not yet: oblique TF/SF, plane sources,
-Drude/Lorentz poles, subpixel corrections, Bloch phases, the 4th-order stencil (halo 2
-planes per step), DFTField monitors.
+(axis-aligned incidence): :mod:`.incidence`. Drude poles: :mod:`.poles`. Not yet: oblique
+TF/SF, plane sources, Lorentz poles, subpixel corrections, Bloch phases, the 4th-order
+stencil (halo 2 planes per step), DFTField monitors.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import jax
@@ -194,10 +194,11 @@ class TileConfig:
     probes: tuple  # (field, component, (i, j, k)), in plan order
 
 
-def unsupported(plan, monitors: bool = False, tfsf: bool = False) -> str | None:
+def unsupported(plan, monitors: bool = False, tfsf: bool = False, poles: bool = False) -> str | None:
     """Why the blocked kernel cannot run ``plan`` (a step.Plan), or None. ``monitors``: the
     kernel records DFT planes (the CUDA kernel does, :mod:`.records`); ``tfsf``: it carries
-    a TF/SF source along an axis (the CUDA kernel does, :mod:`.incidence`)."""
+    a TF/SF source along an axis (the CUDA kernel does, :mod:`.incidence`); ``poles``: it
+    carries Drude poles (the CUDA kernel does, :mod:`.poles`)."""
     if plan.order != 2:
         return "the 4th-order stencil"
     if any(getattr(plan, "pmc", ())):
@@ -205,7 +206,13 @@ def unsupported(plan, monitors: bool = False, tfsf: bool = False) -> str | None:
     if any(p is not None for p in plan.bloch):
         return "Bloch-periodic boundaries"
     if plan.n_poles or plan.n_lorentz:
-        return "Drude/Lorentz poles"
+        if not poles:
+            return "Drude/Lorentz poles"
+        from . import poles as pole_mod
+
+        why = pole_mod.unsupported(replace(plan, layout=None))
+        if why is not None:
+            return why
     if plan.subpixel is not None:
         # a physical Simulation's averaging="subpixel" (or a staircase's box of differing
         # nodes); averaging="diagonal" gives per-node eps the kernel takes
@@ -393,7 +400,8 @@ def advance(
     or "xla" (the same passes in plain JAX: a loop over tiles). ``march``: each
     tile updated plane by plane along x in the order the GPU kernel must follow
     (:mod:`emjax.fdtd.blocked.march`; x tiled, or walled)."""
-    why = unsupported(plan, monitors=kernel in ("cuda", "emulate"), tfsf=kernel in ("cuda", "emulate"))
+    cu = kernel in ("cuda", "emulate")
+    why = unsupported(plan, monitors=cu, tfsf=cu, poles=cu)
     if why is not None:
         raise ConfigError(f"the blocked FDTD kernel does not support {why}; use the XLA step")
     if isinstance(th, bool) or not isinstance(th, (int, np.integer)) or th < 1:

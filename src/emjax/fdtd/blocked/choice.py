@@ -29,7 +29,9 @@ def carries(plan, dtype) -> str | None:
     from . import cuda_advance, unsupported
 
     # several devices are the CUDA kernel's own business (.shards, in why_not)
-    why = unsupported(replace(plan, layout=None), monitors=True, tfsf=True) or cuda_advance.unsupported(plan)
+    why = unsupported(
+        replace(plan, layout=None), monitors=True, tfsf=True, poles=True
+    ) or cuda_advance.unsupported(plan)
     if why is not None:
         return f"it does not support {why}"
     if np.dtype(dtype).kind == "c":
@@ -76,6 +78,9 @@ def why_not(plan, dtype, cells: int | None = None) -> str | None:
 def auto_reason(plan, dtype) -> str | None:
     """Why "auto" keeps the XLA step where the blocked kernel could run ``plan`` (None:
     "auto" takes the kernel): where it is measured slower."""
+    if plan.n_poles:
+        # equal to the XLA step in the emulated CPU tests; the GPU test is still to run
+        return "Drude poles are not yet checked on GPUs (kernel='blocked' takes them)"
     if plan.layout is not None and incidence.source(plan) is not None:
         # equal to the XLA step in the emulated CPU tests; the GPU test is still to run
         return "a TF/SF source on several devices is not yet checked on GPUs (kernel='blocked' takes it)"

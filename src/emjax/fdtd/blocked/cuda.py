@@ -94,6 +94,8 @@ class Spec:
     # the TF/SF box (:func:`.incidence.spec_entry`; None: no TF/SF source); its incident
     # lines come in as ``tinc`` (TH, 2, n along the incidence axis)
     tfsf: tuple | None = None
+    # Drude poles (:func:`.poles.spec_entry`: count, kind of k, kind of beta; None: none)
+    poles: tuple | None = None
 
     @property
     def box_cells(self) -> int:
@@ -189,8 +191,10 @@ INTS = ("xr", "tasks")
 
 def inputs(spec: Spec) -> list[tuple[str, tuple]]:
     """The kernel's input buffers, in order: (name, shape)."""
+    from . import poles
+
     n = spec.ashape
-    out = [(f, n) for f in FIELDS]
+    out = [(f, n) for f in FIELDS] + [(f"jin{i}", n) for i in range(poles.n_j(spec))]
     for key in ("ca", "cb"):
         kind = getattr(spec, key)
         if kind == "grid":
@@ -201,6 +205,7 @@ def inputs(spec: Spec) -> list[tuple[str, tuple]]:
             out.append((key, (1,)))
     if spec.pec is not None:
         out.append(("pec", n if spec.pec == "grid" else (3,) + n))
+    out += poles.inputs(spec)
     if spec.sources:
         out.append(("sv", (spec.th * len(spec.sources),)))
     if spec.tfsf is not None:
@@ -218,7 +223,11 @@ def inputs(spec: Spec) -> list[tuple[str, tuple]]:
 
 
 def outputs(spec: Spec) -> list[tuple[str, tuple]]:
-    out = [(f + "_out", spec.ashape) for f in FIELDS]
+    from . import poles
+
+    out = [(f + "_out", spec.ashape) for f in FIELDS] + [
+        (f"jout{i}", spec.ashape) for i in range(poles.n_j(spec))
+    ]
     for a, L in enumerate(spec.pml):
         if L:
             out += [(f"pout_{k}{a}_{c}", psi_shape(spec, a)) for k, c in PSI[a]]
@@ -283,9 +292,11 @@ def source(spec: Spec) -> str:
             d[f"{key.upper()}_VALUE"] = _literal(v)
     if spec.pec is not None:
         d["PEC_KIND"] = kinds[spec.pec]
+    from . import poles
     from .incidence import defines
 
     d.update(defines(spec.tfsf, _literal))
+    d.update(poles.defines(spec))
     d["CHAIN_SMEM"] = int(spec.chain_smem)
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())
@@ -332,7 +343,8 @@ def source(spec: Spec) -> str:
     params += [f"{real} *__restrict__ {name}" for name, _ in outputs(spec)]
     d["PARAMS"] = ", ".join(params)
     head = "\n".join(f"#define {k} {v}" for k, v in d.items())
-    return head + "\n" + (HERE / "yee_blocked.cu").read_text()
+    helpers = (HERE / "yee_helpers.cuh").read_text()  # TF/SF and Drude device code
+    return head + "\n" + helpers + (HERE / "yee_blocked.cu").read_text()
 
 
 # ---------------------------------------------------------------------------- NVRTC

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ConfigError
-from . import cuda, incidence, records, split
+from . import cuda, incidence, poles, records, split
 from .cuda import PSI, Spec
 
 
@@ -39,7 +39,7 @@ def unsupported(plan) -> str | None:
     """Why the CUDA kernel cannot run ``plan`` beyond :func:`emjax.fdtd.blocked.unsupported`."""
     if not plan.walls[0]:
         return "a periodic x axis (the kernel marches along a walled x: PEC or CPML)"
-    return None
+    return poles.unsupported(plan)
 
 
 def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = None) -> Spec:
@@ -76,6 +76,7 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = N
         ry,
         boxes=records.boxes(plan),
         tfsf=incidence.spec_entry(plan),
+        poles=poles.spec_entry(plan, arrays),
         coef_ring=bool(ring[0]),
         smem_limit=int(ring[1]),
     )
@@ -96,6 +97,7 @@ def static_inputs(plan, arrays, spec: Spec, xp=jnp):
             )
     if spec.pec is not None:
         out.append(xp.asarray(arrays["pec_keep"], spec.dtype))
+    out += poles.coefficient_inputs(plan, arrays, spec, xp)
     prof = []
     if any(spec.pml):
         coefs, _ = coefficients(plan, arrays, spec.dtype)
@@ -146,6 +148,16 @@ def unpack_psi(plan, packed: list, like: dict, spec: Spec) -> dict:
     return out
 
 
+def poles_flat(J) -> tuple:
+    """The state's Drude currents (per pole, per component) as one flat tuple."""
+    return tuple(c for pole in J for c in pole)
+
+
+def poles_nested(J) -> tuple:
+    """:func:`poles_flat` undone."""
+    return tuple(tuple(J[m : m + 3]) for m in range(0, len(J), 3))
+
+
 def _sv(plan, arrays, n, th, dtype):
     from . import _source_values
 
@@ -167,8 +179,11 @@ def _one_pass(
     table=None,
     pieces=None,
     inc=None,
+    J=(),
 ):
-    """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records); ``sv``: the
+    """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records, J); ``J``:
+    the Drude poles' currents (:mod:`.poles`; they travel next to the fields, ``dest[3]``
+    their buffers); ``sv``: the
     point sources' values (None without); ``inc``: the TF/SF incident lines
     (:func:`.incidence.lines`; None without); ``dest``: the buffers the GPU writes the results
     into (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
@@ -177,7 +192,8 @@ def _one_pass(
     :func:`.split.split` (with ``pieces``) clipped to it (default: the whole grid).
     Monitor records start from zeros (each device writes its own cells); the CPML kernel
     writes over the bulk's in its cells."""
-    args = list(E) + list(H) + list(static)
+    nf = 6 + len(J)  # the fields and the poles' currents, in and out
+    args = list(E) + list(H) + list(J) + list(static)
     if spec.sources:
         args.append(sv)
     if spec.tfsf is not None:
@@ -186,22 +202,23 @@ def _one_pass(
     if xr is None:
         xr = np.array([0, 0, nx, 0, nx], np.int32)
     mdest = [jnp.zeros((spec.th * spec.box_cells,), spec.dtype)] if spec.boxes and dest is not None else []
+    fdest = None if dest is None else [*dest[0], *dest[1], *(dest[3] if len(dest) > 3 else ())]
     parts = split.split(spec, pieces) if split_cpml else None
     if parts is None:
         outs = run(
             spec,
             args + list(prof) + list(psi) + [xr],
-            None if dest is None else [*dest[0], *dest[1], *dest[2], *mdest],
+            None if dest is None else [*fdest, *dest[2], *mdest],
         )
     else:
         bulk, tail, fixes, rows = parts
         if table is None:
             table = np.array(rows, np.int32).reshape(-1, 10)
-        first = run(bulk, args + [xr], None if dest is None else [*dest[0], *dest[1], *mdest])
+        first = run(bulk, args + [xr], None if dest is None else [*fdest, *mdest])
         if tail is not None:  # the bulk's last wave, in x pieces
             brec = first[-1]
             first = run(
-                tail, args + [xr, table[len(rows) - tail.ntask :]], list(first[: 6 + bool(spec.boxes)])
+                tail, args + [xr, table[len(rows) - tail.ntask :]], list(first[: nf + bool(spec.boxes)])
             )
             if spec.probes:
                 first = list(first[:-1]) + [first[-1] + brec]
@@ -209,7 +226,7 @@ def _one_pass(
         # before they run, so a cell they missed shows)
         cur_psi = [np.full(np.shape(v), np.nan, spec.dtype) for v in psi] if dest is None else list(dest[2])
         axes = [a for a, L in enumerate(spec.pml) if L]
-        fields, mrec, rec = list(first[:6]), list(first[6:7] if spec.boxes else []), first[-1]
+        fields, mrec, rec = list(first[:nf]), list(first[nf : nf + 1] if spec.boxes else []), first[-1]
         for fix, idx in fixes:
             mine = [j for j, a in enumerate(axes) if fix.pml[a]]
             pro = [v for j in mine for v in prof[2 * j : 2 * j + 2]]
@@ -217,20 +234,20 @@ def _one_pass(
             pout = [v for j in mine for v in cur_psi[4 * j : 4 * j + 4]]
             tab = table[np.asarray(idx)]
             outs = run(fix, args + pro + pin + [xr, tab], fields + pout + mrec)
-            fields = list(outs[:6])
+            fields = list(outs[:nf])
             for n_, j in enumerate(mine):
-                cur_psi[4 * j : 4 * j + 4] = outs[6 + 4 * n_ : 10 + 4 * n_]
-            k = 6 + 4 * len(mine)
+                cur_psi[4 * j : 4 * j + 4] = outs[nf + 4 * n_ : nf + 4 + 4 * n_]
+            k = nf + 4 * len(mine)
             mrec = list(outs[k : k + 1]) if spec.boxes else []
             if spec.probes:
                 rec = rec + outs[-1]
         outs = fields + cur_psi + mrec + ([rec] if spec.probes else [])
-    E, H = tuple(outs[:3]), tuple(outs[3:6])
+    E, H, J = tuple(outs[:3]), tuple(outs[3:6]), tuple(outs[6:nf])
     npsi = len(psi)
-    psi = list(outs[6 : 6 + npsi])
-    mrec = outs[6 + npsi] if spec.boxes else None
-    rec = outs[6 + npsi + bool(spec.boxes)] if spec.probes else None
-    return E, H, psi, rec, mrec
+    psi = list(outs[nf : nf + npsi])
+    mrec = outs[nf + npsi] if spec.boxes else None
+    rec = outs[nf + npsi + bool(spec.boxes)] if spec.probes else None
+    return E, H, psi, rec, mrec, J
 
 
 def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True):
@@ -250,6 +267,7 @@ def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_c
     static, prof = static_inputs(plan, arrays, spec)
     psi = pack_psi(plan, state["psi"], spec)
     E, H, n = tuple(state["E"]), tuple(state["H"]), state["n"]
+    J = poles_flat(state["J"])
     n_pass, rest = divmod(steps, th)
     nprobe = len(spec.probes)
     recs = []
@@ -258,6 +276,7 @@ def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_c
         tuple(jnp.empty_like(f) for f in E),
         tuple(jnp.empty_like(f) for f in H),
         [jnp.empty_like(v) for v in psi],
+        tuple(jnp.empty_like(f) for f in J),
     )
 
     def run(sp, cur, dst, n, acc):  # acc: the running DFTs and the TF/SF 1-D grid
@@ -266,11 +285,13 @@ def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_c
         inc = None
         if sp.tfsf is not None:
             aux, inc = incidence.lines(plan, aux, n, sp.th, dtype)
-        E, H, psi, rec, mrec = _one_pass(sp, static, sv, prof, *cur, cuda.gpu_pass, dst, split_cpml, inc=inc)
+        E, H, psi, rec, mrec, J = _one_pass(
+            sp, static, sv, prof, *cur[:3], cuda.gpu_pass, dst, split_cpml, inc=inc, J=cur[3]
+        )
         rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
         if sp.boxes:
             dft = records.accumulate(plan, dft, mrec, sp, n, plan.dt)
-        return (E, H, psi), rec, (dft, aux)
+        return (E, H, psi, J), rec, (dft, aux)
 
     def body(carry, _):  # two passes: A -> B -> A, so the loop carries no copies
         a, b, n, acc = carry
@@ -278,7 +299,7 @@ def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_c
         a, rec2, acc = run(spec, b, a, n + th, acc)
         return (a, b, n + 2 * th, acc), jnp.concatenate([rec1, rec2])
 
-    cur, acc = (E, H, psi), (tuple(state["dft"]), tuple(state["aux"]))
+    cur, acc = (E, H, psi, J), (tuple(state["dft"]), tuple(state["aux"]))
     if n_pass // 2:
         (cur, other, n, acc), rec = jax.lax.scan(body, (cur, other, n, acc), None, length=n_pass // 2)
         recs.append(rec.reshape(2 * th * (n_pass // 2), nprobe))
@@ -289,10 +310,10 @@ def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_c
         cur, other = new, cur
         recs.append(rec)
         n = n + sp.th
-    E, H, psi = cur
+    E, H, psi, J = cur
     rec = jnp.concatenate(recs) if recs else jnp.zeros((0, nprobe), dtype)
     psi = unpack_psi(plan, psi, state["psi"], spec)
-    new = {**state, "E": E, "H": H, "psi": psi, "n": n, "dft": acc[0], "aux": acc[1]}
+    new = {**state, "E": E, "H": H, "psi": psi, "J": poles_nested(J), "n": n, "dft": acc[0], "aux": acc[1]}
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
     return new, rec, finite
 
@@ -307,6 +328,7 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
     psi = [np.asarray(v) for v in pack_psi(plan, state["psi"], spec)]
     E = tuple(np.asarray(v) for v in state["E"])
     H = tuple(np.asarray(v) for v in state["H"])
+    J = tuple(np.asarray(v) for v in poles_flat(state["J"]))
     n = int(state["n"])
     recs = []
     done = 0
@@ -319,8 +341,8 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
         if sp.tfsf is not None:
             aux, inc = _lines(plan, aux, jnp.int32(n), sp.th, dtype)
             inc = np.asarray(inc)
-        E, H, psi, rec, mrec = _one_pass(
-            sp, static, sv, prof, E, H, psi, _emulated_run, None, split_cpml, inc=inc
+        E, H, psi, rec, mrec, J = _one_pass(
+            sp, static, sv, prof, E, H, psi, _emulated_run, None, split_cpml, inc=inc, J=J
         )
         recs.append(rec.reshape(k, -1) if sp.probes else np.zeros((k, 0), dtype))
         if sp.boxes:
@@ -332,6 +354,7 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
         **state,
         "E": tuple(jnp.asarray(v) for v in E),
         "H": tuple(jnp.asarray(v) for v in H),
+        "J": poles_nested(tuple(jnp.asarray(v) for v in J)),
         "dft": dft,
         "aux": aux,
         "psi": {k: jnp.asarray(v) for k, v in unpack_psi(plan, psi, state["psi"], spec).items()},

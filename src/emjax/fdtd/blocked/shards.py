@@ -186,7 +186,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 aux, inc = incidence.lines(plan, aux, step_n, sp.th, dtype)
             lsp = replace(sp, nxa=m + 2 * th)
             Ec, Hc, psc = cur
-            out_E, out_H, out_psi, rec, mrec = _one_pass(
+            out_E, out_H, out_psi, rec, mrec, _ = _one_pass(
                 lsp,
                 static,
                 sv,

@@ -123,64 +123,6 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int par, int s, int slot, R
   return kappa ? km1 * vs + p : p;
 }
 
-#if TFSF
-// The TF/SF box (emjax.fdtd.tfsf; blocked/incidence.py): a node at i (row 0) or i + 1/2
-// (row 1) along axis a is in the box when TF_LO_TABLE[row][a] <= i <= TF_HI_TABLE[row][a];
-// the incident E (H) component c is TF_AMP_TABLE[0 (1)][c] times the pass's line tinc of
-// level s (E at step n + s - 1, H half a step later) at the node's cell along TF_AXIS. The
-// tables are local constants and every loop unrolls, so the corrections fold to a few
-// operations per face cell, inlined: at 512^3 (sm_90, ptxas -v) the kernels spill no more
-// than with a point dipole (float32 bulk: none), where __constant__ tables and a
-// non-inlined function spilled in the march's loop.
-
-// whether a cell at g (of n) may have a stencil node (g - 1, g, g + 1, wrapped) in the box
-// along an axis whose nodes in the box lie in [lo, hi] (compile-time bounds TF_G*: a superset)
-#define TF_NEAR(g, n, lo, hi) \
-  (((g) >= (lo) - 1 && (g) <= (hi) + 1) || ((g) == (n) - 1 && (lo) <= 0) || ((g) == 0 && (hi) >= (n) - 1))
-
-// the total-field indicator at node r of field f (0: E, 1: H), component c
-__device__ __forceinline__ REAL tf_mask(int f, int c, const int *r) {
-  const int lo[2][3] = {TF_LO_TABLE}, hi[2][3] = {TF_HI_TABLE};
-  bool in = true;
-#pragma unroll
-  for (int a = 0; a < 3; ++a) {
-    const int h = (f == 0) == (a == c);  // half a cell along a: E_c along c, H_c across it
-    in = in && r[a] >= lo[h][a] && r[a] <= hi[h][a];
-  }
-  return in ? (REAL)1 : (REAL)0;
-}
-
-// the face correction of component c at cell (x, y, z), level s: f = 0: m_H curl E_inc -
-// curl(m_E E_inc) at the H_c node (forward differences), to be multiplied by -dt; f = 1:
-// m_E curl H_inc - curl(m_H H_inc) at the E_c node (backward differences), by cb. Zero
-// where no node of the stencil is in the box (TF_NEAR false on an axis).
-__device__ __forceinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, int f, int c, int x, int y,
-                                        int z) {
-  const REAL amp[2][3] = {TF_AMP_TABLE};
-  const int n[3] = {NX, NY, NZ};
-  const int r[3] = {x, y, z};
-  const REAL m0 = tf_mask(1 - f, c, r);
-  const REAL *line = tinc + ((s - 1) * 2 + f) * TF_NA;
-  REAL cu = (REAL)0, cm = (REAL)0;
-#pragma unroll
-  for (int t = 0; t < 2; ++t) {  // curl_c F = d_{c+1} F_{c+2} - d_{c+2} F_{c+1}
-    const int b = (c + 1 + t) % 3, g = (c + 2 - t) % 3;
-    if (amp[f][g] == (REAL)0) continue;
-    int o[3] = {x, y, z};  // the other node of the difference along b, wrapped
-    o[b] = f == 0 ? (r[b] + 1 == n[b] ? 0 : r[b] + 1) : (r[b] == 0 ? n[b] - 1 : r[b] - 1);
-    const REAL vr = amp[f][g] * line[r[TF_AXIS]], vo = amp[f][g] * line[o[TF_AXIS]];
-    const REAL mr = vr * tf_mask(f, g, r), mo = vo * tf_mask(f, g, o);
-    const REAL d = (f == 0 ? vo - vr : vr - vo) * (REAL)INV_DX;
-    const REAL dm = (f == 0 ? mo - mr : mr - mo) * (REAL)INV_DX;
-    cu += t == 0 ? d : -d;
-    cm += t == 0 ? dm : -dm;
-  }
-  return m0 * cu - cm;
-}
-#define TF_E(c) + tce[k][c]
-#else
-#define TF_E(c)
-#endif
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #ifdef EMJAX_EMULATE
@@ -277,6 +219,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const bool sz = INSLAB(gz, NZ, L2);  // (the profiles are read where used: registers are scarce)
 #endif
 
+#if NPOLE
+  const REAL *jin[3 * NPOLE] = {JIN_LIST};
+  REAL *jout[3 * NPOLE] = {JOUT_LIST};
+  JChain chj[RY];  // level s (< TH) leaves J^s of its plane in [parity][s] for level s + 1
+#endif
   REAL eo[TH + 1][RY][3];     // level s: E^{s-1} on plane q - 1
   REAL hp[TH + 1][RY][3];     // level s: H^s on plane q without its x difference
   REAL hprev[TH + 1][RY][2];  // level s: Hy, Hz^s on plane q - 2
@@ -478,9 +425,23 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #else
 #define CBE(c) CB(c, p, gyk, gz)
 #endif
-          en[k][0] = CAE(0) * eo[s][k][0] + CBE(0) * (dyHz - dzHy TF_E(0));
-          en[k][1] = CAE(1) * eo[s][k][1] + CBE(1) * (dzHx - dxHz TF_E(1));
-          en[k][2] = CAE(2) * eo[s][k][2] + CBE(2) * (dxHy - dyHx TF_E(2));
+#if NPOLE  // Ampere's law: -(1/2) sum (1 + k) J^{s-1}, J^{s-1} of this plane
+          const long atj = col[k] + (long)(p - X0) * plane;
+          REAL jold[NPOLE][3], jsum[3] = {(REAL)0, (REAL)0, (REAL)0};
+#pragma unroll
+          for (int m = 0; m < NPOLE; ++m)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+              jold[m][c] = (s == 1) ? jin[m * 3 + c][atj] : chj[k].v[par ^ 1][s - 1][m * 3 + c];
+              jsum[c] += ((REAL)1 + POLE_COEF(pk, PK_KIND, m, c, p, gyk, gz)) * jold[m][c];
+            }
+#define J_E(c) -(REAL)0.5 * jsum[c]
+#else
+#define J_E(c)
+#endif
+          en[k][0] = CAE(0) * eo[s][k][0] + CBE(0) * (dyHz - dzHy TF_E(0) J_E(0));
+          en[k][1] = CAE(1) * eo[s][k][1] + CBE(1) * (dzHx - dxHz TF_E(1) J_E(1));
+          en[k][2] = CAE(2) * eo[s][k][2] + CBE(2) * (dxHy - dyHx TF_E(2) J_E(2));
 #if WALL0
           if (p == 0) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
@@ -499,6 +460,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           en[k][0] *= KEEPE(0);
           en[k][1] *= KEEPE(1);
           en[k][2] *= KEEPE(2);
+#endif
+#if NPOLE  // J^s = k J^{s-1} + beta (E^s + E^{s-1}), E before the point sources
+#pragma unroll
+          for (int m = 0; m < NPOLE; ++m)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+              const REAL jn = POLE_COEF(pk, PK_KIND, m, c, p, gyk, gz) * jold[m][c] +
+                              POLE_COEF(pb, PB_KIND, m, c, p, gyk, gz) * (en[k][c] + eo[s][k][c]);
+              if (s == TH) {
+                if (own[k] && out_p) jout[m * 3 + c][atj] = jn;
+              } else {
+                chj[k].v[par][s][m * 3 + c] = jn;
+              }
+            }
 #endif
 #if NSRC
           SOURCES

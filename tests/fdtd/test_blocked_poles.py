@@ -1,0 +1,150 @@
+"""Drude poles in the CUDA blocked kernel (emjax.fdtd.blocked.poles): the kernel's text run
+emulated on the host equals the XLA step to rounding (fields, psi, probes and the poles'
+currents J), for a two-pole Drude block inside a CPML-bounded grid lit by a dipole, TH not
+dividing the step count, tiles that cut the block, a pole medium also inside the CPML and
+with a per-component fill (subpixel-like weights); Lorentz poles and several devices are
+refused with the reason."""
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_blocked import _copy, _rel, _setup
+
+from emjax import ConfigError, fdtd, materials
+from emjax.backend import precision_scope
+from emjax.fdtd import blocked
+from emjax.fdtd import step as engine
+from emjax.fdtd.blocked import choice, cuda, cuda_advance
+from emjax.fdtd.grid import CPML
+
+emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+METAL = materials.Dispersive(
+    2.0, (materials.DrudePole(2 * math.pi * 0.9, 0.4), materials.DrudePole(2 * math.pi * 0.3, 0.05))
+)
+
+
+def _sim(mask, shape=(16, 13, 11), precision="double", material=METAL):
+    g = fdtd.Grid(shape, 0.05, boundary=CPML(thickness=2), precision=precision)
+    src = fdtd.PointDipole((4, 6, 5), 2, fdtd.GaussianPulse(frequency=0.8, bandwidth=0.5))
+    probes = (fdtd.Probe((9, 7, 5), 2), fdtd.Probe((12, 4, 6), 0, "H"), fdtd.Probe((8, 6, 4), 1))
+    return fdtd.GridSimulation(g, sources=(src,), probes=probes, dispersive=(material, mask))
+
+
+def _block(shape, lo=(6, 3, 2), hi=(12, 10, 8)):
+    m = np.zeros(shape, bool)
+    m[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]] = True
+    return m
+
+
+def _compare(sim, steps, th, tile, tol=1e-12):
+    with precision_scope():
+        plan, arrays, state = _setup(sim, steps)
+        assert plan.n_poles == 2
+        ref, rec_ref, _ = engine.advance(plan, arrays, _copy(state), steps)
+        out, rec, finite = blocked.advance(
+            plan, arrays, _copy(state), steps, th=th, tile=tile, kernel="emulate"
+        )
+    assert bool(finite) and int(out["n"]) == steps
+    assert np.abs(np.stack(ref["E"])).max() > 1e-6
+    for f in "EH":
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= tol, f
+    jref = np.stack([c for pole in ref["J"] for c in pole])
+    assert np.abs(jref).max() > 0  # the currents moved
+    assert _rel(np.stack([c for pole in out["J"] for c in pole]), jref) <= tol
+    scale = max(float(np.abs(np.asarray(v)).max()) for v in ref["psi"].values())
+    for k in ref["psi"]:
+        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= tol * scale, k
+    assert _rel(rec, rec_ref) <= tol
+
+
+@emulated
+@pytest.mark.parametrize("split_tile", [(16, 5, 4), (16, 13, 11)], ids=["tiles", "one-tile"])
+def test_emulated_drude_block_equals_the_xla_step(split_tile):
+    """7 steps in passes of 3 (the last of 1): a two-pole Drude block cut by the tiles."""
+    shape = (16, 13, 11)
+    _compare(_sim(_block(shape)), 7, 3, split_tile)
+
+
+@emulated
+def test_emulated_drude_in_the_cpml_and_with_per_component_fill():
+    """The medium reaching into the CPML, and a fill fraction per E component (the kernel
+    takes beta per cell and component, k per cell)."""
+    shape = (16, 13, 11)
+    w = np.zeros((3,) + shape)
+    w[:, 0:9, 2:11, 3:9] = 1.0
+    w[0, 8, :, :] *= 0.5
+    w[2, :, :, 3] *= 0.25
+    _compare(_sim(w), 9, 4, (16, 5, 4))
+
+
+def test_lorentz_and_several_devices_are_refused_with_the_reason():
+    shape = (16, 13, 11)
+    lor = materials.Lorentz(1.5, 2.0, omega_0=2 * math.pi * 0.8, gamma=0.1)
+    with precision_scope():
+        plan, arrays, state = _setup(_sim(_block(shape), material=lor), 4)
+        assert "Lorentz poles" in choice.carries(plan, jnp.float64)
+        with pytest.raises(ConfigError, match="Lorentz poles"):
+            blocked.advance(plan, arrays, state, 4, th=2, tile=(16, 5, 4), kernel="emulate")
+        plan, arrays, state = _setup(_sim(_block(shape)), 4)
+        assert choice.carries(plan, jnp.float64) is None
+        assert "Drude poles are not yet checked on GPUs" in choice.auto_reason(plan, jnp.float32)
+        with pytest.raises(ConfigError, match="poles"):  # the other traversals
+            blocked.advance(plan, arrays, state, 4, th=2, tile=(16, 5, 4), kernel="xla")
+    from dataclasses import replace
+
+    assert "several devices" in cuda_advance.unsupported(replace(plan, layout=object()))
+
+
+@emulated
+def test_gpu_driver_carries_the_currents_emulated(monkeypatch):
+    """The GPU driver (one jit: passes in pairs in a scan, an odd pass, a shorter last one;
+    the currents in the loop's carry beside the fields) with each launch emulated through a
+    host callback: 7 steps in passes of 2 equal the XLA step, J included (float32: the
+    callbacks run outside the caller's double-precision scope)."""
+    from emjax.fdtd.blocked import shards
+
+    monkeypatch.setattr(cuda, "gpu_pass", shards._emulated)
+    shape = (16, 13, 11)
+    plan, arrays, state = _setup(_sim(_block(shape), precision="single"), 7, jnp.float32)
+    ref, rec_ref, _ = engine.advance(plan, arrays, _copy(state), 7)
+    out, rec, finite = cuda_advance.advance_gpu(plan, arrays, _copy(state), 7, 2, (5, 4))
+    assert bool(finite) and int(out["n"]) == 7
+    for f in "EH":
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-5, f
+    jref = np.stack([c for pole in ref["J"] for c in pole])
+    assert _rel(np.stack([c for pole in out["J"] for c in pole]), jref) <= 1e-5
+    assert _rel(rec, rec_ref) <= 1e-5
+
+
+@pytest.mark.gpu
+def test_gpu_drude_1000_steps_float64_and_float32():
+    """A 40^3 grid with a CPML on every face and a two-pole Drude block: 1001 steps of the
+    CUDA kernel with the default tilings, float64 to 1e-12 and float32 to 1e-5 of the
+    largest value, the currents too; ``fdtd.run(kernel="blocked")`` takes it."""
+    n = 40
+    mask = _block((n,) * 3, (14, 12, 10), (28, 26, 30))
+    for precision, dtype, tol in (("double", jnp.float64, 1e-12), ("single", jnp.float32, 1e-5)):
+        sim = _sim(mask, shape=(n,) * 3, precision=precision)
+        sim = fdtd.GridSimulation(
+            fdtd.Grid((n,) * 3, 0.05, boundary=CPML(8), precision=precision),
+            sources=sim.sources,
+            probes=sim.probes,
+            dispersive=sim.dispersive,
+        )
+        th, tile, ry = blocked.choice.default_tiling(dtype)
+        with precision_scope():
+            plan, arrays, state = _setup(sim, 1001, dtype)
+            ref, rec_ref, _ = engine.advance(plan, arrays, _copy(state), 1001)
+            out, rec, finite = blocked.advance(
+                plan, arrays, state, 1001, th=th, tile=(n, 24, 24), kernel="cuda", rows_per_thread=ry
+            )
+            assert bool(finite)
+            for f in "EH":
+                assert _rel(np.stack(out[f]), np.stack(ref[f])) <= tol, (precision, f)
+            jref = np.stack([c for pole in ref["J"] for c in pole])
+            assert _rel(np.stack([c for pole in out["J"] for c in pole]), jref) <= tol, precision
+            assert _rel(rec, rec_ref) <= tol, precision
+            run = fdtd.run(sim, 40, kernel="blocked")
+            assert run.kernel.startswith("blocked")
