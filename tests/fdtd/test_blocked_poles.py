@@ -1,12 +1,13 @@
-"""Drude poles in the CUDA blocked kernel (emjax.fdtd.blocked.poles): the kernel's text run
-emulated on the host equals the XLA step to rounding (fields, psi, probes and the poles'
-currents J), for a two-pole Drude block inside a CPML-bounded grid lit by a dipole, TH not
-dividing the step count, tiles that cut the block, a pole medium also inside the CPML and
-with a per-component fill (subpixel-like weights); Lorentz poles and several devices are
-refused with the reason."""
+"""Drude and Lorentz poles in the CUDA blocked kernel (emjax.fdtd.blocked.poles): the
+kernel's text run emulated on the host equals the XLA step to rounding (fields, psi, probes
+and the poles' state), for a two-pole Drude block and a Drude-Lorentz metal inside a
+CPML-bounded grid lit by a dipole, TH not dividing the step count, tiles that cut the block,
+a pole medium also inside the CPML and with a per-component fill (subpixel-like weights);
+several devices are refused with the reason, and "auto" says why it keeps XLA."""
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -22,6 +23,15 @@ from emjax.fdtd.grid import CPML
 emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
 METAL = materials.Dispersive(
     2.0, (materials.DrudePole(2 * math.pi * 0.9, 0.4), materials.DrudePole(2 * math.pi * 0.3, 0.05))
+)
+# a Drude-Lorentz metal as the material catalog's fits are: one Drude and two Lorentz poles
+LD = materials.Dispersive(
+    1.5,
+    (
+        materials.DrudePole(2 * math.pi * 0.8, 0.3),
+        materials.LorentzPole(1.2, 2 * math.pi * 0.7, 0.2),
+        materials.LorentzPole(0.6, 2 * math.pi * 1.1, 0.4),
+    ),
 )
 
 
@@ -41,7 +51,7 @@ def _block(shape, lo=(6, 3, 2), hi=(12, 10, 8)):
 def _compare(sim, steps, th, tile, tol=1e-12):
     with precision_scope():
         plan, arrays, state = _setup(sim, steps)
-        assert plan.n_poles == 2
+        assert plan.n_poles + plan.n_lorentz >= 2
         ref, rec_ref, _ = engine.advance(plan, arrays, _copy(state), steps)
         out, rec, finite = blocked.advance(
             plan, arrays, _copy(state), steps, th=th, tile=tile, kernel="emulate"
@@ -50,9 +60,9 @@ def _compare(sim, steps, th, tile, tol=1e-12):
     assert np.abs(np.stack(ref["E"])).max() > 1e-6
     for f in "EH":
         assert _rel(np.stack(out[f]), np.stack(ref[f])) <= tol, f
-    jref = np.stack([c for pole in ref["J"] for c in pole])
+    jref = np.stack(jax.tree_util.tree_leaves(ref["J"]))
     assert np.abs(jref).max() > 0  # the currents moved
-    assert _rel(np.stack([c for pole in out["J"] for c in pole]), jref) <= tol
+    assert _rel(np.stack(jax.tree_util.tree_leaves(out["J"])), jref) <= tol
     scale = max(float(np.abs(np.asarray(v)).max()) for v in ref["psi"].values())
     for k in ref["psi"]:
         assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= tol * scale, k
@@ -79,17 +89,20 @@ def test_emulated_drude_in_the_cpml_and_with_per_component_fill():
     _compare(_sim(w), 9, 4, (16, 5, 4))
 
 
-def test_lorentz_and_several_devices_are_refused_with_the_reason():
+@emulated
+def test_emulated_drude_lorentz_metal_equals_the_xla_step():
+    """One Drude and two Lorentz poles (the catalog's Drude-Lorentz form): each Lorentz
+    pole carries the polarization now and one step before from level to level."""
     shape = (16, 13, 11)
-    lor = materials.Lorentz(1.5, 2.0, omega_0=2 * math.pi * 0.8, gamma=0.1)
+    _compare(_sim(_block(shape), material=LD), 7, 3, (16, 5, 4))
+
+
+def test_several_devices_are_refused_and_auto_says_why():
+    shape = (16, 13, 11)
     with precision_scope():
-        plan, arrays, state = _setup(_sim(_block(shape), material=lor), 4)
-        assert "Lorentz poles" in choice.carries(plan, jnp.float64)
-        with pytest.raises(ConfigError, match="Lorentz poles"):
-            blocked.advance(plan, arrays, state, 4, th=2, tile=(16, 5, 4), kernel="emulate")
         plan, arrays, state = _setup(_sim(_block(shape)), 4)
         assert choice.carries(plan, jnp.float64) is None
-        assert "Drude poles are not yet checked on GPUs" in choice.auto_reason(plan, jnp.float32)
+        assert "poles are not yet checked on GPUs" in choice.auto_reason(plan, jnp.float32)
         with pytest.raises(ConfigError, match="poles"):  # the other traversals
             blocked.advance(plan, arrays, state, 4, th=2, tile=(16, 5, 4), kernel="xla")
     from dataclasses import replace
@@ -113,8 +126,8 @@ def test_gpu_driver_carries_the_currents_emulated(monkeypatch):
     assert bool(finite) and int(out["n"]) == 7
     for f in "EH":
         assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-5, f
-    jref = np.stack([c for pole in ref["J"] for c in pole])
-    assert _rel(np.stack([c for pole in out["J"] for c in pole]), jref) <= 1e-5
+    jref = np.stack(jax.tree_util.tree_leaves(ref["J"]))
+    assert _rel(np.stack(jax.tree_util.tree_leaves(out["J"])), jref) <= 1e-5
     assert _rel(rec, rec_ref) <= 1e-5
 
 
@@ -143,8 +156,8 @@ def test_gpu_drude_1000_steps_float64_and_float32():
             assert bool(finite)
             for f in "EH":
                 assert _rel(np.stack(out[f]), np.stack(ref[f])) <= tol, (precision, f)
-            jref = np.stack([c for pole in ref["J"] for c in pole])
-            assert _rel(np.stack([c for pole in out["J"] for c in pole]), jref) <= tol, precision
+            jref = np.stack(jax.tree_util.tree_leaves(ref["J"]))
+            assert _rel(np.stack(jax.tree_util.tree_leaves(out["J"])), jref) <= tol, precision
             assert _rel(rec, rec_ref) <= tol, precision
             run = fdtd.run(sim, 40, kernel="blocked")
             assert run.kernel.startswith("blocked")

@@ -157,8 +157,8 @@ writing over the bulk's values there. Both write into the same aliased outputs, 
 DFT planes: :mod:`.records` (the kernel writes each step's plane values; the running DFTs
 take them after each pass). Several devices: :mod:`.shards` (x slabs whose TH-deep halos
 are exchanged once per pass). The CPML as a kernel of its own: :mod:`.split`. TF/SF boxes
-(axis-aligned incidence): :mod:`.incidence`. Drude poles: :mod:`.poles`. Not yet: oblique
-TF/SF, plane sources, Lorentz poles, subpixel corrections, Bloch phases, the 4th-order
+(axis-aligned incidence): :mod:`.incidence`. Drude and Lorentz poles: :mod:`.poles`. Not
+yet: oblique TF/SF, plane sources, subpixel corrections, Bloch phases, the 4th-order
 stencil (halo 2 planes per step), DFTField monitors.
 """
 

@@ -78,9 +78,9 @@ def why_not(plan, dtype, cells: int | None = None) -> str | None:
 def auto_reason(plan, dtype) -> str | None:
     """Why "auto" keeps the XLA step where the blocked kernel could run ``plan`` (None:
     "auto" takes the kernel): where it is measured slower."""
-    if plan.n_poles:
+    if plan.n_poles or plan.n_lorentz:
         # equal to the XLA step in the emulated CPU tests; the GPU test is still to run
-        return "Drude poles are not yet checked on GPUs (kernel='blocked' takes them)"
+        return "Drude/Lorentz poles are not yet checked on GPUs (kernel='blocked' takes them)"
     if plan.layout is not None and incidence.source(plan) is not None:
         # equal to the XLA step in the emulated CPU tests; the GPU test is still to run
         return "a TF/SF source on several devices is not yet checked on GPUs (kernel='blocked' takes it)"

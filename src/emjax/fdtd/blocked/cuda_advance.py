@@ -149,13 +149,14 @@ def unpack_psi(plan, packed: list, like: dict, spec: Spec) -> dict:
 
 
 def poles_flat(J) -> tuple:
-    """The state's Drude currents (per pole, per component) as one flat tuple."""
-    return tuple(c for pole in J for c in pole)
+    """The state's pole arrays (Drude currents per pole and component, then the Lorentz
+    poles' polarization now and before per component) as one flat tuple."""
+    return tuple(jax.tree_util.tree_leaves(J))
 
 
-def poles_nested(J) -> tuple:
-    """:func:`poles_flat` undone."""
-    return tuple(tuple(J[m : m + 3]) for m in range(0, len(J), 3))
+def poles_nested(flat, like) -> tuple:
+    """:func:`poles_flat` undone, in the structure of ``like``."""
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(like), list(flat))
 
 
 def _sv(plan, arrays, n, th, dtype):
@@ -313,7 +314,16 @@ def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_c
     E, H, psi, J = cur
     rec = jnp.concatenate(recs) if recs else jnp.zeros((0, nprobe), dtype)
     psi = unpack_psi(plan, psi, state["psi"], spec)
-    new = {**state, "E": E, "H": H, "psi": psi, "J": poles_nested(J), "n": n, "dft": acc[0], "aux": acc[1]}
+    new = {
+        **state,
+        "E": E,
+        "H": H,
+        "psi": psi,
+        "J": poles_nested(J, state["J"]),
+        "n": n,
+        "dft": acc[0],
+        "aux": acc[1],
+    }
     finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
     return new, rec, finite
 
@@ -354,7 +364,7 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
         **state,
         "E": tuple(jnp.asarray(v) for v in E),
         "H": tuple(jnp.asarray(v) for v in H),
-        "J": poles_nested(tuple(jnp.asarray(v) for v in J)),
+        "J": poles_nested([jnp.asarray(v) for v in J], state["J"]),
         "dft": dft,
         "aux": aux,
         "psi": {k: jnp.asarray(v) for k, v in unpack_psi(plan, psi, state["psi"], spec).items()},

@@ -1,4 +1,4 @@
-"""Drude poles (:mod:`emjax.fdtd.dispersive`, the J-E scheme) in the CUDA blocked kernel.
+"""Drude and Lorentz poles (:mod:`emjax.fdtd.dispersive`) in the CUDA blocked kernel.
 
 Each Drude pole's current J (three components per cell) is state the kernel carries from
 time level to time level the way it carries the CPML's psi: level 1 reads J^n of its plane
@@ -12,7 +12,9 @@ The J arrays travel next to the fields (inputs ``jin*`` after the six fields, ou
 ``jout*`` after theirs), so the bulk kernel and the CPML kernels each update the J of the
 cells they write. The per-pole coefficients k and beta come in as one array each, every
 pole's broadcast to one kind (a value per pole, per cell, or per cell and component).
-Lorentz poles are not carried (:func:`unsupported`).
+Lorentz poles (``P^(n+1) = c1 P^n + c2 P^(n-1) + c3 E^n``, Ampere's law taking
+``-(P^(n+1) - P^n) / dt`` after the Drude terms) ride the same way, two values per component:
+the polarization now and one step before.
 """
 
 from __future__ import annotations
@@ -23,11 +25,10 @@ KINDS = {"array": 0, "grid": 1, "comp": 2}
 
 
 def unsupported(plan) -> str | None:
-    """Why the CUDA kernel cannot carry ``plan``'s dispersive media (None: it can, or none)."""
-    if plan.n_lorentz:
-        return "Lorentz poles (Drude poles are carried)"
-    if plan.n_poles and plan.layout is not None:
-        return "Drude poles on several devices (one device carries them)"
+    """Why the CUDA kernel cannot carry ``plan``'s dispersive media (None: it can, or none).
+    (A Lorentz pole's c1 and c2 are one value each: the pole's parameters and dt.)"""
+    if (plan.n_poles or plan.n_lorentz) and plan.layout is not None:
+        return "Drude/Lorentz poles on several devices (one device carries them)"
     return None
 
 
@@ -41,29 +42,51 @@ def _kind(values, shape) -> str:
 
 
 def spec_entry(plan, arrays) -> tuple | None:
-    """(number of Drude poles, kind of k, kind of beta), or None without poles."""
-    if not plan.n_poles:
+    """(Drude poles, kind of their k, kind of their beta, Lorentz poles, kind of their c3),
+    or None without poles."""
+    if not plan.n_poles and not plan.n_lorentz:
         return None
     shape = tuple(plan.shape)
-    return (int(plan.n_poles), _kind(arrays["pole_k"], shape), _kind(arrays["pole_beta"], shape))
+    lor = arrays.get("lorentz", ())
+    return (
+        int(plan.n_poles),
+        _kind(arrays["pole_k"], shape),
+        _kind(arrays["pole_beta"], shape),
+        int(plan.n_lorentz),
+        _kind([c3 for _, _, c3 in lor], shape),
+    )
 
 
 def n_j(spec) -> int:
-    """J arrays the kernel carries: three per Drude pole."""
-    return 3 * spec.poles[0] if spec.poles else 0
+    """State arrays the kernel carries: three currents per Drude pole, then per Lorentz pole
+    and component the polarization now and one step before (the state's order)."""
+    return 3 * spec.poles[0] + 6 * spec.poles[3] if spec.poles else 0
+
+
+def _stacked(vals, kind, shape, dtype, xp):
+    full = {"array": (), "grid": shape, "comp": (3,) + shape}[kind]
+    vals = [xp.broadcast_to(xp.asarray(v, dtype), full) for v in vals]
+    return xp.stack(vals) if vals else xp.zeros((0,), dtype)
 
 
 def coefficient_inputs(plan, arrays, spec, xp) -> list:
-    """The kernel's ``pk`` and ``pb`` inputs: every pole's k (beta) broadcast to the spec's
-    kind and stacked along a leading pole axis (a value per pole: shape (P,))."""
+    """The kernel's pole coefficients: ``pk`` and ``pb`` (every Drude pole's k and beta
+    broadcast to the spec's kind, stacked along a leading pole axis), ``lc`` (each Lorentz
+    pole's c1, c2) and ``l3`` (their c3, as pk)."""
     if not spec.poles:
         return []
-    shape = tuple(plan.shape)
+    shape, dt = tuple(plan.shape), spec.dtype
+    nd, kk, bk, nl, ck = spec.poles
     out = []
-    for key, kind in (("pole_k", spec.poles[1]), ("pole_beta", spec.poles[2])):
-        full = {"array": (), "grid": shape, "comp": (3,) + shape}[kind]
-        vals = [xp.broadcast_to(xp.asarray(v, spec.dtype), full) for v in arrays[key]]
-        out.append(xp.stack(vals) if vals else xp.zeros((0,), spec.dtype))
+    if nd:
+        out += [
+            _stacked(arrays["pole_k"], kk, shape, dt, xp),
+            _stacked(arrays["pole_beta"], bk, shape, dt, xp),
+        ]
+    if nl:
+        lor = arrays["lorentz"]
+        out.append(xp.reshape(xp.asarray([[c1, c2] for c1, c2, _ in lor], dt), (2 * nl,)))
+        out.append(_stacked([c3 for _, _, c3 in lor], ck, shape, dt, xp))
     return out
 
 
@@ -71,16 +94,27 @@ def inputs(spec) -> list:
     """(name, shape) of the pole coefficients among the kernel's inputs."""
     if not spec.poles:
         return []
-    n, full = spec.poles[0], spec.ashape
-    shapes = {"array": (n,), "grid": (n,) + full, "comp": (n, 3) + full}
-    return [("pk", shapes[spec.poles[1]]), ("pb", shapes[spec.poles[2]])]
+    nd, kk, bk, nl, ck = spec.poles
+    full = spec.ashape
+
+    def shape(n, kind):
+        return {"array": (n,), "grid": (n,) + full, "comp": (n, 3) + full}[kind]
+
+    out = [("pk", shape(nd, kk)), ("pb", shape(nd, bk))] if nd else []
+    if nl:
+        out += [("lc", (2 * nl,)), ("l3", shape(nl, ck))]
+    return out
 
 
 def defines(spec) -> dict:
-    d = {"NPOLE": spec.poles[0] if spec.poles else 0}
-    if spec.poles:
-        d["PK_KIND"] = KINDS[spec.poles[1]]
-        d["PB_KIND"] = KINDS[spec.poles[2]]
+    nd, kk, bk, nl, ck = spec.poles if spec.poles else (0, "array", "array", 0, "array")
+    d = {"NPOLE": nd, "NLOR": nl, "NJ": n_j(spec)}
+    if nd:
+        d["PK_KIND"] = KINDS[kk]
+        d["PB_KIND"] = KINDS[bk]
+    if nl:
+        d["L3_KIND"] = KINDS[ck]
+    if nd or nl:
         d["JIN_LIST"] = ", ".join(f"jin{i}" for i in range(n_j(spec)))
         d["JOUT_LIST"] = ", ".join(f"jout{i}" for i in range(n_j(spec)))
     return d

@@ -219,10 +219,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const bool sz = INSLAB(gz, NZ, L2);  // (the profiles are read where used: registers are scarce)
 #endif
 
-#if NPOLE
-  const REAL *jin[3 * NPOLE] = {JIN_LIST};
-  REAL *jout[3 * NPOLE] = {JOUT_LIST};
-  JChain chj[RY];  // level s (< TH) leaves J^s of its plane in [parity][s] for level s + 1
+#if NJ
+  const REAL *jin[NJ] = {JIN_LIST};
+  REAL *jout[NJ] = {JOUT_LIST};
+  JChain chj[RY];  // level s (< TH) leaves its plane's pole state in [parity][s] for s + 1
 #endif
   REAL eo[TH + 1][RY][3];     // level s: E^{s-1} on plane q - 1
   REAL hp[TH + 1][RY][3];     // level s: H^s on plane q without its x difference
@@ -425,23 +425,41 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #else
 #define CBE(c) CB(c, p, gyk, gz)
 #endif
-#if NPOLE  // Ampere's law: -(1/2) sum (1 + k) J^{s-1}, J^{s-1} of this plane
+#if NJ
           const long atj = col[k] + (long)(p - X0) * plane;
+#define JPREV(b) ((s == 1) ? jin[b][atj] : chj[k].v[par ^ 1][s - 1][b])
+#endif
+#if NPOLE  // Ampere's law: -(1/2) sum (1 + k) J^{s-1}, J^{s-1} of this plane
           REAL jold[NPOLE][3], jsum[3] = {(REAL)0, (REAL)0, (REAL)0};
 #pragma unroll
           for (int m = 0; m < NPOLE; ++m)
 #pragma unroll
             for (int c = 0; c < 3; ++c) {
-              jold[m][c] = (s == 1) ? jin[m * 3 + c][atj] : chj[k].v[par ^ 1][s - 1][m * 3 + c];
+              jold[m][c] = JPREV(m * 3 + c);
               jsum[c] += ((REAL)1 + POLE_COEF(pk, PK_KIND, m, c, p, gyk, gz)) * jold[m][c];
             }
 #define J_E(c) -(REAL)0.5 * jsum[c]
 #else
 #define J_E(c)
 #endif
-          en[k][0] = CAE(0) * eo[s][k][0] + CBE(0) * (dyHz - dzHy TF_E(0) J_E(0));
-          en[k][1] = CAE(1) * eo[s][k][1] + CBE(1) * (dzHx - dxHz TF_E(1) J_E(1));
-          en[k][2] = CAE(2) * eo[s][k][2] + CBE(2) * (dxHy - dyHx TF_E(2) J_E(2));
+#if NLOR  // P^s = c1 P^{s-1} + c2 P^{s-2} + c3 E^{s-1}; Ampere's law: -(P^s - P^{s-1}) / dt
+          REAL lnew[NLOR][3], lold[NLOR][3], lsum[3] = {(REAL)0, (REAL)0, (REAL)0};
+#pragma unroll
+          for (int m = 0; m < NLOR; ++m)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+              lold[m][c] = JPREV(LSLOT(m, c));
+              lnew[m][c] = lc[2 * m] * lold[m][c] + lc[2 * m + 1] * JPREV(LSLOT(m, c) + 1) +
+                           POLE_COEF(l3, L3_KIND, m, c, p, gyk, gz) * eo[s][k][c];
+              lsum[c] += lnew[m][c] - lold[m][c];
+            }
+#define L_E(c) -lsum[c] / dt
+#else
+#define L_E(c)
+#endif
+          en[k][0] = CAE(0) * eo[s][k][0] + CBE(0) * (dyHz - dzHy TF_E(0) J_E(0) L_E(0));
+          en[k][1] = CAE(1) * eo[s][k][1] + CBE(1) * (dzHx - dxHz TF_E(1) J_E(1) L_E(1));
+          en[k][2] = CAE(2) * eo[s][k][2] + CBE(2) * (dxHy - dyHx TF_E(2) J_E(2) L_E(2));
 #if WALL0
           if (p == 0) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
@@ -472,6 +490,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
                 if (own[k] && out_p) jout[m * 3 + c][atj] = jn;
               } else {
                 chj[k].v[par][s][m * 3 + c] = jn;
+              }
+            }
+#endif
+#if NLOR
+#pragma unroll
+          for (int m = 0; m < NLOR; ++m)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+              const int b = LSLOT(m, c);
+              if (s == TH) {
+                if (own[k] && out_p) { jout[b][atj] = lnew[m][c]; jout[b + 1][atj] = lold[m][c]; }
+              } else {
+                chj[k].v[par][s][b] = lnew[m][c];
+                chj[k].v[par][s][b + 1] = lold[m][c];
               }
             }
 #endif

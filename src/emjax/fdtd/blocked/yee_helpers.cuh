@@ -1,13 +1,16 @@
 // Device helpers of the blocked kernel (yee_blocked.cu) for the TF/SF box and the Drude
 // poles; blocked/cuda.py puts this file between the generated header and the kernel.
 
-#if NPOLE  // Drude poles (blocked/poles.py): k and beta per pole, J carried level to level
+#if NJ  // Drude and Lorentz poles (blocked/poles.py): their state carried level to level
 #define POLE_COEF(arr, kind, m, c, x, y, z)                                            \
   ((kind) == 1 ? arr[(long)(m) * NCELL + IDX(x, y, z)]                                 \
                : (kind) == 2 ? arr[((long)(m) * 3 + (c)) * NCELL + IDX(x, y, z)] : arr[m])
+// the state's slots: Drude pole m's J_c at 3 m + c; Lorentz pole m's P_c now and one step
+// before at 3 NPOLE + 6 m + 2 c (+ 1)
 struct JChain {
-  REAL v[2][TH][3 * NPOLE];
+  REAL v[2][TH][NJ];
 };
+#define LSLOT(m, c) (3 * NPOLE + 6 * (m) + 2 * (c))
 #endif
 
 #if TFSF
