@@ -198,7 +198,7 @@ def unsupported(plan, monitors: bool = False, tfsf: bool = False, poles: bool = 
     """Why the blocked kernel cannot run ``plan`` (a step.Plan), or None. ``monitors``: the
     kernel records DFT planes (the CUDA kernel does, :mod:`.records`); ``tfsf``: it carries
     a TF/SF source along an axis (the CUDA kernel does, :mod:`.incidence`); ``poles``: it
-    carries Drude poles (the CUDA kernel does, :mod:`.poles`)."""
+    carries Drude and Lorentz poles (the CUDA kernel does, :mod:`.poles`)."""
     if plan.order != 2:
         return "the 4th-order stencil"
     if any(getattr(plan, "pmc", ())):

@@ -53,7 +53,7 @@ def why_not(plan, dtype, cells: int | None = None) -> str | None:
     if cuda.nvrtc() is None:
         return "NVRTC (libnvrtc) is not installed: pip install emjax[cuda]"
     # the kernel reads one copy of the fields and writes another: a second copy of E and H
-    # (the psi slabs too) must fit beside the state already on the device
+    # (the psi slabs and the poles' state too) must fit beside the state already on the device
     from ...backend import device_memory_bytes
 
     devices = 1
@@ -65,7 +65,8 @@ def why_not(plan, dtype, cells: int | None = None) -> str | None:
             return f"it does not support {why} on {plan.layout.n} devices"
         devices = plan.layout.n
     cells = int(np.prod(plan.shape)) if cells is None else int(cells)
-    extra = 6 * cells * np.dtype(dtype).itemsize // devices
+    arrays = 6 + 3 * plan.n_poles + 6 * plan.n_lorentz  # fields, and the poles' state
+    extra = arrays * cells * np.dtype(dtype).itemsize // devices
     free = device_memory_bytes()
     if 1.1 * extra > free:
         return (

@@ -183,9 +183,8 @@ def _one_pass(
     J=(),
 ):
     """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records, J); ``J``:
-    the Drude poles' currents (:mod:`.poles`; they travel next to the fields, ``dest[3]``
-    their buffers); ``sv``: the
-    point sources' values (None without); ``inc``: the TF/SF incident lines
+    the poles' state (:mod:`.poles`; it travels next to the fields, ``dest[3]`` its
+    buffers); ``sv``: the point sources' values (None without); ``inc``: the TF/SF incident lines
     (:func:`.incidence.lines`; None without); ``dest``: the buffers the GPU writes the results
     into (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
     runs as a kernel of its own after a bulk kernel without CPML code (:mod:`.split`).
