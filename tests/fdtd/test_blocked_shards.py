@@ -236,3 +236,50 @@ def test_halo_grouping_is_part_of_the_compiled_key(monkeypatch):
         monkeypatch.setattr(shards, "GROUPS", g)
         shards.advance(None, None, None, 4, 2, (4, 4))
     assert seen == ["each", "kinds"]
+
+
+CASE_POLES = r"""
+import math
+import jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_enable_x64", True)
+from emjax import fdtd, materials
+from emjax.fdtd import step as engine
+from emjax.fdtd.blocked import choice, shards
+from emjax.fdtd.grid import CPML
+from emjax.layout import Layout
+
+metal = materials.Dispersive(1.5, (materials.DrudePole(2 * math.pi * 0.8, 0.3),
+                                   materials.LorentzPole(1.2, 2 * math.pi * 0.7, 0.2)))
+g = fdtd.Grid((24, 12, 11), 0.05, boundary=(CPML(thickness=3), CPML(thickness=2), CPML(thickness=2)),
+              precision="double")
+w = np.zeros((3,) + g.shape)
+w[:, 8:17, 3:9, 2:9] = 1.0  # across the slab boundary at x = 12
+w[1, 8, :, :] *= 0.5  # a per-component fill: beta and c3 per component
+src = fdtd.PointDipole((6, 6, 5), 2, fdtd.GaussianPulse(frequency=0.8, bandwidth=0.5))
+s = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((13, 6, 5), 1),), dispersive=(metal, w))
+steps = 9
+arrays, pml = engine.coefficients(s, jnp.float64)
+plan1 = engine.make_plan(s, steps, jnp.float64, arrays, pml)
+state = engine.initial_state(s, plan1, jnp.float64, None)
+ref, rec_ref, _ = engine.advance(plan1, arrays, jax.tree_util.tree_map(jnp.copy, state), steps)
+plan = engine.make_plan(s, steps, jnp.float64, arrays, pml, layout=Layout.of(2))
+assert choice.carries(plan, jnp.float64) is None
+out, rec, fin = shards.advance(plan, arrays, state, steps, 2, (4, 4), True, emulate=True)
+rel = lambda a, b: float(np.abs(np.asarray(a) - np.asarray(b)).max() / np.abs(np.asarray(b)).max())
+jr, jo = jax.tree_util.tree_leaves(ref["J"]), jax.tree_util.tree_leaves(out["J"])
+assert np.abs(np.stack(jr)).max() > 0
+err = {f: rel(np.stack(out[f]), np.stack(ref[f])) for f in "EH"}
+err["J"] = rel(np.stack(jo), np.stack(jr))
+err["rec"] = rel(rec, rec_ref)
+assert bool(fin) and all(v <= 1e-12 for v in err.values()), err
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+def test_poles_on_slabs_equal_one_device_emulated():
+    """A Drude and a Lorentz pole in a block over the slab boundary on 2 virtual devices,
+    with a per-component fill (per-component coefficients split along their x axis): the
+    poles' state rides after H through the halos; fields, state and probe equal the
+    one-device XLA step to 1e-12 (float64)."""
+    assert run_with_devices(3, CASE_POLES).strip().endswith("ok")

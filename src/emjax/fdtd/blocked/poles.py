@@ -25,10 +25,10 @@ KINDS = {"array": 0, "grid": 1, "comp": 2}
 
 
 def unsupported(plan) -> str | None:
-    """Why the CUDA kernel cannot carry ``plan``'s dispersive media (None: it can, or none).
-    (A Lorentz pole's c1 and c2 are one value each: the pole's parameters and dt.)"""
-    if (plan.n_poles or plan.n_lorentz) and plan.layout is not None:
-        return "Drude/Lorentz poles on several devices (one device carries them)"
+    """Why the CUDA kernel cannot carry ``plan``'s dispersive media (None: it can, or none):
+    it carries both kinds, on one device and on slabs (:mod:`.shards`: the state rides
+    after H, extended and exchanged like it). A Lorentz pole's c1 and c2 are one value each
+    (the pole's parameters and dt)."""
     return None
 
 

@@ -31,7 +31,16 @@ from jax.sharding import PartitionSpec as P
 from ...layout import AXIS
 from ..sharded import split_axis
 from . import cuda, incidence, records, split
-from .cuda_advance import _one_pass, _sv, make_spec, pack_psi, static_inputs, unpack_psi
+from .cuda_advance import (
+    _one_pass,
+    _sv,
+    make_spec,
+    pack_psi,
+    poles_flat,
+    poles_nested,
+    static_inputs,
+    unpack_psi,
+)
 
 
 def unsupported(plan, th: int) -> str | None:
@@ -167,7 +176,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
     run = _emulated if emulate else cuda.gpu_pass
     tables = {sp.th: _tables(sp, n, split_cpml, th) for sp in (spec, rest_spec) if sp is not None}
     src_cb = arrays["src_cb"] if plan.sources else jnp.zeros((0,), dtype)
-    sax = [1 if np.ndim(v) == 4 else 0 for v in static]  # static arrays' x axes
+    sax = [max(np.ndim(v) - 3, 0) for v in static]  # static arrays' x axes (the grid's last three)
     split_static = [np.ndim(v) >= 3 for v in static]
 
     def local(E, H, static, prof, psi_x, psi_yz, xr, tabs, src_cb, n0, dft, aux):
@@ -186,13 +195,14 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 aux, inc = incidence.lines(plan, aux, step_n, sp.th, dtype)
             lsp = replace(sp, nxa=m + 2 * th)
             Ec, Hc, psc = cur
-            out_E, out_H, out_psi, rec, mrec, _ = _one_pass(
+            # the poles' state rides after H (extended and exchanged like it)
+            out_E, out_H, out_psi, rec, mrec, out_J = _one_pass(
                 lsp,
                 static,
                 sv,
                 prof,
                 Ec,
-                Hc,
+                Hc[:3],
                 list(psc[0]) + list(psc[1]),
                 run,
                 dst,
@@ -201,7 +211,9 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 tab,
                 pieces(n),
                 inc=inc,
+                J=Hc[3:],
             )
+            out_H = tuple(out_H) + tuple(out_J)
             out_px, pyz = out_psi[:npsi_x], list(out_psi[npsi_x:])
             if groups == "kinds":
                 out_E, out_H = (
@@ -253,12 +265,11 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
     xs = P(AXIS)
     xr_all = {t: jnp.asarray(v[0]) for t, v in tables.items()}
     tab_all = {t: jnp.asarray(v[1]) for t, v in tables.items() if v[1] is not None}
-    static_specs = [
-        P(None, AXIS) if ax == 1 and sp else (xs if sp else P()) for ax, sp in zip(sax, split_static)
-    ]
+    static_specs = [P(*([None] * ax), AXIS) if sp else P() for ax, sp in zip(sax, split_static)]
+    nj = len(jax.tree_util.tree_leaves(state["J"]))
     in_specs = (
         [xs] * 3,
-        [xs] * 3,
+        [xs] * (3 + nj),
         static_specs,
         [P()] * len(prof),
         [xs] * len(psi_x),
@@ -270,12 +281,12 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
         P(),
         P(),
     )
-    out_specs = ([xs] * 3, [xs] * 3, [xs] * len(psi_x), [xs] * len(psi_yz), P(), P(), P())
+    out_specs = ([xs] * 3, [xs] * (3 + nj), [xs] * len(psi_x), [xs] * len(psi_yz), P(), P(), P())
     E, H, px, pyz, rec, dft, aux = jax.shard_map(
         local, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
     )(
         list(state["E"]),
-        list(state["H"]),
+        list(state["H"]) + list(poles_flat(state["J"])),
         list(static),
         list(prof),
         psi_x,
@@ -290,10 +301,12 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
     # the x-CPML's psi: the low slab from device 0, the high one from device n - 1
     px = [jnp.concatenate([v[:lx], v[(n - 1) * 2 * lx + lx :]]) for v in px]
     new_psi = unpack_psi(plan, px + list(pyz), state["psi"], spec)
+    H, J = H[:3], poles_nested(H[3:], state["J"])
     new = {
         **state,
         "E": tuple(E),
         "H": tuple(H),
+        "J": J,
         "psi": new_psi,
         "n": state["n"] + steps,
         "dft": dft,
