@@ -85,6 +85,19 @@ def test_slabs_on_three_devices_and_the_cpml_inside_the_kernel_emulated():
     assert run_with_devices(3, "import sys; sys.argv.append('more')\n" + CASE).strip().endswith("ok")
 
 
+def _two_gpus_equal_one(sim, steps=203):
+    """``sim`` on the blocked kernel's slabs over 2 GPUs equals one device's XLA step to
+    1e-12 of the largest value (fields and probes; float64)."""
+    from emjax import fdtd
+
+    one = fdtd.run(sim, steps, kernel="xla")
+    two = fdtd.run(sim, steps, kernel="blocked", layout=2)
+    assert two.kernel.startswith("blocked")
+    for a, b in ((two.E, one.E), (two.H, one.H), (two.probes, one.probes)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
+
+
 @pytest.mark.gpu
 def test_two_gpus_equal_one_device_run():
     if len(jax.devices("gpu")) < 2:
@@ -97,12 +110,7 @@ def test_two_gpus_equal_one_device_run():
         g = fdtd.Grid((64, 48, 40), 1.0, boundary=CPML(thickness=4), precision="double")
         src = fdtd.PointDipole((31, 20, 17), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
         sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((33, 24, 20), 2),))
-        one = fdtd.run(sim, 203, kernel="xla")
-        two = fdtd.run(sim, 203, kernel="blocked", layout=2)
-    assert two.kernel.startswith("blocked")
-    for a, b in ((two.E, one.E), (two.H, one.H), (two.probes, one.probes)):
-        a, b = np.asarray(a), np.asarray(b)
-        assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
+        _two_gpus_equal_one(sim)
 
 
 CASE_TFSF = r"""
@@ -193,12 +201,7 @@ def test_tfsf_on_two_gpus_equals_one_device_run():
             fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5),
         )
         sim = fdtd.GridSimulation(g, eps=eps, sources=(box,), probes=(fdtd.Probe((33, 24, 20), 2),))
-        one = fdtd.run(sim, 203, kernel="xla")
-        two = fdtd.run(sim, 203, kernel="blocked", layout=2)
-    assert two.kernel.startswith("blocked")
-    for a, b in ((two.E, one.E), (two.H, one.H), (two.probes, one.probes)):
-        a, b = np.asarray(a), np.asarray(b)
-        assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
+        _two_gpus_equal_one(sim)
 
 
 def test_auto_keeps_xla_for_tfsf_on_several_devices_until_gpu_checked():

@@ -164,7 +164,7 @@ stencil (halo 2 planes per step), DFTField monitors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -205,14 +205,8 @@ def unsupported(plan, monitors: bool = False, tfsf: bool = False, poles: bool = 
         return "PMC walls"
     if any(p is not None for p in plan.bloch):
         return "Bloch-periodic boundaries"
-    if plan.n_poles or plan.n_lorentz:
-        if not poles:
-            return "Drude/Lorentz poles"
-        from . import poles as pole_mod
-
-        why = pole_mod.unsupported(replace(plan, layout=None))
-        if why is not None:
-            return why
+    if (plan.n_poles or plan.n_lorentz) and not poles:
+        return "Drude/Lorentz poles"
     if plan.subpixel is not None:
         # a physical Simulation's averaging="subpixel" (or a staircase's box of differing
         # nodes); averaging="diagonal" gives per-node eps the kernel takes

@@ -14,7 +14,9 @@ cells they write. The per-pole coefficients k and beta come in as one array each
 pole's broadcast to one kind (a value per pole, per cell, or per cell and component).
 Lorentz poles (``P^(n+1) = c1 P^n + c2 P^(n-1) + c3 E^n``, Ampere's law taking
 ``-(P^(n+1) - P^n) / dt`` after the Drude terms) ride the same way, two values per component:
-the polarization now and one step before.
+the polarization now and one step before. A Lorentz pole's c1 and c2 are one value each
+(the pole's parameters and dt). On several devices (:mod:`.shards`) the state rides after H,
+extended and exchanged like it.
 """
 
 from __future__ import annotations
@@ -22,14 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 KINDS = {"array": 0, "grid": 1, "comp": 2}
-
-
-def unsupported(plan) -> str | None:
-    """Why the CUDA kernel cannot carry ``plan``'s dispersive media (None: it can, or none):
-    it carries both kinds, on one device and on slabs (:mod:`.shards`: the state rides
-    after H, extended and exchanged like it). A Lorentz pole's c1 and c2 are one value each
-    (the pole's parameters and dt)."""
-    return None
 
 
 def _kind(values, shape) -> str:
