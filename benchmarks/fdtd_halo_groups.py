@@ -2,7 +2,7 @@
 run, 10-cell CPML, float32) for each way the halos travel between passes
 (``emjax.fdtd.blocked.shards.GROUPS``), one JSON row per run.
 
-NCCL_NVLS_ENABLE=0 PYTHONPATH=src python3 benchmarks/fdtd_halo_groups.py --groups each psi kinds
+NCCL_NVLS_ENABLE=0 PYTHONPATH=src python3 benchmarks/fdtd_halo_groups.py --groups each psi kinds all
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from emjax.fdtd.blocked import shards
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--groups", nargs="+", default=["each", "psi", "kinds"], choices=["each", "psi", "kinds"])
+    groups = ["each", "psi", "kinds", "all"]
+    ap.add_argument("--groups", nargs="+", default=groups, choices=groups)
     ap.add_argument("--size", type=int, default=512)
     ap.add_argument("--devices", type=int, default=2)
     ap.add_argument("--steps", type=int, default=200)

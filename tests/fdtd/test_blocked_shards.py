@@ -59,6 +59,9 @@ if "more" in sys.argv:
 else:
     check(2, True)
     check(2, True, steps=9, with_probes=False)
+    shards.GROUPS = "all"  # every halo in one ppermute per direction
+    check(2, True, steps=11)
+    shards.GROUPS = "psi"
 s = sim(25)
 arrays, pml = engine.coefficients(s, jnp.float64)
 bad = engine.make_plan(s, 4, jnp.float64, arrays, pml, layout=Layout.of(2))
@@ -74,7 +77,8 @@ print("ok")
 @pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
 def test_slabs_with_halos_equal_one_device_emulated():
     """2 virtual devices, the CPML as a kernel of its own, 7 steps in passes of 2 (the last
-    of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes."""
+    of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes;
+    11 steps with every halo in one exchange per direction."""
     assert run_with_devices(3, CASE).strip().endswith("ok")
 
 

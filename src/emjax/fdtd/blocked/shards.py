@@ -115,7 +115,8 @@ def _exchange_group(arrays, th: int, n: int):
 
 
 #: how the halos travel: "each" (a ppermute per array and direction), "psi" (the CPML's psi
-#: slabs together), "kinds" (E, H and the psi slabs in three). Read by :func:`advance` at
+#: slabs together), "kinds" (E, H and the psi slabs in three), "all" (everything in one
+#: per direction). Read by :func:`advance` at
 #: each call (part of the compiled program's key). Not yet told apart by measurement: the
 #: 2 x H100 rows of the three (76-79% strong, 88-89% weak at 512^3) ran in one process
 #: where the first compiled program was reused for all three (BENCHMARKS.md).
@@ -215,7 +216,12 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
             )
             out_H = tuple(out_H) + tuple(out_J)
             out_px, pyz = out_psi[:npsi_x], list(out_psi[npsi_x:])
-            if groups == "kinds":
+            if groups == "all":  # E, H and the psi slabs in one ppermute per direction
+                moved = _exchange_group(list(out_E) + list(out_H) + pyz, th, n)
+                ne, nh = len(out_E), len(out_H)
+                out_E, out_H, pyz = tuple(moved[:ne]), tuple(moved[ne : ne + nh]), []
+                out_pyz = moved[ne + nh :]
+            elif groups == "kinds":
                 out_E, out_H = (
                     tuple(_exchange_group(list(out_E), th, n)),
                     tuple(_exchange_group(list(out_H), th, n)),
@@ -223,7 +229,9 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
             else:
                 out_E = tuple(_exchange(f, th, n) for f in out_E)
                 out_H = tuple(_exchange(f, th, n) for f in out_H)
-            if groups == "each" or not pyz:
+            if groups == "all":
+                pass
+            elif groups == "each" or not pyz:
                 out_pyz = [_exchange(v, th, n) for v in pyz]
             else:
                 out_pyz = _exchange_group(pyz, th, n)
