@@ -1,0 +1,106 @@
+"""Where an FDTD run's GPU time goes: one chunk of ``fdtd.run`` traced with JAX's profiler,
+each GPU's kernels summed by name, and the time the GPU sat idle between them.
+
+    NCCL_NVLS_ENABLE=0 PYTHONPATH=src python3 benchmarks/fdtd_trace.py --size 512 --devices 2 \\
+        --steps 40 --kernel blocked --out trace.json
+
+N^3 cells per device (weak scaling: (k N, N, N) on k devices), a 10-cell CPML, float32, a
+z dipole. The run is compiled and run once untraced, then traced. The JSON written has, per
+GPU plane: its lines (streams) with their busy times, the busy time of its streams (the
+union of their kernels' intervals), the span from the first
+kernel's start to the last one's end, and the kernels by total time (name, calls, seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import tempfile
+from collections import defaultdict
+
+import jax
+from jax.profiler import ProfileData
+
+from emjax import fdtd
+from emjax.fdtd.bench import benchmark_simulation
+
+
+def _union(intervals):
+    """Total length of the union of (start, end) intervals."""
+    total, end = 0, None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
+
+
+def summarize(xspace_path: str, top: int = 25) -> list[dict]:
+    """Per GPU plane of the trace: busy and span seconds, and its kernels summed by name."""
+    data = ProfileData.from_file(xspace_path)
+    out = []
+    for plane in data.planes:
+        if not plane.name.startswith("/device:GPU"):
+            continue
+        by_name, spans, lines = defaultdict(lambda: [0, 0.0]), [], []
+        stream_lines = [ln for ln in plane.lines if ln.name.startswith("Stream")] or list(plane.lines)
+        for line in plane.lines:
+            evs = [(ev.start_ns, ev.start_ns + ev.duration_ns) for ev in line.events]
+            if evs:
+                lines.append({"line": line.name, "events": len(evs), "busy_s": _union(evs) * 1e-9})
+        for line in stream_lines:
+            for ev in line.events:
+                t0 = ev.start_ns
+                t1 = t0 + ev.duration_ns
+                spans.append((t0, t1))
+                by_name[ev.name][0] += 1
+                by_name[ev.name][1] += ev.duration_ns * 1e-9
+        if not spans:
+            continue
+        ranked = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
+        out.append(
+            {
+                "plane": plane.name,
+                "busy_s": _union(spans) * 1e-9,
+                "span_s": (max(e for _, e in spans) - min(s for s, _ in spans)) * 1e-9,
+                "lines": lines,
+                "kernels": [{"name": k[:120], "calls": c, "seconds": t} for k, (c, t) in ranked],
+            }
+        )
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=512, help="N: N^3 cells per device")
+    ap.add_argument("--devices", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=40, help="steps in the traced chunk")
+    ap.add_argument("--kernel", default="blocked", choices=["blocked", "xla", "auto"])
+    ap.add_argument("--out", default=None, help="JSON file to write (default: print)")
+    a = ap.parse_args(argv)
+    k = a.devices
+    sim = benchmark_simulation(a.size, shape=(k * a.size, a.size, a.size), boundary="cpml")[0]
+    layout = k if k > 1 else None
+    fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
+    with tempfile.TemporaryDirectory() as d:
+        with jax.profiler.trace(d):
+            r = fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
+        paths = glob.glob(os.path.join(d, "**", "*.xplane.pb"), recursive=True)
+        planes = summarize(paths[0]) if paths else []
+    res = {"size": a.size, "devices": k, "steps": a.steps, "kernel": r.kernel, "seconds": r.seconds}
+    res["planes"] = planes
+    text = json.dumps(res, indent=1)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    print(text if not a.out else json.dumps({kk: v for kk, v in res.items() if kk != "planes"}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
