@@ -40,8 +40,9 @@ def _union(intervals):
     return total
 
 
-def summarize(xspace_path: str, top: int = 25) -> list[dict]:
-    """Per GPU plane of the trace: busy and span seconds, and its kernels summed by name."""
+def summarize(xspace_path: str, top: int = 25, sequence: int = 80) -> list[dict]:
+    """Per GPU plane of the trace: busy and span seconds, its kernels summed by name, and
+    ``sequence`` events of its busiest stream in order from the top kernel's first call."""
     data = ProfileData.from_file(xspace_path)
     out = []
     for plane in data.planes:
@@ -63,12 +64,27 @@ def summarize(xspace_path: str, top: int = 25) -> list[dict]:
         if not spans:
             continue
         ranked = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
+        # the busiest stream's events in order from the top kernel's first call: a pass's shape
+        main = max(stream_lines, key=lambda ln: sum(1 for _ in ln.events))
+        evs = sorted(main.events, key=lambda ev: ev.start_ns)
+        first = next((i for i, ev in enumerate(evs) if ev.name == ranked[0][0]), 0)
+        t0 = evs[first].start_ns if evs else 0
+        seq = [
+            {
+                "name": ev.name[:60],
+                "t_ms": (ev.start_ns - t0) * 1e-6,
+                "us": ev.duration_ns * 1e-3,
+                "stats": {str(k): str(v)[:40] for k, v in ev.stats},
+            }
+            for ev in evs[first : first + sequence]
+        ]
         out.append(
             {
                 "plane": plane.name,
                 "busy_s": _union(spans) * 1e-9,
                 "span_s": (max(e for _, e in spans) - min(s for s, _ in spans)) * 1e-9,
                 "lines": lines,
+                "sequence": seq,
                 "kernels": [{"name": k[:120], "calls": c, "seconds": t} for k, (c, t) in ranked],
             }
         )

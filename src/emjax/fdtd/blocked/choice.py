@@ -9,7 +9,6 @@ import jax
 import numpy as np
 
 from ...errors import ConfigError
-from . import incidence
 
 KERNELS = ("auto", "xla", "blocked")
 _log = logging.getLogger("emjax.fdtd")
@@ -82,9 +81,6 @@ def auto_reason(plan, dtype) -> str | None:
     if plan.n_poles or plan.n_lorentz:
         # equal to the XLA step in the emulated CPU tests; the GPU test is still to run
         return "Drude/Lorentz poles are not yet checked on GPUs (kernel='blocked' takes them)"
-    if plan.layout is not None and incidence.source(plan) is not None:
-        # equal to the XLA step in the emulated CPU tests; the GPU test is still to run
-        return "a TF/SF source on several devices is not yet checked on GPUs (kernel='blocked' takes it)"
     if plan.monitors:
         # measured (H100, 512^3 CPML, a 6-plane flux box, 3 frequencies): 28.8 against XLA's
         # 35.8 G cell/s
