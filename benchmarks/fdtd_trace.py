@@ -74,7 +74,7 @@ def summarize(xspace_path: str, top: int = 25, sequence: int = 80) -> list[dict]
                 "name": ev.name[:60],
                 "t_ms": (ev.start_ns - t0) * 1e-6,
                 "us": ev.duration_ns * 1e-3,
-                "stats": {str(k): str(v)[:40] for k, v in ev.stats},
+                "stats": {str(k): str(v)[:60] for k, v in ev.stats},
             }
             for ev in evs[first : first + sequence]
         ]
@@ -97,18 +97,22 @@ def main(argv=None) -> int:
     ap.add_argument("--devices", type=int, default=2)
     ap.add_argument("--steps", type=int, default=40, help="steps in the traced chunk")
     ap.add_argument("--kernel", default="blocked", choices=["blocked", "xla", "auto"])
+    ap.add_argument(
+        "--slab", action="store_true", help="with --devices 1: the slab loop on one device (layout=1)"
+    )
     ap.add_argument("--out", default=None, help="JSON file to write (default: print)")
     a = ap.parse_args(argv)
     k = a.devices
     sim = benchmark_simulation(a.size, shape=(k * a.size, a.size, a.size), boundary="cpml")[0]
-    layout = k if k > 1 else None
+    layout = k if k > 1 or a.slab else None
     fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
     with tempfile.TemporaryDirectory() as d:
         with jax.profiler.trace(d):
             r = fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
         paths = glob.glob(os.path.join(d, "**", "*.xplane.pb"), recursive=True)
         planes = summarize(paths[0]) if paths else []
-    res = {"size": a.size, "devices": k, "steps": a.steps, "kernel": r.kernel, "seconds": r.seconds}
+    res = {"size": a.size, "devices": k, "layout": layout, "steps": a.steps}
+    res.update(kernel=r.kernel, seconds=r.seconds)
     res["planes"] = planes
     text = json.dumps(res, indent=1)
     if a.out:
