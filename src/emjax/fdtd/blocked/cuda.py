@@ -78,6 +78,7 @@ class Spec:
     ntask: int = 0
     record: tuple | None = None  # the probes this kernel records (indices; None: all)
     nxa: int | None = None  # planes the arrays hold (a shard's slab; None: the grid's nx)
+    xhalo: int = 0  # a shard's halo planes on either side (its own planes: nxa - 2 xhalo)
     # field records for DFT monitors: (field, component, lo, count) boxes of cells, cell g of
     # axis a in the box where (g - lo[a]) mod n[a] < count[a]; every step's values are
     # written to ``mrec`` (the box's cells in C order per step, boxes one after another)
@@ -277,6 +278,7 @@ def source(spec: Spec) -> str:
         "NXA": spec.ashape[0],
         "XR_STATIC": int(spec.nxa is None),
         "XR_WHOLE": int(spec.nxa is not None and not any(spec.pml)),
+        "XH": spec.xhalo,
         # the x-march unrolled twice: the levels' carried registers are renamed instead of
         # moved (measured on an H100, float32: 72.9 -> 92.9 G cell/s at 512^3, 4 times: 85.0;
         # slower with the CPML's code inside, 42.8 -> 33.6, and in float64, 18.7 -> 16.8)

@@ -194,7 +194,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
             inc = None
             if sp.tfsf is not None:  # every device advances the same 1-D line
                 aux, inc = incidence.lines(plan, aux, step_n, sp.th, dtype)
-            lsp = replace(sp, nxa=m + 2 * th)
+            lsp = replace(sp, nxa=m + 2 * th, xhalo=th)
             Ec, Hc, psc = cur
             # the poles' state rides after H (extended and exchanged like it)
             out_E, out_H, out_psi, rec, mrec, out_J = _one_pass(

@@ -176,10 +176,22 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const int X0 = 0, NXW = NX, OX0 = 0, OX1 = NX;
 #elif XR_WHOLE  // a shard's slab without CPML code: march all its planes (halos included;
   // past the grid's ends they hold the ring's wrapped planes, which the x walls cut off)
-  const int X0 = xoff, NXW = NXA, OX0 = xr[3], OX1 = xr[4];
+  const int X0 = xoff, NXW = NXA;  // the tests below in the march's own count (X_OWN):
+  const bool x_first = xoff + XH == 0, x_last = xoff + NXA - XH == NX;  // H100: 12% faster
 #else
   const int X0 = xr[1], NXW = xr[2], OX0 = xr[3], OX1 = xr[4];
 #endif
+#endif
+#if XR_WHOLE && !NTASK
+// plane x = X0 + l: its own planes are l in [XH, NXA - XH) (XH halo planes), the grid's
+// plane 0 is l = XH on the first slab, plane NX is l = NXA - XH on the last
+#define X_OWN(x, l) ((l) >= XH && (l) < NXA - XH)
+#define X_IS0(x, l) (x_first && (l) == XH)
+#define X_ISNX(x, l) (x_last && (l) == NXA - XH)
+#else
+#define X_OWN(x, l) ((x) >= OX0 && (x) < OX1)
+#define X_IS0(x, l) ((x) == 0)
+#define X_ISNX(x, l) ((x) == NX)
 #endif
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
   const int pz = z0 - TH + lz;  // unwrapped
@@ -315,11 +327,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #if TFSF
       const bool tf_px = TF_NEAR(p, NX, TF_G0_LO, TF_G0_HI);
 #endif
-      const bool out_p = p >= OX0 && p < OX1, out_q = q >= OX0 && q < OX1;  // written planes
+      const bool out_p = X_OWN(p, ql - 1), out_q = X_OWN(q, ql);  // written planes
       REAL hc[RY][3];
       FOR_K {
         hc[k][0] = hp[s][k][0]; hc[k][1] = hp[s][k][1]; hc[k][2] = hp[s][k][2];
-        if (q == NX) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall);
+        if (X_ISNX(q, ql)) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall);
           // a shard without plane 0 takes 0 (what the wall leaves after the first step)
           const bool has0 = xoff <= 0 && xoff + NXA > 0;
           const long at0 = col[k] - (long)X0 * plane;  // IDX(0, gy, gz)
@@ -367,8 +379,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           const int cy = cell[k] + dym[k], cz = cell[k] + dzm;
           const REAL hxm_y = BUF(set, 3, cy), hxm_z = BUF(set, 3, cz);
           const REAL hym_z = BUF(set, 4, cz), hzm_y = BUF(set, 5, cy);
-          const REAL hym_x = (p == 0) ? (REAL)0 : hprev[s][k][0];
-          const REAL hzm_x = (p == 0) ? (REAL)0 : hprev[s][k][1];
+          const REAL hym_x = X_IS0(p, ql - 1) ? (REAL)0 : hprev[s][k][0];
+          const REAL hzm_x = X_IS0(p, ql - 1) ? (REAL)0 : hprev[s][k][1];
           REAL dyHz = (hc[k][2] - hzm_y) * inv_dx, dzHy = (hc[k][1] - hym_z) * inv_dx;
           REAL dzHx = (hc[k][0] - hxm_z) * inv_dx, dxHz = (hc[k][2] - hzm_x) * inv_dx;
           REAL dxHy = (hc[k][1] - hym_x) * inv_dx, dyHx = (hc[k][0] - hxm_y) * inv_dx;
@@ -461,7 +473,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           en[k][1] = CAE(1) * eo[s][k][1] + CBE(1) * (dzHx - dxHz TF_E(1) J_E(1) L_E(1));
           en[k][2] = CAE(2) * eo[s][k][2] + CBE(2) * (dxHy - dyHx TF_E(2) J_E(2) L_E(2));
 #if WALL0
-          if (p == 0) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
+          if (X_IS0(p, ql - 1)) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
 #if WALL1
           if (gyk == 0) { en[k][0] = (REAL)0; en[k][2] = (REAL)0; }
