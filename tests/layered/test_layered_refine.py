@@ -103,12 +103,17 @@ def test_map_of_several_groups_on_two_devices_is_bit_for_bit():
         assert float(lines[k][-1]) == 0.0, out
 
 
-def test_groups_hold_each_octave_in_index_order_with_its_geometry():
+@pytest.mark.parametrize("block", [None, 1000])
+def test_groups_hold_each_octave_in_index_order_with_its_geometry(block, monkeypatch):
     """The points are put in group order before their geometry is computed: every group
     holds one octave of the decay distance h, its points in increasing index order, and its
     geometry equals :func:`groups._geometry` of exactly those points; together the groups
-    cover each medium's points once."""
+    cover each medium's points once. ``block``: the set-up's blocks of points (1000: the
+    counting sort and the geometry over many blocks in threads)."""
     from emjax.layered import groups
+
+    if block:
+        monkeypatch.setattr(groups, "SETUP_BLOCK", block)
 
     x, z = np.meshgrid(np.linspace(-300, 300, 180), np.linspace(-200, 400, 180), indexing="ij")
     pts = np.stack([x.ravel(), np.zeros(x.size), z.ravel()], 1)  # both media, > 8192 points

@@ -22,7 +22,7 @@ from ..layout import as_layout
 from . import mapping
 from . import sommerfeld as som
 from .assemble import _assemble_cs, _finish, _finish_on, _finish_spec, _free_space
-from .groups import _PROGRESS, reporting_for
+from .groups import _PROGRESS, _in_blocks, reporting_for
 from .mapping import warm
 from .results import DipoleFields, GreenResult
 from .stack import Stack
@@ -50,7 +50,13 @@ def _check(stack, wavelength, source, points, part, rtol, prec):
         pts = pts[None, :]
     if pts.ndim != 2 or pts.shape[1] != 3 or pts.shape[0] == 0:
         raise ConfigError(f"points must have shape (N, 3) with N >= 1, got {np.shape(points)}")
-    if not np.all(np.isfinite(pts)):
+    finite = np.ones(len(pts), bool)  # in blocks side by side: 1e8 points take ~0.3 s serially
+
+    def check(b):
+        finite[b] = np.isfinite(pts[b]).all(axis=1)
+
+    _in_blocks(len(pts), check)
+    if not finite.all():
         raise ConfigError("points must be finite (found NaN/Inf)")
     if not is_one_of(part, PARTS):
         raise ConfigError(f"part must be one of {PARTS}, got {part!r}")
@@ -118,7 +124,12 @@ def _run(
     eps = stack.permittivities(wavelength)
     k0 = 2 * np.pi / wavelength
     s = int(stack.layer_of(src[2]))
-    layer = stack.layer_of(pts[:, 2])
+    layer = np.empty(len(pts), np.int64)
+
+    def layers(b):
+        layer[b] = stack.layer_of(pts[b, 2])
+
+    _in_blocks(len(pts), layers)
     sel = sel_fn
     R = pts - src if part == "total" else None  # the direct term's only use of it
     if R is not None and np.all(R == 0, axis=1).any():

@@ -330,12 +330,48 @@ def _in_blocks(n: int, fn) -> None:
     """``fn(block)`` for consecutive slices of ``range(n)`` of :data:`SETUP_BLOCK` points,
     side by side in threads (each block's values are those of the whole array's)."""
     blocks = [slice(a, min(a + SETUP_BLOCK, n)) for a in range(0, n, SETUP_BLOCK)]
-    if len(blocks) <= 1:
-        for b in blocks:
-            fn(b)
+    _side_by_side(lambda j: fn(blocks[j]), len(blocks))
+
+
+def _side_by_side(fn, count: int) -> None:
+    """``fn(j)`` for ``j`` in ``range(count)``, in threads where there are several."""
+    if count <= 1:
+        for j in range(count):
+            fn(j)
         return
-    with ThreadPoolExecutor(max_workers=min(len(blocks), os.cpu_count() or 1)) as pool:
-        list(pool.map(fn, blocks))
+    with ThreadPoolExecutor(max_workers=min(count, os.cpu_count() or 1)) as pool:
+        list(pool.map(fn, range(count)))
+
+
+def _octave_order(idx, octave):
+    """(``idx`` stably sorted by ``octave``, the count per octave 0 ... 12): a counting sort
+    of :data:`SETUP_BLOCK`-point blocks side by side in threads (each block's points of an
+    octave go after those of the blocks before it), equal to ``idx[np.argsort(octave,
+    kind="stable")]``."""
+    n = len(idx)
+    blocks = [slice(a, min(a + SETUP_BLOCK, n)) for a in range(0, n, SETUP_BLOCK)]
+    per = np.zeros((len(blocks), 13), np.int64)  # points of each octave per block
+    order = [None] * len(blocks)
+
+    def count(j):
+        order[j] = np.argsort(octave[blocks[j]], kind="stable")
+        per[j] = np.bincount(octave[blocks[j]], minlength=13)
+
+    _side_by_side(count, len(blocks))
+    counts = per.sum(0)
+    # where block j's octave-v points start in the output
+    start = np.cumsum(counts) - counts + np.cumsum(per, 0) - per
+    out = np.empty_like(idx)
+
+    def scatter(j):
+        b, at = blocks[j], 0
+        mine = idx[b][order[j]]
+        for v in np.flatnonzero(per[j]):
+            out[start[j, v] : start[j, v] + per[j, v]] = mine[at : at + per[j, v]]
+            at += per[j, v]
+
+    _side_by_side(scatter, len(blocks))
+    return out, counts
 
 
 def _octaves(ctx, m: int):
@@ -363,8 +399,7 @@ def _octaves(ctx, m: int):
 
             _in_blocks(n, octaves)
             del h
-        order = np.argsort(octave, kind="stable")  # each octave's points in index order
-        idx_o = idx[order]
+        idx_o, counts = _octave_order(idx, octave)
         geo = tuple(np.empty(n) for _ in range(5))
 
         def geometry(b):
@@ -372,7 +407,6 @@ def _octaves(ctx, m: int):
                 whole[b] = part
 
         _in_blocks(n, geometry)
-        counts = np.bincount(octave, minlength=13)
         starts = np.cumsum(counts[counts > 0])[:-1]
         cols = [np.split(a, starts) for a in (idx_o, *geo)]
         parts = [(c[0], tuple(c[1:])) for c in zip(*cols)]
