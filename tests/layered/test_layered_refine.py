@@ -110,10 +110,10 @@ def test_groups_hold_each_octave_in_index_order_with_its_geometry(block, monkeyp
     geometry equals :func:`groups._geometry` of exactly those points; together the groups
     cover each medium's points once. ``block``: the set-up's blocks of points (1000: the
     counting sort and the geometry over many blocks in threads)."""
-    from emjax.layered import groups
+    from emjax.layered import blocks, groups
 
     if block:
-        monkeypatch.setattr(groups, "SETUP_BLOCK", block)
+        monkeypatch.setattr(blocks, "SETUP_BLOCK", block)
 
     x, z = np.meshgrid(np.linspace(-300, 300, 180), np.linspace(-200, 400, 180), indexing="ij")
     pts = np.stack([x.ravel(), np.zeros(x.size), z.ravel()], 1)  # both media, > 8192 points

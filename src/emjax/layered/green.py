@@ -22,7 +22,8 @@ from ..layout import as_layout
 from . import mapping
 from . import sommerfeld as som
 from .assemble import _assemble_cs, _finish, _finish_on, _finish_spec, _free_space
-from .groups import _PROGRESS, _in_blocks, reporting_for
+from .blocks import in_blocks
+from .groups import _PROGRESS, reporting_for
 from .mapping import warm
 from .results import DipoleFields, GreenResult
 from .stack import Stack
@@ -55,7 +56,7 @@ def _check(stack, wavelength, source, points, part, rtol, prec):
     def check(b):
         finite[b] = np.isfinite(pts[b]).all(axis=1)
 
-    _in_blocks(len(pts), check)
+    in_blocks(len(pts), check)
     if not finite.all():
         raise ConfigError("points must be finite (found NaN/Inf)")
     if not is_one_of(part, PARTS):
@@ -129,7 +130,7 @@ def _run(
     def layers(b):
         layer[b] = stack.layer_of(pts[b, 2])
 
-    _in_blocks(len(pts), layers)
+    in_blocks(len(pts), layers)
     sel = sel_fn
     R = pts - src if part == "total" else None  # the direct term's only use of it
     if R is not None and np.all(R == 0, axis=1).any():

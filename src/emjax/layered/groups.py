@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,6 +20,7 @@ import numpy as np
 
 from .. import progress as progress_bars
 from . import sommerfeld as som
+from .blocks import blocks_of, extreme, in_blocks, negated, present, side_by_side, where_equal
 
 _PROGRESS = contextvars.ContextVar("emjax_layered_progress", default=None)
 
@@ -136,11 +136,10 @@ class _Group:
         # exp(-i kz zd) = exp(i kz (-zd)) with the down coefficients (bit for bit the same
         # products), so the top and bottom media share one compiled kernel
         self.flip = self.has_dn and not self.has_up
-        self.z_up = -self.zd if self.flip else self.zu
+        self.z_up = negated(self.zd) if self.flip else self.zu
         self.orders = som.orders_of(sel)
-        self.path = som.choose_path(
-            ctx["k0"], ctx["eps"], float(self.rho.max()), float(self.h.min()), ctx["rtol"], ctx["wavelength"]
-        )
+        rho_max, h_min = extreme(self.rho, np.max), extreme(self.h, np.min)
+        self.path = som.choose_path(ctx["k0"], ctx["eps"], rho_max, h_min, ctx["rtol"], ctx["wavelength"])
 
     def _tables(self):
         """Per kind of node (ellipse, tail): the path's nodes, weights, coefficients and kz,
@@ -321,35 +320,13 @@ def point_chunk(n: int, batch: int, platform: str | None = None) -> int:
     return min(size, batch)
 
 
-#: points per block of the grouping's array work; the blocks are computed side by side in
-#: threads (NumPy's array operations run without the GIL)
-SETUP_BLOCK = 1 << 18
-
-
-def _in_blocks(n: int, fn) -> None:
-    """``fn(block)`` for consecutive slices of ``range(n)`` of :data:`SETUP_BLOCK` points,
-    side by side in threads (each block's values are those of the whole array's)."""
-    blocks = [slice(a, min(a + SETUP_BLOCK, n)) for a in range(0, n, SETUP_BLOCK)]
-    _side_by_side(lambda j: fn(blocks[j]), len(blocks))
-
-
-def _side_by_side(fn, count: int) -> None:
-    """``fn(j)`` for ``j`` in ``range(count)``, in threads where there are several."""
-    if count <= 1:
-        for j in range(count):
-            fn(j)
-        return
-    with ThreadPoolExecutor(max_workers=min(count, os.cpu_count() or 1)) as pool:
-        list(pool.map(fn, range(count)))
-
-
 def _octave_order(idx, octave):
     """(``idx`` stably sorted by ``octave``, the count per octave 0 ... 12): a counting sort
-    of :data:`SETUP_BLOCK`-point blocks side by side in threads (each block's points of an
+    of :data:`.blocks.SETUP_BLOCK`-point blocks side by side in threads (each block's points of an
     octave go after those of the blocks before it), equal to ``idx[np.argsort(octave,
     kind="stable")]``."""
     n = len(idx)
-    blocks = [slice(a, min(a + SETUP_BLOCK, n)) for a in range(0, n, SETUP_BLOCK)]
+    blocks = blocks_of(n)
     per = np.zeros((len(blocks), 13), np.int64)  # points of each octave per block
     order = [None] * len(blocks)
 
@@ -357,7 +334,7 @@ def _octave_order(idx, octave):
         order[j] = np.argsort(octave[blocks[j]], kind="stable")
         per[j] = np.bincount(octave[blocks[j]], minlength=13)
 
-    _side_by_side(count, len(blocks))
+    side_by_side(count, len(blocks))
     counts = per.sum(0)
     # where block j's octave-v points start in the output
     start = np.cumsum(counts) - counts + np.cumsum(per, 0) - per
@@ -370,7 +347,7 @@ def _octave_order(idx, octave):
             out[start[j, v] : start[j, v] + per[j, v]] = mine[at : at + per[j, v]]
             at += per[j, v]
 
-    _side_by_side(scatter, len(blocks))
+    side_by_side(scatter, len(blocks))
     return out, counts
 
 
@@ -381,7 +358,7 @@ def _octaves(ctx, m: int):
     straight into that order (no gather of the five geometry arrays afterwards)."""
     cache = ctx.setdefault("_octaves", {})
     if m not in cache:
-        idx = np.flatnonzero(ctx["layer"] == m)
+        idx = where_equal(ctx["layer"], m)
         n = len(idx)
         pts, stack, src, s = ctx["pts"], ctx["stack"], ctx["src"], ctx["s"]
         octave = np.zeros(n, np.int8)  # small maps: one group
@@ -391,13 +368,13 @@ def _octaves(ctx, m: int):
             def decay(b):
                 h[b] = _decay(stack, src, pts[idx[b], 2], s, m)
 
-            _in_blocks(n, decay)
-            h_min = max(h.min(), 1e-300)
+            in_blocks(n, decay)
+            h_min = max(extreme(h, np.min), 1e-300)
 
             def octaves(b):
                 octave[b] = np.minimum(np.floor(np.log2(np.maximum(h[b], 1e-300) / h_min)), 12)
 
-            _in_blocks(n, octaves)
+            in_blocks(n, octaves)
             del h
         idx_o, counts = _octave_order(idx, octave)
         geo = tuple(np.empty(n) for _ in range(5))
@@ -406,7 +383,7 @@ def _octaves(ctx, m: int):
             for whole, part in zip(geo, _geometry(stack, src, pts[idx_o[b]], s, m)):
                 whole[b] = part
 
-        _in_blocks(n, geometry)
+        in_blocks(n, geometry)
         starts = np.cumsum(counts[counts > 0])[:-1]
         cols = [np.split(a, starts) for a in (idx_o, *geo)]
         parts = [(c[0], tuple(c[1:])) for c in zip(*cols)]
@@ -418,7 +395,7 @@ def _all_octaves(ctx) -> list[int]:
     """The media of the map's points, their octaves computed side by side (one thread per
     medium: NumPy's array operations run without the GIL)."""
     if "_media" not in ctx:
-        ctx["_media"] = [int(m) for m in np.flatnonzero(np.bincount(ctx["layer"]))]
+        ctx["_media"] = present(ctx["layer"], ctx["stack"].n_media)
     media = ctx["_media"]
     todo = [m for m in media if m not in ctx.get("_octaves", {})]
     if len(todo) > 1 and len(ctx["pts"]) >= 1 << 16:

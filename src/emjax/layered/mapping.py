@@ -36,6 +36,7 @@ import numpy as np
 from ..layout import Layout, on_each
 from . import sommerfeld as som
 from .assemble import finish_chunk
+from .blocks import extreme
 from .groups import _all_octaves, _octaves, build, point_chunk, put_chunks
 from .refine import _edge, refine_groups, slots_per_call
 
@@ -278,8 +279,8 @@ def warm(ctx, sel, batch: int, devices=None, fin: Finish | None = None) -> None:
             som.choose_path(
                 ctx["k0"],
                 ctx["eps"],
-                float(geo[0].max()),
-                float(geo[4].min()),
+                extreme(geo[0], np.max),
+                extreme(geo[4], np.min),
                 ctx["rtol"],
                 ctx["wavelength"],
             )
