@@ -102,7 +102,7 @@ def test_auto_says_why_it_keeps_xla():
     with precision_scope():
         plan, arrays, state = _setup(_sim(_block(shape)), 4)
         assert choice.carries(plan, jnp.float64) is None
-        assert "poles are not yet checked on GPUs" in choice.auto_reason(plan, jnp.float32)
+        assert "poles it is not yet faster than the XLA step" in choice.auto_reason(plan, jnp.float32)
         with pytest.raises(ConfigError, match="poles"):  # the other traversals
             blocked.advance(plan, arrays, state, 4, th=2, tile=(16, 5, 4), kernel="xla")
     from dataclasses import replace
@@ -139,10 +139,14 @@ def test_gpu_drude_1000_steps_float64_and_float32():
     ``fdtd.run(kernel="blocked")`` takes it. The scale is the run's, not the last step's:
     by then the CPML has left H at 1/14 and J at 1/66 of their sampled peaks, and the
     rounding accumulated near the peak is 3.9e-12 of the last H (2.7e-13 of its peak) both
-    on an H100 and emulated on the host; in vacuum 3.3e-12 of the last H."""
+    on an H100 and emulated on the host; in vacuum 3.3e-12 of the last H. That is 2.4e3
+    float64 epsilons, and float32 rounds the same way: its error may be as many float32
+    epsilons (1.2e-4 of H's peak on an H100, over the 1e-5 a grid without poles keeps), so
+    float32 is held to 4x the float64 run's error in units of each type's epsilon."""
     n = 40
     mask = _block((n,) * 3, (14, 12, 10), (28, 26, 30))
-    for precision, dtype, tol in (("double", jnp.float64, 1e-12), ("single", jnp.float32, 1e-5)):
+    units = {}  # the float64 errors in float64 epsilons
+    for precision, dtype, tol in (("double", jnp.float64, 1e-12), ("single", jnp.float32, None)):
         sim = _sim(mask, shape=(n,) * 3, precision=precision)
         sim = fdtd.GridSimulation(
             fdtd.Grid((n,) * 3, 0.05, boundary=CPML(8), precision=precision),
@@ -165,9 +169,14 @@ def test_gpu_drude_1000_steps_float64_and_float32():
                 plan, arrays, state, 1001, th=th, tile=(n, 24, 24), kernel="cuda", rows_per_thread=ry
             )
             assert bool(finite) and int(ref["n"]) == 1001
+            eps = float(jnp.finfo(dtype).eps)
+            errs = {"rec": _rel(rec, np.concatenate(recs))}  # the probes' records hold the peak
             for f in "EHJ":
                 a, b = (np.stack(jax.tree_util.tree_leaves(x[f])) for x in (out, ref))
-                assert np.abs(a - b).max() <= tol * peak[f], (precision, f, np.abs(a - b).max() / peak[f])
-            assert _rel(rec, np.concatenate(recs)) <= tol, precision
+                errs[f] = float(np.abs(a - b).max()) / peak[f]
+            for f, err in errs.items():
+                if tol is not None:
+                    units[f] = max(err / eps, 10.0)
+                assert err <= (tol if tol is not None else 4 * units[f] * eps), (precision, f, err, units)
             run = fdtd.run(sim, 40, kernel="blocked")
             assert run.kernel.startswith("blocked")
