@@ -100,9 +100,19 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--slab", action="store_true", help="with --devices 1: the slab loop on one device (layout=1)"
     )
+    ap.add_argument(
+        "--group-by-axes",
+        action="store_true",
+        help="the CPML rows in one kernel per set of CPML axes they reach (split.GROUP_BY_AXES): "
+        "each group's launch shows apart in the sequence",
+    )
     ap.add_argument("--out", default=None, help="JSON file to write (default: print)")
     a = ap.parse_args(argv)
     k = a.devices
+    if a.group_by_axes:
+        from emjax.fdtd.blocked import split
+
+        split.GROUP_BY_AXES = True  # read while the pass is traced: set before the first run
     sim = benchmark_simulation(a.size, shape=(k * a.size, a.size, a.size), boundary="cpml")[0]
     layout = k if k > 1 or a.slab else None
     fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
@@ -111,7 +121,7 @@ def main(argv=None) -> int:
             r = fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
         paths = glob.glob(os.path.join(d, "**", "*.xplane.pb"), recursive=True)
         planes = summarize(paths[0]) if paths else []
-    res = {"size": a.size, "devices": k, "layout": layout, "steps": a.steps}
+    res = {"size": a.size, "devices": k, "layout": layout, "steps": a.steps, "group_by_axes": a.group_by_axes}
     res.update(kernel=r.kernel, seconds=r.seconds)
     res["planes"] = planes
     text = json.dumps(res, indent=1)
