@@ -245,6 +245,27 @@ def test_rings_cover_and_model():
     assert high == pytest.approx(3e10 * 100 / 1000, rel=1e-12)  # the ring is the whole grid
 
 
+def test_default_th_from_the_rate_model_with_one_host_set_up(monkeypatch):
+    """``th`` left out: run_window takes choose_th's best for the budget (XLA's in-memory rate
+    on the CPU), sets the grid up on the host once for the choice, the slab and the run, and
+    equals the in-memory run."""
+    from emjax.fdtd.window import driver, planning
+
+    g = fdtd.Grid((16, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
+    sim = fdtd.GridSimulation(g, sources=(dip((8, 5, 5)),), probes=(fdtd.Probe((3, 5, 5), 2),))
+    budget = 200_000
+    want = window.choose_th(sim, budget, planning.RATE_XLA, 5e10)[0]
+    calls = []
+    real = driver._global_setup
+    monkeypatch.setattr(driver, "_global_setup", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(planning, "_global_setup", lambda *a: calls.append(1) or real(*a))
+    stats = {}
+    b = window.run_window(sim, 5, device_bytes=budget, stats=stats)
+    assert stats["th"] == want and stats["slab"] < 16 and len(calls) == 1
+    a = fdtd.run(sim, 5)
+    assert np.array_equal(np.asarray(a.E), b.E) and np.array_equal(np.asarray(a.probes), b.probes)
+
+
 @pytest.mark.slow
 def test_device_budget_forces_the_window():
     """A device budget smaller than the grid picks a slab (the window), which equals the run."""

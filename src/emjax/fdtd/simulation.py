@@ -438,12 +438,10 @@ def _run_out_of_core(
         raise ConfigError(f"out_of_core must be None, True, False or a dict, got {out_of_core!r}")
     if opts.get("slab") is None and opts.get("device_bytes") is None:
         opts["device_bytes"] = int(0.8 * device_memory_bytes())  # the slab model's five states
-    if opts.get("th") is None:  # the rate model's best for an H100-class device and link,
-        # the two directions counted in series: on the H100 they contend (1200^3 th 16: between
-        # the duplex and the serial model), and the serial model picks the measured best th;
-        # the in-memory rate is the step's that will advance the slabs
-        budget = opts.get("device_bytes") or device_memory_bytes()
-        opts["th"] = window.choose_th(sim, budget, window.default_rate(sim, kernel), 5e10)[0]
+    # th None: run_window takes the rate model's best for an H100-class device and link, the
+    # two directions counted in series (on the H100 they contend: 1200^3 th 16 falls between
+    # the duplex and the serial model, and the serial model picks the measured best th), with
+    # the in-memory rate of the step that will advance the slabs
     return window.run_window(
         sim,
         steps,

@@ -22,7 +22,15 @@ from .hoststate import _Chunks, _pinned_fits, host_memory_path
 from .kernel import check_ghosts, check_kernel
 from .kernel import choose as choose_kernel
 from .passes import _pass_numpy, _pass_pinned
-from .planning import _check, _global_setup, checkpoint_every, slab_for_budget
+from .planning import (
+    _check,
+    _global_setup,
+    bytes_per_cell,
+    checkpoint_every,
+    choose_th,
+    default_rate,
+    slab_for_budget,
+)
 from .slabs import _x_split, ghost, rings
 from .subgrid import _Slot, _sub_problem
 
@@ -54,7 +62,7 @@ def run_window(
     sim: GridSimulation,
     steps: int,
     *,
-    th: int,
+    th: int | None = None,
     slab: int | None = None,
     device_bytes: float | None = None,
     initial=None,
@@ -67,7 +75,9 @@ def run_window(
 ) -> FDTDResult:
     """Advance ``steps`` steps with the state in host memory, slab by slab (see the module
     docstring): the same :class:`FDTDResult` as :func:`emjax.fdtd.run` (bit for bit on the
-    CPU). ``th``: steps per pass (temporal blocking); ``slab``: planes along x per slab,
+    CPU). ``th``: steps per pass (temporal blocking), or None: the rate model's best
+    (:func:`choose_th` with :func:`default_rate`, for ``device_bytes`` or the device's
+    memory; the grid is set up on the host once for it and the run); ``slab``: planes along x per slab,
     or chosen from ``device_bytes`` (:func:`slab_for_budget`) when None (a budget smaller
     than the grid forces the window; neither given: the whole grid is one slab).
     ``progress(done, steps)`` after each pass. ``host_memory``: None (pinned where the
@@ -83,24 +93,31 @@ def run_window(
     check_kernel(kernel)
     _check(sim, th)
     steps = require_int("steps", steps, 1)
-    th = require_int("th", th, 1)
+    th = None if th is None else require_int("th", th, 1)
+    nx = sim.grid.shape[0]
+    slab = None if slab is None else require_int("slab", slab, 1, nx)
     if checkpoint is not None:
         from ...io import check_output_file
 
         checkpoint = Path(checkpoint)
         check_output_file(checkpoint, "checkpoint", create_folder=False)  # before any step
-        chunk = checkpoint_every(steps, sim.grid.n_cells, th) if chunk is None else chunk
-        chunk = require_int("chunk", chunk, 1)
-    nx = sim.grid.shape[0]
-    if slab is None:
-        slab = slab_for_budget(sim, th, device_bytes) if device_bytes is not None else nx
-    slab = require_int("slab", slab, 1, nx)
+        chunk = None if chunk is None else require_int("chunk", chunk, 1)
     device = jax.devices()[0]
     path = host_memory_path(host_memory, device)
     with precision_scope():
         g = sim.grid
         dtype = precision(g.precision).real
         plan, arrays, host = _global_setup(sim, steps, dtype, initial)
+        per_cell = bytes_per_cell(sim, setup=(plan, arrays, host))
+        if th is None:
+            from ...backend import device_memory_bytes
+
+            budget = device_bytes if device_bytes is not None else device_memory_bytes()
+            th = choose_th(sim, budget, default_rate(sim, kernel, plan), 5e10, per_cell=per_cell)[0]
+        if slab is None:
+            slab = slab_for_budget(sim, th, device_bytes, per_cell) if device_bytes is not None else nx
+        if checkpoint is not None and chunk is None:
+            chunk = checkpoint_every(steps, sim.grid.n_cells, th)
         fp = None if checkpoint is None else checkpoint_mod.Fingerprint(plan, arrays, initial)
         resumed = None
         if checkpoint is not None and checkpoint.exists():  # into the host state, leaf by leaf
@@ -151,7 +168,8 @@ def run_window(
             dev_arrays = [jax.device_put(subs[0].arrays, device)]
         del arrays
         if stats is not None:
-            stats.update(host_memory=path, slabs=len(subs), slab=slab, fallback=why, kernel=kernel_name)
+            stats.update(host_memory=path, slabs=len(subs), slab=slab, th=th, fallback=why)
+            stats["kernel"] = kernel_name
             if store is not None:
                 kind = store.data[("E", 0)][0].sharding.memory_kind  # where the chunks are
                 stats.update(

@@ -104,11 +104,15 @@ def model_rate(
     return min(slab, nx) * plane * th / total
 
 
-def bytes_per_cell(sim: GridSimulation, steps: int = 1) -> tuple:
-    """(sent, returned) bytes per cell per pass: the x-split state and coefficient arrays."""
-    with precision_scope():
-        dtype = precision(sim.grid.precision).real
-        _, arrays, state = _global_setup(sim, steps, dtype, None)
+def bytes_per_cell(sim: GridSimulation, steps: int = 1, setup: tuple | None = None) -> tuple:
+    """(sent, returned) bytes per cell per pass: the x-split state and coefficient arrays.
+    ``setup``: :func:`_global_setup`'s (plan, arrays, state) of ``sim`` where the caller
+    has it (else the whole grid is set up on the host here)."""
+    if setup is None:
+        with precision_scope():
+            dtype = precision(sim.grid.precision).real
+            setup = _global_setup(sim, steps, dtype, None)
+    _, arrays, state = setup
     nx, n = sim.grid.shape[0], sim.grid.n_cells
     size = lambda t: sum(x.nbytes for x in jax.tree_util.tree_leaves(t) if _x_split(x, nx))
     st = size({k: state[k] for k in ("E", "H", "J")}) + sum(
@@ -145,14 +149,16 @@ def choose_th(
     b_up: float,
     b_down: float | None = None,
     ths=(1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128),
+    per_cell: tuple | None = None,
 ) -> tuple:
     """(th, slab, model rate): the steps per pass among ``ths`` that the rate model
     (:func:`model_rate`, transfers overlapped) rates best for ``sim`` with a device budget
     of ``device_bytes`` (the slab from :func:`slab_for_budget`), the in-memory rate
     ``r_dev`` (cells/s) and the link rates (bytes/s; ``b_down`` given: the two directions
     overlap). Larger th hides the link, but the ghosts (``th r + 1`` planes a side) eat
-    the slab: the best th is where the two meet."""
-    b_in, b_out = bytes_per_cell(sim)
+    the slab: the best th is where the two meet. ``per_cell``: :func:`bytes_per_cell` of
+    ``sim`` where the caller has it."""
+    b_in, b_out = bytes_per_cell(sim) if per_cell is None else per_cell
     nx = sim.grid.shape[0]
     kw = dict(nx=nx, bytes_in=b_in, bytes_out=b_out, plane=sim.grid.n_cells // nx, b_down=b_down)
     best = None
@@ -179,10 +185,11 @@ RATE_XLA = 3.3e10
 RATE_BLOCKED = 5.7e10
 
 
-def default_rate(sim: GridSimulation, kernel: str = "auto") -> float:
+def default_rate(sim: GridSimulation, kernel: str = "auto", plan=None) -> float:
     """The in-memory rate :func:`choose_th` models ``sim``'s window with when no th is given:
     the blocked kernel's where it would advance the slabs (a GPU, float32, a scene the
-    kernel carries, and for ``kernel="auto"`` one where it is measured faster), else XLA's."""
+    kernel carries, and for ``kernel="auto"`` one where it is measured faster), else XLA's.
+    ``plan``: :func:`_global_setup`'s plan of ``sim`` where the caller has it."""
     if kernel == "xla" or jax.default_backend() != "gpu":
         return RATE_XLA
     from ..blocked import choice
@@ -191,7 +198,8 @@ def default_rate(sim: GridSimulation, kernel: str = "auto") -> float:
         dtype = precision(sim.grid.precision).real
         if np.dtype(dtype).itemsize != 4:
             return RATE_XLA
-        plan = _global_setup(sim, 1, dtype, None)[0]
+        if plan is None:
+            plan = _global_setup(sim, 1, dtype, None)[0]
     plane = int(np.prod(plan.shape[1:]))  # the slabs' memory is checked once they are sized
     why = choice.why_not(plan, dtype, plane)
     if why is None and kernel == "auto":
