@@ -383,6 +383,7 @@ def advance(
     march: bool = False,
     rows_per_thread: int | None = None,
     split_cpml: bool = True,
+    crop: bool = True,
 ):
     """``steps`` steps of ``state`` (as :func:`emjax.fdtd.step.advance`: the same state,
     records ``(steps, n_probes)`` and finiteness flag) in passes of ``th`` steps over tiles
@@ -393,7 +394,9 @@ def advance(
     :mod:`.gpu`: y and z tiled with ``tile + 2 th`` a power of two, e.g. tile 24 and th 4)
     or "xla" (the same passes in plain JAX: a loop over tiles). ``march``: each
     tile updated plane by plane along x in the order the GPU kernel must follow
-    (:mod:`emjax.fdtd.blocked.march`; x tiled, or walled)."""
+    (:mod:`emjax.fdtd.blocked.march`; x tiled, or walled). ``crop`` (the CUDA kernel): per-cell
+    coefficients read only in the box where they differ from a background
+    (:mod:`.coef_box`)."""
     cu = kernel in ("cuda", "emulate")
     why = unsupported(plan, monitors=cu, tfsf=cu, poles=cu)
     if why is not None:
@@ -421,9 +424,11 @@ def advance(
             raise ConfigError("kernel='cuda' needs a GPU; kernel='emulate' runs the same kernel on the host")
         if kernel == "emulate":
             return cuda_advance.advance_emulated(
-                plan, arrays, state, int(steps), int(th), block, bool(split_cpml)
+                plan, arrays, state, int(steps), int(th), block, bool(split_cpml), bool(crop)
             )
-        return cuda_advance.advance_gpu(plan, arrays, state, int(steps), int(th), block, bool(split_cpml))
+        return cuda_advance.advance_gpu(
+            plan, arrays, state, int(steps), int(th), block, bool(split_cpml), bool(crop)
+        )
     if kernel == "triton":
         march = True  # the Triton kernel is the x-march
         why = gpu.check_window(Tiling(plan.shape, tuple(int(b) for b in tile), int(th), True))

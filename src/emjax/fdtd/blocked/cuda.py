@@ -97,6 +97,9 @@ class Spec:
     tfsf: tuple | None = None
     # Drude poles (:func:`.poles.spec_entry`: count, kind of k, kind of beta; None: none)
     poles: tuple | None = None
+    # the per-cell coefficients' box and backgrounds (:func:`.coef_box.find`; None: whole)
+    cbox: tuple | None = None
+    cbg: tuple = ()
 
     @property
     def box_cells(self) -> int:
@@ -192,20 +195,21 @@ INTS = ("xr", "tasks")
 
 def inputs(spec: Spec) -> list[tuple[str, tuple]]:
     """The kernel's input buffers, in order: (name, shape)."""
-    from . import poles
+    from . import coef_box, poles
 
     n = spec.ashape
     out = [(f, n) for f in FIELDS] + [(f"jin{i}", n) for i in range(poles.n_j(spec))]
+    cn = n if spec.cbox is None else coef_box.shape(spec.cbox)  # the coefficients' cells
     for key in ("ca", "cb"):
         kind = getattr(spec, key)
         if kind == "grid":
-            out.append((key, n))
+            out.append((key, cn))
         elif kind == "comp":
-            out.append((key, (3,) + n))
+            out.append((key, (3,) + cn))
         elif kind == "array":
             out.append((key, (1,)))
     if spec.pec is not None:
-        out.append(("pec", n if spec.pec == "grid" else (3,) + n))
+        out.append(("pec", cn if spec.pec == "grid" else (3,) + cn))
     out += poles.inputs(spec)
     if spec.sources:
         out.append(("sv", (spec.th * len(spec.sources),)))
@@ -294,11 +298,12 @@ def source(spec: Spec) -> str:
             d[f"{key.upper()}_VALUE"] = _literal(v)
     if spec.pec is not None:
         d["PEC_KIND"] = kinds[spec.pec]
-    from . import poles
+    from . import coef_box, poles
     from .incidence import defines
 
     d.update(defines(spec.tfsf, _literal))
     d.update(poles.defines(spec))
+    d.update(coef_box.defines(spec, _literal))
     d["CHAIN_SMEM"] = int(spec.chain_smem)
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ConfigError
-from . import cuda, incidence, poles, records, split
+from . import coef_box, cuda, incidence, poles, records, split
 from .cuda import PSI, Spec
 
 
@@ -42,10 +42,11 @@ def unsupported(plan) -> str | None:
     return None
 
 
-def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = None) -> Spec:
+def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = None, cbox=None) -> Spec:
     """``block``: (BY, BZ) cells of a tile, or (BY, BZ, RY) with RY window rows per thread
     (default: 2 where the window's rows are even, else 1). ``ring``: (coefficient ring on,
-    shared memory limit), default :func:`emjax.fdtd.blocked.cuda.ring_setting`."""
+    shared memory limit), default :func:`emjax.fdtd.blocked.cuda.ring_setting`. ``cbox``:
+    :func:`.coef_box.find`'s (box, backgrounds) of the per-cell coefficients (None: whole)."""
     ring = cuda.ring_setting() if ring is None else ring
     from . import config
 
@@ -79,6 +80,8 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = N
         poles=poles.spec_entry(plan, arrays),
         coef_ring=bool(ring[0]),
         smem_limit=int(ring[1]),
+        cbox=None if cbox is None else cbox[0],
+        cbg=() if cbox is None else cbox[1],
     )
 
 
@@ -87,16 +90,13 @@ def static_inputs(plan, arrays, spec: Spec, xp=jnp):
     from . import coefficients
 
     out = []
+    box = (lambda a: a) if spec.cbox is None else (lambda a: coef_box.crop(a, spec.cbox))
     for key in ("ca", "cb"):
         if isinstance(getattr(spec, key), str):
-            out.append(
-                xp.reshape(
-                    xp.asarray(arrays[key], spec.dtype),
-                    (-1,) if np.ndim(arrays[key]) == 0 else np.shape(arrays[key]),
-                )
-            )
+            a = xp.asarray(arrays[key], spec.dtype)
+            out.append(xp.reshape(a, (-1,)) if np.ndim(a) == 0 else box(a))
     if spec.pec is not None:
-        out.append(xp.asarray(arrays["pec_keep"], spec.dtype))
+        out.append(box(xp.asarray(arrays["pec_keep"], spec.dtype)))
     out += poles.coefficient_inputs(plan, arrays, spec, xp)
     prof = []
     if any(spec.pml):
@@ -250,20 +250,23 @@ def _one_pass(
     return E, H, psi, rec, mrec, J
 
 
-def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True):
+def advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True, crop=True):
     """``steps`` steps in passes of the kernel on the GPU (one jitted program per plan,
-    step count, tiling and :func:`emjax.fdtd.blocked.cuda.ring_setting`)."""
-    return _advance_gpu(plan, arrays, state, steps, th, block, split_cpml, cuda.ring_setting())
+    step count, tiling, :func:`emjax.fdtd.blocked.cuda.ring_setting` and the coefficients'
+    box and backgrounds, :func:`.coef_box.find`; ``crop=False``: the arrays whole, e.g. for the
+    window's slabs, whose boxes would differ and each cost a compilation)."""
+    cbox = coef_box.find(plan, arrays) if crop else None
+    return _advance_gpu(plan, arrays, state, steps, th, block, split_cpml, cuda.ring_setting(), cbox)
 
 
 @partial(
     jax.jit,
-    static_argnames=("plan", "steps", "th", "block", "split_cpml", "ring"),
+    static_argnames=("plan", "steps", "th", "block", "split_cpml", "ring", "cbox"),
     donate_argnames=("state",),
 )
-def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool, ring: tuple):
+def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool, ring: tuple, cbox):
     dtype = state["E"][0].dtype
-    spec = make_spec(plan, arrays, dtype, th, block, ring)
+    spec = make_spec(plan, arrays, dtype, th, block, ring, cbox)
     static, prof = static_inputs(plan, arrays, spec)
     psi = pack_psi(plan, state["psi"], spec)
     E, H, n = tuple(state["E"]), tuple(state["H"]), state["n"]
@@ -304,7 +307,7 @@ def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_c
         (cur, other, n, acc), rec = jax.lax.scan(body, (cur, other, n, acc), None, length=n_pass // 2)
         recs.append(rec.reshape(2 * th * (n_pass // 2), nprobe))
     for sp in ([spec] if n_pass % 2 else []) + (
-        [make_spec(plan, arrays, dtype, rest, block, ring)] if rest else []
+        [make_spec(plan, arrays, dtype, rest, block, ring, cbox)] if rest else []
     ):
         new, rec, acc = run(sp, cur, other, n, acc)
         cur, other = new, cur
@@ -327,10 +330,13 @@ def _advance_gpu(plan, arrays, state, steps: int, th: int, block: tuple, split_c
     return new, rec, finite
 
 
-def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True):
+def advance_emulated(
+    plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True, crop=True
+):
     """The same passes with the kernel compiled for the host (NumPy; small grids)."""
     dtype = np.dtype(state["E"][0].dtype)
-    spec = make_spec(plan, arrays, dtype, th, block)
+    cbox = coef_box.find(plan, arrays) if crop else None
+    spec = make_spec(plan, arrays, dtype, th, block, cbox=cbox)
     static, prof = static_inputs(plan, arrays, spec)
     static = [np.asarray(v) for v in static]
     prof = [np.asarray(v) for v in prof]
@@ -344,7 +350,7 @@ def advance_emulated(plan, arrays, state, steps: int, th: int, block: tuple, spl
     dft, aux = tuple(state["dft"]), tuple(state["aux"])
     while done < steps:
         k = min(th, steps - done)
-        sp = spec if k == th else make_spec(plan, arrays, dtype, k, block)
+        sp = spec if k == th else make_spec(plan, arrays, dtype, k, block, cbox=cbox)
         sv = _sv(plan, arrays, jnp.int32(n), sp.th, sp.dtype) if sp.sources else None
         inc = None
         if sp.tfsf is not None:

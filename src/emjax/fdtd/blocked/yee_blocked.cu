@@ -36,29 +36,7 @@
 #define IDX(x, y, z) (((long)((x) - xoff) * NY + (y)) * NZ + (z))
 #define NCELL ((long)NXA * NY * NZ)
 
-#if CA_KIND == 1
-#define CA(c, x, y, z) ca[IDX(x, y, z)]
-#elif CA_KIND == 2
-#define CA(c, x, y, z) ca[(long)(c) * NCELL + IDX(x, y, z)]
-#elif CA_KIND == 0
-#define CA(c, x, y, z) ca[0]
-#else
-#define CA(c, x, y, z) ((REAL)CA_VALUE)
-#endif
-#if CB_KIND == 1
-#define CB(c, x, y, z) cb[IDX(x, y, z)]
-#elif CB_KIND == 2
-#define CB(c, x, y, z) cb[(long)(c) * NCELL + IDX(x, y, z)]
-#elif CB_KIND == 0
-#define CB(c, x, y, z) cb[0]
-#else
-#define CB(c, x, y, z) ((REAL)CB_VALUE)
-#endif
-#if PEC_KIND == 1
-#define KEEP(c, x, y, z) pec[IDX(x, y, z)]
-#elif PEC_KIND == 2
-#define KEEP(c, x, y, z) pec[(long)(c) * NCELL + IDX(x, y, z)]
-#endif
+// the coefficients CA, CB, KEEP (c, x, y, z): yee_helpers.cuh
 
 // index of a cell in a packed psi array along axis a: the lo slab's L cells, then the hi
 // slab's (the caller checks that the cell is in one of them)
@@ -285,17 +263,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       const int slot = (i + 1) % (TH + 1);
       FOR_K {
         const long at = col[k] + (long)i * plane;
+#if CBOX  // inside the coefficients' box: its arrays; outside: the background
+        const bool inb = INBOX(X0 + i, gy[k], gz);
+        const long bat = inb ? BIDX(X0 + i, gy[k], gz) : 0;
+#endif
 #if RING_CA >= 0
-        for (int c = 0; c < (CA_KIND == 2 ? 3 : 1); ++c)
-          cp_async1(&RING(slot, RING_CA + c, k), ca + (long)c * NCELL + at);
+        RING_FILL(RING_CA, CA_KIND, ca, CA_BGV)
 #endif
 #if RING_CB >= 0
-        for (int c = 0; c < (CB_KIND == 2 ? 3 : 1); ++c)
-          cp_async1(&RING(slot, RING_CB + c, k), cb + (long)c * NCELL + at);
+        RING_FILL(RING_CB, CB_KIND, cb, CB_BGV)
 #endif
 #if RING_PEC >= 0
-        for (int c = 0; c < (PEC_KIND == 2 ? 3 : 1); ++c)
-          cp_async1(&RING(slot, RING_PEC + c, k), pec + (long)c * NCELL + at);
+        RING_FILL(RING_PEC, PEC_KIND, pec, PEC_BGV)
 #endif
       }
     }

@@ -71,3 +71,46 @@ __device__ __forceinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, in
 #else
 #define TF_E(c)
 #endif
+
+// The per-cell coefficients: kind 1 one array, 2 one per component, 0 one value, else a
+// literal; with CBOX the arrays hold only the box [CB_X0, CB_X0 + CB_NX) x ... and every
+// cell outside it takes the background literal of its component (coef_box.py).
+#if CBOX
+#define INBOX(x, y, z) \
+  ((unsigned)((x) - CB_X0) < CB_NX && (unsigned)((y) - CB_Y0) < CB_NY && (unsigned)((z) - CB_Z0) < CB_NZ)
+#define BIDX(x, y, z) (((long)((x) - CB_X0) * CB_NY + (y) - CB_Y0) * CB_NZ + (z) - CB_Z0)
+#define BNCELL ((long)CB_NX * CB_NY * CB_NZ)
+#define BGV(key, c) ((c) == 0 ? (REAL)key##_BG0 : (c) == 1 ? (REAL)key##_BG1 : (REAL)key##_BG2)
+#define CA_BGV(c) BGV(CA, c)
+#define CB_BGV(c) BGV(CB, c)
+#define PEC_BGV(c) BGV(PEC, c)
+#define COEF(arr, kind, bgv, c, x, y, z) \
+  (INBOX(x, y, z) ? arr[((kind) == 2 ? (long)(c) * BNCELL : 0) + BIDX(x, y, z)] : bgv(c))
+// the ring's plane of one coefficient: its box values, or the background
+#define RING_FILL(v0, kind, arr, bgv)                                                   \
+  for (int c = 0; c < ((kind) == 2 ? 3 : 1); ++c) {                                    \
+    if (inb) cp_async1(&RING(slot, (v0) + c, k), arr + (long)c * BNCELL + bat);         \
+    else RING(slot, (v0) + c, k) = bgv(c);                                             \
+  }
+#else
+#define COEF(arr, kind, bgv, c, x, y, z) arr[((kind) == 2 ? (long)(c) * NCELL : 0) + IDX(x, y, z)]
+#define RING_FILL(v0, kind, arr, bgv) \
+  for (int c = 0; c < ((kind) == 2 ? 3 : 1); ++c) cp_async1(&RING(slot, (v0) + c, k), arr + (long)c * NCELL + at);
+#endif
+#if CA_KIND == 1 || CA_KIND == 2
+#define CA(c, x, y, z) COEF(ca, CA_KIND, CA_BGV, c, x, y, z)
+#elif CA_KIND == 0
+#define CA(c, x, y, z) ca[0]
+#else
+#define CA(c, x, y, z) ((REAL)CA_VALUE)
+#endif
+#if CB_KIND == 1 || CB_KIND == 2
+#define CB(c, x, y, z) COEF(cb, CB_KIND, CB_BGV, c, x, y, z)
+#elif CB_KIND == 0
+#define CB(c, x, y, z) cb[0]
+#else
+#define CB(c, x, y, z) ((REAL)CB_VALUE)
+#endif
+#ifdef PEC_KIND
+#define KEEP(c, x, y, z) COEF(pec, PEC_KIND, PEC_BGV, c, x, y, z)
+#endif

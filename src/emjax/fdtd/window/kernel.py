@@ -100,8 +100,8 @@ def _blocked_step(kplan, th_k, block, kernel, arrays, state, n):
     from .. import blocked
 
     tile = (kplan.shape[0],) + tuple(block[:2])
-    new, rec, fin = blocked.advance(
-        kplan, arrays, state, n, th=th_k, tile=tile, kernel=kernel, rows_per_thread=block[2]
+    new, rec, fin = blocked.advance(  # the slabs' coefficients whole: one program for them all
+        kplan, arrays, state, n, th=th_k, tile=tile, kernel=kernel, rows_per_thread=block[2], crop=False
     )
     return new, jnp.asarray(rec), jnp.asarray(fin)  # the emulation's are NumPy / bool
 

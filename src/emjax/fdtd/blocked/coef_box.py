@@ -1,0 +1,80 @@
+"""Per-cell coefficients held only in the box where they differ from a background.
+
+A scatterer in a vacuum (or any uniform medium) has per-cell ca, cb (and PEC masks) that
+equal one value per component everywhere outside the scatterer's bounding box. The kernel
+then reads the arrays only inside that box (cropped to it: less memory too) and takes the
+background value, a literal compiled into the kernel, outside it, so the planes and windows
+away from the scatterer run as a vacuum does. The box is found on the device before the
+passes are compiled; the box and the background values are part of the compiled program's
+key. Where the box would hold more than :data:`MAX_FRACTION` of the grid the arrays stay
+whole (the kernel as before).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+#: the largest box, as a fraction of the grid's cells, worth cropping to
+MAX_FRACTION = 0.5
+
+#: the per-cell coefficients the box covers: the spec's key and the plan's array
+KEYS = (("ca", "ca"), ("cb", "cb"), ("pec", "pec_keep"))
+
+
+def _components(a, shape):
+    return a if np.ndim(a) == 4 else a[None] if np.shape(a) == tuple(shape) else None
+
+
+def find(plan, arrays) -> tuple | None:
+    """(box (x0, x1, y0, y1, z0, z1), backgrounds ((key, (v0, v1, v2)), ...)) of ``plan``'s
+    per-cell coefficients, or None (no per-cell coefficient, every cell the background, or
+    a box over :data:`MAX_FRACTION` of the grid). A background is the value at cell (0, 0, 0)
+    per component; the box bounds every cell where any coefficient differs from it."""
+    shape = tuple(plan.shape)
+    mask, bgs = None, []
+    for key, name in KEYS:
+        if name not in arrays or (key == "pec" and not plan.has_pec):
+            continue
+        comps = _components(arrays[name], shape)
+        if comps is None:
+            continue
+        bg = comps[:, 0, 0, 0]
+        differ = jnp.any(comps != bg[:, None, None, None], axis=0)
+        mask = differ if mask is None else mask | differ
+        vals = [float(v) for v in np.asarray(bg)]
+        bgs.append((key, tuple(vals + [vals[-1]] * (3 - len(vals)))))
+    if mask is None:
+        return None
+    box = []
+    for axis in range(3):
+        hit = np.flatnonzero(np.asarray(jnp.any(mask, axis=tuple(a for a in range(3) if a != axis))))
+        if not len(hit):
+            return None
+        box += [int(hit[0]), int(hit[-1]) + 1]
+    if np.prod([box[2 * a + 1] - box[2 * a] for a in range(3)]) > MAX_FRACTION * np.prod(shape):
+        return None
+    return tuple(box), tuple(bgs)
+
+
+def shape(box) -> tuple:
+    return tuple(box[2 * a + 1] - box[2 * a] for a in range(3))
+
+
+def crop(a, box):
+    """A per-cell array (grid or (3,) + grid) cut to ``box``."""
+    x0, x1, y0, y1, z0, z1 = box
+    return a[..., x0:x1, y0:y1, z0:z1]
+
+
+def defines(spec, literal) -> dict:
+    """The kernel's #defines for ``spec.cbox`` (CBOX 0 without one)."""
+    if spec.cbox is None:
+        return {"CBOX": 0}
+    x0, _, y0, _, z0, _ = spec.cbox
+    nx, ny, nz = shape(spec.cbox)
+    d = {"CBOX": 1, "CB_X0": x0, "CB_Y0": y0, "CB_Z0": z0, "CB_NX": nx, "CB_NY": ny, "CB_NZ": nz}
+    for key, vals in spec.cbg:
+        for c, v in enumerate(vals):
+            d[f"{key.upper()}_BG{c}"] = literal(v)
+    return d
