@@ -12,6 +12,7 @@ whole (the kernel as before).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -32,7 +33,7 @@ def find(plan, arrays) -> tuple | None:
     a box over :data:`MAX_FRACTION` of the grid). A background is the value at cell (0, 0, 0)
     per component; the box bounds every cell where any coefficient differs from it."""
     shape = tuple(plan.shape)
-    mask, bgs = None, []
+    proj, bgs = None, []
     for key, name in KEYS:
         if name not in arrays or (key == "pec" and not plan.has_pec):
             continue
@@ -40,21 +41,28 @@ def find(plan, arrays) -> tuple | None:
         if comps is None:
             continue
         bg = comps[:, 0, 0, 0]
-        differ = jnp.any(comps != bg[:, None, None, None], axis=0)
-        mask = differ if mask is None else mask | differ
+        p = _projections(comps, bg)
+        proj = p if proj is None else tuple(a | b for a, b in zip(proj, p))
         vals = [float(v) for v in np.asarray(bg)]
         bgs.append((key, tuple(vals + [vals[-1]] * (3 - len(vals)))))
-    if mask is None:
+    if proj is None:
         return None
     box = []
-    for axis in range(3):
-        hit = np.flatnonzero(np.asarray(jnp.any(mask, axis=tuple(a for a in range(3) if a != axis))))
+    for hit in (np.flatnonzero(np.asarray(p)) for p in proj):
         if not len(hit):
             return None
         box += [int(hit[0]), int(hit[-1]) + 1]
     if np.prod([box[2 * a + 1] - box[2 * a] for a in range(3)]) > MAX_FRACTION * np.prod(shape):
         return None
     return tuple(box), tuple(bgs)
+
+
+@jax.jit
+def _projections(comps, bg):
+    """Per axis, whether any cell of each plane differs from the background (one fused pass:
+    no grid-sized mask kept)."""
+    d = jnp.any(comps != bg[:, None, None, None], axis=0)
+    return jnp.any(d, axis=(1, 2)), jnp.any(d, axis=(0, 2)), jnp.any(d, axis=(0, 1))
 
 
 def shape(box) -> tuple:
