@@ -56,12 +56,12 @@ import sys
 if "more" in sys.argv:
     check(3, True)
     check(2, False)
-else:
-    check(2, True)
-    check(2, True, steps=9, with_probes=False)
     shards.GROUPS = "all"  # every halo in one ppermute per direction
     check(2, True, steps=11)
     shards.GROUPS = "psi"
+else:
+    check(2, True)
+    check(2, True, steps=9, with_probes=False)
 s = sim(25)
 arrays, pml = engine.coefficients(s, jnp.float64)
 bad = engine.make_plan(s, 4, jnp.float64, arrays, pml, layout=Layout.of(2))
@@ -77,15 +77,15 @@ print("ok")
 @pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
 def test_slabs_with_halos_equal_one_device_emulated():
     """2 virtual devices, the CPML as a kernel of its own, 7 steps in passes of 2 (the last
-    of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes;
-    11 steps with every halo in one exchange per direction."""
+    of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes."""
     assert run_with_devices(3, CASE).strip().endswith("ok")
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
 def test_slabs_on_three_devices_and_the_cpml_inside_the_kernel_emulated():
-    """3 virtual devices; and 2 with the CPML inside the one kernel."""
+    """3 virtual devices; 2 with the CPML inside the one kernel; 2 with every halo in one
+    exchange per direction (11 steps)."""
     assert run_with_devices(3, "import sys; sys.argv.append('more')\n" + CASE).strip().endswith("ok")
 
 

@@ -253,7 +253,7 @@ def test_default_th_from_the_rate_model_with_one_host_set_up(monkeypatch):
 
     g = fdtd.Grid((16, 10, 10), dx=0.05, boundary=fdtd.CPML(3))
     sim = fdtd.GridSimulation(g, sources=(dip((8, 5, 5)),), probes=(fdtd.Probe((3, 5, 5), 2),))
-    budget = 200_000
+    budget = 400_000  # th 4, two slabs of 8 planes
     want = window.choose_th(sim, budget, planning.RATE_XLA, 5e10)[0]
     calls = []
     real = driver._global_setup
