@@ -134,15 +134,14 @@ def test_gpu_driver_carries_the_currents_emulated(monkeypatch):
 @pytest.mark.gpu
 def test_gpu_drude_1000_steps_float64_and_float32():
     """A 40^3 grid with a CPML on every face and a two-pole Drude block: 1001 steps of the
-    CUDA kernel with the default tilings, float64 to 1e-12 and float32 to 1e-5 of the
-    largest value the run carried (sampled every 91 steps), the currents too;
-    ``fdtd.run(kernel="blocked")`` takes it. The scale is the run's, not the last step's:
-    by then the CPML has left H at 1/14 and J at 1/66 of their sampled peaks, and the
-    rounding accumulated near the peak is 3.9e-12 of the last H (2.7e-13 of its peak) both
-    on an H100 and emulated on the host; in vacuum 3.3e-12 of the last H. That is 2.4e3
-    float64 epsilons, and float32 rounds the same way: its error may be as many float32
-    epsilons (1.2e-4 of H's peak on an H100, over the 1e-5 a grid without poles keeps), so
-    float32 is held to 4x the float64 run's error in units of each type's epsilon."""
+    CUDA kernel with the default tilings against the XLA step, fields, currents and probes,
+    relative to the largest value the run carried (sampled every 91 steps): float64 to
+    1e-12; ``fdtd.run(kernel="blocked")`` takes it. The scale is the run's, not the last
+    step's: by then the CPML has left H at 1/14 and J at 1/66 of their sampled peaks. On an
+    H100 float64 H differs by 5.0e-12 of the last H (3.5e-13 of its peak; emulated on the
+    host 3.9e-12; without the poles 3.3e-12), about 1.6e3 float64 epsilons. float32 rounds
+    the same way: 1.2e-4 of H's peak, about 1.0e3 float32 epsilons, over the 1e-5 the tests
+    without poles hold; it is held to 4x the float64 run's error in each type's epsilons."""
     n = 40
     mask = _block((n,) * 3, (14, 12, 10), (28, 26, 30))
     units = {}  # the float64 errors in float64 epsilons
