@@ -98,9 +98,6 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=40, help="steps in the traced chunk")
     ap.add_argument("--kernel", default="blocked", choices=["blocked", "xla", "auto"])
     ap.add_argument(
-        "--slab", action="store_true", help="with --devices 1: the slab loop on one device (layout=1)"
-    )
-    ap.add_argument(
         "--group-by-axes",
         action="store_true",
         help="the CPML rows in one kernel per set of CPML axes they reach (split.GROUP_BY_AXES): "
@@ -114,7 +111,7 @@ def main(argv=None) -> int:
 
         split.GROUP_BY_AXES = True  # read while the pass is traced: set before the first run
     sim = benchmark_simulation(a.size, shape=(k * a.size, a.size, a.size), boundary="cpml")[0]
-    layout = k if k > 1 or a.slab else None
+    layout = k if k > 1 else None
     fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
     with tempfile.TemporaryDirectory() as d:
         with jax.profiler.trace(d):

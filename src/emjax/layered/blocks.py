@@ -25,12 +25,21 @@ def in_blocks(n: int, fn) -> None:
     side_by_side(lambda j: fn(blocks[j]), len(blocks))
 
 
+def per_block(n: int, fn) -> list:
+    """``[fn(block), ...]`` over :func:`blocks_of` ``n``, side by side in threads."""
+    blocks = blocks_of(n)
+    out = [None] * len(blocks)
+
+    def one(j):
+        out[j] = fn(blocks[j])
+
+    side_by_side(one, len(blocks))
+    return out
+
+
 def extreme(a, reduce) -> float:
     """``reduce`` (np.max or np.min) of a large array, in blocks side by side."""
-    n = len(a)
-    parts = np.empty(-(-n // SETUP_BLOCK))
-    in_blocks(n, lambda b: parts.__setitem__(b.start // SETUP_BLOCK, reduce(a[b])))
-    return float(reduce(parts))
+    return float(reduce(per_block(len(a), lambda b: reduce(a[b]))))
 
 
 def negated(a):
@@ -41,24 +50,14 @@ def negated(a):
 
 def where_equal(a, v):
     """``np.flatnonzero(a == v)``, in blocks side by side."""
-    n = len(a)
-    blocks = blocks_of(n)
-    found = [None] * len(blocks)
-
-    def find(j):
-        found[j] = np.flatnonzero(a[blocks[j]] == v) + blocks[j].start
-
-    side_by_side(find, len(blocks))
+    found = per_block(len(a), lambda b: np.flatnonzero(a[b] == v) + b.start)
     return np.concatenate(found) if found else np.zeros(0, np.int64)
 
 
 def present(a, length: int):
     """The values 0 ... length - 1 that occur in the integer array ``a`` (blocks side by side)."""
-    n = len(a)
-    blocks = blocks_of(n)
-    seen = np.zeros((len(blocks), length), bool)
-    side_by_side(lambda j: seen.__setitem__(j, np.bincount(a[blocks[j]], minlength=length) > 0), len(blocks))
-    return [int(v) for v in np.flatnonzero(seen.any(0))]
+    seen = per_block(len(a), lambda b: np.bincount(a[b], minlength=length) > 0)
+    return [int(v) for v in np.flatnonzero(np.any(seen, axis=0))] if seen else []
 
 
 def side_by_side(fn, count: int) -> None:

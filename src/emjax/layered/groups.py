@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import progress as progress_bars
 from . import sommerfeld as som
-from .blocks import blocks_of, extreme, in_blocks, negated, present, side_by_side, where_equal
+from .blocks import blocks_of, extreme, in_blocks, negated, per_block, present, side_by_side, where_equal
 
 _PROGRESS = contextvars.ContextVar("emjax_layered_progress", default=None)
 
@@ -325,16 +325,12 @@ def _octave_order(idx, octave):
     of :data:`.blocks.SETUP_BLOCK`-point blocks side by side in threads (each block's points of an
     octave go after those of the blocks before it), equal to ``idx[np.argsort(octave,
     kind="stable")]``."""
-    n = len(idx)
-    blocks = blocks_of(n)
-    per = np.zeros((len(blocks), 13), np.int64)  # points of each octave per block
-    order = [None] * len(blocks)
-
-    def count(j):
-        order[j] = np.argsort(octave[blocks[j]], kind="stable")
-        per[j] = np.bincount(octave[blocks[j]], minlength=13)
-
-    side_by_side(count, len(blocks))
+    blocks = blocks_of(len(idx))
+    sorted_ = per_block(
+        len(idx), lambda b: (np.argsort(octave[b], kind="stable"), np.bincount(octave[b], minlength=13))
+    )
+    order = [o for o, _ in sorted_]
+    per = np.array([c for _, c in sorted_], np.int64).reshape(-1, 13)  # points of each octave per block
     counts = per.sum(0)
     # where block j's octave-v points start in the output
     start = np.cumsum(counts) - counts + np.cumsum(per, 0) - per

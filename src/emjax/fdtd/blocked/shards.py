@@ -219,22 +219,18 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
             if groups == "all":  # E, H and the psi slabs in one ppermute per direction
                 moved = _exchange_group(list(out_E) + list(out_H) + pyz, th, n)
                 ne, nh = len(out_E), len(out_H)
-                out_E, out_H, pyz = tuple(moved[:ne]), tuple(moved[ne : ne + nh]), []
-                out_pyz = moved[ne + nh :]
-            elif groups == "kinds":
-                out_E, out_H = (
-                    tuple(_exchange_group(list(out_E), th, n)),
-                    tuple(_exchange_group(list(out_H), th, n)),
-                )
+                out_E, out_H, out_pyz = tuple(moved[:ne]), tuple(moved[ne : ne + nh]), moved[ne + nh :]
             else:
-                out_E = tuple(_exchange(f, th, n) for f in out_E)
-                out_H = tuple(_exchange(f, th, n) for f in out_H)
-            if groups == "all":
-                pass
-            elif groups == "each" or not pyz:
-                out_pyz = [_exchange(v, th, n) for v in pyz]
-            else:
-                out_pyz = _exchange_group(pyz, th, n)
+                if groups == "kinds":
+                    out_E = tuple(_exchange_group(list(out_E), th, n))
+                    out_H = tuple(_exchange_group(list(out_H), th, n))
+                else:
+                    out_E = tuple(_exchange(f, th, n) for f in out_E)
+                    out_H = tuple(_exchange(f, th, n) for f in out_H)
+                if groups == "each" or not pyz:
+                    out_pyz = [_exchange(v, th, n) for v in pyz]
+                else:
+                    out_pyz = _exchange_group(pyz, th, n)
             nprobe = len(sp.probes)
             # each device's records of its own probes (zeros elsewhere), summed once per call
             rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)

@@ -1,5 +1,6 @@
-// Device helpers of the blocked kernel (yee_blocked.cu) for the TF/SF box and the Drude
-// poles; blocked/cuda.py puts this file between the generated header and the kernel.
+// Device helpers of the blocked kernel (yee_blocked.cu) for the TF/SF box, the Drude
+// poles and the per-cell coefficients; blocked/cuda.py puts this file between the
+// generated header and the kernel.
 
 #if NJ  // Drude and Lorentz poles (blocked/poles.py): their state carried level to level
 #define POLE_COEF(arr, kind, m, c, x, y, z)                                            \
