@@ -34,8 +34,8 @@ def main(argv=None) -> int:
     arrays, pml = engine.coefficients(sim, f32)
     make_spec = cuda_advance.make_spec
 
-    def runtime_x(plan, arrays, dtype, th, block, ring=None):
-        return replace(make_spec(plan, arrays, dtype, th, block, ring), nxa=n)
+    def runtime_x(plan, arrays, dtype, th, block, ring=None, cbox=None):
+        return replace(make_spec(plan, arrays, dtype, th, block, ring, cbox), nxa=n)
 
     for name in ("plain", "plain-runtime-x", "slab1", "plain"):
         jax.clear_caches()  # each row compiles its own program

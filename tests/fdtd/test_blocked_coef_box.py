@@ -68,3 +68,37 @@ def test_emulated_box_equals_the_xla_step(ring, component_eps, monkeypatch):
     its own; the coefficients through the shared-memory ring or read where used."""
     monkeypatch.setattr(cuda, "COEF_RING", ring)
     _compare(_scatterer(component_eps), 13, th=3, tile=(18, 5, 4), kernel="emulate")
+
+
+def _meets(a, w, b, m, n):
+    """The kernel's test (yee_helpers.cuh): cells [a, a + w) modulo n meet [b, b + m)."""
+    return w > 0 if w >= n else bool(set(np.arange(a, a + w) % n) & set(range(b, b + m)))
+
+
+@emulated
+def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
+    """A small scatterer in a larger grid: most CTAs' windows and marches miss the box and
+    take the background literals without the ring; the rest read the ring. Equal to the XLA
+    step to rounding, the probes inside and outside the box included. The box's y and z
+    ranges meet bulk windows in their last and first two cells (a window that would wrongly
+    take the backgrounds there spoils its own cells)."""
+    monkeypatch.setattr(cuda, "COEF_RING", True)
+    shape = (24, 21, 19)
+    g = fdtd.Grid(shape, 1.0, boundary=CPML(thickness=3), precision="double")
+    eps = np.ones((3,) + shape)
+    eps[:, 10:14, 13:16, 4:7] = 2.5
+    eps[1, 11, 14, 5] = 4.0
+    src = fdtd.PointDipole((12, 11, 10), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+    probes = (fdtd.Probe((11, 14, 5), 1), fdtd.Probe((18, 16, 12), 2, "H"), fdtd.Probe((4, 17, 15), 0))
+    sim = fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=probes)
+    with precision_scope():
+        plan, arrays, _ = _setup(sim, 4)
+        box, _ = coef_box.find(plan, arrays)
+    assert box == (10, 14, 13, 16, 4, 7)
+    th, b = 3, 4
+    starts = [min(t * b, n - b) - th for n in shape[1:] for t in range(-(-n // b))]
+    ys, zs = starts[: -(-shape[1] // b)], starts[-(-shape[1] // b) :]
+    hits = [_meets(y, b + 2 * th, 13, 3, shape[1]) and _meets(z, b + 2 * th, 4, 3, shape[2]) for y in ys for z in zs]
+    assert 0 < sum(hits) < len(hits) / 2  # both kinds of CTA, mostly those away from the box
+    # 41 steps: the pulse reaches every CPML slab (their psi then holds more than rounding)
+    _compare(sim, 41, th=th, tile=(24, b, b), kernel="emulate")

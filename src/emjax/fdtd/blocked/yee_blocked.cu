@@ -171,6 +171,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #define X_IS0(x, l) ((x) == 0)
 #define X_ISNX(x, l) ((x) == NX)
 #endif
+#if CBOX && NRING  // the window and the march miss the coefficients' box: no ring
+  const bool lit = !(meets(y0 - TH, WY, CB_Y0, CB_NY, NY) && meets(z0 - TH, WZ, CB_Z0, CB_NZ, NZ) &&
+                     meets(X0, NXW, CB_X0, CB_NX, NX));
+#else
+  const bool lit = false;
+#endif
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
   const int pz = z0 - TH + lz;  // unwrapped
   const bool own_z = lz >= TH && lz < TH + BZ && pz >= oz0 && pz < oz1;
@@ -259,7 +265,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   for (int i = 0; i < NXW + TH; ++i) {
     const int par = i & 1;
 #if NRING
-    if (active && i < NXW) {  // plane X0 + i: its first E update is level 1's next iteration
+    if (active && i < NXW && !lit) {  // plane X0 + i: level 1 updates it next iteration
       const int slot = (i + 1) % (TH + 1);
       FOR_K {
         const long at = col[k] + (long)i * plane;
@@ -407,12 +413,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           const int slot = (i - s + 1) % (TH + 1);  // plane p's coefficients (i - s + 1 >= 1)
 #endif
 #if RING_CA >= 0
-#define CAE(c) RING(slot, RING_CA + (CA_KIND == 2 ? (c) : 0), k)
+#define CAE(c) RING_OR_BG(CA_BGV, c, RING(slot, RING_CA + (CA_KIND == 2 ? (c) : 0), k))
 #else
 #define CAE(c) CA(c, p, gyk, gz)
 #endif
 #if RING_CB >= 0
-#define CBE(c) RING(slot, RING_CB + (CB_KIND == 2 ? (c) : 0), k)
+#define CBE(c) RING_OR_BG(CB_BGV, c, RING(slot, RING_CB + (CB_KIND == 2 ? (c) : 0), k))
 #else
 #define CBE(c) CB(c, p, gyk, gz)
 #endif
@@ -462,7 +468,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
 #ifdef PEC_KIND
 #if RING_PEC >= 0
-#define KEEPE(c) RING(slot, RING_PEC + (PEC_KIND == 2 ? (c) : 0), k)
+#define KEEPE(c) RING_OR_BG(PEC_BGV, c, RING(slot, RING_PEC + (PEC_KIND == 2 ? (c) : 0), k))
 #else
 #define KEEPE(c) KEEP(c, p, gyk, gz)
 #endif
