@@ -75,14 +75,9 @@ def _meets(a, w, b, m, n):
     return w > 0 if w >= n else bool(set(np.arange(a, a + w) % n) & set(range(b, b + m)))
 
 
-@emulated
-def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
-    """A small scatterer in a larger grid: most CTAs' windows and marches miss the box and
-    take the background literals without the ring; the rest read the ring. Equal to the XLA
-    step to rounding, the probes inside and outside the box included. The box's y and z
-    ranges meet bulk windows in their last and first two cells (a window that would wrongly
-    take the backgrounds there spoils its own cells)."""
-    monkeypatch.setattr(cuda, "COEF_RING", True)
+def _away():
+    """24 x 21 x 19 with a CPML on every face, a small block of eps per component (one cell
+    apart) and probes inside and outside it."""
     shape = (24, 21, 19)
     g = fdtd.Grid(shape, 1.0, boundary=CPML(thickness=3), precision="double")
     eps = np.ones((3,) + shape)
@@ -90,7 +85,19 @@ def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
     eps[1, 11, 14, 5] = 4.0
     src = fdtd.PointDipole((12, 11, 10), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
     probes = (fdtd.Probe((11, 14, 5), 1), fdtd.Probe((18, 16, 12), 2, "H"), fdtd.Probe((4, 17, 15), 0))
-    sim = fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=probes)
+    return fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=probes)
+
+
+@emulated
+def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
+    """A small scatterer in a larger grid: most tiles' windows miss the box and take the
+    background literals; the tiles whose windows meet it (:func:`split.hole`) march over
+    the box in a kernel of their own. Equal to the XLA step to rounding, the probes inside
+    and outside the box included. The box's y and z ranges meet bulk windows in their last
+    and first two cells (a window that wrongly took the backgrounds there would spoil its
+    own cells)."""
+    monkeypatch.setattr(cuda, "COEF_RING", True)
+    shape, sim = (24, 21, 19), _away()
     with precision_scope():
         plan, arrays, _ = _setup(sim, 4)
         box, _ = coef_box.find(plan, arrays)
@@ -100,5 +107,66 @@ def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
     ys, zs = starts[: -(-shape[1] // b)], starts[-(-shape[1] // b) :]
     hits = [_meets(y, b + 2 * th, 13, 3, shape[1]) and _meets(z, b + 2 * th, 4, 3, shape[2]) for y in ys for z in zs]
     assert 0 < sum(hits) < len(hits) / 2  # both kinds of CTA, mostly those away from the box
+    from emjax.fdtd.blocked import split
+
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, th, (b, b), cbox=coef_box.find(plan, arrays))
+    # the CPML rows whose windows miss the box in a kernel with the backgrounds as literals
+    assert {(any(f.pml), f.cbox_bg) for f, _ in split.split(spec)[2]} == {(False, False), (True, True), (True, False)}
     # 41 steps: the pulse reaches every CPML slab (their psi then holds more than rounding)
     _compare(sim, 41, th=th, tile=(24, b, b), kernel="emulate")
+
+
+def _hole_case():
+    """40 x 21 x 19 with PEC walls, a small block of eps per component, probes in the box,
+    in a tile whose window meets it (x away from it), in the bulk and in its last tiles."""
+    from emjax.fdtd.grid import PEC
+
+    shape = (40, 21, 19)
+    g = fdtd.Grid(shape, 1.0, boundary=PEC(), precision="double")
+    eps = np.ones((3,) + shape)
+    eps[:, 18:22, 13:16, 4:7] = 2.5
+    eps[2, 19, 14, 5] = 4.0
+    src = fdtd.PointDipole((20, 11, 10), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+    probes = (
+        fdtd.Probe((19, 14, 5), 1),  # in the box
+        fdtd.Probe((5, 14, 5), 2, "H"),  # a hole tile, x away from the box
+        fdtd.Probe((20, 2, 16), 0),  # a bulk tile
+        fdtd.Probe((25, 19, 17), 2),  # the bulk's last tiles in launch order
+    )
+    return fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=probes)
+
+
+@emulated
+def test_emulated_hole_in_the_bulk_equals_the_xla_step(monkeypatch):
+    """PEC walls (no CPML kernel): the bulk kernel, with the backgrounds as literals, leaves
+    out the tiles whose windows meet the box; their marches over the box run in a kernel of
+    their own, the rest of their x range and the bulk's last wave (few CTA slots here) in the
+    tail. Equal to the XLA step, probes in each kernel's cells included."""
+    from emjax.fdtd.blocked import split
+
+    monkeypatch.setattr(cuda, "COEF_RING", True)
+    monkeypatch.setattr(split, "SLOTS", 7)
+    sim = _hole_case()
+    with precision_scope():
+        plan, arrays, _ = _setup(sim, 4)
+        spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (4, 4), cbox=coef_box.find(plan, arrays))
+    bulk, tail, fixes, _ = split.split(spec)
+    gap = bulk.tiles[5:]
+    assert bulk.cbox_bg and tail.cbox_bg and gap != (0, 0, 0, 0)
+    assert (gap[1] - gap[0]) * (gap[3] - gap[2]) < 6 * 5 / 2  # most tiles in the bulk
+    assert bulk.tiles[4] < 6 * 5  # the bulk's last wave goes to the tail
+    assert [f.pml for f, _ in fixes] == [(0, 0, 0)] and not fixes[0][0].cbox_bg
+    _compare(sim, 13, th=2, tile=(40, 4, 4), kernel="emulate")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["away", "hole"])
+def test_gpu_box_and_hole_equal_the_xla_step(case, monkeypatch):
+    """The two emulated cases above on the GPU: float64 to 1e-12 of the largest value."""
+    from emjax.fdtd.blocked import split
+
+    monkeypatch.setattr(split, "SLOTS", 7 if case == "hole" else None)
+    if case == "away":
+        _compare(_away(), 41, th=3, tile=(24, 4, 4), kernel="cuda")
+    else:
+        _compare(_hole_case(), 13, th=2, tile=(40, 4, 4), kernel="cuda")

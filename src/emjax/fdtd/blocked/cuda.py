@@ -85,8 +85,9 @@ class Spec:
     boxes: tuple = ()
     # the CPML's per-thread psi chains in shared memory instead of local memory
     chain_smem: bool = False
-    # the regular tiling's tiles this kernel computes: (ty0, ty1, tz0, tz1, n), the first
-    # n tiles of the rectangle in launch order (z fastest); None: all
+    # the regular tiling's tiles this kernel computes: (ty0, ty1, tz0, tz1, n, hy0, hy1,
+    # hz0, hz1), the first n tiles of the rectangle in launch order (z fastest) but those of
+    # the hole [hy0, hy1) x [hz0, hz1); None: all
     tiles: tuple | None = None
     # per-cell coefficients through the shared-memory ring, and the shared memory a CTA may
     # take (:func:`ring_setting`, resolved outside jit by the drivers: part of the key)
@@ -100,6 +101,7 @@ class Spec:
     # the per-cell coefficients' box and backgrounds (:func:`.coef_box.find`; None: whole)
     cbox: tuple | None = None
     cbg: tuple = ()
+    cbox_bg: bool = False  # every window of this kernel misses the box: the backgrounds only
 
     @property
     def box_cells(self) -> int:
@@ -139,7 +141,7 @@ class Spec:
     def ring(self) -> tuple:
         """The per-cell coefficients staged in shared memory, ((key, values per cell), ...):
         cb, ca, then pec while they fit in ``smem_limit``; none without ``coef_ring``."""
-        if not self.coef_ring:
+        if not self.coef_ring or self.cbox_bg:
             return ()
         w = self.window[0] * self.window[1]
         out, used = [], (12 + self.chains) * w * self.itemsize

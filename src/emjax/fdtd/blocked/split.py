@@ -114,38 +114,110 @@ def bulk_tiles(spec: Spec) -> tuple:
     return full if not SKIP_COVERED else tuple(ends)
 
 
-def tail(spec: Spec, tiles: tuple, slots: int) -> tuple[int, tuple]:
+def _pieces(n: int, length: int, th: int, slots: int) -> int:
+    """Pieces along x of ``n`` marches over ``length`` planes that fill ``slots`` CTAs best:
+    the time in whole marches, waves x a piece's planes (TH planes each side spoiled)."""
+    return min(range(1, 65), key=lambda p: (math.ceil(n * p / slots) * (length / p + 3 * th), p))
+
+
+def _march(a: int, b: int, nx: int, th: int, k: int) -> list[tuple[int, int, int, int]]:
+    """Own planes [a, b) as ``k`` marches (x0, nxw, ox0, ox1) with TH planes each side."""
+    cuts = [a + round(i * (b - a) / k) for i in range(k + 1)]
+    return [(max(u - th, 0), min(v + th, nx) - max(u - th, 0), u, v) for u, v in zip(cuts[:-1], cuts[1:]) if u < v]
+
+
+def hole(spec: Spec, tiles: tuple) -> tuple | None:
+    """The bulk tiles whose windows meet the per-cell coefficients' box (:mod:`.coef_box`)
+    in y and z, as a rectangle of tile indices (hy0, hy1, hz0, hz1), or None (no box, or
+    it meets none). The bulk kernel, compiled with the backgrounds as literals, leaves
+    them out; a kernel of their own (:func:`split`) computes them."""
+    if spec.cbox is None or not HOLE:
+        return None
+    th, out = spec.th, []
+    for a, (n, b) in enumerate(zip(spec.shape[1:], spec.block)):
+        lo, hi = spec.cbox[2 + 2 * a], spec.cbox[3 + 2 * a]
+        hit = [
+            t
+            for t, (w0, _, _) in enumerate(_tiles(n, b))
+            if tiles[2 * a] <= t < tiles[2 * a + 1] and _hit(w0 - th, b + 2 * th, lo, hi, n)
+        ]
+        if not hit:
+            return None
+        out += [hit[0], hit[-1] + 1]
+    return tuple(out)
+
+
+def _hit(a: int, w: int, lo: int, hi: int, n: int) -> bool:
+    """Whether cells [a, a + w) modulo n meet [lo, hi)."""
+    return w >= n or any(lo <= (a + i) % n < hi for i in range(w))
+
+
+def meets_box(spec: Spec, row: tuple) -> bool:
+    """Whether a task row's window (y, z) and march (x) meet the coefficients' box."""
+    th, (wy, wz), b = spec.th, spec.window, spec.cbox
+    return (
+        row[7] > 0
+        and _hit(row[0] - th, wy, b[2], b[3], spec.shape[1])
+        and _hit(row[1] - th, wz, b[4], b[5], spec.shape[2])
+        and row[6] < b[1]
+        and row[6] + row[7] > b[0]
+    )
+
+
+def tail(spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None) -> tuple[int, tuple]:
     """The bulk's last wave: a CTA marches the whole x range, so the tiles left over after
     whole waves of ``slots`` CTAs would keep most SMs idle for a whole march. They go to a
     second launch in x pieces (:func:`x_chunks`) instead, as many as fill the SMs best.
-    Returns (the tiles the first launch computes, in its order, the tail's rows)."""
+    ``gap``: the :func:`hole` the bulk leaves out. Returns (the first launch computes the
+    tiles before this index in its order, the tail's rows)."""
     ty0, ty1, tz0, tz1 = tiles
-    kept = (ty1 - ty0) * (tz1 - tz0)
-    left = kept % slots if BALANCE_TAIL and kept > slots else 0
-    if not left:
-        return kept, ()
-    nx, th = spec.shape[0], spec.th
-
-    def cost(p):  # the tail's time in whole marches: its waves x a piece's planes
-        return math.ceil(left * p / slots) * (nx / p + 3 * th) / nx
-
-    best = min(range(1, 65), key=cost)
-    if cost(best) >= 1:
-        return kept, ()
     ty, tz = _tiles(spec.shape[1], spec.block[0]), _tiles(spec.shape[2], spec.block[1])
-    order = [(y, z) for y in ty[ty0:ty1] for z in tz[tz0:tz1]]
+    order = [(y, z) for y in range(ty0, ty1) for z in range(tz0, tz1)]
+    real = [
+        i for i, (y, z) in enumerate(order) if gap is None or not (gap[0] <= y < gap[1] and gap[2] <= z < gap[3])
+    ]
+    left = len(real) % slots if BALANCE_TAIL and len(real) > slots else 0
+    if not left:
+        return len(order), ()
+    nx, th = spec.shape[0], spec.th
+    best = _pieces(left, nx, th, slots)
+    if math.ceil(left * best / slots) * (nx / best + 3 * th) / nx >= 1:
+        return len(order), ()
     rows = tuple(
-        (y[0], z[0], y[1], y[2], z[1], z[2]) + m
-        for y, z in order[kept - left :]
+        (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + m
+        for y, z in (order[i] for i in real[len(real) - left :])
         for m in x_chunks(nx, th, best)
     )
-    return kept - left, rows
+    return real[len(real) - left], rows
+
+
+def hole_rows(spec: Spec, gap: tuple, slots: int) -> tuple[tuple, tuple]:
+    """The :func:`hole`'s tiles as task rows: (the marches over the box's x range and TH
+    planes each side, the marches over the rest of x, whose windows miss the box), each in
+    the x pieces that fill ``slots`` CTAs best."""
+    nx, th = spec.shape[0], spec.th
+    ty, tz = _tiles(spec.shape[1], spec.block[0]), _tiles(spec.shape[2], spec.block[1])
+    yz = [(ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2])
+          for y in range(gap[0], gap[1]) for z in range(gap[2], gap[3])]
+    a, b = max(spec.cbox[0] - th, 0), min(spec.cbox[1] + th, nx)
+    out = []
+    for segments in (((a, b),), ((0, a), (b, nx))):
+        rows = []
+        for lo, hi in segments:
+            if hi > lo:
+                marches = _march(lo, hi, nx, th, _pieces(len(yz), hi - lo, th, slots))
+                rows += [c + m for c in yz for m in marches]
+        out.append(tuple(rows))
+    return out[0], out[1]
 
 
 #: the bulk kernel leaves out the tiles the CPML kernel recomputes
 SKIP_COVERED = True
 #: the bulk's last wave in x pieces (:func:`tail`)
 BALANCE_TAIL = True
+#: per-cell coefficients in a box (:mod:`.coef_box`): the tiles whose windows meet it in a
+#: kernel of their own, the rest of the bulk with the backgrounds as literals (:func:`hole`)
+HOLE = True
 #: x pieces of the CPML kernel's y and z windows (:func:`x_chunks`); measured on an H100
 #: with a 10-cell CPML, 24 steps, 512^3 / 1024^3 (G cell/s): 2: 51.4 / 77.0, 3: 55.8 / 76.7,
 #: 4: 55.5 / 76.5, 8: 54.1 / 75.4, 16: 51.7 / 74.3
@@ -212,21 +284,32 @@ def slots() -> int:
 
 def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     """The kernels of a pass of ``spec`` and the task rows of those that take a table:
-    (bulk kernel, its tail or None, [(CPML kernel, its rows' indices), ...], rows), the
-    tail's rows last; None where one kernel over the regular tiling does it all. The bulk
-    kernel has no CPML code and leaves out the tiles the CPML kernels recompute
-    (:func:`bulk_tiles`) and those of its last wave (:func:`tail`). The CPML's rows
-    (:func:`tasks`) are grouped by the CPML axes they reach where ``GROUP_BY_AXES``."""
+    (bulk kernel, its tail or None, [(kernel, its rows' indices), ...], rows), the tail's
+    rows last; None where one kernel over the regular tiling does it all. The bulk kernel
+    has no CPML code and leaves out the tiles the CPML kernels recompute
+    (:func:`bulk_tiles`) and those of its last wave (:func:`tail`). With per-cell
+    coefficients in a box, the bulk and its tail take the backgrounds as literals and leave
+    out the :func:`hole`, whose marches over the box run first in the list (no CPML code).
+    The CPML's rows (:func:`tasks`) follow, grouped by the CPML axes they reach where
+    ``GROUP_BY_AXES``."""
     rows = tasks(spec, pieces) if any(spec.pml) else ()
     tiles = bulk_tiles(spec)
-    kept, trows = tail(spec, tiles, slots())
-    if not rows and not trows:
+    gap = hole(spec, tiles)
+    kept, trows = tail(spec, tiles, slots(), gap)
+    boxrows = ()
+    if gap is not None:
+        boxrows, litrows = hole_rows(spec, gap, slots())
+        trows = trows + litrows
+    if not rows and not trows and not boxrows:
         return None
     groups: dict = {}
-    for i, r in enumerate(rows):
+    if boxrows:
+        groups["box"] = list(range(len(rows), len(rows) + len(boxrows)))
+    for i, r in enumerate(rows):  # by the CPML axes, and whether the row meets the box
         key = touches(spec, r) if GROUP_BY_AXES else tuple(bool(L) for L in spec.pml)
-        groups.setdefault(key, []).append(i)
-    order = sorted(groups.items(), key=lambda g: g[1][0])
+        groups.setdefault((key, spec.cbox is None or meets_box(spec, r)), []).append(i)
+    rows = rows + boxrows
+    order = sorted(groups.items(), key=lambda g: (g[0] != "box", g[1][0]))
     # a probe is recorded by the last kernel that writes its cell (the values are equal)
     last = {}
     for g, (_, idx) in enumerate(order):
@@ -236,16 +319,21 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     in_tail = {m for m, (_, _, node) in enumerate(spec.probes) if any(_owned(r, node) for r in trows)}
     rest = tuple(m for m in range(len(spec.probes)) if m not in last and m not in in_tail)
     plain = dict(pml=(0, 0, 0), kappa=(False, False, False))
-    bulk = replace(spec, **plain, record=rest, tiles=(*tiles, kept))
+    lit = dict(cbox_bg=gap is not None)
+    bulk = replace(spec, **plain, **lit, record=rest, tiles=(*tiles, kept, *(gap or (0, 0, 0, 0))))
     tail_spec = None
     if trows:
         tail_rec = tuple(m for m in sorted(in_tail) if m not in last)
-        tail_spec = replace(spec, **plain, record=tail_rec, ntask=len(trows))
+        tail_spec = replace(spec, **plain, **lit, record=tail_rec, ntask=len(trows))
     fixes = []
-    for g, (mask, idx) in enumerate(order):
+    for g, (key, idx) in enumerate(order):
+        rec = tuple(m for m, h in last.items() if h == g)
+        if key == "box":
+            fixes.append((replace(spec, **plain, ntask=len(idx), record=rec), tuple(idx)))
+            continue
+        mask, meets = key
         pml = tuple(L if m else 0 for L, m in zip(spec.pml, mask))
         kappa = tuple(k and bool(m) for k, m in zip(spec.kappa, mask))
-        rec = tuple(m for m, h in last.items() if h == g)
-        sp = replace(spec, pml=pml, kappa=kappa, ntask=len(idx), record=rec)
+        sp = replace(spec, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
         fixes.append((replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask))), tuple(idx)))
     return bulk, tail_spec, fixes, rows + trows

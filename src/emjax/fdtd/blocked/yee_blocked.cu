@@ -141,10 +141,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #else
   const int ty = blockIdx.y, tz = blockIdx.x;
 #ifdef TILES  // tiles that other kernels compute are left out: only the first tl[4] tiles
-  {            // of the rectangle [tl[0], tl[1]) x [tl[2], tl[3]) in launch order
-    const int tl[5] = {TILES};
+  {            // of the rectangle [tl[0], tl[1]) x [tl[2], tl[3]) in launch order, but those
+    const int tl[9] = {TILES};  // of the hole [tl[5], tl[6]) x [tl[7], tl[8])
     if (ty < tl[0] || ty >= tl[1] || tz < tl[2] || tz >= tl[3] ||
-        (ty - tl[0]) * (tl[3] - tl[2]) + tz - tl[2] >= tl[4])
+        (ty - tl[0]) * (tl[3] - tl[2]) + tz - tl[2] >= tl[4] ||
+        (ty >= tl[5] && ty < tl[6] && tz >= tl[7] && tz < tl[8]))
       return;
   }
 #endif
@@ -170,12 +171,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #define X_OWN(x, l) ((x) >= OX0 && (x) < OX1)
 #define X_IS0(x, l) ((x) == 0)
 #define X_ISNX(x, l) ((x) == NX)
-#endif
-#if CBOX && NRING  // the window and the march miss the coefficients' box: no ring
-  const bool lit = !(meets(y0 - TH, WY, CB_Y0, CB_NY, NY) && meets(z0 - TH, WZ, CB_Z0, CB_NZ, NZ) &&
-                     meets(X0, NXW, CB_X0, CB_NX, NX));
-#else
-  const bool lit = false;
 #endif
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
   const int pz = z0 - TH + lz;  // unwrapped
@@ -265,7 +260,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   for (int i = 0; i < NXW + TH; ++i) {
     const int par = i & 1;
 #if NRING
-    if (active && i < NXW && !lit) {  // plane X0 + i: level 1 updates it next iteration
+    if (active && i < NXW) {  // plane X0 + i: its first E update is level 1's next iteration
       const int slot = (i + 1) % (TH + 1);
       FOR_K {
         const long at = col[k] + (long)i * plane;
@@ -413,12 +408,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           const int slot = (i - s + 1) % (TH + 1);  // plane p's coefficients (i - s + 1 >= 1)
 #endif
 #if RING_CA >= 0
-#define CAE(c) RING_OR_BG(CA_BGV, c, RING(slot, RING_CA + (CA_KIND == 2 ? (c) : 0), k))
+#define CAE(c) RING(slot, RING_CA + (CA_KIND == 2 ? (c) : 0), k)
 #else
 #define CAE(c) CA(c, p, gyk, gz)
 #endif
 #if RING_CB >= 0
-#define CBE(c) RING_OR_BG(CB_BGV, c, RING(slot, RING_CB + (CB_KIND == 2 ? (c) : 0), k))
+#define CBE(c) RING(slot, RING_CB + (CB_KIND == 2 ? (c) : 0), k)
 #else
 #define CBE(c) CB(c, p, gyk, gz)
 #endif
@@ -468,7 +463,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
 #ifdef PEC_KIND
 #if RING_PEC >= 0
-#define KEEPE(c) RING_OR_BG(PEC_BGV, c, RING(slot, RING_PEC + (PEC_KIND == 2 ? (c) : 0), k))
+#define KEEPE(c) RING(slot, RING_PEC + (PEC_KIND == 2 ? (c) : 0), k)
 #else
 #define KEEPE(c) KEEP(c, p, gyk, gz)
 #endif

@@ -85,16 +85,12 @@ __device__ __forceinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, in
 #define CA_BGV(c) BGV(CA, c)
 #define CB_BGV(c) BGV(CB, c)
 #define PEC_BGV(c) BGV(PEC, c)
+#if CBOX_BG  // a kernel whose windows all miss the box: the backgrounds only
+#define COEF(arr, kind, bgv, c, x, y, z) bgv(c)
+#else
 #define COEF(arr, kind, bgv, c, x, y, z) \
   (INBOX(x, y, z) ? arr[((kind) == 2 ? (long)(c) * BNCELL : 0) + BIDX(x, y, z)] : bgv(c))
-// whether the cells [a, a + w) modulo n meet [b, b + m) (0 <= b < b + m <= n)
-__device__ __forceinline__ bool meets(int a, int w, int b, int m, int n) {
-  if (w >= n) return w > 0;
-  a = (a % n + n) % n;
-  return (a < b + m && a + w > b) || a + w - n > b;
-}
-// a CTA whose window and march miss the box (lit) takes the backgrounds, not the ring
-#define RING_OR_BG(bgv, c, ring_value) (lit ? bgv(c) : (ring_value))
+#endif
 // the ring's plane of one coefficient: its box values, or the background
 #define RING_FILL(v0, kind, arr, bgv)                                                   \
   for (int c = 0; c < ((kind) == 2 ? 3 : 1); ++c) {                                    \
@@ -103,7 +99,6 @@ __device__ __forceinline__ bool meets(int a, int w, int b, int m, int n) {
   }
 #else
 #define COEF(arr, kind, bgv, c, x, y, z) arr[((kind) == 2 ? (long)(c) * NCELL : 0) + IDX(x, y, z)]
-#define RING_OR_BG(bgv, c, ring_value) (ring_value)
 #define RING_FILL(v0, kind, arr, bgv) \
   for (int c = 0; c < ((kind) == 2 ? 3 : 1); ++c) cp_async1(&RING(slot, (v0) + c, k), arr + (long)c * NCELL + at);
 #endif
