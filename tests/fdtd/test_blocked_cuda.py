@@ -232,6 +232,22 @@ def test_emulated_bulk_tail_in_pieces(monkeypatch):
 
 
 @emulated
+def test_emulated_cpml_kernel_with_its_own_window(monkeypatch):
+    """The CPML kernel with smaller windows than the bulk's (``split.CPML_BLOCK``), its psi
+    chains in shared memory: the bulk leaves out only the tiles those windows cover."""
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "CPML_BLOCK", (3, 4))
+    sim = _cpml_all_faces()
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    bulk, tail, fixes, rows = cpml_split.split(spec)
+    assert bulk.block == (5, 4) and all(f.block == (3, 4) and f.chain_smem for f, _ in fixes)
+    _compare(sim, 5, th=2, tile=(10, 5, 4), kernel="emulate")
+
+
+@emulated
 def test_emulated_bulk_leaves_covered_tiles(monkeypatch):
     from emjax.fdtd.blocked import cuda_advance
     from emjax.fdtd.blocked import split as cpml_split

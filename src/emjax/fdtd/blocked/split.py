@@ -94,15 +94,17 @@ def tasks(spec: Spec, pieces: int | None = None) -> tuple:
     return tuple(rows)
 
 
-def bulk_tiles(spec: Spec) -> tuple:
+def bulk_tiles(spec: Spec, cpml_block: tuple | None = None) -> tuple:
     """The regular tiles the bulk kernel computes, (ty0, ty1, tz0, tz1): all but those
-    at the faces whose own cells the CPML kernel's y or z windows cover (it recomputes
-    them); every tile where ``SKIP_COVERED`` is off."""
+    at the faces whose own cells the CPML kernel's y or z windows (of ``cpml_block``
+    cells, default the bulk's) cover (it recomputes them); every tile where
+    ``SKIP_COVERED`` is off."""
     (_, ny, nz), th = spec.shape, spec.th
+    cb = cpml_block or spec.block
     ends = []
-    for n, b, L in ((ny, spec.block[0], spec.pml[1]), (nz, spec.block[1], spec.pml[2])):
+    for n, b, c_b, L in ((ny, spec.block[0], cb[0], spec.pml[1]), (nz, spec.block[1], cb[1], spec.pml[2])):
         t = _tiles(n, b)
-        c = _cover(n, b, L + th) if L else []
+        c = _cover(n, c_b, L + th) if L else []
         lo = 0
         while lo < len(t) and _covered(t[lo], c):
             lo += 1
@@ -224,6 +226,10 @@ HOLE = True
 PIECES = 4
 #: CTAs resident at once (None: the GPU's SMs, one CTA each)
 SLOTS = None
+#: the CPML kernel's own cells per window in (y, z) (None: the bulk's tile): with (16, 16) in
+#: float32 and TH = 4 the psi chains of all three axes fit in shared memory beside the
+#: buffers (ptxas: no spills, against about 1.3 KB per thread with the bulk's 24 x 24)
+CPML_BLOCK = None
 #: the CPML's rows in kernels by the axes they reach, and where one axis's chains fit,
 #: those in shared memory (measured on an H100 at 512^3: 53.7 G cell/s against 55.2 for one
 #: kernel; the groups' launches are too small to fill the GPU)
@@ -292,8 +298,12 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     out the :func:`hole`, whose marches over the box run first in the list (no CPML code).
     The CPML's rows (:func:`tasks`) follow, grouped by the CPML axes they reach where
     ``GROUP_BY_AXES``."""
-    rows = tasks(spec, pieces) if any(spec.pml) else ()
-    tiles = bulk_tiles(spec)
+    cspec = spec  # the CPML kernels' windows
+    if CPML_BLOCK and any(spec.pml):
+        wy = CPML_BLOCK[0] + 2 * spec.th
+        cspec = replace(spec, block=tuple(CPML_BLOCK), ry=spec.ry if wy % spec.ry == 0 else 1)
+    rows = tasks(cspec, pieces) if any(spec.pml) else ()
+    tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
     kept, trows = tail(spec, tiles, slots(), gap)
     boxrows = ()
@@ -306,8 +316,8 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     if boxrows:
         groups["box"] = list(range(len(rows), len(rows) + len(boxrows)))
     for i, r in enumerate(rows):  # by the CPML axes, and whether the row meets the box
-        key = touches(spec, r) if GROUP_BY_AXES else tuple(bool(L) for L in spec.pml)
-        groups.setdefault((key, spec.cbox is None or meets_box(spec, r)), []).append(i)
+        key = touches(cspec, r) if GROUP_BY_AXES else tuple(bool(L) for L in spec.pml)
+        groups.setdefault((key, spec.cbox is None or meets_box(cspec, r)), []).append(i)
     rows = rows + boxrows
     order = sorted(groups.items(), key=lambda g: (g[0] != "box", g[1][0]))
     # a probe is recorded by the last kernel that writes its cell (the values are equal)
@@ -334,6 +344,7 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
         mask, meets = key
         pml = tuple(L if m else 0 for L, m in zip(spec.pml, mask))
         kappa = tuple(k and bool(m) for k, m in zip(spec.kappa, mask))
-        sp = replace(spec, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
-        fixes.append((replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask))), tuple(idx)))
+        sp = replace(cspec, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
+        limit = sp.smem_limit if cspec is not spec else 160 * 1024
+        fixes.append((replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask), limit)), tuple(idx)))
     return bulk, tail_spec, fixes, rows + trows
