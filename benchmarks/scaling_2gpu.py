@@ -1,10 +1,10 @@
 """One device against two (or ``--devices 2 4``: two, then four), side by side in one
 process: the DDA orientation average (orientations dealt out whole), one DDA lattice in
 slabs, and a layered map (points dealt out whole). Each case: a warm-up call on one device
-(compilation and first run), timed calls, then the same on k devices; a JSON line per case with the devices, JAX version, commit,
-the compile (first call) and run times, the speed-up and the largest difference between the
-two answers. Appended to ``$OUT/scaling_2gpu.json`` (a JSON list) as it goes, when ``$OUT``
-is set. A case that fails prints its error and the run moves on.
+(compilation and first run), timed calls, then the same on k devices; a JSON line per case
+with the devices, JAX version, commit, the compile (first call) and run times, the speed-up
+and the largest difference between the two answers. Appended to ``$OUT/scaling_2gpu.json``
+(a JSON list) as it goes, when ``$OUT`` is set. A case that fails prints its error and the run moves on.
 
     python benchmarks/scaling_2gpu.py                 # a 2-GPU host (about 5 minutes)
     XLA_FLAGS=--xla_force_host_platform_device_count=2 PYTHONPATH=src \\
@@ -219,7 +219,14 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=330.0, help="seconds; later cases are skipped")
     args = ap.parse_args(argv)
     if len(jax.devices()) < max(args.devices) or min(args.devices) < 2:
-        print(json.dumps({"error": f"--devices {args.devices}: each 2 .. {len(jax.devices())} (JAX sees {jax.devices()})"}))
+        print(
+            json.dumps(
+                {
+                    "error": f"--devices {args.devices}: each 2 .. {len(jax.devices())} "
+                    f"(JAX sees {jax.devices()})"
+                }
+            )
+        )
         return 1
     s = args.small
     cases = {

@@ -105,13 +105,21 @@ def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
     th, b = 3, 4
     starts = [min(t * b, n - b) - th for n in shape[1:] for t in range(-(-n // b))]
     ys, zs = starts[: -(-shape[1] // b)], starts[-(-shape[1] // b) :]
-    hits = [_meets(y, b + 2 * th, 13, 3, shape[1]) and _meets(z, b + 2 * th, 4, 3, shape[2]) for y in ys for z in zs]
+    hits = [
+        _meets(y, b + 2 * th, 13, 3, shape[1]) and _meets(z, b + 2 * th, 4, 3, shape[2])
+        for y in ys
+        for z in zs
+    ]
     assert 0 < sum(hits) < len(hits) / 2  # both kinds of CTA, mostly those away from the box
     from emjax.fdtd.blocked import split
 
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, th, (b, b), cbox=coef_box.find(plan, arrays))
     # the CPML rows whose windows miss the box in a kernel with the backgrounds as literals
-    assert {(any(f.pml), f.cbox_bg) for f, _ in split.split(spec)[2]} == {(False, False), (True, True), (True, False)}
+    assert {(any(f.pml), f.cbox_bg) for f, _ in split.split(spec)[2]} == {
+        (False, False),
+        (True, True),
+        (True, False),
+    }
     # 41 steps: the pulse reaches every CPML slab (their psi then holds more than rounding)
     _compare(sim, 41, th=th, tile=(24, b, b), kernel="emulate")
 

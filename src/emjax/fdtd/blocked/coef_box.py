@@ -81,7 +81,16 @@ def defines(spec, literal) -> dict:
         return {"CBOX": 0}
     x0, _, y0, _, z0, _ = spec.cbox
     nx, ny, nz = shape(spec.cbox)
-    d = {"CBOX": 1, "CBOX_BG": int(spec.cbox_bg), "CB_X0": x0, "CB_Y0": y0, "CB_Z0": z0, "CB_NX": nx, "CB_NY": ny, "CB_NZ": nz}
+    d = {
+        "CBOX": 1,
+        "CBOX_BG": int(spec.cbox_bg),
+        "CB_X0": x0,
+        "CB_Y0": y0,
+        "CB_Z0": z0,
+        "CB_NX": nx,
+        "CB_NY": ny,
+        "CB_NZ": nz,
+    }
     for key, vals in spec.cbg:
         for c, v in enumerate(vals):
             d[f"{key.upper()}_BG{c}"] = literal(v)
