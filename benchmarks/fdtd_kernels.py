@@ -11,6 +11,8 @@ PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --boundary pec cpml --
 PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --boundary cpml --source dipole tfsf
 PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --material dielectric dielectric3 \
     --configs 4,24,2 --ring on off
+PYTHONPATH=src python3 benchmarks/fdtd_kernels.py --n 512 --boundary cpml --configs 4,24,2 \
+    --cpml-block bulk 16x16 16x24
 
 Each row: ``cells_per_s`` (a second call of ``steps`` steps; the first, ``compile_s``,
 compiles), ``bytes_per_update`` (the model: XLA 18 values per update plus the coefficient
@@ -155,6 +157,12 @@ def main(argv=None):
         choices=["on", "off"],
         help="per-cell coefficients through the kernel's shared-memory ring (on) or read from global memory",
     )
+    ap.add_argument(
+        "--cpml-block",
+        nargs="+",
+        default=["bulk"],
+        help="the CPML kernel's own cells per window, 'YxZ' (e.g. 16x16), or 'bulk' (the bulk's tile)",
+    )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
         "--source",
@@ -216,18 +224,22 @@ def main(argv=None):
                         }
                     )
                     combos = [
-                        (c, sp, ck, r)
+                        (c, sp, ck, r, cb)
                         for c in a.configs
                         for sp in a.split
                         for ck in a.cpml_kernels
                         for r in a.ring
+                        for cb in a.cpml_block
                     ]
-                    for cfg, split, ck, ring in combos:
+                    for cfg, split, ck, ring, cb in combos:
                         if split == "off" and boundary == "pec":
                             continue
-                        if split == "off" and ck != a.cpml_kernels[0]:
+                        if split == "off" and (ck != a.cpml_kernels[0] or cb != a.cpml_block[0]):
                             continue
-                        cpml_kernels(ck)
+                        from emjax.fdtd.blocked import split as cpml_split
+
+                        cpml_split.CPML_BLOCK = None if cb == "bulk" else tuple(int(v) for v in cb.split("x"))
+                        cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))
                         row = {
@@ -239,6 +251,7 @@ def main(argv=None):
                             "split_cpml": split == "on",
                             "cpml_kernels": ck if split == "on" else None,
                             "coef_ring": ring == "on",
+                            "cpml_block": cb,
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,
