@@ -140,7 +140,8 @@ class Spec:
     @property
     def ring(self) -> tuple:
         """The per-cell coefficients staged in shared memory, ((key, values per cell), ...):
-        cb, ca, then pec while they fit in ``smem_limit``; none without ``coef_ring``."""
+        cb, ca, then pec while they fit in ``smem_limit``; none without ``coef_ring`` or
+        with ``cbox_bg`` (the background values as literals)."""
         if not self.coef_ring or self.cbox_bg:
             return ()
         w = self.window[0] * self.window[1]
