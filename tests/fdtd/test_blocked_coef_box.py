@@ -1,7 +1,9 @@
 """Per-cell coefficients held only in the box where they differ from the background
 (emjax.fdtd.blocked.coef_box): the box found bounds the scatterer, the kernel's arrays are
 cut to it, and the kernel (emulated on the host) equals the XLA step to rounding with the
-coefficient ring and without it; grids filled with coefficients keep whole arrays."""
+coefficient ring and without it, also where most tiles take the background values as
+literals and the tiles whose windows meet the box run apart (split.hole); grids filled with
+coefficients keep whole arrays."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -10,7 +12,7 @@ from test_blocked import _compare, _cpml_dielectric, _setup
 
 from emjax import fdtd
 from emjax.backend import precision_scope
-from emjax.fdtd.blocked import coef_box, cuda, cuda_advance
+from emjax.fdtd.blocked import coef_box, cuda, cuda_advance, split
 from emjax.fdtd.grid import CPML
 
 emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
@@ -71,13 +73,13 @@ def test_emulated_box_equals_the_xla_step(ring, component_eps, monkeypatch):
 
 
 def _meets(a, w, b, m, n):
-    """The kernel's test (yee_helpers.cuh): cells [a, a + w) modulo n meet [b, b + m)."""
+    """Whether cells [a, a + w) modulo n meet [b, b + m): a tile's window against the box."""
     return w > 0 if w >= n else bool(set(np.arange(a, a + w) % n) & set(range(b, b + m)))
 
 
 def _away():
-    """24 x 21 x 19 with a CPML on every face, a small block of eps per component (one cell
-    apart) and probes inside and outside it."""
+    """24 x 21 x 19 with a CPML on every face, a small block of eps per component (one cell's
+    y component higher) and probes inside and outside it."""
     shape = (24, 21, 19)
     g = fdtd.Grid(shape, 1.0, boundary=CPML(thickness=3), precision="double")
     eps = np.ones((3,) + shape)
@@ -111,8 +113,6 @@ def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
         for z in zs
     ]
     assert 0 < sum(hits) < len(hits) / 2  # both kinds of CTA, mostly those away from the box
-    from emjax.fdtd.blocked import split
-
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, th, (b, b), cbox=coef_box.find(plan, arrays))
     # the CPML rows whose windows miss the box in a kernel with the backgrounds as literals
     assert {(any(f.pml), f.cbox_bg) for f, _ in split.split(spec)[2]} == {
@@ -125,8 +125,9 @@ def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
 
 
 def _hole_case():
-    """40 x 21 x 19 with PEC walls, a small block of eps per component, probes in the box,
-    in a tile whose window meets it (x away from it), in the bulk and in its last tiles."""
+    """40 x 21 x 19 with PEC walls, a small block of eps per component (one cell's z
+    component higher), probes in the box, in a tile whose window meets it (x away from it),
+    in the bulk and in its last tiles."""
     from emjax.fdtd.grid import PEC
 
     shape = (40, 21, 19)
@@ -150,8 +151,6 @@ def test_emulated_hole_in_the_bulk_equals_the_xla_step(monkeypatch):
     out the tiles whose windows meet the box; their marches over the box run in a kernel of
     their own, the rest of their x range and the bulk's last wave (few CTA slots here) in the
     tail. Equal to the XLA step, probes in each kernel's cells included."""
-    from emjax.fdtd.blocked import split
-
     monkeypatch.setattr(cuda, "COEF_RING", True)
     monkeypatch.setattr(split, "SLOTS", 7)
     sim = _hole_case()
@@ -171,8 +170,6 @@ def test_emulated_hole_in_the_bulk_equals_the_xla_step(monkeypatch):
 @pytest.mark.parametrize("case", ["away", "hole"])
 def test_gpu_box_and_hole_equal_the_xla_step(case, monkeypatch):
     """The two emulated cases above on the GPU: float64 to 1e-12 of the largest value."""
-    from emjax.fdtd.blocked import split
-
     monkeypatch.setattr(split, "SLOTS", 7 if case == "hole" else None)
     if case == "away":
         _compare(_away(), 41, th=3, tile=(24, 4, 4), kernel="cuda")
