@@ -123,10 +123,15 @@ def bulk_tiles(spec: Spec, cpml_block: tuple | None = None) -> tuple:
     return full if not SKIP_COVERED else tuple(ends)
 
 
+def _cost(n: int, p: int, length: int, th: int, slots: int) -> float:
+    """The time of ``n`` marches over ``length`` planes in ``p`` pieces each, in planes:
+    waves of ``slots`` CTAs x a piece's planes (TH planes each side spoiled)."""
+    return math.ceil(n * p / slots) * (length / p + 3 * th)
+
+
 def _pieces(n: int, length: int, th: int, slots: int) -> int:
-    """Pieces along x of ``n`` marches over ``length`` planes that fill ``slots`` CTAs best:
-    the time in whole marches, waves x a piece's planes (TH planes each side spoiled)."""
-    return min(range(1, 65), key=lambda p: (math.ceil(n * p / slots) * (length / p + 3 * th), p))
+    """Pieces along x of ``n`` marches over ``length`` planes that fill ``slots`` CTAs best."""
+    return min(range(1, 65), key=lambda p: (_cost(n, p, length, th, slots), p))
 
 
 def _march(a: int, b: int, nx: int, th: int, k: int) -> list[tuple[int, int, int, int]]:
@@ -194,7 +199,7 @@ def tail(spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None) -> tupl
         return len(order), ()
     nx, th = spec.shape[0], spec.th
     best = _pieces(left, nx, th, slots)
-    if math.ceil(left * best / slots) * (nx / best + 3 * th) / nx >= 1:
+    if _cost(left, best, nx, th, slots) >= nx:  # no faster than one whole march
         return len(order), ()
     rows = tuple(
         (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + m
@@ -319,10 +324,11 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     rows = tasks(cspec, pieces) if any(spec.pml) else ()
     tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
-    kept, trows = tail(spec, tiles, slots(), gap)
+    ctas = slots()
+    kept, trows = tail(spec, tiles, ctas, gap)
     boxrows = ()
     if gap is not None:
-        boxrows, litrows = hole_rows(spec, gap, slots())
+        boxrows, litrows = hole_rows(spec, gap, ctas)
         trows = trows + litrows
     if not rows and not trows and not boxrows:
         return None
