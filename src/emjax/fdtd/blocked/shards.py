@@ -85,9 +85,21 @@ def _pairs(n: int) -> tuple:
     return [(i, i - 1) for i in range(1, n)], [(i, i + 1) for i in range(n - 1)]
 
 
+def _two_way(m: int, th: int):
+    """Two devices: each sends one side, in one collective (where the two directions as two
+    collectives run one after the other). Device 0 sends its last own planes and takes the
+    others' first into its upper halo; device 1 the reverse. (send start, receive start, pairs)."""
+    first = jax.lax.axis_index(AXIS) == 0
+    return jnp.where(first, m, th), jnp.where(first, m + th, 0), [(0, 1), (1, 0)]
+
+
 def _exchange(a, th: int, n: int, axis: int = 0):
     """Refresh the halos of an extended slab (own planes ``[th, th + m)`` along ``axis``)."""
     m = a.shape[axis] - 2 * th
+    if n == 2:
+        send, recv, pairs = _two_way(m, th)
+        got = jax.lax.ppermute(jax.lax.dynamic_slice_in_dim(a, send, th, axis=axis), AXIS, pairs)
+        return jax.lax.dynamic_update_slice_in_dim(a, got, recv, axis)
     to_left, to_right = _pairs(n)
     lo = jax.lax.ppermute(jax.lax.slice_in_dim(a, m, m + th, axis=axis), AXIS, to_right)
     hi = jax.lax.ppermute(jax.lax.slice_in_dim(a, th, 2 * th, axis=axis), AXIS, to_left)
@@ -100,6 +112,17 @@ def _exchange_group(arrays, th: int, n: int):
     if len(arrays) == 1:
         return [_exchange(arrays[0], th, n)]
     m = arrays[0].shape[0] - 2 * th
+    if n == 2:
+        send, recv, pairs = _two_way(m, th)
+        got = jnp.concatenate([jnp.ravel(jax.lax.dynamic_slice_in_dim(a, send, th)) for a in arrays])
+        got = jax.lax.ppermute(got, AXIS, pairs)
+        out, at = [], 0
+        for a in arrays:
+            k = th * int(np.prod(a.shape[1:]))
+            piece = got[at : at + k].reshape((th,) + a.shape[1:])
+            out.append(jax.lax.dynamic_update_slice_in_dim(a, piece, recv, 0))
+            at += k
+        return out
     to_left, to_right = _pairs(n)
     lo = jnp.concatenate([jnp.ravel(a[m : m + th]) for a in arrays])
     hi = jnp.concatenate([jnp.ravel(a[th : 2 * th]) for a in arrays])
