@@ -4,10 +4,10 @@ each GPU's kernels summed by name, and the time the GPU sat idle between them.
     NCCL_NVLS_ENABLE=0 PYTHONPATH=src python3 benchmarks/fdtd_trace.py --size 512 --devices 2 \\
         --steps 40 --kernel blocked --out trace.json
 
-N^3 cells per device (weak scaling: (k N, N, N) on k devices), a 10-cell CPML, float32, a
-z dipole. The run is compiled and run once untraced, then traced. The JSON written has, per
-GPU plane: its lines (streams) with their busy times, the busy time of its streams (the
-union of their kernels' intervals), the span from the first
+N^3 cells per device (weak scaling: (k N, N, N) on k devices; ``--scaling strong``: N^3 in
+all), a 10-cell CPML, float32, a z dipole. The run is compiled and run once untraced, then
+traced. The JSON written has, per GPU plane: its lines (streams) with their busy times, the
+busy time of its streams (the union of their kernels' intervals), the span from the first
 kernel's start to the last one's end, and the kernels by total time (name, calls, seconds).
 """
 
@@ -42,7 +42,9 @@ def _union(intervals):
 
 def summarize(xspace_path: str, top: int = 25, sequence: int = 80) -> list[dict]:
     """Per GPU plane of the trace: busy and span seconds, its kernels summed by name, and
-    ``sequence`` events of its busiest stream in order from the top kernel's first call."""
+    ``sequence`` events of its busiest stream in order from the top kernel's first call, and
+    up to ``sequence`` events before that call and after the top kernel's last one (the work
+    of a call outside its passes)."""
     data = ProfileData.from_file(xspace_path)
     out = []
     for plane in data.planes:
@@ -71,15 +73,22 @@ def summarize(xspace_path: str, top: int = 25, sequence: int = 80) -> list[dict]
         top_k = next((k for k, _ in ranked if not k.startswith("Memcpy")), ranked[0][0])
         first = next((i for i, ev in enumerate(evs) if ev.name == top_k), 0)
         t0 = evs[first].start_ns if evs else 0
-        seq = [
-            {
-                "name": ev.name[:60],
-                "t_ms": (ev.start_ns - t0) * 1e-6,
-                "us": ev.duration_ns * 1e-3,
-                "stats": {str(k): str(v)[:60] for k, v in ev.stats},
-            }
-            for ev in evs[first : first + sequence]
-        ]
+
+        def rows(events, t0=t0):
+            return [
+                {
+                    "name": ev.name[:60],
+                    "t_ms": (ev.start_ns - t0) * 1e-6,
+                    "us": ev.duration_ns * 1e-3,
+                    "stats": {str(k): str(v)[:60] for k, v in ev.stats},
+                }
+                for ev in events
+            ]
+
+        seq = rows(evs[first : first + sequence])
+        # the call's work outside its passes: before the first and after the last top kernel
+        last = max((i for i, ev in enumerate(evs) if ev.name == top_k), default=len(evs) - 1)
+        around = {"before": rows(evs[:first][-sequence:]), "after": rows(evs[last + 1 :][:sequence])}
         out.append(
             {
                 "plane": plane.name,
@@ -87,6 +96,7 @@ def summarize(xspace_path: str, top: int = 25, sequence: int = 80) -> list[dict]
                 "span_s": (max(e for _, e in spans) - min(s for s, _ in spans)) * 1e-9,
                 "lines": lines,
                 "sequence": seq,
+                "around": around,
                 "kernels": [{"name": k[:120], "calls": c, "seconds": t} for k, (c, t) in ranked],
             }
         )
@@ -106,16 +116,23 @@ def main(argv=None) -> int:
         help="the CPML rows in one kernel per set of CPML axes they reach (split.GROUP_BY_AXES): "
         "each group's launch shows apart in the sequence",
     )
+    ap.add_argument("--scaling", default="weak", choices=["weak", "strong"])
+    ap.add_argument(
+        "--cpml-block",
+        default=None,
+        help="the CPML kernel's own cells per window, 'YxZ' (split.CPML_BLOCK; default: the bulk's tile)",
+    )
     ap.add_argument("--out", default=None, help="JSON file to write (default: print)")
     a = ap.parse_args(argv)
     k = a.devices
-    if a.group_by_axes:
-        from emjax.fdtd.blocked import split
+    from emjax.fdtd.blocked import split
 
-        split.GROUP_BY_AXES = True  # read while the pass is traced: set before the first run
-    sim = benchmark_simulation(
-        a.size, shape=(k * a.size, a.size, a.size), boundary="cpml", material=a.material
-    )[0]
+    # read while the pass is traced: set before the first run
+    split.GROUP_BY_AXES = a.group_by_axes or split.GROUP_BY_AXES
+    if a.cpml_block:
+        split.CPML_BLOCK = tuple(int(v) for v in a.cpml_block.split("x"))
+    nx = k * a.size if a.scaling == "weak" else a.size
+    sim = benchmark_simulation(a.size, shape=(nx, a.size, a.size), boundary="cpml", material=a.material)[0]
     layout = k if k > 1 else None
     fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
     with tempfile.TemporaryDirectory() as d:
@@ -123,7 +140,15 @@ def main(argv=None) -> int:
             r = fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
         paths = glob.glob(os.path.join(d, "**", "*.xplane.pb"), recursive=True)
         planes = summarize(paths[0]) if paths else []
-    res = {"size": a.size, "devices": k, "layout": layout, "steps": a.steps, "group_by_axes": a.group_by_axes}
+    res = {
+        "size": a.size,
+        "devices": k,
+        "scaling": a.scaling,
+        "layout": layout,
+        "steps": a.steps,
+        "group_by_axes": a.group_by_axes,
+        "cpml_block": a.cpml_block,
+    }
     res.update(kernel=r.kernel, seconds=r.seconds)
     res["planes"] = planes
     text = json.dumps(res, indent=1)

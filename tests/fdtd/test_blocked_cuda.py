@@ -407,3 +407,19 @@ def test_gpu_1000_steps_float64_and_float32():
 @gpu
 def test_gpu_dft_planes_float64():
     _compare_dft(_dft_planes_case(), 41, "cuda", tol=1e-12)
+
+
+@gpu
+@pytest.mark.parametrize("cpml_block, th", [((16, 16), 2), ((8, 12), 2), ((16, 16), 4)])
+def test_gpu_cpml_kernel_with_its_own_window(monkeypatch, cpml_block, th):
+    """The CPML kernel with windows smaller than the bulk's on a 48^3 grid with a CPML on
+    every face (bulk tiles of 24 x 24), float64 to 1e-12 after 60 steps: at TH = 2 its three
+    axes' psi chains fit in shared memory, at TH = 4 they do not."""
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "CPML_BLOCK", cpml_block)
+    jax.clear_caches()
+    try:
+        _compare(_cpml_all_faces((48, 48, 48)), 60, th=th, tile=(48, 24, 24), kernel="cuda")
+    finally:
+        jax.clear_caches()
