@@ -40,6 +40,14 @@ from emjax.fdtd.blocked import cuda as cuda_kernel
 from emjax.fdtd.grid import CPML, PEC
 from emjax.scattering import PlaneWave
 
+
+def _cpml_block(text: str):
+    """--cpml-block's value as split.CPML_BLOCK takes it."""
+    if text in ("bulk", "auto"):
+        return "bulk" if text == "bulk" else None
+    return tuple(int(v) for v in text.split("x"))
+
+
 BOUNDARIES = {
     "pec": PEC(),
     "cpml": CPML(10),
@@ -160,8 +168,9 @@ def main(argv=None):
     ap.add_argument(
         "--cpml-block",
         nargs="+",
-        default=["bulk"],
-        help="the CPML kernel's own cells per window, 'YxZ' (e.g. 16x16), or 'bulk' (the bulk's tile)",
+        default=["auto"],
+        help="the CPML kernel's own cells per window, 'YxZ' (e.g. 16x16), 'bulk' (the bulk's tile) or "
+        "'auto' (split.CPML_BLOCK_DEFAULT by precision)",
     )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
@@ -238,7 +247,7 @@ def main(argv=None):
                             continue
                         from emjax.fdtd.blocked import split as cpml_split
 
-                        cpml_split.CPML_BLOCK = None if cb == "bulk" else tuple(int(v) for v in cb.split("x"))
+                        cpml_split.CPML_BLOCK = _cpml_block(cb)
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))

@@ -120,7 +120,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--cpml-block",
         default=None,
-        help="the CPML kernel's own cells per window, 'YxZ' (split.CPML_BLOCK; default: the bulk's tile)",
+        help="the CPML kernel's own cells per window, 'YxZ' or 'bulk' (split.CPML_BLOCK; default: "
+        "by precision)",
     )
     ap.add_argument("--out", default=None, help="JSON file to write (default: print)")
     a = ap.parse_args(argv)
@@ -130,7 +131,8 @@ def main(argv=None) -> int:
     # read while the pass is traced: set before the first run
     split.GROUP_BY_AXES = a.group_by_axes or split.GROUP_BY_AXES
     if a.cpml_block:
-        split.CPML_BLOCK = tuple(int(v) for v in a.cpml_block.split("x"))
+        cb = a.cpml_block
+        split.CPML_BLOCK = "bulk" if cb == "bulk" else tuple(int(v) for v in cb.split("x"))
     nx = k * a.size if a.scaling == "weak" else a.size
     sim = benchmark_simulation(a.size, shape=(nx, a.size, a.size), boundary="cpml", material=a.material)[0]
     layout = k if k > 1 else None

@@ -60,7 +60,7 @@ def _tables(spec, n: int, split_cpml: bool, th: int):
     nx = spec.shape[0]
     m = nx // n
     xr, tabs = [], []
-    parts = split.split(spec, pieces(n)) if split_cpml else None
+    parts = split.split(spec, pieces(n, nx)) if split_cpml else None
     for k in range(n):
         lo, hi = k * m - th, (k + 1) * m + th
         planes = (max(lo, 0), min(hi, nx))
@@ -71,11 +71,14 @@ def _tables(spec, n: int, split_cpml: bool, th: int):
     return np.array(xr, np.int32), tab
 
 
-def pieces(n: int) -> int:
-    """x pieces of the CPML kernel's y and z windows over the whole grid on ``n`` devices:
-    each device's slab gets the one-device count (2 x H100, 512^3: with 4 in all, strong /
-    weak scaling 72.5% / 78.4%; with 8, 79.3% / 89.0%)."""
-    return split.PIECES * n
+def pieces(n: int, nx: int) -> int:
+    """x pieces of the CPML kernel's y and z windows over the whole grid of ``nx`` planes on
+    ``n`` devices: each slab of 384 planes or more gets the one-device count, a shorter slab
+    3. Measured on 2 x H200, 512^3 float32 CPML (two runs each), strong scaling (slabs of 256):
+    2 per slab 79.7%, 3 86.2 / 85.6%, 4 84.3 / 84.3%, 6 81.8%; weak (slabs of 512): 3 per slab
+    94.0 / 94.1%, 4 95.7 / 95.8%. (2 x H100, an earlier kernel: 4 in all 72.5% / 78.4%, 8
+    79.3% / 89.0%.)"""
+    return (split.PIECES if nx // n >= 384 else 3) * n
 
 
 def _pairs(n: int) -> tuple:
@@ -233,7 +236,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 split_cpml,
                 xr_k,
                 tab,
-                pieces(n),
+                pieces(n, nx),
                 inc=inc,
                 J=Hc[3:],
             )

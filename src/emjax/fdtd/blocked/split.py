@@ -245,10 +245,16 @@ HOLE = True
 PIECES = 4
 #: CTAs resident at once (None: the GPU's SMs, one CTA each)
 SLOTS = None
-#: the CPML kernel's own cells per window in (y, z) (None: the bulk's tile): with (16, 16) in
-#: float32 and TH = 4 the psi chains of all three axes fit in shared memory beside the
-#: buffers (ptxas: no spills, against about 1.3 KB per thread with the bulk's 24 x 24)
+#: the CPML kernel's own cells per window in (y, z): None takes :data:`CPML_BLOCK_DEFAULT`
+#: by precision, "bulk" the bulk's tile. Smaller windows let the psi chains of all three axes
+#: sit in shared memory (float32, TH = 4, (16, 16): no spills, against about 1.3 KB per thread
+#: with the bulk's 24 x 24) but recompute more halo cells.
 CPML_BLOCK = None
+#: by bytes per value, where smaller than the bulk's tile; measured at 512^3 with a 10-cell
+#: CPML (G cell/s): float32 TH = 4, tiles of 24 (H100): the bulk's 56.2, (16, 16) 48.5,
+#: (16, 24) 54.0; float64 TH = 2 (H200): tiles of 28 17.1, of 24 19.9, of 24 with (12, 12)
+#: 21.5, (16, 16) 20.3, (16, 28) 20.8; (H100) tiles of 28 14.1, with (16, 16) 17.4
+CPML_BLOCK_DEFAULT = {8: (12, 12)}
 #: the CPML's rows in kernels by the axes they reach, and where one axis's chains fit,
 #: those in shared memory (measured on an H100 at 512^3: 53.7 G cell/s against 55.2 for one
 #: kernel; the groups' launches are too small to fill the GPU)
@@ -296,6 +302,18 @@ def chains_fit(spec: Spec, axes: int, limit: int = 160 * 1024) -> bool:
     return spec.th > 1 and (12 * w + 8 * (spec.th - 1) * w * axes) * spec.itemsize <= limit
 
 
+def cpml_block(spec: Spec) -> tuple:
+    """The CPML kernel's own cells per window (:data:`CPML_BLOCK`)."""
+    if CPML_BLOCK == "bulk":
+        return tuple(spec.block)
+    if CPML_BLOCK:
+        return tuple(CPML_BLOCK)
+    cb = CPML_BLOCK_DEFAULT.get(spec.itemsize)
+    if cb is None or any(c >= b for c, b in zip(cb, spec.block)):
+        return tuple(spec.block)
+    return cb
+
+
 def slots() -> int:
     if SLOTS:
         return SLOTS
@@ -318,9 +336,10 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     The CPML's rows (:func:`tasks`) follow, grouped by the CPML axes they reach where
     ``GROUP_BY_AXES``."""
     cspec = spec  # the CPML kernels' windows
-    if CPML_BLOCK and any(spec.pml):
-        wy = CPML_BLOCK[0] + 2 * spec.th
-        cspec = replace(spec, block=tuple(CPML_BLOCK), ry=spec.ry if wy % spec.ry == 0 else 1)
+    cb = cpml_block(spec)
+    if cb != tuple(spec.block) and any(spec.pml):
+        wy = cb[0] + 2 * spec.th
+        cspec = replace(spec, block=cb, ry=spec.ry if wy % spec.ry == 0 else 1)
     rows = tasks(cspec, pieces) if any(spec.pml) else ()
     tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
