@@ -89,6 +89,15 @@ def summarize(xspace_path: str, top: int = 25, sequence: int = 80) -> list[dict]
         # the call's work outside its passes: before the first and after the last top kernel
         last = max((i for i, ev in enumerate(evs) if ev.name == top_k), default=len(evs) - 1)
         around = {"before": rows(evs[:first][-sequence:]), "after": rows(evs[last + 1 :][:sequence])}
+        # every stream's events after the last pass (copies between devices run on their own)
+        t_end = evs[last].start_ns + evs[last].duration_ns if evs else 0
+        tail = sorted(
+            ((ev, line.name) for line in stream_lines for ev in line.events if ev.start_ns >= t_end),
+            key=lambda e: e[0].start_ns,
+        )
+        around["after_all"] = [dict(r, line=ln[:30]) for r, (_, ln) in zip(rows([e for e, _ in tail]), tail)][
+            : 3 * sequence
+        ]
         out.append(
             {
                 "plane": plane.name,

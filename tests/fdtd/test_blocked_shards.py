@@ -289,3 +289,39 @@ def test_poles_on_slabs_equal_one_device_emulated():
     poles' state rides after H through the halos; fields, state and probe equal the
     one-device XLA step to 1e-12 (float64)."""
     assert run_with_devices(3, CASE_POLES).strip().endswith("ok")
+
+
+@pytest.mark.parametrize("case", ["small", "512"])
+def test_interior_of_the_send_planes_is_written_by_the_bulk_alone(case):
+    """The part of the send planes that travels while the CPML kernel runs: no row of a
+    kernel that runs after the bulk (CPML, box) owns a cell of it in a send plane, and it
+    lies in the bulk's tiles. On 2 devices at 512^3 (tiles of 24, a 10-cell CPML) it is the
+    plane but the CPML windows' 24 cells at each y and z face."""
+    import jax.numpy as jnp
+
+    from emjax import fdtd
+    from emjax.fdtd import step as engine
+    from emjax.fdtd.bench import benchmark_simulation
+    from emjax.fdtd.blocked import cuda_advance, shards, split
+    from emjax.fdtd.grid import CPML
+
+    if case == "small":
+        g = fdtd.Grid((24, 14, 13), 1.0, boundary=(CPML(3), CPML(2), CPML(2)), precision="double")
+        sim, th, block, dtype = fdtd.GridSimulation(g, eps=np.full((24, 14, 13), 2.0)), 2, (5, 4), jnp.float64
+    else:
+        sim, th, block, dtype = benchmark_simulation(512)[0], 4, (24, 24), jnp.float32
+    arrays, pml = engine.coefficients(sim, dtype)
+    spec = cuda_advance.make_spec(engine.make_plan(sim, 8, dtype, arrays, pml), arrays, dtype, th, block)
+    y0, y1, z0, z1 = rect = shards.interior(spec, 2, th)
+    nx, m = spec.shape[0], spec.shape[0] // 2
+    bulk, _, fixes, rows = split.split(spec, shards.pieces(2, nx))
+    ty0, ty1, tz0, tz1 = bulk.tiles[:4]
+    assert ty0 * block[0] <= y0 < y1 <= ty1 * block[0] and tz0 * block[1] <= z0 < z1 <= tz1 * block[1]
+    for _, idx in fixes:
+        for i in idx:
+            r = rows[i]
+            for x in range(m - th, m + th):  # device 0's last own planes, device 1's first
+                if r[8] <= x < r[9]:
+                    assert not (r[2] < y1 and y0 < r[3] and r[4] < z1 and z0 < r[5]), (r, rect)
+    if case == "512":
+        assert rect == (24, 488, 24, 488)

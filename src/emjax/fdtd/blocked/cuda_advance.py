@@ -181,6 +181,7 @@ def _one_pass(
     pieces=None,
     inc=None,
     J=(),
+    after_bulk=None,
 ):
     """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records, J); ``J``:
     the poles' state (:mod:`.poles`; it travels next to the fields, ``dest[3]`` its
@@ -191,7 +192,9 @@ def _one_pass(
     ``xr``, ``table``: where along x (a shard's slab) and the task rows of
     :func:`.split.split` (with ``pieces``) clipped to it (default: the whole grid).
     Monitor records start from zeros (each device writes its own cells); the CPML kernel
-    writes over the bulk's in its cells."""
+    writes over the bulk's in its cells. ``after_bulk(fields) -> fields``: called with the
+    fields (and the poles' currents) once the bulk kernel and its tail have written them,
+    before the CPML kernels (a split pass only): what it returns goes on to them."""
     nf = 6 + len(J)  # the fields and the poles' currents, in and out
     args = list(E) + list(H) + list(J) + list(static)
     if spec.sources:
@@ -227,6 +230,8 @@ def _one_pass(
         cur_psi = [np.full(np.shape(v), np.nan, spec.dtype) for v in psi] if dest is None else list(dest[2])
         axes = [a for a, L in enumerate(spec.pml) if L]
         fields, mrec, rec = list(first[:nf]), list(first[nf : nf + 1] if spec.boxes else []), first[-1]
+        if after_bulk is not None:
+            fields = list(after_bulk(fields))
         for fix, idx in fixes:
             mine = [j for j, a in enumerate(axes) if fix.pml[a]]
             pro = [v for j in mine for v in prof[2 * j : 2 * j + 2]]

@@ -30,7 +30,7 @@ from jax.sharding import PartitionSpec as P
 
 from ...layout import AXIS
 from ..sharded import split_axis
-from . import cuda, incidence, records, split
+from . import cuda, halos, incidence, records, split
 from .cuda_advance import (
     _one_pass,
     _sv,
@@ -71,6 +71,45 @@ def _tables(spec, n: int, split_cpml: bool, th: int):
     return np.array(xr, np.int32), tab
 
 
+def interior(spec, n: int, th: int) -> tuple | None:
+    """(y0, y1, z0, z1): the part of every send plane on ``n`` devices that the bulk kernel
+    and its tail write last (no CPML or box kernel's row owns a cell of it in a send plane),
+    which can travel while the CPML kernel runs (:func:`.halos.send_interior`); None where
+    there is none."""
+    nx = spec.shape[0]
+    m = nx // n
+    parts = split.split(spec, pieces(n, nx))
+    if parts is None:
+        return None
+    bulk, _, fixes, rows = parts
+    ty0, ty1, tz0, tz1 = bulk.tiles[:4]
+    (by, bz), (ny, nz) = bulk.block, spec.shape[1:]
+    y0, y1, z0, z1 = ty0 * by, min(ty1 * by, ny), tz0 * bz, min(tz1 * bz, nz)
+    if y0 >= y1 or z0 >= z1:
+        return None
+    sends = [(k * m, k * m + th) for k in range(1, n)]  # the first own planes, and the last
+    sends += [((k + 1) * m - th, (k + 1) * m) for k in range(n - 1)]
+    later = [
+        rows[i] for _, idx in fixes for i in idx if any(rows[i][8] < b and a < rows[i][9] for a, b in sends)
+    ]
+    for r in later:  # a row that owns cells of the rectangle cuts it back past them
+        if not (r[2] < y1 and y0 < r[3] and r[4] < z1 and z0 < r[5]):
+            continue
+        cuts = [
+            (max(y0, r[3]), y1, z0, z1) if r[2] <= y0 else None,
+            (y0, min(y1, r[2]), z0, z1) if r[3] >= y1 else None,
+            (y0, y1, max(z0, r[5]), z1) if r[4] <= z0 else None,
+            (y0, y1, z0, min(z1, r[4])) if r[5] >= z1 else None,
+        ]
+        cuts = [c for c in cuts if c is not None and c[0] < c[1] and c[2] < c[3]]
+        if not cuts:
+            return None
+        y0, y1, z0, z1 = max(cuts, key=lambda c: (c[1] - c[0]) * (c[3] - c[2]))
+    if any(r[2] < y1 and y0 < r[3] and r[4] < z1 and z0 < r[5] for r in later):
+        return None
+    return (y0, y1, z0, z1)
+
+
 def pieces(n: int, nx: int) -> int:
     """x pieces of the CPML kernel's y and z windows over the whole grid of ``nx`` planes on
     ``n`` devices: each slab of 384 planes or more gets the one-device count, a shorter slab
@@ -81,65 +120,6 @@ def pieces(n: int, nx: int) -> int:
     return (split.PIECES if nx // n >= 384 else 3) * n
 
 
-def _pairs(n: int) -> tuple:
-    """(to the left, to the right) neighbour pairs of ``n`` slabs: x is walled, so the first
-    and last slabs send nothing past the grid's ends (their outer halos are never read and
-    stay zero)."""
-    return [(i, i - 1) for i in range(1, n)], [(i, i + 1) for i in range(n - 1)]
-
-
-def _two_way(m: int, th: int):
-    """Two devices: each sends one side, in one collective (where the two directions as two
-    collectives run one after the other). Device 0 sends its last own planes and takes the
-    others' first into its upper halo; device 1 the reverse. (send start, receive start, pairs)."""
-    first = jax.lax.axis_index(AXIS) == 0
-    return jnp.where(first, m, th), jnp.where(first, m + th, 0), [(0, 1), (1, 0)]
-
-
-def _exchange(a, th: int, n: int, axis: int = 0):
-    """Refresh the halos of an extended slab (own planes ``[th, th + m)`` along ``axis``)."""
-    m = a.shape[axis] - 2 * th
-    if n == 2:
-        send, recv, pairs = _two_way(m, th)
-        got = jax.lax.ppermute(jax.lax.dynamic_slice_in_dim(a, send, th, axis=axis), AXIS, pairs)
-        return jax.lax.dynamic_update_slice_in_dim(a, got, recv, axis)
-    to_left, to_right = _pairs(n)
-    lo = jax.lax.ppermute(jax.lax.slice_in_dim(a, m, m + th, axis=axis), AXIS, to_right)
-    hi = jax.lax.ppermute(jax.lax.slice_in_dim(a, th, 2 * th, axis=axis), AXIS, to_left)
-    a = jax.lax.dynamic_update_slice_in_dim(a, lo, 0, axis)
-    return jax.lax.dynamic_update_slice_in_dim(a, hi, m + th, axis)
-
-
-def _exchange_group(arrays, th: int, n: int):
-    """:func:`_exchange` of several arrays (x first) in one ``ppermute`` per direction."""
-    if len(arrays) == 1:
-        return [_exchange(arrays[0], th, n)]
-    m = arrays[0].shape[0] - 2 * th
-    if n == 2:
-        send, recv, pairs = _two_way(m, th)
-        got = jnp.concatenate([jnp.ravel(jax.lax.dynamic_slice_in_dim(a, send, th)) for a in arrays])
-        got = jax.lax.ppermute(got, AXIS, pairs)
-        out, at = [], 0
-        for a in arrays:
-            k = th * int(np.prod(a.shape[1:]))
-            piece = got[at : at + k].reshape((th,) + a.shape[1:])
-            out.append(jax.lax.dynamic_update_slice_in_dim(a, piece, recv, 0))
-            at += k
-        return out
-    to_left, to_right = _pairs(n)
-    lo = jnp.concatenate([jnp.ravel(a[m : m + th]) for a in arrays])
-    hi = jnp.concatenate([jnp.ravel(a[th : 2 * th]) for a in arrays])
-    lo, hi = jax.lax.ppermute(lo, AXIS, to_right), jax.lax.ppermute(hi, AXIS, to_left)
-    out, at = [], 0
-    for a in arrays:
-        k = th * int(np.prod(a.shape[1:]))
-        shape = (th,) + a.shape[1:]
-        a = jax.lax.dynamic_update_slice_in_dim(a, lo[at : at + k].reshape(shape), 0, 0)
-        out.append(jax.lax.dynamic_update_slice_in_dim(a, hi[at : at + k].reshape(shape), m + th, 0))
-        at += k
-    return out
-
-
 #: how the halos travel: "each" (a ppermute per array and direction), "psi" (the CPML's psi
 #: slabs together), "kinds" (E, H and the psi slabs in three), "all" (everything in one
 #: per direction). Read by :func:`advance` at
@@ -147,12 +127,6 @@ def _exchange_group(arrays, th: int, n: int):
 #: 2 x H100 rows of the three (76-79% strong, 88-89% weak at 512^3) ran in one process
 #: where the first compiled program was reused for all three (BENCHMARKS.md).
 GROUPS = "psi"
-
-
-def _extend(a, th: int, n: int, axis: int = 0):
-    pad = [(0, 0)] * a.ndim
-    pad[axis] = (th, th)
-    return _exchange(jnp.pad(a, pad), th, n, axis)
 
 
 def _emulated(spec, args, dest):
@@ -202,15 +176,19 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
     psi_yz = psi[npsi_x:]
     run = _emulated if emulate else cuda.gpu_pass
     tables = {sp.th: _tables(sp, n, split_cpml, th) for sp in (spec, rest_spec) if sp is not None}
+    # two devices: the bulk's part of the send planes travels while the CPML kernel runs
+    rects = {}
+    if n == 2 and split_cpml and groups == "psi":
+        rects = {sp.th: interior(sp, n, th) for sp in (spec, rest_spec) if sp is not None}
     src_cb = arrays["src_cb"] if plan.sources else jnp.zeros((0,), dtype)
     sax = [max(np.ndim(v) - 3, 0) for v in static]  # static arrays' x axes (the grid's last three)
     split_static = [np.ndim(v) >= 3 for v in static]
 
     def local(E, H, static, prof, psi_x, psi_yz, xr, tabs, src_cb, n0, dft, aux):
-        E = [_extend(f, th, n) for f in E]
-        H = [_extend(f, th, n) for f in H]
-        psi_yz = [_extend(v, th, n) for v in psi_yz]
-        static = [_extend(v, th, n, ax) if sp else v for v, ax, sp in zip(static, sax, split_static)]
+        E = [halos.extend(f, th, n) for f in E]
+        H = [halos.extend(f, th, n) for f in H]
+        psi_yz = [halos.extend(v, th, n) for v in psi_yz]
+        static = [halos.extend(v, th, n, ax) if sp else v for v, ax, sp in zip(static, sax, split_static)]
 
         def one(sp, cur, dst, step_n, acc):  # acc: the running DFTs and the TF/SF 1-D grid
             dft, aux = acc
@@ -222,6 +200,12 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 aux, inc = incidence.lines(plan, aux, step_n, sp.th, dtype)
             lsp = replace(sp, nxa=m + 2 * th, xhalo=th)
             Ec, Hc, psc = cur
+            rect, early = rects.get(sp.th), {}
+
+            def after_bulk(fields):
+                early["got"], fields = halos.send_interior(fields, rect, th)
+                return fields
+
             # the poles' state rides after H (extended and exchanged like it)
             out_E, out_H, out_psi, rec, mrec, out_J = _one_pass(
                 lsp,
@@ -239,24 +223,28 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 pieces(n, nx),
                 inc=inc,
                 J=Hc[3:],
+                after_bulk=after_bulk if rect is not None else None,
             )
             out_H = tuple(out_H) + tuple(out_J)
             out_px, pyz = out_psi[:npsi_x], list(out_psi[npsi_x:])
-            if groups == "all":  # E, H and the psi slabs in one ppermute per direction
-                moved = _exchange_group(list(out_E) + list(out_H) + pyz, th, n)
+            if "got" in early:  # the frame and the psi slabs now, the bulk's part sent earlier
+                moved, out_pyz = halos.finish_interior(list(out_E) + list(out_H), pyz, early["got"], rect, th)
+                out_E, out_H = tuple(moved[:3]), tuple(moved[3:])
+            elif groups == "all":  # E, H and the psi slabs in one ppermute per direction
+                moved = halos.exchange_group(list(out_E) + list(out_H) + pyz, th, n)
                 ne, nh = len(out_E), len(out_H)
                 out_E, out_H, out_pyz = tuple(moved[:ne]), tuple(moved[ne : ne + nh]), moved[ne + nh :]
             else:
                 if groups == "kinds":
-                    out_E = tuple(_exchange_group(list(out_E), th, n))
-                    out_H = tuple(_exchange_group(list(out_H), th, n))
+                    out_E = tuple(halos.exchange_group(list(out_E), th, n))
+                    out_H = tuple(halos.exchange_group(list(out_H), th, n))
                 else:
-                    out_E = tuple(_exchange(f, th, n) for f in out_E)
-                    out_H = tuple(_exchange(f, th, n) for f in out_H)
+                    out_E = tuple(halos.exchange(f, th, n) for f in out_E)
+                    out_H = tuple(halos.exchange(f, th, n) for f in out_H)
                 if groups == "each" or not pyz:
-                    out_pyz = [_exchange(v, th, n) for v in pyz]
+                    out_pyz = [halos.exchange(v, th, n) for v in pyz]
                 else:
-                    out_pyz = _exchange_group(pyz, th, n)
+                    out_pyz = halos.exchange_group(pyz, th, n)
             nprobe = len(sp.probes)
             # each device's records of its own probes (zeros elsewhere), summed once per call
             rec = rec.reshape(sp.th, nprobe) if nprobe else jnp.zeros((sp.th, 0), dtype)
