@@ -85,8 +85,8 @@ def tasks(spec: Spec, pieces: int | None = None) -> tuple:
     whole = x_chunks(nx, th, PIECES if pieces is None else pieces)
     for y in cy:
         rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in tz for m in whole]
-    for z in cz:
-        rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ty for m in whole]
+    for z in cz:  # the y tiles the y windows recompute whole (the corners) are theirs
+        rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ty if not _covered(y, cy) for m in whole]
     if Lx:
         if 2 * (Lx + 2 * th) >= nx:
             marches = [(0, nx, 0, nx)]
