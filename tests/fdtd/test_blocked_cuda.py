@@ -248,6 +248,22 @@ def test_emulated_cpml_kernel_with_its_own_window(monkeypatch):
 
 
 @emulated
+def test_emulated_x_slabs_in_a_kernel_of_their_own(monkeypatch):
+    """The rows that reach the x-CPML alone in a kernel compiled for that axis
+    (``split.X_SLABS_APART``), after the kernel of the y and z faces' rows."""
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "X_SLABS_APART", True)
+    sim = _cpml_all_faces()
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    fixes = cpml_split.split(spec)[2]
+    assert [f.pml for f, _ in fixes] == [(2, 2, 2), (2, 0, 0)] and fixes[1][0].chain_smem
+    _compare(sim, 5, th=2, tile=(10, 5, 4), kernel="emulate")
+
+
+@emulated
 def test_emulated_bulk_leaves_covered_tiles(monkeypatch):
     from emjax.fdtd.blocked import cuda_advance
     from emjax.fdtd.blocked import split as cpml_split
@@ -421,5 +437,19 @@ def test_gpu_cpml_kernel_with_its_own_window(monkeypatch, cpml_block, th):
     jax.clear_caches()
     try:
         _compare(_cpml_all_faces((48, 48, 48)), 60, th=th, tile=(48, 24, 24), kernel="cuda")
+    finally:
+        jax.clear_caches()
+
+
+@gpu
+def test_gpu_x_slabs_in_a_kernel_of_their_own(monkeypatch):
+    """``split.X_SLABS_APART`` on a 48^3 grid with a CPML on every face, float64 to 1e-12
+    after 60 steps in passes of 4."""
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "X_SLABS_APART", True)
+    jax.clear_caches()
+    try:
+        _compare(_cpml_all_faces((48, 48, 48)), 60, th=4, tile=(48, 24, 24), kernel="cuda")
     finally:
         jax.clear_caches()

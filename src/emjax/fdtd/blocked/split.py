@@ -260,6 +260,11 @@ CPML_BLOCK_DEFAULT = {8: (12, 12)}
 #: kernel; the groups' launches are too small to fill the GPU)
 GROUP_BY_AXES = False
 CHAINS_IN_SMEM = True
+#: the rows that reach the x-CPML alone (the x ends of the tiles no y or z window covers) in
+#: a kernel of their own, compiled for that axis: its psi chains fit in shared memory, the
+#: march unrolls (the kernel of all three axes keeps them in local memory). Two launches:
+#: the y and z faces' long marches, then these short ones. Not yet timed on a GPU.
+X_SLABS_APART = False
 
 
 def _owned(row: tuple, node: tuple) -> bool:
@@ -355,7 +360,9 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     if boxrows:
         groups["box"] = list(range(len(rows), len(rows) + len(boxrows)))
     for i, r in enumerate(rows):  # by the CPML axes, and whether the row meets the box
-        key = touches(cspec, r) if GROUP_BY_AXES else tuple(bool(L) for L in spec.pml)
+        key = tuple(bool(L) for L in spec.pml)
+        if GROUP_BY_AXES or (X_SLABS_APART and touches(cspec, r) == (True, False, False)):
+            key = touches(cspec, r)
         groups.setdefault((key, spec.cbox is None or meets_box(cspec, r)), []).append(i)
     rows = rows + boxrows
     order = sorted(groups.items(), key=lambda g: (g[0] != "box", g[1][0]))
