@@ -264,6 +264,30 @@ def test_emulated_x_slabs_in_a_kernel_of_their_own(monkeypatch):
 
 
 @emulated
+@pytest.mark.parametrize("slots", [None, 4])
+def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots):
+    """``split.ALIGNED``: the bulk's tiles over the interior (the last one slid back), the
+    CPML's face rows owning exactly the L + TH cells at each y and z face (z faces over the
+    interior's y), the x-CPML's rows with the bulk's windows in a kernel of their own; with
+    4 CTAs at once the bulk's last tile runs in x pieces too."""
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    monkeypatch.setattr(cpml_split, "SLOTS", slots)
+    sim = _cpml_all_faces((12, 30, 26))
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    bulk, tail, fixes, rows = cpml_split.split(spec)
+    assert bulk.span == ((4, 22), (4, 18)) and bulk.grid[:2] == (5, 5)
+    assert [(f.block, f.pml) for f, _ in fixes] == [((4, 4), (2, 2, 2)), ((5, 4), (2, 0, 0))]
+    assert (tail is not None) == (slots is not None)
+    face = [rows[i] for i in fixes[0][1]]
+    assert {(r[2], r[3]) for r in face if r[3] - r[2] == 4} >= {(0, 4), (26, 30)}
+    _compare(sim, 5, th=2, tile=(12, 5, 4), kernel="emulate")
+
+
+@emulated
 def test_emulated_bulk_leaves_covered_tiles(monkeypatch):
     from emjax.fdtd.blocked import cuda_advance
     from emjax.fdtd.blocked import split as cpml_split
@@ -451,5 +475,32 @@ def test_gpu_x_slabs_in_a_kernel_of_their_own(monkeypatch):
     jax.clear_caches()
     try:
         _compare(_cpml_all_faces((48, 48, 48)), 60, th=4, tile=(48, 24, 24), kernel="cuda")
+    finally:
+        jax.clear_caches()
+
+
+@gpu
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_gpu_aligned_bulk_and_face_rows(monkeypatch, precision):
+    """``split.ALIGNED`` on a 48^3 grid with a CPML on every face after 60 steps in passes
+    of 4: float64 to 1e-12, float32 to 1e-5."""
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    jax.clear_caches()
+    try:
+        if precision == "double":
+            _compare(_cpml_all_faces((48, 48, 48)), 60, th=4, tile=(48, 24, 24), kernel="cuda")
+        else:
+            n = 48
+            g = fdtd.Grid((n,) * 3, 1.0, boundary=CPML(8), precision="single")
+            src = fdtd.PointDipole((20, 20, 20), 2, fdtd.GaussianPulse(frequency=0.08, bandwidth=0.5))
+            sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((24, 5, 20), 2),))
+            with precision_scope():
+                plan, arrays, state = _setup(sim, 60, jnp.float32)
+                ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 60)
+                out, rec, _ = blocked.advance(plan, arrays, state, 60, th=4, tile=(n, 24, 24), kernel="cuda")
+                E, Er = np.stack(out["E"]), np.stack(ref["E"])
+                assert np.abs(E - Er).max() <= 1e-5 * np.abs(Er).max()
     finally:
         jax.clear_caches()

@@ -102,6 +102,9 @@ class Spec:
     cbox: tuple | None = None
     cbg: tuple = ()
     cbox_bg: bool = False  # every window of this kernel misses the box: the backgrounds only
+    # ((y0, ny'), (z0, nz')): the regular tiling covers these cells of y and z only (the
+    # interior inside the CPML kernel's face rows, ``split.ALIGNED``); None: whole axes
+    span: tuple | None = None
 
     @property
     def box_cells(self) -> int:
@@ -126,7 +129,8 @@ class Spec:
         if self.ntask:
             return (self.ntask, 1, 1)
         (by, bz), (_, ny, nz) = self.block, self.shape
-        return (math.ceil(nz / bz), math.ceil(ny / by), 1)
+        (_, ly), (_, lz) = self.span or ((0, ny), (0, nz))
+        return (math.ceil(lz / bz), math.ceil(ly / by), 1)
 
     @property
     def itemsize(self) -> int:
@@ -265,6 +269,7 @@ def source(spec: Spec) -> str:
     """The kernel's full source for ``spec``: generated header + ``yee_blocked.cu``."""
     real = "float" if spec.dtype == "float32" else "double"
     nx, ny, nz = spec.shape
+    span = spec.span or ((0, ny), (0, nz))
     kinds = {"array": 0, "grid": 1, "comp": 2}
     d = {
         "REAL": real,
@@ -286,6 +291,10 @@ def source(spec: Spec) -> str:
         "XR_STATIC": int(spec.nxa is None),
         "XR_WHOLE": int(spec.nxa is not None and not any(spec.pml)),
         "XH": spec.xhalo,
+        "TY_OFF": span[0][0],
+        "TY_LEN": span[0][1],
+        "TZ_OFF": span[1][0],
+        "TZ_LEN": span[1][1],
         # the x-march unrolled twice: the levels' carried registers are renamed instead of
         # moved (measured on an H100, float32: 72.9 -> 92.9 G cell/s at 512^3, 4 times: 85.0;
         # slower with the CPML's code inside, 42.8 -> 33.6, and in float64, 18.7 -> 16.8)

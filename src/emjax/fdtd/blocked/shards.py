@@ -83,10 +83,10 @@ def interior(spec, n: int, th: int) -> tuple | None:
         return None
     bulk, _, fixes, rows = parts
     ty0, ty1, tz0, tz1 = bulk.tiles[:4]
-    (by, bz), (ny, nz) = bulk.block, spec.shape[1:]
-    y0, y1, z0, z1 = ty0 * by, min(ty1 * by, ny), tz0 * bz, min(tz1 * bz, nz)
-    if y0 >= y1 or z0 >= z1:
+    if ty0 >= ty1 or tz0 >= tz1:
         return None
+    y0, y1 = split.tiles_of(bulk, 0)[ty0][1], split.tiles_of(bulk, 0)[ty1 - 1][2]
+    z0, z1 = split.tiles_of(bulk, 1)[tz0][1], split.tiles_of(bulk, 1)[tz1 - 1][2]
     sends = [(k * m, k * m + th) for k in range(1, n)]  # the first own planes, and the last
     sends += [((k + 1) * m - th, (k + 1) * m) for k in range(n - 1)]
     later = [

@@ -40,6 +40,14 @@ def _tiles(n: int, b: int) -> list[tuple[int, int, int]]:
     return [(min(t * b, n - b), t * b, min((t + 1) * b, n)) for t in range(math.ceil(n / b))]
 
 
+def tiles_of(spec: Spec, a: int) -> list[tuple[int, int, int]]:
+    """The regular tiling of y (``a`` = 0) or z (1) over ``spec.span`` (the whole axis
+    without one): (window origin, own start, own end) per tile."""
+    n, b = spec.shape[1 + a], spec.block[a]
+    off, length = spec.span[a] if spec.span else (0, n)
+    return [(off + w, off + o0, off + o1) for w, o0, o1 in _tiles(length, b)]
+
+
 def _cover(n: int, b: int, reach: int) -> list[tuple[int, int, int]]:
     """Windows of ``b`` exact cells covering the ``reach`` cells at each end of an axis."""
     out = []
@@ -101,12 +109,67 @@ def tasks(spec: Spec, pieces: int | None = None) -> tuple:
     return tuple(rows)
 
 
+def aligned(spec: Spec) -> tuple | None:
+    """With ``ALIGNED``: (the bulk's span, the face rows' own cells per window) where the
+    CPML on y or z leaves an interior the bulk's tiles fit in; None otherwise."""
+    (_, ny, nz), th = spec.shape, spec.th
+    if not ALIGNED or not (spec.pml[1] or spec.pml[2]):
+        return None
+    span, block = [], []
+    for n, b, L in ((ny, spec.block[0], spec.pml[1]), (nz, spec.block[1], spec.pml[2])):
+        c = L + th if L else 0
+        if n - 2 * c < b:
+            return None
+        span.append((c, n - 2 * c))
+        block.append(c or b)
+    return tuple(span), tuple(block)
+
+
+def aligned_tasks(spec: Spec, span: tuple, block: tuple, pieces: int | None = None) -> tuple:
+    """The CPML rows under ``ALIGNED``: (face rows, x rows). Face rows own the ``L + TH``
+    cells at each y face over every z, and at each z face over the interior's y, in windows
+    of ``block`` own cells; x rows march the x-CPML's ends of the interior's tiles (the
+    bulk's windows, which reach no y or z CPML cell)."""
+    (nx, ny, nz), th = spec.shape, spec.th
+    Lx, Ly, Lz = spec.pml
+    cy, cz = block
+    whole = x_chunks(nx, th, PIECES if pieces is None else pieces)
+
+    def strip(lo, hi, b):  # windows of b own cells over [lo, hi)
+        return [(lo + w, lo + o0, lo + o1) for w, o0, o1 in _tiles(hi - lo, b)]
+
+    (y_lo, y_len), (z_lo, z_len) = span
+    faces = []
+    if Ly:
+        for y in ((0, 0, cy), (ny - cy, ny - cy, ny)):
+            faces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in strip(0, nz, cz) for m in whole]
+    if Lz:
+        for z in ((0, 0, cz), (nz - cz, nz - cz, nz)):
+            faces += [
+                (y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in strip(y_lo, y_lo + y_len, cy) for m in whole
+            ]
+    xrows = []
+    if Lx:
+        if 2 * (Lx + 2 * th) >= nx:
+            marches = [(0, nx, 0, nx)]
+        else:
+            lo, hi = Lx + th, nx - Lx - 2 * th
+            marches = [(0, lo + th, 0, lo), (hi, nx - hi, hi + th, nx)]
+        inner = replace(spec, span=span)
+        for y in tiles_of(inner, 0):
+            for z in tiles_of(inner, 1):
+                xrows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for m in marches]
+    return tuple(faces), tuple(xrows)
+
+
 def bulk_tiles(spec: Spec, cpml_block: tuple | None = None) -> tuple:
     """The regular tiles the bulk kernel computes, (ty0, ty1, tz0, tz1): all but those
     at the faces whose own cells the CPML kernel's y or z windows (of ``cpml_block``
     cells, default the bulk's) cover (it recomputes them); every tile where
     ``SKIP_COVERED`` is off."""
     (_, ny, nz), th = spec.shape, spec.th
+    if spec.span is not None:  # the faces' cells are the CPML rows' alone
+        return (0, len(tiles_of(spec, 0)), 0, len(tiles_of(spec, 1)))
     cb = cpml_block or spec.block
     ends = []
     for n, b, c_b, L in ((ny, spec.block[0], cb[0], spec.pml[1]), (nz, spec.block[1], cb[1], spec.pml[2])):
@@ -154,7 +217,7 @@ def hole(spec: Spec, tiles: tuple) -> tuple | None:
         lo, hi = spec.cbox[2 + 2 * a], spec.cbox[3 + 2 * a]
         hit = [
             t
-            for t, (w0, _, _) in enumerate(_tiles(n, b))
+            for t, (w0, _, _) in enumerate(tiles_of(spec, a))
             if tiles[2 * a] <= t < tiles[2 * a + 1] and _hit(w0 - th, b + 2 * th, lo, hi, n)
         ]
         if not hit:
@@ -187,7 +250,7 @@ def tail(spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None) -> tupl
     ``gap``: the :func:`hole` the bulk leaves out. Returns (the first launch computes the
     tiles before this index in its order, the tail's rows)."""
     ty0, ty1, tz0, tz1 = tiles
-    ty, tz = _tiles(spec.shape[1], spec.block[0]), _tiles(spec.shape[2], spec.block[1])
+    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
     order = [(y, z) for y in range(ty0, ty1) for z in range(tz0, tz1)]
     real = [
         i
@@ -214,7 +277,7 @@ def hole_rows(spec: Spec, gap: tuple, slots: int) -> tuple[tuple, tuple]:
     planes each side, the marches over the rest of x, whose windows miss the box), each in
     the x pieces that fill ``slots`` CTAs best."""
     nx, th = spec.shape[0], spec.th
-    ty, tz = _tiles(spec.shape[1], spec.block[0]), _tiles(spec.shape[2], spec.block[1])
+    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
     yz = [
         (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2])
         for y in range(gap[0], gap[1])
@@ -265,6 +328,11 @@ CHAINS_IN_SMEM = True
 #: march unrolls (the kernel of all three axes keeps them in local memory). Two launches:
 #: the y and z faces' long marches, then these short ones. Not yet timed on a GPU.
 X_SLABS_APART = False
+#: the bulk's tiles over the interior only, the CPML kernel's face rows owning exactly the
+#: ``L + TH`` cells at each y and z face in windows of that many cells (less recomputed than
+#: the bulk's whole face tiles), the x-CPML's rows in a kernel of their own with the bulk's
+#: windows (:func:`aligned`). Not yet timed on a GPU.
+ALIGNED = False
 
 
 def _owned(row: tuple, node: tuple) -> bool:
@@ -307,6 +375,12 @@ def chains_fit(spec: Spec, axes: int, limit: int = 160 * 1024) -> bool:
     return spec.th > 1 and (12 * w + 8 * (spec.th - 1) * w * axes) * spec.itemsize <= limit
 
 
+def _windows(spec: Spec, block: tuple) -> Spec:
+    """``spec`` with windows of ``block`` own cells (rows per thread where they divide)."""
+    wy = block[0] + 2 * spec.th
+    return replace(spec, block=tuple(block), ry=spec.ry if wy % spec.ry == 0 else 1)
+
+
 def cpml_block(spec: Spec) -> tuple:
     """The CPML kernel's own cells per window (:data:`CPML_BLOCK`)."""
     if CPML_BLOCK == "bulk":
@@ -343,9 +417,15 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     cspec = spec  # the CPML kernels' windows
     cb = cpml_block(spec)
     if cb != tuple(spec.block) and any(spec.pml):
-        wy = cb[0] + 2 * spec.th
-        cspec = replace(spec, block=cb, ry=spec.ry if wy % spec.ry == 0 else 1)
-    rows = tasks(cspec, pieces) if any(spec.pml) else ()
+        cspec = _windows(spec, cb)
+    al = aligned(spec)
+    xrows = ()
+    if al is not None:  # the bulk over the interior, the faces' rows exactly over the rest
+        spec = replace(spec, span=al[0])
+        cspec = _windows(replace(spec, span=None), al[1])
+        rows, xrows = aligned_tasks(spec, al[0], al[1], pieces)
+    else:
+        rows = tasks(cspec, pieces) if any(spec.pml) else ()
     tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
     ctas = slots()
@@ -354,17 +434,21 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     if gap is not None:
         boxrows, litrows = hole_rows(spec, gap, ctas)
         trows = trows + litrows
-    if not rows and not trows and not boxrows:
+    if not rows and not xrows and not trows and not boxrows:
         return None
     groups: dict = {}
     if boxrows:
-        groups["box"] = list(range(len(rows), len(rows) + len(boxrows)))
-    for i, r in enumerate(rows):  # by the CPML axes, and whether the row meets the box
+        groups["box"] = list(range(len(rows) + len(xrows), len(rows) + len(xrows) + len(boxrows)))
+    windows = {}  # a group's kernel windows where not cspec's: the x rows take the bulk's
+    for i, r in enumerate(rows + xrows):  # by the CPML axes, and whether the row meets the box
+        own = cspec if i < len(rows) else replace(spec, span=None)
         key = tuple(bool(L) for L in spec.pml)
-        if GROUP_BY_AXES or (X_SLABS_APART and touches(cspec, r) == (True, False, False)):
-            key = touches(cspec, r)
-        groups.setdefault((key, spec.cbox is None or meets_box(cspec, r)), []).append(i)
-    rows = rows + boxrows
+        if GROUP_BY_AXES or i >= len(rows) or (X_SLABS_APART and touches(own, r) == (True, False, False)):
+            key = touches(own, r) + ((i >= len(rows),) if al is not None else ())
+        key = (key, spec.cbox is None or meets_box(own, r))
+        groups.setdefault(key, []).append(i)
+        windows[key] = own
+    rows = rows + xrows + boxrows
     order = sorted(groups.items(), key=lambda g: (g[0] != "box", g[1][0]))
     # a probe is recorded by the last kernel that writes its cell (the values are equal)
     last = {}
@@ -388,10 +472,12 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
             fixes.append((replace(spec, **plain, ntask=len(idx), record=rec), tuple(idx)))
             continue
         mask, meets = key
+        mask = mask[:3]
         pml = tuple(L if m else 0 for L, m in zip(spec.pml, mask))
         kappa = tuple(k and bool(m) for k, m in zip(spec.kappa, mask))
-        sp = replace(cspec, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
-        limit = sp.smem_limit if cspec is not spec else 160 * 1024
+        own = windows[key]
+        sp = replace(own, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
+        limit = sp.smem_limit if own.block != spec.block else 160 * 1024
         fixes.append(
             (replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask), limit)), tuple(idx))
         )

@@ -149,8 +149,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       return;
   }
 #endif
-  const int y0 = min(ty * BY, NY - BY), z0 = min(tz * BZ, NZ - BZ);
-  const int oy0 = ty * BY, oy1 = min((ty + 1) * BY, NY), oz0 = tz * BZ, oz1 = min((tz + 1) * BZ, NZ);
+  // the tiling of [TY_OFF, TY_OFF + TY_LEN) x [TZ_OFF, TZ_OFF + TZ_LEN) (the whole axes but
+  // where the CPML kernel's face rows own the cells at the faces)
+  const int y0 = TY_OFF + min(ty * BY, TY_LEN - BY), z0 = TZ_OFF + min(tz * BZ, TZ_LEN - BZ);
+  const int oy0 = TY_OFF + ty * BY, oy1 = TY_OFF + min((ty + 1) * BY, TY_LEN);
+  const int oz0 = TZ_OFF + tz * BZ, oz1 = TZ_OFF + min((tz + 1) * BZ, TZ_LEN);
 #if XR_STATIC
   const int X0 = 0, NXW = NX, OX0 = 0, OX1 = NX;
 #elif XR_WHOLE  // a shard's slab without CPML code: march all its planes (halos included;
