@@ -78,15 +78,17 @@ def _meets(a, w, b, m, n):
 
 
 def _away():
-    """24 x 21 x 19 with a CPML on every face, a small block of eps per component (one cell's
-    y component higher) and probes inside and outside it."""
-    shape = (24, 21, 19)
+    """16 x 21 x 19 with a CPML on every face, a small block of eps per component (one cell's
+    y component higher) and probes inside and outside it. The tiles span x whole, so the
+    tile structure the tests below count is that of y and z; the kernel's emulated time
+    grows with x."""
+    shape = (16, 21, 19)
     g = fdtd.Grid(shape, 1.0, boundary=CPML(thickness=3), precision="double")
     eps = np.ones((3,) + shape)
-    eps[:, 10:14, 13:16, 4:7] = 2.5
-    eps[1, 11, 14, 5] = 4.0
-    src = fdtd.PointDipole((12, 11, 10), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
-    probes = (fdtd.Probe((11, 14, 5), 1), fdtd.Probe((18, 16, 12), 2, "H"), fdtd.Probe((4, 17, 15), 0))
+    eps[:, 6:10, 13:16, 4:7] = 2.5
+    eps[1, 7, 14, 5] = 4.0
+    src = fdtd.PointDipole((8, 11, 10), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+    probes = (fdtd.Probe((7, 14, 5), 1), fdtd.Probe((12, 16, 12), 2, "H"), fdtd.Probe((4, 17, 15), 0))
     return fdtd.GridSimulation(g, eps=eps, sources=(src,), probes=probes)
 
 
@@ -99,11 +101,11 @@ def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
     and first two cells (a window that wrongly took the backgrounds there would spoil its
     own cells)."""
     monkeypatch.setattr(cuda, "COEF_RING", True)
-    shape, sim = (24, 21, 19), _away()
+    shape, sim = (16, 21, 19), _away()
     with precision_scope():
         plan, arrays, _ = _setup(sim, 4)
         box, _ = coef_box.find(plan, arrays)
-    assert box == (10, 14, 13, 16, 4, 7)
+    assert box == (6, 10, 13, 16, 4, 7)
     th, b = 3, 4
     starts = [min(t * b, n - b) - th for n in shape[1:] for t in range(-(-n // b))]
     ys, zs = starts[: -(-shape[1] // b)], starts[-(-shape[1] // b) :]
@@ -121,7 +123,7 @@ def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
         (True, False),
     }
     # 41 steps: the pulse reaches every CPML slab (their psi then holds more than rounding)
-    _compare(sim, 41, th=th, tile=(24, b, b), kernel="emulate")
+    _compare(sim, 41, th=th, tile=(16, b, b), kernel="emulate")
 
 
 def _hole_case():
@@ -172,6 +174,6 @@ def test_gpu_box_and_hole_equal_the_xla_step(case, monkeypatch):
     """The two emulated cases above on the GPU: float64 to 1e-12 of the largest value."""
     monkeypatch.setattr(split, "SLOTS", 7 if case == "hole" else None)
     if case == "away":
-        _compare(_away(), 41, th=3, tile=(24, 4, 4), kernel="cuda")
+        _compare(_away(), 41, th=3, tile=(16, 4, 4), kernel="cuda")
     else:
         _compare(_hole_case(), 13, th=2, tile=(40, 4, 4), kernel="cuda")
