@@ -183,13 +183,23 @@ def _check_step_transpose(sim):
             return jnp.asarray(r, x.dtype)
 
         n = jnp.asarray(3, jnp.int32)
-        ct = {**jax.tree_util.tree_map(rand, st), "n": np.zeros((), jax.dtypes.float0)}
+        ct = jax.tree_util.tree_map(rand, st)
         g_rec = jnp.asarray(rng.standard_normal(1))
         point = {**jax.tree_util.tree_map(jnp.zeros_like, st), "n": n}
         zE = tuple(jnp.zeros_like(e) for e in st["E"])
-        _, vjp = jax.vjp(lambda s, z: adjoint._step(plan, arrays, s, z), point, zE)
-        ref, ref_gE = vjp((ct, g_rec))
-        mine, gE, _ = adjoint._step_T(plan, arrays, n, ct, g_rec, dt)
+
+        # both compiled once (run op by op, each of their many small operations compiles alone)
+        @jax.jit
+        def vjp_of_step(point, zE, ct, g_rec):
+            _, vjp = jax.vjp(lambda s, z: adjoint._step(plan, arrays, s, z), point, zE)
+            return vjp(({**ct, "n": np.zeros((), jax.dtypes.float0)}, g_rec))
+
+        @jax.jit
+        def step_T(n, ct, g_rec):
+            return adjoint._step_T(plan, arrays, n, {**ct, "n": np.zeros((), jax.dtypes.float0)}, g_rec, dt)
+
+        ref, ref_gE = vjp_of_step(point, zE, ct, g_rec)
+        mine, gE, _ = step_T(n, ct, g_rec)
     for a, b in zip(ref["E"] + ref["H"] + ref_gE, mine["E"] + mine["H"] + gE):
         assert _rel(np.asarray(a), np.asarray(b)) < 1e-13
     for k in ref["psi"]:
