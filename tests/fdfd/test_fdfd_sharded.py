@@ -6,7 +6,7 @@ against the one-device operator and solve in the same process. Grids of 13 x pla
 
 Measured on this box: matvec vs one device 0 (bit for bit) on 3 and 4 devices, 5e-17 on 8;
 solves at rtol 1e-10 (13 x planes: padded to 16): max |Es - Es_one| / max |Es_one| 2.4e-12
-.. 4.0e-12 on 4 devices (the Krylov dot products sum in another order). Compiled
+.. 4.0e-12 on 4 and 8 devices (the Krylov dot products sum in another order). Compiled
 matvec: 6 collective-permutes (one plane to each neighbour per difference along x), no all-
 gather/all-to-all; compiled Krylov chunk: the same plus all-reduces (dot products). For
 comparison, GSPMD partitioning the plain operator from x-split inputs gathers whole field
