@@ -74,8 +74,8 @@ def _tables(spec, n: int, split_cpml: bool, th: int):
 def interior(spec, n: int, th: int) -> tuple | None:
     """(y0, y1, z0, z1): the part of every send plane on ``n`` devices that the bulk kernel
     and its tail write last (no CPML or box kernel's row owns a cell of it in a send plane),
-    which can travel while the CPML kernel runs (:func:`.halos.send_interior`); None where
-    there is none."""
+    sent before the CPML kernel runs (:func:`.halos.send_interior`); None where there is
+    none."""
     nx = spec.shape[0]
     m = nx // n
     parts = split.split(spec, pieces(n, nx))
@@ -176,7 +176,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
     psi_yz = psi[npsi_x:]
     run = _emulated if emulate else cuda.gpu_pass
     tables = {sp.th: _tables(sp, n, split_cpml, th) for sp in (spec, rest_spec) if sp is not None}
-    # two devices: the bulk's part of the send planes travels while the CPML kernel runs
+    # two devices: the bulk's part of the send planes is sent before the CPML kernel runs
     rects = {}
     if n == 2 and split_cpml and groups == "psi":
         rects = {sp.th: interior(sp, n, th) for sp in (spec, rest_spec) if sp is not None}
