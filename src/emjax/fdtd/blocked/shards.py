@@ -85,8 +85,8 @@ def interior(spec, n: int, th: int) -> tuple | None:
     ty0, ty1, tz0, tz1 = bulk.tiles[:4]
     if ty0 >= ty1 or tz0 >= tz1:
         return None
-    y0, y1 = split.tiles_of(bulk, 0)[ty0][1], split.tiles_of(bulk, 0)[ty1 - 1][2]
-    z0, z1 = split.tiles_of(bulk, 1)[tz0][1], split.tiles_of(bulk, 1)[tz1 - 1][2]
+    ys, zs = split.tiles_of(bulk, 0), split.tiles_of(bulk, 1)
+    y0, y1, z0, z1 = ys[ty0][1], ys[ty1 - 1][2], zs[tz0][1], zs[tz1 - 1][2]
     sends = [(k * m, k * m + th) for k in range(1, n)]  # the first own planes, and the last
     sends += [((k + 1) * m - th, (k + 1) * m) for k in range(n - 1)]
     later = [

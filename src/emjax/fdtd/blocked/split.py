@@ -40,12 +40,25 @@ def _tiles(n: int, b: int) -> list[tuple[int, int, int]]:
     return [(min(t * b, n - b), t * b, min((t + 1) * b, n)) for t in range(math.ceil(n / b))]
 
 
+def _tiles_from(off: int, length: int, b: int) -> list[tuple[int, int, int]]:
+    """:func:`_tiles` of the ``length`` cells from ``off``."""
+    return [(off + w, off + o0, off + o1) for w, o0, o1 in _tiles(length, b)]
+
+
 def tiles_of(spec: Spec, a: int) -> list[tuple[int, int, int]]:
     """The regular tiling of y (``a`` = 0) or z (1) over ``spec.span`` (the whole axis
     without one): (window origin, own start, own end) per tile."""
     n, b = spec.shape[1 + a], spec.block[a]
-    off, length = spec.span[a] if spec.span else (0, n)
-    return [(off + w, off + o0, off + o1) for w, o0, o1 in _tiles(length, b)]
+    return _tiles_from(*(spec.span[a] if spec.span else (0, n)), b)
+
+
+def _x_ends(nx: int, Lx: int, th: int) -> list[tuple[int, int, int, int]]:
+    """The marches (x0, nxw, ox0, ox1) over the x-CPML's ``Lx + TH`` planes at each end (one
+    over the whole x range where they would meet)."""
+    if 2 * (Lx + 2 * th) >= nx:
+        return [(0, nx, 0, nx)]
+    lo, hi = Lx + th, nx - Lx - 2 * th
+    return [(0, lo + th, 0, lo), (hi, nx - hi, hi + th, nx)]
 
 
 def _cover(n: int, b: int, reach: int) -> list[tuple[int, int, int]]:
@@ -96,11 +109,7 @@ def tasks(spec: Spec, pieces: int | None = None) -> tuple:
     for z in cz:  # the y tiles the y windows recompute whole (the corners) are theirs
         rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ty if not _covered(y, cy) for m in whole]
     if Lx:
-        if 2 * (Lx + 2 * th) >= nx:
-            marches = [(0, nx, 0, nx)]
-        else:
-            lo, hi = Lx + th, nx - Lx - 2 * th
-            marches = [(0, lo + th, 0, lo), (hi, nx - hi, hi + th, nx)]
+        marches = _x_ends(nx, Lx, th)
         for y in ty:
             for z in tz:
                 if _covered(y, cy) or _covered(z, cz):
@@ -134,27 +143,17 @@ def aligned_tasks(spec: Spec, span: tuple, block: tuple, pieces: int | None = No
     Lx, Ly, Lz = spec.pml
     cy, cz = block
     whole = x_chunks(nx, th, PIECES if pieces is None else pieces)
-
-    def strip(lo, hi, b):  # windows of b own cells over [lo, hi)
-        return [(lo + w, lo + o0, lo + o1) for w, o0, o1 in _tiles(hi - lo, b)]
-
-    (y_lo, y_len), (z_lo, z_len) = span
     faces = []
     if Ly:
         for y in ((0, 0, cy), (ny - cy, ny - cy, ny)):
-            faces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in strip(0, nz, cz) for m in whole]
+            faces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in _tiles_from(0, nz, cz) for m in whole]
     if Lz:
         for z in ((0, 0, cz), (nz - cz, nz - cz, nz)):
-            faces += [
-                (y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in strip(y_lo, y_lo + y_len, cy) for m in whole
-            ]
+            ys = _tiles_from(*span[0], cy)  # the interior's y: the y faces' rows own the corners
+            faces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ys for m in whole]
     xrows = []
     if Lx:
-        if 2 * (Lx + 2 * th) >= nx:
-            marches = [(0, nx, 0, nx)]
-        else:
-            lo, hi = Lx + th, nx - Lx - 2 * th
-            marches = [(0, lo + th, 0, lo), (hi, nx - hi, hi + th, nx)]
+        marches = _x_ends(nx, Lx, th)
         inner = replace(spec, span=span)
         for y in tiles_of(inner, 0):
             for z in tiles_of(inner, 1):
