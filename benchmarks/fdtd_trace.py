@@ -40,11 +40,12 @@ def _union(intervals):
     return total
 
 
-def summarize(xspace_path: str, top: int = 25, sequence: int = 80) -> list[dict]:
+def summarize(xspace_path: str, top: int = 25, sequence: int = 80, window_ns: int = 12_000_000) -> list[dict]:
     """Per GPU plane of the trace: busy and span seconds, its kernels summed by name, and
     ``sequence`` events of its busiest stream in order from the top kernel's first call, and
     up to ``sequence`` events before that call and after the top kernel's last one (the work
-    of a call outside its passes)."""
+    of a call outside its passes); ``streams``: every stream's events in the first
+    ``window_ns`` from that call, in time order."""
     data = ProfileData.from_file(xspace_path)
     out = []
     for plane in data.planes:
@@ -98,9 +99,22 @@ def summarize(xspace_path: str, top: int = 25, sequence: int = 80) -> list[dict]
         around["after_all"] = [dict(r, line=ln[:30]) for r, (_, ln) in zip(rows([e for e, _ in tail]), tail)][
             : 3 * sequence
         ]
+        # every stream's events of the first passes in time order (a collective's kernel
+        # beside the compute stream's: whether it overlaps)
+        merged = sorted(
+            (
+                (ev, line.name)
+                for line in stream_lines
+                for ev in line.events
+                if t0 <= ev.start_ns < t0 + window_ns
+            ),
+            key=lambda e: e[0].start_ns,
+        )
+        streams = [dict(r, line=ln[:30]) for r, (_, ln) in zip(rows([e for e, _ in merged]), merged)]
         out.append(
             {
                 "plane": plane.name,
+                "streams": streams,
                 "busy_s": _union(spans) * 1e-9,
                 "span_s": (max(e for _, e in spans) - min(s for s, _ in spans)) * 1e-9,
                 "lines": lines,
@@ -126,6 +140,7 @@ def main(argv=None) -> int:
         "each group's launch shows apart in the sequence",
     )
     ap.add_argument("--scaling", default="weak", choices=["weak", "strong"])
+    ap.add_argument("--nx", type=int, default=None, help="planes along x (default: from --scaling)")
     ap.add_argument(
         "--cpml-block",
         default=None,
@@ -142,7 +157,7 @@ def main(argv=None) -> int:
     if a.cpml_block:
         cb = a.cpml_block
         split.CPML_BLOCK = "bulk" if cb == "bulk" else tuple(int(v) for v in cb.split("x"))
-    nx = k * a.size if a.scaling == "weak" else a.size
+    nx = a.nx or (k * a.size if a.scaling == "weak" else a.size)
     sim = benchmark_simulation(a.size, shape=(nx, a.size, a.size), boundary="cpml", material=a.material)[0]
     layout = k if k > 1 else None
     fdtd.run(sim, a.steps, chunk=a.steps, layout=layout, progress=False, kernel=a.kernel)
