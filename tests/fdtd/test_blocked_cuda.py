@@ -264,12 +264,13 @@ def test_emulated_x_slabs_in_a_kernel_of_their_own(monkeypatch):
 
 
 @emulated
-@pytest.mark.parametrize("slots", [None, 4])
+@pytest.mark.parametrize("slots", [None, 11])
 def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots):
     """``split.ALIGNED``: the bulk's tiles over the interior (the last one slid back), the
     CPML's face rows owning exactly the L + TH cells at each y and z face (z faces over the
-    interior's y), the x-CPML's rows with the bulk's windows in a kernel of their own; with
-    4 CTAs at once the bulk's last tile runs in x pieces too."""
+    interior's y) in windows a bulk tile long along the face, the x-CPML's rows with the
+    bulk's windows in a kernel of their own; with 11 CTAs at once the bulk's last tile runs
+    in x pieces too."""
     from emjax.fdtd.blocked import cuda_advance
     from emjax.fdtd.blocked import split as cpml_split
 
@@ -277,14 +278,30 @@ def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots):
     monkeypatch.setattr(cpml_split, "SLOTS", slots)
     sim = _cpml_all_faces((12, 30, 26))
     plan, arrays, _ = _setup(sim, 5)
-    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
     bulk, tail, fixes, rows = cpml_split.split(spec)
-    assert bulk.span == ((4, 22), (4, 18)) and bulk.grid[:2] == (5, 5)
-    assert [(f.block, f.pml) for f, _ in fixes] == [((4, 4), (2, 2, 2)), ((5, 4), (2, 0, 0))]
+    # y: faces of 5 cells (L + TH = 4, one more leaves the interior 4 whole tiles of 5); z: 4
+    # (a multiple of the 4 float64 cells of a 32-byte sector, and 3 whole tiles of 6)
+    assert bulk.span == ((5, 20), (4, 18)) and bulk.grid[:2] == (3, 4)
+    blocks = [((5, 6), (2, 2, 2)), ((5, 4), (2, 2, 2)), ((5, 6), (2, 0, 0))]  # y faces, z faces, x
+    assert [(f.block, f.pml) for f, _ in fixes] == blocks
     assert (tail is not None) == (slots is not None)
-    face = [rows[i] for i in fixes[0][1]]
-    assert {(r[2], r[3]) for r in face if r[3] - r[2] == 4} >= {(0, 4), (26, 30)}
-    _compare(sim, 5, th=2, tile=(12, 5, 4), kernel="emulate")
+    yface, zface = ([rows[i] for i in fixes[j][1]] for j in (0, 1))
+    assert {(r[2], r[3]) for r in yface} == {(0, 5), (25, 30)} and {r[5] - r[4] for r in yface} == {6, 2}
+    assert {(r[4], r[5]) for r in zface} == {(0, 4), (22, 26)} and {(r[2], r[3]) for r in zface} >= {(5, 10)}
+    _compare(sim, 5, th=2, tile=(12, 5, 6), kernel="emulate")
+
+
+def test_aligned_faces_start_the_bulk_on_a_sector():
+    """The face rows' depth: at least L + TH, along z a whole number of 32-byte sectors (8
+    float32 cells), and where a tile's worth of cells allows it, an interior of whole tiles."""
+    from emjax.fdtd.blocked.split import face_depth
+
+    assert face_depth(512, 24, 14, 8) == 16  # 480 = 20 tiles of 24
+    assert face_depth(512, 24, 14, 1) == 16
+    assert face_depth(500, 24, 14, 8) == 16  # no multiple of 8 up to 38 leaves whole tiles
+    assert face_depth(100, 24, 17, 4) == 20  # 60 cells: not whole tiles; the sector first
+    assert all(face_depth(n, b, r, 8) % 8 == 0 for n in (96, 512, 777) for b in (16, 24) for r in (5, 14))
 
 
 @emulated

@@ -6,8 +6,10 @@ On two devices each sends only its inner side, both in one collective. There the
 can also travel in two parts (:func:`send_interior`, :func:`finish_interior`): the part of
 the planes that the bulk kernel and its tail write last is sent before the CPML kernel runs,
 and the frame around it (with the CPML's psi) after it. Measured on 2 x H200 (512^3 with a
-CPML): the exchange after the CPML kernel 0.26 -> 0.17 ms per pass, though NCCL does not yet
-move the first part while that kernel runs (it waits about 0.12 ms after it).
+CPML): the exchange after the CPML kernel 0.26 -> 0.17 ms per pass. NCCL does not move the
+first part while that kernel runs: XLA combines the two collectives into one, after the
+kernel (kept apart by ``xla_gpu_collective_permute_combine_threshold_bytes=0``, the first
+one's start is still scheduled after the kernel).
 """
 
 from __future__ import annotations
