@@ -25,8 +25,9 @@ $(VENV)/.docs-installed: pyproject.toml | $(VENV)/bin/python
 docs: $(VENV)/.docs-installed
 	$(PY) -m mkdocs build --strict
 
+# the fast suite in one worker per core (at most 4: each holds its own JAX and compiles)
 test: $(VENV)/.installed
-	$(PY) -m pytest -q -m "not slow and not gpu"
+	$(PY) -m pytest -q -n auto --maxprocesses=4 -m "not slow and not gpu"
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m "slow"

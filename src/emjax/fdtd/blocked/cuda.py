@@ -462,12 +462,13 @@ def _emulated_library_cached(text: str):
     cache.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(text.encode()).hexdigest()[:16]
     lib = cache / f"yee_blocked_emu_{key}.so"
-    if not lib.exists():
-        src = cache / f"yee_blocked_emu_{key}.cpp"
+    if not lib.exists():  # each process builds from its own files, then renames (atomic)
+        src = cache / f"yee_blocked_emu_{key}.{os.getpid()}.cpp"
         src.write_text(text)
         tmp = cache / f"{lib.name}.{os.getpid()}.tmp"
         cmd = [_cxx(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-o", str(tmp), str(src)]
         res = subprocess.run(cmd, capture_output=True, text=True)
+        src.unlink(missing_ok=True)
         if res.returncode != 0:
             raise RuntimeError(
                 "the host compiler could not build the emulated kernel:\n" + res.stderr[-4000:]
