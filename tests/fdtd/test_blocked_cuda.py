@@ -295,7 +295,7 @@ def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots):
 def test_aligned_faces_start_the_bulk_on_a_sector():
     """The face rows' depth: at least L + TH, along z a whole number of 32-byte sectors (8
     float32 cells), and where a tile's worth of cells allows it, an interior of whole tiles."""
-    from emjax.fdtd.blocked.split import face_depth
+    from emjax.fdtd.blocked.tiling import face_depth
 
     assert face_depth(512, 24, 14, 8) == 16  # 480 = 20 tiles of 24
     assert face_depth(512, 24, 14, 1) == 16

@@ -302,7 +302,7 @@ def test_interior_of_the_send_planes_is_written_by_the_bulk_alone(case):
     from emjax import fdtd
     from emjax.fdtd import step as engine
     from emjax.fdtd.bench import benchmark_simulation
-    from emjax.fdtd.blocked import cuda_advance, shards, split
+    from emjax.fdtd.blocked import cuda_advance, shards, split, tiling
     from emjax.fdtd.grid import CPML
 
     if case == "small":
@@ -316,7 +316,7 @@ def test_interior_of_the_send_planes_is_written_by_the_bulk_alone(case):
     nx, m = spec.shape[0], spec.shape[0] // 2
     bulk, _, fixes, rows = split.split(spec, shards.pieces(2, nx))
     ty0, ty1, tz0, tz1 = bulk.tiles[:4]
-    ys, zs = split.tiles_of(bulk, 0), split.tiles_of(bulk, 1)
+    ys, zs = tiling.tiles_of(bulk, 0), tiling.tiles_of(bulk, 1)
     assert ys[ty0][1] <= y0 < y1 <= ys[ty1 - 1][2] and zs[tz0][1] <= z0 < z1 <= zs[tz1 - 1][2]
     for _, idx in fixes:
         for i in idx:

@@ -30,7 +30,7 @@ from jax.sharding import PartitionSpec as P
 
 from ...layout import AXIS
 from ..sharded import split_axis
-from . import cuda, halos, incidence, records, split
+from . import cuda, halos, incidence, records, split, tiling
 from .cuda_advance import (
     _one_pass,
     _sv,
@@ -85,7 +85,7 @@ def interior(spec, n: int, th: int) -> tuple | None:
     ty0, ty1, tz0, tz1 = bulk.tiles[:4]
     if ty0 >= ty1 or tz0 >= tz1:
         return None
-    ys, zs = split.tiles_of(bulk, 0), split.tiles_of(bulk, 1)
+    ys, zs = tiling.tiles_of(bulk, 0), tiling.tiles_of(bulk, 1)
     y0, y1, z0, z1 = ys[ty0][1], ys[ty1 - 1][2], zs[tz0][1], zs[tz1 - 1][2]
     sends = [(k * m, k * m + th) for k in range(1, n)]  # the first own planes, and the last
     sends += [((k + 1) * m - th, (k + 1) * m) for k in range(n - 1)]

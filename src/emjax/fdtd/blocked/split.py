@@ -8,7 +8,7 @@ after TH steps, the TH cells beyond them. The CPML kernel then recomputes those 
 the same inputs and writes over the bulk's values (and writes every psi):
 
 * along y (z): windows whose own cells cover the ``L + TH`` cells at each face, over every
-  z (y) tile and the whole x range (in a few marches along x, :func:`x_chunks`);
+  z (y) tile and the whole x range (in a few marches along x, :func:`.tiling.x_chunks`);
 * along x: every tile the above leaves, marched over the ``L + 2 TH`` planes at each face
   (a march that ends inside the grid spoils its last TH planes; they are not written).
 
@@ -29,90 +29,44 @@ the tail. The CPML rows that miss the box take the literals too. Measured on an 
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from .cuda import Spec
-
-
-def _tiles(n: int, b: int) -> list[tuple[int, int, int]]:
-    """The regular tiling: (window origin, own start, own end) per tile."""
-    return [(min(t * b, n - b), t * b, min((t + 1) * b, n)) for t in range(math.ceil(n / b))]
-
-
-def _tiles_from(off: int, length: int, b: int) -> list[tuple[int, int, int]]:
-    """:func:`_tiles` of the ``length`` cells from ``off``."""
-    return [(off + w, off + o0, off + o1) for w, o0, o1 in _tiles(length, b)]
-
-
-def tiles_of(spec: Spec, a: int) -> list[tuple[int, int, int]]:
-    """The regular tiling of y (``a`` = 0) or z (1) over ``spec.span`` (the whole axis
-    without one): (window origin, own start, own end) per tile."""
-    n, b = spec.shape[1 + a], spec.block[a]
-    return _tiles_from(*(spec.span[a] if spec.span else (0, n)), b)
-
-
-def _x_ends(nx: int, Lx: int, th: int) -> list[tuple[int, int, int, int]]:
-    """The marches (x0, nxw, ox0, ox1) over the x-CPML's ``Lx + TH`` planes at each end (one
-    over the whole x range where they would meet)."""
-    if 2 * (Lx + 2 * th) >= nx:
-        return [(0, nx, 0, nx)]
-    lo, hi = Lx + th, nx - Lx - 2 * th
-    return [(0, lo + th, 0, lo), (hi, nx - hi, hi + th, nx)]
-
-
-def _cover(n: int, b: int, reach: int) -> list[tuple[int, int, int]]:
-    """Windows of ``b`` exact cells covering the ``reach`` cells at each end of an axis."""
-    out = []
-    o = 0
-    while o < min(reach, n):
-        out.append((min(o, n - b), min(o, n - b), min(o, n - b) + b))
-        o += b
-    e = n
-    while e > max(n - reach, 0):
-        out.append((max(e - b, 0), max(e - b, 0), max(e - b, 0) + b))
-        e -= b
-    return sorted(set(out))
-
-
-def _covered(own: tuple, cover: list) -> bool:
-    return all(any(c[1] <= i < c[2] for c in cover) for i in range(own[1], own[2]))
-
-
-def x_chunks(nx: int, th: int, pieces: int = 8) -> list[tuple[int, int, int, int]]:
-    """The whole x range as marches of a few dozen planes (x0, nxw, ox0, ox1), each with TH
-    planes of the next ones before and after it (spoiled, not written): the y and z slabs'
-    windows are few, and one march each over the whole x range would leave most SMs idle
-    while they run. Up to ``pieces`` pieces of at least 4 TH planes."""
-    k = max(1, min(pieces, nx // (4 * th)))
-    cuts = [round(i * nx / k) for i in range(k + 1)]
-    out = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        x0, x1 = max(a - th, 0), min(b + th, nx)
-        out.append((x0, x1 - x0, a, b))
-    return out
+from .tiling import (
+    best_pieces,
+    cover,
+    covered,
+    cut_march,
+    face_depth,
+    march_cost,
+    regular_tiles,
+    tiles_from,
+    tiles_of,
+    x_chunks,
+    x_ends,
+)
 
 
 def tasks(spec: Spec, pieces: int | None = None) -> tuple:
     """The CPML kernel's CTAs: rows (y0, z0, oy0, oy1, oz0, oz1, x0, nxw, ox0, ox1);
-    ``pieces``: of the y and z slabs' x range (:func:`x_chunks`)."""
+    ``pieces``: of the y and z slabs' x range (:func:`.tiling.x_chunks`)."""
     (nx, ny, nz), th = spec.shape, spec.th
     by, bz = spec.block
     Lx, Ly, Lz = spec.pml
-    ty, tz = _tiles(ny, by), _tiles(nz, bz)
-    cy = _cover(ny, by, Ly + th) if Ly else []
-    cz = _cover(nz, bz, Lz + th) if Lz else []
+    ty, tz = regular_tiles(ny, by), regular_tiles(nz, bz)
+    cy = cover(ny, by, Ly + th) if Ly else []
+    cz = cover(nz, bz, Lz + th) if Lz else []
     rows = []
     whole = x_chunks(nx, th, PIECES if pieces is None else pieces)
     for y in cy:
         rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in tz for m in whole]
     for z in cz:  # the y tiles the y windows recompute whole (the corners) are theirs
-        rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ty if not _covered(y, cy) for m in whole]
+        rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ty if not covered(y, cy) for m in whole]
     if Lx:
-        marches = _x_ends(nx, Lx, th)
+        marches = x_ends(nx, Lx, th)
         for y in ty:
             for z in tz:
-                if _covered(y, cy) or _covered(z, cz):
+                if covered(y, cy) or covered(z, cz):
                     continue
                 rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for m in marches]
     return tuple(rows)
@@ -136,19 +90,6 @@ def aligned(spec: Spec) -> tuple | None:
     return tuple(span), tuple(block)
 
 
-def face_depth(n: int, b: int, reach: int, align: int) -> int:
-    """The face rows' depth along an axis of ``n`` cells: at least ``reach`` (L + TH), a
-    multiple of ``align`` cells (along z the bulk's tiles then start on a 32-byte sector:
-    tiles that write part of a sector cost the DRAM a read of it, measured on an H100 at
-    512^3: the bulk's DRAM reads 3.36 -> 6.24 GB with faces of 14 cells), and where one
-    within a tile of ``reach`` gives it, one that leaves the interior whole tiles of ``b``."""
-    first = -(-reach // align) * align
-    for c in range(first, first + b + 1, align):
-        if (n - 2 * c) % b == 0:
-            return c
-    return first
-
-
 def aligned_tasks(spec: Spec, span: tuple, block: tuple, pieces: int | None = None) -> tuple:
     """The CPML rows under ``ALIGNED``: (y faces' rows, z faces' rows, x rows). Face rows
     own the ``L + TH`` cells at each y face over every z, and at each z face over the
@@ -162,22 +103,22 @@ def aligned_tasks(spec: Spec, span: tuple, block: tuple, pieces: int | None = No
     by, bz = spec.block
 
     def marches(n: int) -> list:  # the x range in the pieces that fill the SMs best
-        return x_chunks(nx, th, pieces if pieces is not None else _pieces(n, nx, th, slots()))
+        return x_chunks(nx, th, pieces if pieces is not None else best_pieces(n, nx, th, slots()))
 
     yfaces, zfaces = [], []
     if Ly:
-        zs = _tiles_from(0, nz, bz)
+        zs = tiles_from(0, nz, bz)
         whole = marches(2 * len(zs))
         for y in ((0, 0, cy), (ny - cy, ny - cy, ny)):
             yfaces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in zs for m in whole]
     if Lz:
-        ys = _tiles_from(*span[0], by)  # the interior's y: the y faces' rows own the corners
+        ys = tiles_from(*span[0], by)  # the interior's y: the y faces' rows own the corners
         whole = marches(2 * len(ys))
         for z in ((0, 0, cz), (nz - cz, nz - cz, nz)):
             zfaces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ys for m in whole]
     xrows = []
     if Lx:
-        marches = _x_ends(nx, Lx, th)
+        marches = x_ends(nx, Lx, th)
         inner = replace(spec, span=span)
         for y in tiles_of(inner, 0):
             for z in tiles_of(inner, 1):
@@ -196,36 +137,17 @@ def bulk_tiles(spec: Spec, cpml_block: tuple | None = None) -> tuple:
     cb = cpml_block or spec.block
     ends = []
     for n, b, c_b, L in ((ny, spec.block[0], cb[0], spec.pml[1]), (nz, spec.block[1], cb[1], spec.pml[2])):
-        t = _tiles(n, b)
-        c = _cover(n, c_b, L + th) if L else []
+        t = regular_tiles(n, b)
+        c = cover(n, c_b, L + th) if L else []
         lo = 0
-        while lo < len(t) and _covered(t[lo], c):
+        while lo < len(t) and covered(t[lo], c):
             lo += 1
         hi = len(t)
-        while hi > lo and _covered(t[hi - 1], c):
+        while hi > lo and covered(t[hi - 1], c):
             hi -= 1
         ends += [lo, hi]
-    full = (0, len(_tiles(ny, spec.block[0])), 0, len(_tiles(nz, spec.block[1])))
+    full = (0, len(regular_tiles(ny, spec.block[0])), 0, len(regular_tiles(nz, spec.block[1])))
     return full if not SKIP_COVERED else tuple(ends)
-
-
-def _cost(n: int, p: int, length: int, th: int, slots: int) -> float:
-    """The time of ``n`` marches over ``length`` planes in ``p`` pieces each, in planes:
-    waves of ``slots`` CTAs x a piece's planes (TH planes each side spoiled)."""
-    return math.ceil(n * p / slots) * (length / p + 3 * th)
-
-
-def _pieces(n: int, length: int, th: int, slots: int) -> int:
-    """Pieces along x of ``n`` marches over ``length`` planes that fill ``slots`` CTAs best."""
-    return min(range(1, 65), key=lambda p: (_cost(n, p, length, th, slots), p))
-
-
-def _march(a: int, b: int, nx: int, th: int, k: int) -> list[tuple[int, int, int, int]]:
-    """Own planes [a, b) as ``k`` marches (x0, nxw, ox0, ox1) with TH planes each side."""
-    cuts = [a + round(i * (b - a) / k) for i in range(k + 1)]
-    return [
-        (max(u - th, 0), min(v + th, nx) - max(u - th, 0), u, v) for u, v in zip(cuts[:-1], cuts[1:]) if u < v
-    ]
 
 
 def hole(spec: Spec, tiles: tuple) -> tuple | None:
@@ -269,7 +191,7 @@ def meets_box(spec: Spec, row: tuple) -> bool:
 def tail(spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None) -> tuple[int, tuple]:
     """The bulk's last wave: a CTA marches the whole x range, so the tiles left over after
     whole waves of ``slots`` CTAs would keep most SMs idle for a whole march. They go to a
-    second launch in x pieces (:func:`x_chunks`) instead, as many as fill the SMs best.
+    second launch in x pieces (:func:`.tiling.x_chunks`) instead, as many as fill the SMs best.
     ``gap``: the :func:`hole` the bulk leaves out. Returns (the first launch computes the
     tiles before this index in its order, the tail's rows)."""
     ty0, ty1, tz0, tz1 = tiles
@@ -284,8 +206,8 @@ def tail(spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None) -> tupl
     if not left:
         return len(order), ()
     nx, th = spec.shape[0], spec.th
-    best = _pieces(left, nx, th, slots)
-    if _cost(left, best, nx, th, slots) >= nx:  # no faster than one whole march
+    best = best_pieces(left, nx, th, slots)
+    if march_cost(left, best, nx, th, slots) >= nx:  # no faster than one whole march
         return len(order), ()
     rows = tuple(
         (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + m
@@ -312,8 +234,8 @@ def hole_rows(spec: Spec, gap: tuple, slots: int) -> tuple[tuple, tuple]:
         rows = []
         for lo, hi in segments:
             if hi > lo:
-                marches = _march(lo, hi, nx, th, _pieces(len(yz), hi - lo, th, slots))
-                rows += [c + m for c in yz for m in marches]
+                cuts = cut_march(lo, hi, nx, th, best_pieces(len(yz), hi - lo, th, slots))
+                rows += [c + m for c in yz for m in cuts]
         out.append(tuple(rows))
     return out[0], out[1]
 
@@ -325,7 +247,7 @@ BALANCE_TAIL = True
 #: per-cell coefficients in a box (:mod:`.coef_box`): the tiles whose windows meet it in a
 #: kernel of their own, the rest of the bulk with the backgrounds as literals (:func:`hole`)
 HOLE = True
-#: x pieces of the CPML kernel's y and z windows (:func:`x_chunks`); measured on an H100
+#: x pieces of the CPML kernel's y and z windows (:func:`.tiling.x_chunks`); measured on an H100
 #: with a 10-cell CPML, 24 steps, 512^3 / 1024^3 (G cell/s): 2: 51.4 / 77.0, 3: 55.8 / 76.7,
 #: 4: 55.5 / 76.5, 8: 54.1 / 75.4, 16: 51.7 / 74.3
 PIECES = 4
@@ -353,7 +275,7 @@ CHAINS_IN_SMEM = True
 #: (float32): 56.4 G cell/s against 58.7 without.
 X_SLABS_APART = False
 #: the bulk's tiles over the interior only, the CPML's face rows owning the cells at each y
-#: and z face (:func:`aligned`, :func:`face_depth`) in windows a bulk tile long along the
+#: and z face (:func:`aligned`, :func:`.tiling.face_depth`) in windows a bulk tile long along the
 #: face, a kernel per face axis, the x-CPML's rows in a kernel of their own with the bulk's
 #: windows. Measured at 512^3 with a CPML, one GPU: H100 float32 59.7 G cell/s against 58.3,
 #: float64 20.1 against 19.1, H200 float32 61.2 against 60.7; but on 2 x H200 strong 85.2%

@@ -1,0 +1,99 @@
+"""The tilings and marches the blocked kernel's launches are made of: the regular tiling of
+y and z (own cells and window origins), the marches along x in pieces, the windows that
+cover the CPML's faces, and how many x pieces fill the SMs best."""
+
+from __future__ import annotations
+
+import math
+
+from .cuda import Spec
+
+
+def regular_tiles(n: int, b: int) -> list[tuple[int, int, int]]:
+    """The regular tiling: (window origin, own start, own end) per tile."""
+    return [(min(t * b, n - b), t * b, min((t + 1) * b, n)) for t in range(math.ceil(n / b))]
+
+
+def tiles_from(off: int, length: int, b: int) -> list[tuple[int, int, int]]:
+    """:func:`regular_tiles` of the ``length`` cells from ``off``."""
+    return [(off + w, off + o0, off + o1) for w, o0, o1 in regular_tiles(length, b)]
+
+
+def tiles_of(spec: Spec, a: int) -> list[tuple[int, int, int]]:
+    """The regular tiling of y (``a`` = 0) or z (1) over ``spec.span`` (the whole axis
+    without one): (window origin, own start, own end) per tile."""
+    n, b = spec.shape[1 + a], spec.block[a]
+    return tiles_from(*(spec.span[a] if spec.span else (0, n)), b)
+
+
+def x_ends(nx: int, Lx: int, th: int) -> list[tuple[int, int, int, int]]:
+    """The marches (x0, nxw, ox0, ox1) over the x-CPML's ``Lx + TH`` planes at each end (one
+    over the whole x range where they would meet)."""
+    if 2 * (Lx + 2 * th) >= nx:
+        return [(0, nx, 0, nx)]
+    lo, hi = Lx + th, nx - Lx - 2 * th
+    return [(0, lo + th, 0, lo), (hi, nx - hi, hi + th, nx)]
+
+
+def cover(n: int, b: int, reach: int) -> list[tuple[int, int, int]]:
+    """Windows of ``b`` exact cells covering the ``reach`` cells at each end of an axis."""
+    out = []
+    o = 0
+    while o < min(reach, n):
+        out.append((min(o, n - b), min(o, n - b), min(o, n - b) + b))
+        o += b
+    e = n
+    while e > max(n - reach, 0):
+        out.append((max(e - b, 0), max(e - b, 0), max(e - b, 0) + b))
+        e -= b
+    return sorted(set(out))
+
+
+def covered(own: tuple, cover: list) -> bool:
+    return all(any(c[1] <= i < c[2] for c in cover) for i in range(own[1], own[2]))
+
+
+def x_chunks(nx: int, th: int, pieces: int = 8) -> list[tuple[int, int, int, int]]:
+    """The whole x range as marches of a few dozen planes (x0, nxw, ox0, ox1), each with TH
+    planes of the next ones before and after it (spoiled, not written): the y and z slabs'
+    windows are few, and one march each over the whole x range would leave most SMs idle
+    while they run. Up to ``pieces`` pieces of at least 4 TH planes."""
+    k = max(1, min(pieces, nx // (4 * th)))
+    cuts = [round(i * nx / k) for i in range(k + 1)]
+    out = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        x0, x1 = max(a - th, 0), min(b + th, nx)
+        out.append((x0, x1 - x0, a, b))
+    return out
+
+
+def face_depth(n: int, b: int, reach: int, align: int) -> int:
+    """The face rows' depth along an axis of ``n`` cells: at least ``reach`` (L + TH), a
+    multiple of ``align`` cells (along z the bulk's tiles then start on a 32-byte sector:
+    tiles that write part of a sector cost the DRAM a read of it, measured on an H100 at
+    512^3: the bulk's DRAM reads 3.36 -> 6.24 GB with faces of 14 cells), and where one
+    within a tile of ``reach`` gives it, one that leaves the interior whole tiles of ``b``."""
+    first = -(-reach // align) * align
+    for c in range(first, first + b + 1, align):
+        if (n - 2 * c) % b == 0:
+            return c
+    return first
+
+
+def march_cost(n: int, p: int, length: int, th: int, slots: int) -> float:
+    """The time of ``n`` marches over ``length`` planes in ``p`` pieces each, in planes:
+    waves of ``slots`` CTAs x a piece's planes (TH planes each side spoiled)."""
+    return math.ceil(n * p / slots) * (length / p + 3 * th)
+
+
+def best_pieces(n: int, length: int, th: int, slots: int) -> int:
+    """Pieces along x of ``n`` marches over ``length`` planes that fill ``slots`` CTAs best."""
+    return min(range(1, 65), key=lambda p: (march_cost(n, p, length, th, slots), p))
+
+
+def cut_march(a: int, b: int, nx: int, th: int, k: int) -> list[tuple[int, int, int, int]]:
+    """Own planes [a, b) as ``k`` marches (x0, nxw, ox0, ox1) with TH planes each side."""
+    cuts = [a + round(i * (b - a) / k) for i in range(k + 1)]
+    return [
+        (max(u - th, 0), min(v + th, nx) - max(u - th, 0), u, v) for u, v in zip(cuts[:-1], cuts[1:]) if u < v
+    ]
