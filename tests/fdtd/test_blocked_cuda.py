@@ -264,6 +264,26 @@ def test_emulated_x_slabs_in_a_kernel_of_their_own(monkeypatch):
 
 
 @emulated
+def test_emulated_face_marches_apart_from_the_x_ends(monkeypatch):
+    """``split.X_ENDS_APART``: the y and z faces' marches cut where the x-CPML ends; those
+    between reach one CPML axis and run in a kernel per axis with their chains in shared
+    memory, after the kernel of all three axes (the x ends, the corners, the x rows)."""
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "X_ENDS_APART", True)
+    sim = _cpml_all_faces((24, 30, 26))
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    fixes, rows = cpml_split.split(spec)[2:]
+    assert [f.pml for f, _ in fixes] == [(2, 2, 2), (0, 2, 0), (0, 0, 2)]
+    assert fixes[1][0].chain_smem and fixes[2][0].chain_smem
+    middle = {(rows[i][8], rows[i][9]) for _, idx in fixes[1:] for i in idx}
+    assert min(a for a, _ in middle) == 4 and max(b for _, b in middle) == 19  # Lx + TH, nx - Lx - TH - 1
+    _compare(sim, 5, th=2, tile=(24, 5, 4), kernel="emulate")
+
+
+@emulated
 @pytest.mark.parametrize("slots", [None, 11])
 def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots):
     """``split.ALIGNED``: the bulk's tiles over the interior (the last one slid back), the
@@ -489,6 +509,20 @@ def test_gpu_x_slabs_in_a_kernel_of_their_own(monkeypatch):
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "X_SLABS_APART", True)
+    jax.clear_caches()
+    try:
+        _compare(_cpml_all_faces((48, 48, 48)), 60, th=4, tile=(48, 24, 24), kernel="cuda")
+    finally:
+        jax.clear_caches()
+
+
+@gpu
+def test_gpu_face_marches_apart_from_the_x_ends(monkeypatch):
+    """``split.X_ENDS_APART`` on a 48^3 grid with a CPML on every face, float64 to 1e-12
+    after 60 steps in passes of 4."""
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "X_ENDS_APART", True)
     jax.clear_caches()
     try:
         _compare(_cpml_all_faces((48, 48, 48)), 60, th=4, tile=(48, 24, 24), kernel="cuda")

@@ -57,7 +57,10 @@ def tasks(spec: Spec, pieces: int | None = None) -> tuple:
     cy = cover(ny, by, Ly + th) if Ly else []
     cz = cover(nz, bz, Lz + th) if Lz else []
     rows = []
-    whole = x_chunks(nx, th, PIECES if pieces is None else pieces)
+    if X_ENDS_APART and Lx and nx > 2 * (Lx + th + 1) + 4 * th:
+        whole = face_marches(nx, Lx, th, len(cy) * len(tz) + len(cz) * len(ty), pieces)
+    else:
+        whole = x_chunks(nx, th, PIECES if pieces is None else pieces)
     for y in cy:
         rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in tz for m in whole]
     for z in cz:  # the y tiles the y windows recompute whole (the corners) are theirs
@@ -70,6 +73,17 @@ def tasks(spec: Spec, pieces: int | None = None) -> tuple:
                     continue
                 rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for m in marches]
     return tuple(rows)
+
+
+def face_marches(nx: int, Lx: int, th: int, n: int, pieces: int | None = None) -> list:
+    """With ``X_ENDS_APART``: the y and z faces' marches over x as the x-CPML's two ends
+    (own planes [0, Lx + TH) and [nx - Lx - TH - 1, nx), the only marches that reach it) and
+    the planes between in the pieces that fill the SMs best for ``n`` face windows (or
+    ``pieces``)."""
+    a, b = Lx + th, nx - Lx - th - 1
+    k = pieces if pieces is not None else best_pieces(n, b - a, th, slots())
+    k = max(1, min(k, (b - a) // (4 * th)))
+    return cut_march(0, a, nx, th, 1) + cut_march(a, b, nx, th, k) + cut_march(b, nx, nx, th, 1)
 
 
 def aligned(spec: Spec) -> tuple | None:
@@ -281,6 +295,12 @@ X_SLABS_APART = False
 #: float64 20.1 against 19.1, H200 float32 61.2 against 60.7; but on 2 x H200 strong 85.2%
 #: against 87.1% and weak 82.5% against 94.2% (the slabs' pieces are not yet chosen for it).
 ALIGNED = False
+#: the y and z faces' marches cut at the x-CPML's ends (:func:`face_marches`): the long
+#: marches between reach one CPML axis (y or z) and run in a kernel per axis with their psi
+#: chains in shared memory; the short ones at the x ends, the corners and the x rows in the
+#: kernel of all three axes. (Under Nsight Compute the CPML kernel of all axes waits on its
+#: chains in local memory: 38% of its warps' time.) Not yet timed on a GPU.
+X_ENDS_APART = False
 
 
 def _owned(row: tuple, node: tuple) -> bool:
@@ -398,6 +418,8 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
         own, tag = wins[i]
         key = tuple(bool(L) for L in spec.pml)
         if GROUP_BY_AXES or i >= len(rows) or (X_SLABS_APART and touches(own, r) == (True, False, False)):
+            key = touches(own, r)
+        elif X_ENDS_APART and touches(own, r) in ((False, True, False), (False, False, True)):
             key = touches(own, r)
         key = (key + ((tag,) if tag else ()), spec.cbox is None or meets_box(own, r))
         groups.setdefault(key, []).append(i)
