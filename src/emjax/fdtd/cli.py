@@ -197,7 +197,7 @@ def run(args, argv) -> int:
     if "ports" in cfg:  # a device's S-matrix
         from .port_config import run_ports
 
-        return run_ports(args, argv, cfg)
+        return run_ports(args, _command(argv), cfg, COMMAND)
     if "simulation" in cfg:  # physical units: a scene
         return _run_physical(args, argv, cfg)
     sim, steps, chunk, checkpoint = build_fdtd(cfg)

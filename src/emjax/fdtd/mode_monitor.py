@@ -36,7 +36,7 @@ from ..errors import ConfigError
 from ..tracing import is_traced
 from .mode_plane import solve
 from .monitors import weights
-from .physical import FluxPlane
+from .physical_parts import FluxPlane
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ DIRECTIONS = ("+", "-")
 
 
 def _vec3(name, value, zero_ok=False):
-    from .physical import _vec3 as vec3
+    from .physical_parts import _vec3 as vec3
 
     return vec3(name, value, positive=zero_ok, allow_zero=zero_ok)
 

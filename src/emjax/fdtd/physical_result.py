@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,9 +13,6 @@ from ..errors import ConfigError
 from .monitors import DFTField
 from .spec import GridSimulation
 from .tfsf import TFSF
-
-if TYPE_CHECKING:
-    from .physical import Simulation
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,7 +25,7 @@ class Result:
     reduced simulation that ran (the fields in ``raw`` are its half domain) and
     ``symmetry.full`` the one given."""
 
-    simulation: Simulation
+    simulation: object  # the emjax.fdtd.Simulation that ran
     grid_simulation: GridSimulation
     raw: object  # FDTDResult
     monitor_planes: dict

@@ -92,11 +92,11 @@ def build_ports(cfg: dict):
     return sim, ports, freqs, options, unit
 
 
-def run_ports(args, argv, cfg) -> int:
+def run_ports(args, command: str, cfg, method: str = "fdtd") -> int:
     """``emjax fdtd CONFIG.toml`` for a config with ``[[ports]]``: the S-matrix, written as
-    NetCDF and Touchstone under ``--out``; a summary of ``|S|^2`` on stdout."""
+    NetCDF and Touchstone under ``--out``; a summary of ``|S|^2`` on stdout. ``command``:
+    the command line as the user gave it; ``method``: the output folder's method name."""
     from ..outdir import OutputFolder, config_description
-    from .cli import COMMAND, _command
     from .ports import DECAYED, s_matrix
     from .scene_raster import check_memory
 
@@ -104,7 +104,7 @@ def run_ports(args, argv, cfg) -> int:
     check_memory(sim)
     if args.devices not in (None, 1):
         raise ConfigError("--devices: port runs (mode sources) run on one device")
-    folder = OutputFolder(args.out, method=COMMAND, overwrite=args.overwrite).check()
+    folder = OutputFolder(args.out, method=method, overwrite=args.overwrite).check()
     t0 = time.perf_counter()
     S = s_matrix(sim, ports, freqs, progress=False, **options)
     n = len(S.labels)
@@ -120,7 +120,7 @@ def run_ports(args, argv, cfg) -> int:
         "decayed": bool(np.nanmax(S.residual) <= DECAYED),
         "seconds": time.perf_counter() - t0,
     }
-    with folder.writing(config_description(args.config, COMMAND), _command(argv)) as stage:
+    with folder.writing(config_description(args.config, method), command) as stage:
         S.save(stage / "s_parameters.nc")
         S.write_touchstone(stage / f"s_parameters.s{n}p", unit=unit)
         (stage / "s_parameters.json").write_text(json.dumps(summary, indent=1))

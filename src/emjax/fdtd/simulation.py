@@ -173,16 +173,14 @@ def run(
     say which and why). An out-of-core run chooses the same way for its slabs (their seams
     walled for the kernel, :mod:`emjax.fdtd.window.kernel`); traced runs use the XLA step.
     """
-    from . import physical
-
     check_run_arguments(progress, initial, checkpoint, out_of_core)
     blocked.check_kernel(kernel)
-    if isinstance(sim, physical.Simulation):
+    if not isinstance(sim, GridSimulation) and hasattr(sim, "_run_physical"):  # a physical Simulation
         kw = dict(chunk=chunk, initial=initial, progress=progress, checkpoint=checkpoint, layout=layout)
         kw["kernel"] = kernel
         if out_of_core is not None:
             kw["out_of_core"] = out_of_core
-        return physical.run(sim, steps, until=until, **kw)
+        return sim._run_physical(steps, until=until, **kw)
     if not isinstance(sim, GridSimulation):
         raise ConfigError(f"run needs an emjax.fdtd.Simulation or GridSimulation, got {type(sim).__name__}")
     if until is not None:

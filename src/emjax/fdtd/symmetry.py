@@ -159,7 +159,7 @@ def _check_plane_wave(sim, s):
 
 def validate(sim) -> None:
     """Refuse what the half domain cannot represent (one ConfigError line)."""
-    from .physical import CrossSections, Dipole, FieldPlane, FluxBox, FluxPlane, PlaneWaveSource
+    from .physical_parts import CrossSections, Dipole, FieldPlane, FluxBox, FluxPlane, PlaneWaveSource
 
     for a, s in enumerate(sim.symmetry):
         if s == 0:
@@ -224,7 +224,7 @@ def _half_simulation(sim):
             size[a] = m * sim.dx
             center[a] = low + m * sim.dx / 2
             boundary[a] = replace(sim.boundary[a], sides="high", wall="pmc" if s == 1 else "pec")
-    from .physical import Dipole
+    from .physical_parts import Dipole
 
     dipoles = _reduce_dipoles(sim, [x for x in sim.sources if isinstance(x, Dipole)])
     return replace(
@@ -241,7 +241,7 @@ def _half_simulation(sim):
 
 def _probes(sim, offsets):
     """Reduced-grid probes and the sign each reading takes (mirrored from the removed half)."""
-    from .physical import AXIS, _vec3
+    from .physical_parts import AXIS, _vec3
 
     out, signs = [], []
     g = sim.grid
@@ -304,7 +304,7 @@ def _mirror_box(sim, offsets, lo, hi, what):
 def to_grid(sim):
     """The reduced :class:`GridSimulation`, the monitor map (:class:`Folded` values) and the
     :class:`Reduction`."""
-    from .physical import CrossSections, FluxBox, _check_box_vs_tfsf
+    from .physical_parts import CrossSections, FluxBox, _check_box_vs_tfsf
 
     half = _half_simulation(sim)
     offsets = tuple(
