@@ -105,16 +105,6 @@ def _decay(stack, src, z, s, m):
     return h
 
 
-def _sample(rho, h, size: int, rng):
-    idx = {int(np.argmax(rho)), int(np.argmin(h)), int(np.argmax(rho - h * rho.max() / max(h.max(), 1e-300)))}
-    idx |= {int(np.argmin(rho)), int(np.argmax(h))}
-    if len(rho) > size:
-        idx |= set(rng.choice(len(rho), size, replace=False).tolist())
-    else:
-        idx |= set(range(len(rho)))
-    return np.array(sorted(idx))
-
-
 class _Group:
     """Points of one observation medium with similar decay distances, and their path."""
 

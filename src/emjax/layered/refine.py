@@ -31,6 +31,16 @@ from . import sommerfeld as som
 GPU_SLOTS = 8
 
 
+def _sample(rho, h, size: int, rng):
+    idx = {int(np.argmax(rho)), int(np.argmin(h)), int(np.argmax(rho - h * rho.max() / max(h.max(), 1e-300)))}
+    idx |= {int(np.argmin(rho)), int(np.argmax(h))}
+    if len(rho) > size:
+        idx |= set(rng.choice(len(rho), size, replace=False).tolist())
+    else:
+        idx |= set(range(len(rho)))
+    return np.array(sorted(idx))
+
+
 def slots_per_call(device) -> int:
     """Slots per call of :func:`emjax.layered.sommerfeld.refine_sums` on ``device``."""
     return 1 if device.platform == "cpu" else GPU_SLOTS
@@ -48,7 +58,6 @@ def _zeros(x: np.ndarray, size: int) -> np.ndarray:
 def _tiles(g, extra) -> list:
     """The group's sample (extremes, a random subset of its points and ``extra``) as whole
     tiles of ``REFINE_POINTS`` points (repeats filling the last): (rho, z_up, zd) each."""
-    from .groups import _sample
 
     sample = np.union1d(_sample(g.rho, g.h, 48, g.rng), np.asarray(extra, int))
     tile = som.REFINE_POINTS

@@ -159,7 +159,6 @@ def wavelength_scaled(stack, wavelength, source, points):
     permittivities are those at the traced wavelength (a material's dispersion must be
     traceable; constants are)."""
     from ..materials import Material
-    from .stack import Stack
 
     wl0 = float(concrete("wavelength", wavelength))
     if not (np.isfinite(wl0) and wl0 > 0):
@@ -176,5 +175,5 @@ def wavelength_scaled(stack, wavelength, source, points):
                 ) from err
         eps.append(e)
     s = wl0 / wavelength
-    scaled = Stack(eps=eps, thickness=[d * s for d in stack.thickness], z_top=stack.z_top * s)
+    scaled = type(stack)(eps=eps, thickness=[d * s for d in stack.thickness], z_top=stack.z_top * s)
     return scaled, wl0, jnp.asarray(source) * s, jnp.asarray(points) * s, s
