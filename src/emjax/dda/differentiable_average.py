@@ -239,7 +239,7 @@ def _averaged(problem, solver, variant, beta, gamma, w, n_alpha, batch):
 
 @partial(jax.jit, static_argnums=(4,))
 def _core(alphas, d, domains, Rs, static):
-    from .differentiable import mueller_jax, solve_infos
+    from .traced_result import mueller_jax, solve_infos
 
     grid, k, pol = static.grid, static.k, static.pol
     vdt = np.complex128

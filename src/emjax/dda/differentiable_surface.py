@@ -33,7 +33,7 @@ G_R,ba(x_j - x_i, y_j - y_i, z_j + z_i)``; checked on layered's tensor and on th
 operator in tests/dda/test_dda_gradients_surface.py), so the reverse pass is one more QMR
 solve with the same operator (:func:`emjax.krylov.linear_solve`).
 
-Returned: a :class:`~emjax.dda.differentiable.TracedResult` with ``S`` (1, n_theta, 4) and
+Returned: a :class:`~emjax.dda.traced_result.TracedResult` with ``S`` (1, n_theta, 4) and
 ``mueller`` (1, n_theta, 4, 4) in ADDA's surface-mode scattering plane, as
 :func:`emjax.dda.solve` (rows below the surface scaled by Re(m_bottom), all by the
 incoming-irradiance factor), ``Cext_xy``/``Cabs_xy`` (X = p, Y = s) and ``Qext``, ``Qabs``
@@ -75,7 +75,7 @@ _ROUND = 1e-10  # as surface_far: |n_z| below this is grazing
 
 def surface_efficiencies(problem, solver, variant):
     """See the module doc; called by :func:`emjax.dda.efficiencies` (64-bit scope on)."""
-    from .differentiable import traced_result
+    from .traced_result import traced_result
 
     if variant != "pruned":
         raise ConfigError("variant: a particle on a substrate uses the 'pruned' matvec; allowed: 'pruned'")
@@ -354,7 +354,7 @@ class _Static(NamedTuple):
 
 @partial(jax.jit, static_argnums=(3,))
 def _core(params, table, domains, static):
-    from .differentiable import mueller_jax, solve_infos
+    from .traced_result import mueller_jax, solve_infos
 
     grid, k = static.grid, static.k
     d, eps, thickness, ms = params["d"], jnp.asarray(params["eps"]), params["thickness"], params["ms"]
