@@ -65,8 +65,8 @@ print("layered", rel(f2.E, f1.E))
 
 # a sample that misses the demanding points (only the fastest-decaying one): the second pass
 # (refined again with the points above rtol, integrated again) runs, alike on both layouts
-import emjax.layered.groups as gr
-gr._sample = lambda rho, h, size, rng: np.array([int(np.argmax(h))])
+import emjax.layered.refine as rf
+rf._sample = lambda rho, h, size, rng: np.array([int(np.argmax(h))])
 kw = dict(p=(0, 0, 1), fields="E", rtol=1e-9, part="scattered")
 f1 = dipole_fields(st, 0.6, (0.0, 0.0, 0.08), pts, **kw)
 f2 = dipole_fields(st, 0.6, (0.0, 0.0, 0.08), pts, layout=2, batch=4, **kw)
