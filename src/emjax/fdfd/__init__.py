@@ -8,7 +8,7 @@ conformal perfect conductors; radar cross sections from near-to-far-field transf
 cross sections from the grid's Poynting fluxes.
 
 The slice: operators (Yee differences, SC-PML) -> specs2d, grid2d, permittivity2d,
-stencil2d, pec2d, solve2d, tm (2-D) | operator3d, pec3d, maxwell3d, solvers (3-D) ->
+stencil2d, pec2d, solve2d, tm (2-D) | operator3d, pec3d, grid3d, solvers, linear3d, maxwell3d (3-D) ->
 farfield, farfield3d, flux3d (RCS, cross sections) -> config, rcs, results, plot, cli,
 bench; symmetry folds a solve onto half the grid per mirror plane; public names load on
 first use (see ``emjax._lazy``).
@@ -28,10 +28,10 @@ _EXPORTS = {
     "LineSource": ".tm",
     "PlaneWave2D": ".tm",
     "scattering_width": ".farfield",
-    "PlaneWave3D": ".maxwell3d",
-    "PointDipole3D": ".maxwell3d",
-    "field_at": ".maxwell3d",
-    "Result3D": ".maxwell3d",
+    "PlaneWave3D": ".grid3d",
+    "PointDipole3D": ".grid3d",
+    "field_at": ".grid3d",
+    "Result3D": ".grid3d",
     "solve_3d": ".maxwell3d",
     "rcs_3d": ".farfield3d",
     "cross_sections_3d": ".farfield3d",
@@ -58,7 +58,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from .config import FDFDProblem, build_fdfd
     from .farfield import scattering_width
     from .farfield3d import cross_sections_3d, far_field_3d, rcs_3d
-    from .maxwell3d import PlaneWave3D, PointDipole3D, Result3D, field_at, solve_3d
+    from .grid3d import PlaneWave3D, PointDipole3D, Result3D, field_at
+    from .maxwell3d import solve_3d
     from .modes2d import ModeSource2D, mode_amplitudes
     from .operators import SCPML, UPML, derivatives
     from .rcs import solve_rcs

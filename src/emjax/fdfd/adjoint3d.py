@@ -33,7 +33,7 @@ from ..backend import precision, precision_scope
 from ..errors import ConfigError, ConvergenceError, require_positive
 from ..krylov import QMR
 from .adjoint import _array, caller_scope
-from .maxwell3d import PlaneWave3D, _Grid3, incident_3d
+from .grid3d import PlaneWave3D, _Grid3, incident_3d
 from .operator3d import build_operator
 from .operators import SCPML, UPML
 from .solvers import Iterative
@@ -174,7 +174,7 @@ def _differentiating_only(x) -> bool:
 
 
 def _solve_concrete(eps, b, pml, dx, omega, solver, dtype, what, progress=False):
-    from .maxwell3d import _iterative
+    from .linear3d import _iterative
 
     if isinstance(eps, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
         raise ConfigError(_JIT_MESSAGE)

@@ -20,9 +20,7 @@ first order). Subpixel averaging puts Kottke's diagonal ``n_c^2 <1/eps> + (1 - n
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, field
 from functools import partial
 
 import jax
@@ -31,9 +29,22 @@ import numpy as np
 
 from .. import progress as progress_bars
 from ..backend import precision, precision_scope
-from ..errors import ConfigError, ResourceError, require_finite, require_positive
+from ..errors import ConfigError, ResourceError, require_positive
 from ..layout import as_layout
-from .operator3d import Scaled, build_operator, probe_diagonal, probe_matrix
+from .grid3d import (  # noqa: F401 (names of emjax.fdfd.maxwell3d)
+    PlaneWave3D,
+    PointDipole3D,
+    Result3D,
+    _Grid3,
+    _grid3,
+    _waves,
+    dipole_current,
+    discrete_wave,
+    field_at,
+    incident_3d,
+)
+from .linear3d import _direct, _iterative
+from .operator3d import build_operator
 from .operators import SCPML
 from .pec3d import pec_fractions
 from .permittivity2d import traced_scene
@@ -41,136 +52,6 @@ from .scene_traced import solve_3d_traced
 from .solvers import Direct, Iterative, check_solver
 
 __all__ = ["PlaneWave3D", "PointDipole3D", "Result3D", "field_at", "solve_3d", "permittivity_3d"]
-
-
-@dataclass(frozen=True)
-class PlaneWave3D:
-    """A unit plane wave ``E = polarization exp(i k direction . r)`` (vectors normalized;
-    the polarization must be orthogonal to the direction)."""
-
-    direction: tuple = (1.0, 0.0, 0.0)
-    polarization: tuple = (0.0, 0.0, 1.0)
-
-    def __post_init__(self):
-        d = _unit("PlaneWave3D.direction", self.direction)
-        p = np.asarray(self.polarization, complex)
-        if p.shape != (3,) or not np.all(np.isfinite(p)) or np.linalg.norm(p) == 0:
-            raise ConfigError(
-                f"PlaneWave3D.polarization must be a non-zero 3-vector, got {self.polarization!r}"
-            )
-        p = p / np.linalg.norm(p)
-        if abs(np.dot(d, p)) > 1e-6:
-            raise ConfigError(
-                f"PlaneWave3D.polarization {self.polarization!r} must be orthogonal to the direction "
-                f"{self.direction!r} (|d.e| = {abs(np.dot(d, p)):.2g})"
-            )
-        object.__setattr__(self, "direction", tuple(float(v) for v in d))
-        object.__setattr__(self, "polarization", tuple(complex(v) if v.imag else float(v.real) for v in p))
-
-
-@dataclass(frozen=True)
-class PointDipole3D:
-    """An electric point dipole of moment ``moment`` (3-vector, complex allowed) at
-    ``position``: the current ``J = -i omega p delta(r - r0)``, each component spread over
-    the eight E_c nodes around it (trilinear weights). The result's ``E`` and ``Es`` are the
-    total field (no incident wave); in vacuum ``E = k^2 / (4 pi) [(rhat x p) x rhat / r +
-    (3 rhat (rhat.p) - p)(1/(k^2 r^3) - i/(k r^2))] exp(ikr)``."""
-
-    position: tuple = (0.0, 0.0, 0.0)
-    moment: tuple = (0.0, 0.0, 1.0)
-
-    def __post_init__(self):
-        try:
-            pos = tuple(float(v) for v in self.position)
-            p = np.asarray(self.moment, complex)
-        except (TypeError, ValueError):
-            raise ConfigError(f"PointDipole3D: position and moment must be 3-vectors, got {self!r}") from None
-        if len(pos) != 3 or p.shape != (3,) or not np.all(np.isfinite(p)) or not np.all(np.isfinite(pos)):
-            raise ConfigError(f"PointDipole3D: position and moment must be finite 3-vectors, got {self!r}")
-        if not np.any(p):
-            raise ConfigError("PointDipole3D.moment must be non-zero")
-        object.__setattr__(self, "position", pos)
-
-
-def _unit(name, v) -> np.ndarray:
-    try:
-        a = np.asarray(v, float)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be three numbers, got {v!r}") from None
-    if a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) == 0:
-        raise ConfigError(f"{name} must be a non-zero finite 3-vector, got {v!r}")
-    return a / np.linalg.norm(a)
-
-
-@dataclass(frozen=True, eq=False)
-class Result3D:
-    """One plane wave's solution: ``E`` total and ``Es`` scattered fields (3, nx, ny, nz) at
-    the Yee E nodes (E_c at ``(x, y, z)`` shifted by dx/2 along c), ``x, y, z`` the node
-    coordinates, ``eps`` (3, nx, ny, nz) at the E nodes (inf on PEC edges), ``wave`` the
-    incident :class:`PlaneWave3D`, ``stats`` the solve's statistics."""
-
-    x: np.ndarray
-    y: np.ndarray
-    z: np.ndarray
-    frequency: float
-    wave: PlaneWave3D
-    E: np.ndarray
-    Es: np.ndarray
-    eps: np.ndarray
-    pml_cells: int
-    stats: dict = field(default_factory=dict)
-
-    @property
-    def dx(self) -> float:
-        return float(self.x[1] - self.x[0])
-
-    def __repr__(self) -> str:
-        s = self.stats
-        return (
-            f"Result3D(grid {len(self.x)} x {len(self.y)} x {len(self.z)}, frequency {self.frequency:g}, "
-            f"{s.get('solver')}, converged {s.get('converged')}, iterations {s.get('iterations')}, "
-            f"residual {s.get('residual', 0):.2e}, {s.get('seconds', 0):.2f} s)"
-        )
-
-
-@dataclass(frozen=True)
-class _Grid3:
-    pml: SCPML
-    frequency: float
-    omega: float
-    dx: float
-    shape: tuple
-    origin: tuple
-    axes: tuple
-
-
-def _grid3(size, resolution, frequency, pml, center) -> _Grid3:
-    pml = SCPML() if pml is None else pml
-    if not isinstance(pml, SCPML):
-        raise ConfigError(f"pml must be an emjax.fdfd.SCPML or UPML, got {pml!r}")
-    res = require_positive("resolution", resolution)
-    f = require_positive("frequency", frequency)
-    try:
-        size = tuple(float(v) for v in size)
-        center = tuple(float(v) for v in center)
-    except (TypeError, ValueError):
-        raise ConfigError(f"size and center must be three numbers, got {size!r}, {center!r}") from None
-    if len(size) != 3 or len(center) != 3:
-        raise ConfigError(f"size and center must be three numbers each, got {size!r}, {center!r}")
-    for k, v in enumerate(size):
-        require_positive(f"size[{k}]", v)
-    for k, v in enumerate(center):
-        require_finite(f"center[{k}]", v)
-    if res / f < 5:
-        raise ConfigError(
-            f"resolution {res:g} per unit length is {res / f:.2f} cells per wavelength; at least 5 are needed"
-        )
-    dx = 1.0 / res
-    L = pml.thickness
-    shape = tuple(int(round(s * res)) + 1 + 2 * L for s in size)
-    origin = tuple(c - (n - 1) / 2 * dx for c, n in zip(center, shape))
-    axes = tuple(o + np.arange(n) * dx for o, n in zip(origin, shape))
-    return _Grid3(pml, f, 2 * math.pi * f, dx, shape, origin, axes)
 
 
 def _material_eps(material, omega: float, component: int = 0):
@@ -219,100 +100,6 @@ def permittivity_3d(scene, g: _Grid3, averaging: str, cache: dict | None = None)
         idx = it["index"][ok]
         eps[c][idx[:, 0], idx[:, 1], idx[:, 2]] = 1.0 / inv
     return eps
-
-
-def discrete_wave(wave: PlaneWave3D, omega: float, dx: float) -> tuple:
-    """The grid's plane wave along ``wave.direction``: (k~ d, e) with k~ from the Yee
-    dispersion relation (Newton) and ``e`` transverse to the discrete wave vector."""
-    d = np.asarray(wave.direction)
-    k = omega
-    for _ in range(50):
-        s = np.sin(k * d * dx / 2)
-        g = np.sum((2 / dx * s) ** 2) - omega**2
-        dg = np.sum(2 * (2 / dx * s) * (2 / dx) * np.cos(k * d * dx / 2) * d * dx / 2)
-        step = g / dg
-        k -= step
-        if abs(step) < 1e-15 * k:
-            break
-    kt = 2 / dx * np.sin(k * d * dx / 2)  # the discrete wave vector (differences see this)
-    e = np.asarray(wave.polarization, complex)
-    e = e - kt * np.dot(kt, e) / np.dot(kt, kt)
-    return k * d, e / np.linalg.norm(e)
-
-
-def incident_3d(wave: PlaneWave3D, g: _Grid3) -> np.ndarray:
-    """The grid's incident E (3, nx, ny, nz) at the E nodes."""
-    kvec, e = discrete_wave(wave, g.omega, g.dx)
-    out = np.empty((3, *g.shape), complex)
-    for c in range(3):
-        ph = [np.exp(1j * kvec[a] * (g.axes[a] + (0.5 * g.dx if a == c else 0.0))) for a in range(3)]
-        out[c] = e[c] * ph[0][:, None, None] * ph[1][None, :, None] * ph[2][None, None, :]
-    return out
-
-
-def _waves(source) -> list:
-    waves = list(source) if isinstance(source, (list, tuple)) else [source]
-    if not waves or not all(isinstance(w, (PlaneWave3D, PointDipole3D)) for w in waves):
-        raise ConfigError(f"source must be a PlaneWave3D or PointDipole3D, or a list of them, got {source!r}")
-    return waves
-
-
-def _trilinear(position, axes, dx: float, c: int):
-    """Nodes and weights of E_c's lattice around ``position``: [(index tuple, weight)]."""
-    u = [(position[a] - axes[a][0]) / dx - (0.5 if a == c else 0.0) for a in range(3)]
-    i0 = [int(np.floor(v)) for v in u]
-    f = [v - i for v, i in zip(u, i0)]
-    out = []
-    for corner in np.ndindex(2, 2, 2):
-        w = float(np.prod([f[a] if corner[a] else 1 - f[a] for a in range(3)]))
-        out.append((tuple(i0[a] + corner[a] for a in range(3)), w))
-    return out, i0
-
-
-def field_at(result, points) -> np.ndarray:
-    """E (P, 3) at ``points`` (P, 3) by trilinear interpolation of each component on its own
-    lattice (the transpose of how :class:`PointDipole3D` spreads its current)."""
-    if not hasattr(result, "z") or np.ndim(getattr(result, "E", None)) != 4:
-        raise ConfigError(
-            f"field_at needs a 3-D result of solve_3d, got {type(result).__name__} (a 2-D result holds "
-            "its field on the grid: result.Ez at result.x, result.y)"
-        )
-    try:
-        pts = np.atleast_2d(np.asarray(points, float))
-    except (TypeError, ValueError):
-        raise ConfigError(f"field_at: points must be (x, y, z) triples, got {points!r}") from None
-    if pts.ndim != 2 or pts.shape[1] != 3 or not len(pts):
-        raise ConfigError(f"field_at: points must be (x, y, z) triples, shape (P, 3); got shape {pts.shape}")
-    if not np.all(np.isfinite(pts)):
-        raise ConfigError("field_at: points must be finite (x, y, z) triples; got NaN or inf")
-    axes = (np.asarray(result.x), np.asarray(result.y), np.asarray(result.z))
-    E = np.asarray(result.E)
-    out = np.zeros((len(pts), 3), complex)
-    for p, pt in enumerate(pts):
-        for c in range(3):
-            nodes, i0 = _trilinear(pt, axes, result.dx, c)
-            if not all(0 <= i and i + 1 < len(a) for i, a in zip(i0, axes)):
-                box = ", ".join(f"[{a[0] + result.dx / 2:g}, {a[-1]:g})" for a in axes)
-                raise ConfigError(f"field_at: point {pt.tolist()} lies outside the grid (x, y, z in {box})")
-            out[p, c] = sum(w * E[c][idx] for idx, w in nodes)
-    return out
-
-
-def dipole_current(dip: PointDipole3D, g: _Grid3) -> np.ndarray:
-    """``i omega J`` (3, nx, ny, nz): the dipole's right side of ``A E = i omega J``."""
-    b = np.zeros((3, *g.shape), complex)
-    L = g.pml.thickness
-    for c in range(3):
-        # trilinear weights on E_c's lattice: the dipole's position is kept to second order
-        # (the nearest node alone would move it by up to half a cell)
-        nodes, i0 = _trilinear(dip.position, g.axes, g.dx, c)
-        if not all(L <= i and i + 1 < n - L for i, n in zip(i0, g.shape)):
-            raise ConfigError(
-                f"PointDipole3D.position {dip.position} lies outside the region (the PML excluded)"
-            )
-        for idx, w in nodes:
-            b[c][idx] += w * g.omega**2 * complex(dip.moment[c]) / g.dx**3  # i omega (-i omega p) / dx^3
-    return b
 
 
 def estimate_bytes(shape, solver, dtype) -> int:
@@ -484,97 +271,3 @@ def _solve_3d(
         eps_out = np.where(fixed, np.inf, eps)
         out.append(Result3D(*g.axes, g.frequency, w, Es + inc, Es, eps_out, g.pml.thickness, {**stats, **st}))
     return out if isinstance(source, (list, tuple)) else out[0]
-
-
-def _direct(op, rhs, dtype, announce=False, fd=None):
-    import scipy.sparse.linalg as spla
-
-    t0 = time.perf_counter()
-    A = probe_matrix(op, dtype).tocsc()
-    if fd is not None:  # mirror planes: the upper half's rows and unknowns
-        A = fd.matrix(A)
-    t1 = time.perf_counter()
-    # minimum degree on A^T + A with symmetric pivoting: 8x faster than SuperLU's default
-    # COLAMD on these matrices (20k unknowns: 19 s instead of 153 s on 2 cores)
-    with progress_bars.status(f"fdfd: factorizing {A.shape[0]} x {A.shape[0]} (SuperLU)...", announce):
-        lu = spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True))
-    t2 = time.perf_counter()
-    B = np.stack([np.asarray(r).ravel() for r in rhs], 1)
-    B = B if fd is None else fd.S @ B
-    X = lu.solve(B)
-    t3 = time.perf_counter()
-    res = [
-        float(np.linalg.norm(A @ X[:, i] - B[:, i]) / max(np.linalg.norm(B[:, i]), 1e-300))
-        for i in range(len(rhs))
-    ]
-    per = [dict(converged=True, iterations=0, residual=r, message="direct solve") for r in res]
-    stats = dict(
-        solver="direct (SuperLU)",
-        assemble_s=t1 - t0,
-        factor_s=t2 - t1,
-        solve_s=t3 - t2,
-        nnz=int(A.nnz),
-        per_wave=per,
-    )
-    if fd is not None:
-        X = fd.E @ X
-        stats.update(symmetry=list(fd.symmetry), unknowns_solved=int(A.shape[0]))
-    return [X[:, i].reshape(rhs[0].shape) for i in range(len(rhs))], stats
-
-
-def _iterative(op, rhs, solver: Iterative, dtype, progress, layout=None):
-    from ..krylov import solve, solve_batched
-
-    t0 = time.perf_counter()
-    slabs = None
-    multigrid = solver.preconditioner == "multigrid"
-    if layout is not None and multigrid:
-        raise ConfigError(
-            'layout: the multigrid preconditioner runs on one device; use preconditioner="jacobi"'
-        )
-    if layout is not None:  # the grid in slabs along x (padded planes: fixed zeros)
-        from .distributed import XSlabs
-
-        slabs = XSlabs(op.eps.shape[1:], layout)
-        op = slabs.operator(op)
-        rhs = [slabs.put(jnp.asarray(r, dtype)) for r in rhs]
-    if multigrid:  # shifted-Laplacian V-cycle B ~ A^-1 (emjax.fdfd.multigrid)
-        from ..krylov.preconditioned import Preconditioned, finish
-        from .multigrid import build_vcycle
-
-        A = Preconditioned(op, build_vcycle(op, solver.multigrid))
-        d = None
-    elif solver.jacobi:
-        diag = probe_diagonal(op)
-        d = 1.0 / jnp.sqrt(jnp.where(diag == 0, 1, diag))
-    else:
-        d = jnp.ones(op.eps.shape, dtype)
-    if d is not None:
-        A = Scaled(op, d)
-    t1 = time.perf_counter()
-    B = [jnp.asarray(r, dtype) if d is None else d * jnp.asarray(r, dtype) for r in rhs]
-    if len(B) == 1:
-        results = [solve(A, B[0], solver.method, progress=progress)]
-    else:
-        results = list(solve_batched(A, jnp.stack(B), solver.method, progress=progress))
-    xs = [finish(A, solver.method, r.x) if d is None else d * r.x for r in results]
-    if slabs is not None:
-        xs = [slabs.crop(x) for x in xs]
-    per = [
-        dict(
-            converged=bool(r.converged),
-            iterations=int(r.iterations),
-            residual=float(r.residual),
-            message=r.message,
-            residual_history=np.asarray(r.residual_history),
-        )
-        for r in results
-    ]
-    names = {"jacobi": "Jacobi", "multigrid": "shifted-Laplacian multigrid", None: "no preconditioner"}
-    stats = dict(
-        solver=f"iterative ({solver.method.name}, {names[solver.preconditioner]})",
-        preconditioner_s=t1 - t0,
-        solve_s=time.perf_counter() - t1,
-        per_wave=per,
-    )
-    return xs, stats

@@ -276,7 +276,7 @@ def solve_3d_traced(
 
     from ..backend import precision_scope
     from .adjoint3d import field_3d
-    from .maxwell3d import PlaneWave3D, Result3D, _grid3, _waves, incident_3d
+    from .grid3d import PlaneWave3D, Result3D, _grid3, _waves, incident_3d
     from .solvers import Iterative
 
     if np.ndim(frequency) != 0:
