@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError, require_int
-from .geometry import Polygon, PolygonPrism
+from .geometry_polygon import Polygon, PolygonPrism
 
 __all__ = ["from_gds", "load_gdstk"]
 

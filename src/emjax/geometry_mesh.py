@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError, require_positive
-from .geometry import Shape
+from .geometry_shape import Shape
 
 __all__ = ["Mesh", "load_trimesh"]
 
