@@ -503,26 +503,14 @@ def test_gpu_cpml_kernel_with_its_own_window(monkeypatch, cpml_block, th):
 
 
 @gpu
-def test_gpu_x_slabs_in_a_kernel_of_their_own(monkeypatch):
-    """``split.X_SLABS_APART`` on a 48^3 grid with a CPML on every face, float64 to 1e-12
-    after 60 steps in passes of 4."""
+@pytest.mark.parametrize("flag", ["X_SLABS_APART", "X_ENDS_APART"])
+def test_gpu_cpml_rows_in_kernels_per_axis(monkeypatch, flag):
+    """``split.X_SLABS_APART`` (the x-CPML's rows in a kernel of their own) and
+    ``split.X_ENDS_APART`` (the faces' marches cut at the x-CPML's ends) on a 48^3 grid with a
+    CPML on every face, float64 to 1e-12 after 60 steps in passes of 4."""
     from emjax.fdtd.blocked import split as cpml_split
 
-    monkeypatch.setattr(cpml_split, "X_SLABS_APART", True)
-    jax.clear_caches()
-    try:
-        _compare(_cpml_all_faces((48, 48, 48)), 60, th=4, tile=(48, 24, 24), kernel="cuda")
-    finally:
-        jax.clear_caches()
-
-
-@gpu
-def test_gpu_face_marches_apart_from_the_x_ends(monkeypatch):
-    """``split.X_ENDS_APART`` on a 48^3 grid with a CPML on every face, float64 to 1e-12
-    after 60 steps in passes of 4."""
-    from emjax.fdtd.blocked import split as cpml_split
-
-    monkeypatch.setattr(cpml_split, "X_ENDS_APART", True)
+    monkeypatch.setattr(cpml_split, flag, True)
     jax.clear_caches()
     try:
         _compare(_cpml_all_faces((48, 48, 48)), 60, th=4, tile=(48, 24, 24), kernel="cuda")

@@ -31,7 +31,7 @@ from .. import progress as progress_bars
 from ..backend import precision, precision_scope
 from ..errors import ConfigError, ResourceError, require_positive
 from ..layout import as_layout
-from .grid3d import (  # noqa: F401 (names of emjax.fdfd.maxwell3d)
+from .grid3d import (
     PlaneWave3D,
     PointDipole3D,
     Result3D,
@@ -39,7 +39,6 @@ from .grid3d import (  # noqa: F401 (names of emjax.fdfd.maxwell3d)
     _grid3,
     _waves,
     dipole_current,
-    discrete_wave,
     field_at,
     incident_3d,
 )

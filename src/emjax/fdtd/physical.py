@@ -23,7 +23,7 @@ from ..errors import ConfigError, is_one_of, require_positive
 from ..scattering import PlaneWave
 from .grid import CPML, PEC, Bloch, Grid, Periodic
 from .monitors import DFTField, DFTPlane, flux_box
-from .physical_parts import (  # noqa: F401 (names of emjax.fdtd.physical)
+from .physical_parts import (
     AXIS,
     CrossSections,
     Dipole,
@@ -33,7 +33,6 @@ from .physical_parts import (  # noqa: F401 (names of emjax.fdtd.physical)
     PlaneCurrent,
     PlaneWaveSource,
     _check_box_vs_tfsf,
-    _frequencies,
     _vec3,
 )
 from .physical_result import Result

@@ -27,7 +27,8 @@ from ..errors import ConfigError, require_int, require_positive
 from ..modes.smatrix import SMatrix
 from .mode_monitor import ModeMonitor, amplitudes
 from .mode_source import DIRECTIONS, ModeSource
-from .physical import Simulation, _frequencies, _vec3
+from .physical import Simulation
+from .physical_parts import _frequencies, _vec3
 from .sources import GaussianPulse
 
 
