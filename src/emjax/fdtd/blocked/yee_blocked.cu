@@ -175,6 +175,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #define X_IS0(x, l) ((x) == 0)
 #define X_ISNX(x, l) ((x) == NX)
 #endif
+#if !WALL0  // no x wall here: another kernel recomputes the cells its x ends reach
+#undef X_IS0
+#undef X_ISNX
+#define X_IS0(x, l) false
+#define X_ISNX(x, l) false
+#endif
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
   const int pz = z0 - TH + lz;  // unwrapped
   const bool own_z = lz >= TH && lz < TH + BZ && pz >= oz0 && pz < oz1;
