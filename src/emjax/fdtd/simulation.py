@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -21,6 +20,7 @@ from ..layout import as_layout
 from . import blocked, sharded, subpixel_slabs
 from . import checkpoint as checkpoint_mod
 from . import step as engine
+from .chunks import run_chunks
 from .results import FDTDResult
 from .spec import GridSimulation, check_run_arguments, is_traced, traced_inputs
 
@@ -261,33 +261,21 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
         done = int(state["n"])
         if done > steps:
             raise ConfigError(f"checkpoint {checkpoint} is at step {done}, beyond steps = {steps}")
-        compile_s = t_run = 0.0
-        timed_steps = 0
-        seen = set()
         advance, kernel_name, kernel_why = blocked.select(plan, dtype, kernel)
-        while done < steps:
-            n = min(chunk, steps - done)
-            t0 = time.perf_counter()
-            state, rec, finite = advance(plan, arrays, state, n)
-            finite = bool(finite)
-            elapsed = time.perf_counter() - t0
-            if n in seen:
-                t_run += elapsed
-                timed_steps += n
-            else:  # the first call of each chunk length includes compiling
-                compile_s += elapsed
-                seen.add(n)
-            recs.append(np.asarray(rec))
-            done += n
-            if not finite:
-                raise FloatingPointError(
-                    f"FDTD fields became NaN/Inf by step {done} (unstable: check courant, materials, "
-                    "sources); the last checkpoint, if any, holds the state before this chunk"
-                )
-            if checkpoint is not None:
-                checkpoint_mod.save(Path(checkpoint), state, recs, fp)
-            if progress is not None:
-                progress(done, steps)
+        save = None
+        if checkpoint is not None:
+            save = lambda st, rs: checkpoint_mod.save(Path(checkpoint), st, rs, fp)  # noqa: E731
+        state, acc = run_chunks(
+            lambda st, n: advance(plan, arrays, st, n),
+            state,
+            done,
+            steps,
+            chunk,
+            at_boundary=save,
+            progress=progress,
+            recs=recs,
+        )
+        recs = acc.recs
         probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))
         return FDTDResult(
             sim,
@@ -295,9 +283,9 @@ def _run(sim, steps, chunk, initial, progress, checkpoint, remat, layout, out_of
             (np.arange(len(probes)) + 1) * g.dt,
             jnp.stack(state["E"]),
             jnp.stack(state["H"]),
-            timed_steps if timed_steps else steps,
-            t_run if timed_steps else compile_s,
-            compile_s,
+            acc.timed_steps if acc.timed_steps else steps,
+            acc.run_s if acc.timed_steps else acc.compile_s,
+            acc.compile_s,
             tuple({k: np.asarray(v) for k, v in d.items()} for d in state["dft"]),
             int(state["n"]),
             kernel=f"{kernel_name} ({kernel_why})",
@@ -361,36 +349,28 @@ def _run_sharded(
     done = int(sharded.host_copy(state["n"]))
     if done > steps:
         raise ConfigError(f"checkpoint {checkpoint} is at step {done}, beyond steps = {steps}")
-    compile_s = t_run = 0.0
-    timed_steps = 0
-    seen = set()
     adv, kernel_name, kernel_why = blocked.select(plan, state["E"][0].dtype, kernel)
     if kernel_name == "xla":
         adv = partial(_sharded_xla, axes=axes)
-    while done < steps:
-        n = min(chunk, steps - done)
-        t0 = time.perf_counter()
-        state, rec, finite = adv(plan, arrays, state, n)
-        finite = bool(sharded.host_copy(finite))
-        elapsed = time.perf_counter() - t0
-        if n in seen:
-            t_run += elapsed
-            timed_steps += n
-        else:
-            compile_s += elapsed
-            seen.add(n)
-        recs.append(sharded.host_copy(rec))
-        done += n
-        if not finite:
-            raise FloatingPointError(
-                f"FDTD fields became NaN/Inf by step {done} (unstable: check courant, materials, "
-                "sources); the last checkpoint, if any, holds the state before this chunk"
-            )
-        if checkpoint is not None:
-            one = loc.to_global(state)  # the node state in the one-device layout
-            checkpoint_mod.save_sharded(Path(checkpoint), one, recs, fp, one_axes)
-        if progress is not None:
-            progress(done, steps)
+    save = None
+    if checkpoint is not None:
+
+        def save(st, rs):
+            one = loc.to_global(st)  # the node state in the one-device layout
+            checkpoint_mod.save_sharded(Path(checkpoint), one, rs, fp, one_axes)
+
+    state, acc = run_chunks(
+        lambda st, n: adv(plan, arrays, st, n),
+        state,
+        done,
+        steps,
+        chunk,
+        to_host=sharded.host_copy,
+        at_boundary=save,
+        progress=progress,
+        recs=recs,
+    )
+    recs, compile_s, t_run, timed_steps = acc.recs, acc.compile_s, acc.run_s, acc.timed_steps
     probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))
     E, H = sharded.final_fields(state["E"], lay, nx), sharded.final_fields(state["H"], lay, nx)
     return FDTDResult(
