@@ -5,9 +5,15 @@ the checkpoint and reports progress. Without a checkpoint the next chunk is disp
 before the host waits for the last one: the host's work between calls (dispatching a
 program to the devices costs milliseconds, 4.5 ms for the blocked kernel's slabs on 2
 GPUs) runs while the devices step, instead of leaving them idle. A NaN/Inf is then seen
-one dispatch later; the error names the chunk in which it appeared. The loop waits before
-a chunk of a new length (its dispatch compiles, and the compile is not stepping time) and,
-with a checkpoint, after every chunk (its state is needed on the host).
+one dispatch later; the error names the chunk in which it appeared. The loop waits for a
+chunk before the next where either is the first call of its length (that call compiles,
+and it is counted as compile time, not stepping) and, with a checkpoint, after every chunk
+(its state is needed on the host).
+
+A chunk's seconds are those between the host seeing its result and seeing the last one's.
+Where a dispatch returns only once most of its call has run (XLA drives some loops from the
+host), part of a chunk's time shows in the one before; the sum over the stepping chunks
+is still their wall time.
 """
 
 from __future__ import annotations
@@ -80,7 +86,9 @@ def run_chunks(
         n = min(chunk, steps - done)
         first = n not in seen
         seen.add(n)
-        if first and pending is not None:  # its dispatch compiles: wait for the last chunk first
+        # wait first where either call compiles (a new length): the compile and the first
+        # call's run stay apart from the stepping time of the calls after them
+        if pending is not None and (first or pending[4]):
             finish(pending)
             pending = None
         state, rec, finite = advance(state, n)

@@ -50,7 +50,10 @@ def add_bench(bench) -> None:
         "--size", type=int, action="append", required=True, metavar="N", help="N^3 cells (repeatable)"
     )
     b.add_argument(
-        "--steps", type=int, default=200, help="timed steps, after as many untimed ones that compile (200)"
+        "--steps",
+        type=int,
+        default=200,
+        help="steps per device call: one untimed call that compiles, then three timed (200)",
     )
     b.add_argument(
         "--precision",
