@@ -110,8 +110,11 @@ def run(
     cell-index :class:`GridSimulation` (returns an :class:`FDTDResult`).
 
     The loop runs as ``lax.scan`` over chunks of ``chunk`` steps (default: ~steps/20, at
-    least 50); between chunks the host checks for NaN/Inf (raising FloatingPointError with
-    the step) and reports progress: ``progress=True`` (default) a bar with the time left
+    least 50), one device call each; between chunks the host checks for NaN/Inf (raising
+    FloatingPointError with the step) and reports progress. Without a checkpoint the next
+    chunk is dispatched before the host checks the last one (:mod:`emjax.fdtd.chunks`: the
+    dispatch's host time is hidden), so a NaN/Inf is raised one chunk later, naming the
+    chunk where it appeared. ``progress=True`` (default) a bar with the time left
     (:mod:`emjax.progress`: in a terminal or notebook, once a run takes over a second),
     False none, a callable is called as ``progress(done, steps)``. ``initial = (E, H)``
     sets the fields at step 0 (E at t = 0, H at t = -dt/2).
