@@ -62,28 +62,30 @@ BOUNDARIES = {
 
 
 # the CPML kernels' arrangement: (GROUP_BY_AXES, CHAINS_IN_SMEM, SKIP_COVERED) of
-# blocked.split, UNROLL_SMEM_CHAINS of blocked.cuda, BALANCE_TAIL, X_SLABS_APART, ALIGNED and
-# X_ENDS_APART of blocked.split
+# blocked.split, UNROLL_SMEM_CHAINS of blocked.cuda, BALANCE_TAIL, X_SLABS_APART, ALIGNED,
+# X_ENDS_APART and X_ENDS_VIRTUAL of blocked.split
 CPML_KERNELS = {
-    "one": (False, False, False, False, False, False, False, False),
-    "one+skip": (False, False, True, False, False, False, False, False),
-    "one+skip+tail": (False, False, True, False, True, False, False, False),
-    "one+skip+tail+xslabs": (False, True, True, True, True, True, False, False),
-    "one+skip+tail+xends": (False, True, True, True, True, False, False, True),
-    "aligned": (False, True, True, True, True, False, True, False),
-    "grouped+smem+skip": (True, True, True, False, False, False, False, False),
-    "grouped+smem+skip+tail": (True, True, True, False, True, False, False, False),
-    "grouped+smem+skip+tail+unroll": (True, True, True, True, True, False, False, False),
+    "one": (False, False, False, False, False, False, False, False, False),
+    "one+skip": (False, False, True, False, False, False, False, False, False),
+    "one+skip+tail": (False, False, True, False, True, False, False, False, False),
+    "one+skip+tail+xslabs": (False, True, True, True, True, True, False, False, False),
+    "one+skip+tail+xends": (False, True, True, True, True, False, False, True, False),
+    "aligned": (False, True, True, True, True, False, True, False, False),
+    "grouped+smem+skip": (True, True, True, False, False, False, False, False, False),
+    "grouped+smem+skip+tail": (True, True, True, False, True, False, False, False, False),
+    "grouped+smem+skip+tail+unroll": (True, True, True, True, True, False, False, False, False),
+    "one+skip+tail+xvirtual": (False, True, True, True, True, False, False, False, True),
+    "one+skip+tail+xends+xvirtual": (False, True, True, True, True, False, False, True, True),
 }
 
 
 def cpml_kernels(name):
     from emjax.fdtd.blocked import split as cpml_split
 
-    g, c, s, u, t, x, al, xe = CPML_KERNELS[name]
+    g, c, s, u, t, x, al, xe, xv = CPML_KERNELS[name]
     cpml_split.GROUP_BY_AXES, cpml_split.CHAINS_IN_SMEM, cpml_split.SKIP_COVERED = g, c, s
     cpml_split.BALANCE_TAIL, cpml_split.X_SLABS_APART, cpml_split.ALIGNED = t, x, al
-    cpml_split.X_ENDS_APART = xe
+    cpml_split.X_ENDS_APART, cpml_split.X_ENDS_VIRTUAL = xe, xv
     cuda_kernel.UNROLL_SMEM_CHAINS = u
     jax.clear_caches()
 
@@ -164,6 +166,8 @@ def main(argv=None):
         "wave in x pieces; +unroll: the x-march unrolled twice where the chains are in shared memory; "
         "+xslabs: the rows that reach the x-CPML alone in a kernel of their own; +xends: the faces' "
         "marches cut at the x-CPML's ends, those between in a kernel per axis (split.X_ENDS_APART); "
+        "+xvirtual: the x-CPML's cells no y or z window covers marched along y on a small grid "
+        "(split.X_ENDS_VIRTUAL); "
         "aligned: the bulk over "
         "the interior, the CPML's face rows owning exactly L + TH cells (split.ALIGNED)",
     )

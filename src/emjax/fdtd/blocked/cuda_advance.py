@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ConfigError
-from . import coef_box, cuda, incidence, poles, records, split
+from . import coef_box, cuda, incidence, poles, records, split, xvirtual
 from .cuda import PSI, Spec
 
 
@@ -246,6 +246,11 @@ def _one_pass(
             mrec = list(outs[k : k + 1]) if spec.boxes else []
             if spec.probes:
                 rec = rec + outs[-1]
+        xv = split.virtual(spec)
+        if xv is not None:  # the x-CPML's cells no window covers: a small grid's march
+            fields[:6], cur_psi[:4] = xvirtual.run(
+                xv, spec, run, E, H, static, prof[:2], psi[:4], fields[:6], cur_psi[:4]
+            )
         outs = fields + cur_psi + mrec + ([rec] if spec.probes else [])
     E, H, J = tuple(outs[:3]), tuple(outs[3:6]), tuple(outs[6:nf])
     npsi = len(psi)

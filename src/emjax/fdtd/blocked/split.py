@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from . import xvirtual
 from .cuda import Spec
 from .tiling import (
     best_pieces,
@@ -65,7 +66,7 @@ def tasks(spec: Spec, pieces: int | None = None) -> tuple:
         rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in tz for m in whole]
     for z in cz:  # the y tiles the y windows recompute whole (the corners) are theirs
         rows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ty if not covered(y, cy) for m in whole]
-    if Lx:
+    if Lx and virtual_of(spec) is None:
         marches = x_ends(nx, Lx, th)
         for y in ty:
             for z in tz:
@@ -131,7 +132,7 @@ def aligned_tasks(spec: Spec, span: tuple, block: tuple, pieces: int | None = No
         for z in ((0, 0, cz), (nz - cz, nz - cz, nz)):
             zfaces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ys for m in whole]
     xrows = []
-    if Lx:
+    if Lx and virtual_of(spec) is None:
         marches = x_ends(nx, Lx, th)
         inner = replace(spec, span=span)
         for y in tiles_of(inner, 0):
@@ -306,6 +307,25 @@ X_ENDS_APART = False
 #: CPML's rows recompute every cell within L + TH of those faces, which is as far as a wall
 #: acts in TH steps (a slab's kernel then tests no run-time x bounds for the walls)
 BULK_WITHOUT_CPML_WALLS = True
+#: the x-CPML's cells that no y or z window covers in long marches along y on a small grid
+#: of their own (:mod:`.xvirtual`) instead of short marches along x at each end
+X_ENDS_VIRTUAL = False
+
+
+def virtual_of(cspec: Spec):
+    """:func:`.xvirtual.plan` for the CPML kernel's windows ``cspec`` where
+    :data:`X_ENDS_VIRTUAL` (not with :data:`ALIGNED`), else None."""
+    if not X_ENDS_VIRTUAL or ALIGNED:
+        return None
+    return xvirtual.plan(cspec, cspec, slots())
+
+
+def virtual(spec: Spec):
+    """The small grid's march of a pass of ``spec`` (:mod:`.xvirtual`), or None."""
+    if not spec.pml[0]:
+        return None
+    cb = cpml_block(spec)
+    return virtual_of(_windows(spec, cb) if cb != tuple(spec.block) else spec)
 
 
 def _owned(row: tuple, node: tuple) -> bool:
