@@ -90,3 +90,20 @@ def test_compile_of_a_new_length_is_not_stepping_time():
     assert 0.09 <= acc.run_s < 0.2, acc.run_s
     assert acc.compile_s >= 0.6
     assert f.log[-3:] == [("wait", 30), ("dispatch", 35), ("wait", 35)]
+
+
+def test_default_chunk_is_half_a_second_of_work_and_at_most_two(monkeypatch):
+    """~5% of the run and at least 50 steps, raised to ~0.5 s of work at a typical rate per
+    device and capped at ~2 s at a slow one: a 512^3 grid on 2 GPUs runs 223 steps per call
+    in a 1000-step run (50 before), a 100^3 grid on a CPU 100."""
+    import jax
+
+    from emjax.fdtd import simulation
+
+    assert simulation.default_chunk(1000, 100**3) == 100  # CPU: 0.5 s at 2e8
+    assert simulation.default_chunk(10_000, 100**3) == 400  # 5% = 500, capped at 2 s
+    assert simulation.default_chunk(30, 1000) == 30
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert simulation.default_chunk(1000, 512**3, devices=2) == 223
+    assert simulation.default_chunk(1000, 512**3) == 111
+    assert simulation.default_chunk(100_000, 1024**3) == 18  # 2 s at 1e10
