@@ -114,8 +114,9 @@ def run(
     cell-index :class:`GridSimulation` (returns an :class:`FDTDResult`).
 
     The loop runs as ``lax.scan`` over chunks of ``chunk`` steps (default: ~steps/20, at
-    least 50), one device call each; between chunks the host checks for NaN/Inf (raising
-    FloatingPointError with the step) and reports progress. Without a checkpoint the next
+    least 50 and ~0.5 s of work, at most ~2 s: :func:`default_chunk`), one device call
+    each; between chunks the host checks for NaN/Inf (raising FloatingPointError with the
+    step) and reports progress. Without a checkpoint the next
     chunk is dispatched before the host checks the last one (:mod:`emjax.fdtd.chunks`: the
     dispatch's host time is hidden), so a NaN/Inf is raised one chunk later, naming the
     chunk where it appeared. ``progress=True`` (default) a bar with the time left
