@@ -20,9 +20,9 @@ gpu = pytest.mark.gpu
 def test_emulated_x_ends_on_a_small_grid_marched_along_y(monkeypatch):
     """``split.X_ENDS_VIRTUAL``: the x-CPML's cells that no y or z window covers in marches
     along y on a small grid (both x ends side by side, x and y swapped), no short x marches;
-    the fields, psi and probes equal the XLA step's. A dielectric (per-cell coefficients)
-    keeps the short marches."""
-    from emjax.fdtd.blocked import cuda_advance
+    the fields, psi and probes equal the XLA step's, also with a dielectric block (per-cell
+    coefficients) whose box misses the small grid's windows."""
+    from emjax.fdtd.blocked import coef_box, cuda_advance
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "X_ENDS_VIRTUAL", True)
@@ -48,11 +48,20 @@ def test_emulated_x_ends_on_a_small_grid_marched_along_y(monkeypatch):
         for _, idx in fixes
         for i in idx
     )
-    _compare(sim, 40, th=2, tile=(24, 5, 4), kernel="emulate")  # the pulses well into the CPML
+    # with a dielectric block away from the x ends: its box misses the small grid's windows,
+    # which take the backgrounds as literals (40 steps: the pulses well into the CPML); one
+    # that reaches an x end keeps the short marches
     eps = np.ones(shape)
     eps[8:16, 10:20, 9:17] = 2.0
-    plan, arrays, _ = _setup(fdtd.GridSimulation(g, eps=eps, sources=src), 5)
-    assert cpml_split.virtual(cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))) is None
+    block = fdtd.GridSimulation(g, eps=eps, sources=src, probes=probes)
+    _compare(block, 40, th=2, tile=(24, 5, 4), kernel="emulate")
+    near = eps.copy()
+    near[0:3, 12:16, 10:14] = 2.0  # the box now reaches the low x end's windows
+    for e, applies in ((eps, True), (near, False)):
+        plan, arrays, _ = _setup(fdtd.GridSimulation(g, eps=e, sources=src), 5)
+        found = coef_box.find(plan, arrays)
+        spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4), cbox=found)
+        assert found is not None and (cpml_split.virtual(spec) is not None) == applies
 
 
 @gpu

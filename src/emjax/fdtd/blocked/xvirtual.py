@@ -15,9 +15,10 @@ Swapping x and y is a reflection, so the fields come in as ``E' = (Ey, Ex, Ez)``
 small grid's y-CPML psi, transposed, the E-kind ones (differences of H) negated. The
 kernel's text is unchanged: only the arrays it is given differ.
 
-It applies on one device (not a shard's slab) where the pass carries no per-cell
-coefficients, PEC cells, poles, TF/SF source or DFT monitors, and no point source or probe
-sits in those cells; elsewhere the short marches remain (:func:`.split.tasks`).
+It applies on one device (not a shard's slab) where the pass carries no PEC cells, poles,
+TF/SF source or DFT monitors, its per-cell coefficients (if any) lie in a box that misses
+these cells' windows, and no point source or probe sits in them; elsewhere the short
+marches remain (:func:`.split.tasks`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,32 @@ def _rect(spec: Spec, cspec: Spec) -> tuple | None:
     return (y0, y1, z0, z1) if y0 < y1 and z0 < z1 else None
 
 
+def _backgrounds(spec: Spec, d: int, ys: tuple, zs: tuple) -> dict | None:
+    """The per-cell coefficients where the small grid's windows (x within ``d`` of an end,
+    ``ys`` x ``zs``) see them: {} for uniform ones (literals or one traced value), the
+    backgrounds as literals where the coefficients' box misses the windows (equal in the
+    three components: x and y swap), None where the windows meet the box or the arrays
+    are the grid's own."""
+    kinds = {k: getattr(spec, k) for k in ("ca", "cb") if isinstance(getattr(spec, k), str)}
+    arrays = [k for k, v in kinds.items() if v != "array"]
+    if not arrays:
+        return {}
+    if spec.cbox is None:
+        return None
+    nx = spec.shape[0]
+    x0, x1, y0, y1, z0, z1 = spec.cbox
+
+    def hit(a, b, r):
+        return a < r[1] and r[0] < b
+
+    if (hit(x0, x1, (0, d)) or hit(x0, x1, (nx - d, nx))) and hit(y0, y1, ys) and hit(z0, z1, zs):
+        return None
+    bg = dict(spec.cbg)
+    if any(len(set(bg.get(k, (None, 0)))) != 1 for k in arrays):
+        return None
+    return {k: float(bg[k][0]) for k in arrays}
+
+
 def plan(spec: Spec, cspec: Spec, slots: int) -> Plan | None:
     """The small grid's march where it applies to ``spec`` (see the module), else None;
     ``cspec``: the CPML kernel's windows; ``slots``: CTAs resident at once (the pieces
@@ -74,15 +101,16 @@ def plan(spec: Spec, cspec: Spec, slots: int) -> Plan | None:
     d = L + 2 * th
     if not L or spec.nxa is not None or 2 * d >= nx or spec.tfsf is not None or spec.poles is not None:
         return None
-    if spec.boxes or spec.pec is not None or spec.cbox is not None:
-        return None
-    if any(isinstance(getattr(spec, k), str) and getattr(spec, k) != "array" for k in ("ca", "cb")):
+    if spec.boxes or spec.pec is not None:
         return None
     r = _rect(spec, cspec)
     if r is None:
         return None
     y0, y1, z0, z1 = r
     if y0 < th or y1 > ny - th:
+        return None
+    lits = _backgrounds(spec, d, (y0 - th, y1 + th), (z0 - th, z1 + th))
+    if lits is None:
         return None
     own = L + th
 
@@ -117,6 +145,10 @@ def plan(spec: Spec, cspec: Spec, slots: int) -> Plan | None:
         record=(),
         tiles=None,
         span=None,
+        cbox=None,
+        cbg=(),
+        cbox_bg=False,
+        **lits,
     )
     w = (own + 2 * th) * (bz + 2 * th)  # one axis's chains in shared memory where they fit
     vs = replace(vs, chain_smem=th > 1 and (12 + 8 * (th - 1)) * w * vs.itemsize <= 160 * 1024)
@@ -150,7 +182,9 @@ def run(p: Plan, spec: Spec, run_kernel, E, H, static, prof_x, psi_x, fields, cu
     xr = np.array([0, 0, vs.shape[0], 0, vs.shape[0]], np.int32)
     table = np.array(p.rows, np.int32).reshape(-1, 10)
     dest = [jnp.zeros(vs.shape, vs.dtype) for _ in range(6)] + [jnp.zeros_like(v) for v in pv]
-    outs = run_kernel(vs, ev + hv + list(static) + profiles(p, prof_x, nx) + pv + [xr, table], dest)
+    keys = [k for k in ("ca", "cb") if isinstance(getattr(spec, k), str)]  # static's order
+    static = [v for k, v in zip(keys, static) if isinstance(getattr(vs, k), str)]
+    outs = run_kernel(vs, ev + hv + static + profiles(p, prof_x, nx) + pv + [xr, table], dest)
     own = vs.block[0]
     yz = (slice(p.y0, p.y1), slice(p.z0, p.z1))
     fields = [jnp.asarray(f) for f in fields]
