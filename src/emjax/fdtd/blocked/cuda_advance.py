@@ -249,7 +249,7 @@ def _one_pass(
         xv = split.virtual(spec)
         if xv is not None:  # the x-CPML's cells no window covers: a small grid's march
             fields[:6], cur_psi[:4] = xvirtual.run(
-                xv, spec, run, E, H, static, prof[:2], psi[:4], fields[:6], cur_psi[:4]
+                xv, spec, run, E, H, static, prof[:2], psi[:4], fields[:6], cur_psi[:4], run is cuda.gpu_pass
             )
         outs = fields + cur_psi + mrec + ([rec] if spec.probes else [])
     E, H, J = tuple(outs[:3]), tuple(outs[3:6]), tuple(outs[6:nf])

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 import jax.numpy as jnp
 import numpy as np
 
+from . import xpaste
 from .cuda import Spec
 from .tiling import best_pieces, cover, covered, cut_march, regular_tiles, tiles_from
 
@@ -151,14 +152,8 @@ def plan(spec: Spec, cspec: Spec, slots: int) -> Plan | None:
         **lits,
     )
     w = (own + 2 * th) * (bz + 2 * th)  # one axis's chains in shared memory where they fit
-    vs = replace(vs, chain_smem=th > 1 and (12 + 8 * (th - 1)) * w * vs.itemsize <= 160 * 1024)
+    vs = replace(vs, chain_smem=th > 1 and (12 + 4 * th) * w * vs.itemsize <= 160 * 1024)
     return Plan(vs, d, y0, y1, z0, z1, rows)
-
-
-def _to_small(p: Plan, f, nx: int, sign: float = 1.0):
-    """A grid array (nx, ny, nz) -> the small grid's (ny, 2 d, nz)."""
-    both = jnp.concatenate([f[: p.d], f[nx - p.d :]], axis=0)
-    return sign * jnp.transpose(both, (1, 0, 2))
 
 
 def profiles(p: Plan, prof_x: list, nx: int) -> list:
@@ -170,14 +165,16 @@ def profiles(p: Plan, prof_x: list, nx: int) -> list:
     return out
 
 
-def run(p: Plan, spec: Spec, run_kernel, E, H, static, prof_x, psi_x, fields, cur_psi_x):
+def run(p: Plan, spec: Spec, run_kernel, E, H, static, prof_x, psi_x, fields, cur_psi_x, gpu=False):
     """The small grid's pass: the pass's inputs ``E``, ``H``, ``psi_x`` (the x-CPML's packed
     psi, :data:`.cuda.PSI` [0] order) in; its own cells written into ``fields`` (E then H,
-    the other kernels' outputs) and ``cur_psi_x``. Returns (fields, cur_psi_x)."""
-    nx = spec.shape[0]
-    ev = [_to_small(p, E[c], nx) for c in (1, 0, 2)]
-    hv = [_to_small(p, H[c], nx, -1.0) for c in (1, 0, 2)]
-    pv = [jnp.transpose(v, (1, 0, 2)) * s for v, s in zip(psi_x, (1.0, 1.0, -1.0, -1.0))]
+    the other kernels' outputs) and ``cur_psi_x``. Returns (fields, cur_psi_x). ``gpu``:
+    the copies as kernels (:mod:`.xpaste`), the fields' buffers written in place."""
+    nx, L = spec.shape[0], spec.pml[0]
+    ev = [xpaste.gather(E[c], p.d, 1.0, gpu) for c in (1, 0, 2)]
+    hv = [xpaste.gather(H[c], p.d, -1.0, gpu) for c in (1, 0, 2)]
+    signs = (1.0, 1.0, -1.0, -1.0)  # the x-psi's, E-kind ones negated
+    pv = [xpaste.gather(v, L, s, gpu) for v, s in zip(psi_x, signs)]
     vs = p.spec
     xr = np.array([0, 0, vs.shape[0], 0, vs.shape[0]], np.int32)
     table = np.array(p.rows, np.int32).reshape(-1, 10)
@@ -185,18 +182,11 @@ def run(p: Plan, spec: Spec, run_kernel, E, H, static, prof_x, psi_x, fields, cu
     keys = [k for k in ("ca", "cb") if isinstance(getattr(spec, k), str)]  # static's order
     static = [v for k, v in zip(keys, static) if isinstance(getattr(vs, k), str)]
     outs = run_kernel(vs, ev + hv + static + profiles(p, prof_x, nx) + pv + [xr, table], dest)
-    own = vs.block[0]
-    yz = (slice(p.y0, p.y1), slice(p.z0, p.z1))
+    rect = (p.y0, p.y1, p.z0, p.z1)
     fields = [jnp.asarray(f) for f in fields]
     for c, src, sign in ((0, 1, 1.0), (1, 0, 1.0), (2, 2, 1.0), (3, 4, -1.0), (4, 3, -1.0), (5, 5, -1.0)):
-        back = jnp.transpose(outs[src], (1, 0, 2))  # (2 d, ny, nz), this grid's field c
-        f = fields[c]
-        f = f.at[(slice(0, own),) + yz].set(sign * back[(slice(0, own),) + yz])
-        f = f.at[(slice(nx - own, nx),) + yz].set(sign * back[(slice(2 * p.d - own, 2 * p.d),) + yz])
-        fields[c] = f
-    L = spec.pml[0]
+        fields[c] = xpaste.scatter(fields[c], outs[src], vs.block[0], rect, sign, gpu)
     psi = [jnp.asarray(v) for v in cur_psi_x]
-    for q, s in enumerate((1.0, 1.0, -1.0, -1.0)):
-        back = s * jnp.transpose(outs[6 + q], (1, 0, 2))  # (2 L, ny, nz)
-        psi[q] = psi[q].at[(slice(0, 2 * L),) + yz].set(back[(slice(0, 2 * L),) + yz])
+    for q, s in enumerate(signs):
+        psi[q] = xpaste.scatter(psi[q], outs[6 + q], L, rect, s, gpu)
     return fields, psi
