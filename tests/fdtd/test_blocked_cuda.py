@@ -248,6 +248,30 @@ def test_emulated_cpml_kernel_with_its_own_window(monkeypatch):
 
 
 @emulated
+@pytest.mark.parametrize("th", [3, 4])
+def test_emulated_psi_ring_in_shared_memory_deeper_than_two_steps(monkeypatch, th):
+    """The psi chains in shared memory keep plane p's psi in slot p % TH while levels 1 .. TH
+    update it: at TH = 3 and 4 (a shorter last pass) with dipoles beside an x, a y and a z
+    face, every psi, field and probe equals the XLA step's; a ring one slot short (two
+    planes in flight sharing one) does not."""
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "CPML_BLOCK", (3, 4))
+    shape, steps = (14, 22, 20), 4 * th + 2
+    g = fdtd.Grid(shape, 1.0, boundary=CPML(thickness=2), precision="double")
+    pulse = fdtd.GaussianPulse(frequency=0.15, bandwidth=0.8)
+    near = (((3, 11, 10), 1), ((7, 3, 10), 2), ((7, 11, 17), 0))  # beside an x, a y and a z face
+    src = tuple(fdtd.PointDipole(n, c, pulse) for n, c in near)
+    sim = fdtd.GridSimulation(g, sources=src, probes=(fdtd.Probe((1, 2, 18), 1, "H"),))
+    plan, arrays, _ = _setup(sim, steps)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, th, (5, 4))
+    fixes = cpml_split.split(spec)[2]
+    assert all(f.chain_smem and f.chains == 4 * th * sum(map(bool, f.pml)) for f, _ in fixes)
+    _compare(sim, steps, th=th, tile=(14, 5, 4), kernel="emulate")
+
+
+@emulated
 def test_emulated_x_slabs_in_a_kernel_of_their_own(monkeypatch):
     """The rows that reach the x-CPML alone in a kernel compiled for that axis
     (``split.X_SLABS_APART``), after the kernel of the y and z faces' rows."""

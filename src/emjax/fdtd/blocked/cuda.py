@@ -139,7 +139,7 @@ class Spec:
     @property
     def chains(self) -> int:
         """Values per window cell of the psi chains in shared memory."""
-        return 8 * (self.th - 1) * sum(map(bool, self.pml)) if self.chain_smem else 0
+        return 4 * self.th * sum(map(bool, self.pml)) if self.chain_smem else 0
 
     @property
     def ring(self) -> tuple:

@@ -308,7 +308,10 @@ X_ENDS_APART = False
 #: acts in TH steps (a slab's kernel then tests no run-time x bounds for the walls)
 BULK_WITHOUT_CPML_WALLS = True
 #: the x-CPML's cells that no y or z window covers in long marches along y on a small grid
-#: of their own (:mod:`.xvirtual`) instead of short marches along x at each end
+#: of their own (:mod:`.xvirtual`) instead of short marches along x at each end. Measured on
+#: an H100 at 512^3: float32 53.4 G cell/s against 61.3, float64 17.9 against 19.4. The
+#: kernel of all three axes keeps the faces' x-end pieces and the corners, and its time is
+#: one CTA's (0.23 ms saved), while the small grid costs 0.81 ms a pass.
 X_ENDS_VIRTUAL = False
 
 
@@ -365,7 +368,7 @@ def touches(spec: Spec, row: tuple) -> tuple:
 def chains_fit(spec: Spec, axes: int, limit: int = 160 * 1024) -> bool:
     """Whether ``axes`` CPML axes' psi chains fit in shared memory beside the buffers."""
     w = spec.window[0] * spec.window[1]
-    return spec.th > 1 and (12 * w + 8 * (spec.th - 1) * w * axes) * spec.itemsize <= limit
+    return spec.th > 1 and (12 * w + 4 * spec.th * w * axes) * spec.itemsize <= limit
 
 
 def _windows(spec: Spec, block: tuple) -> Spec:

@@ -18,8 +18,9 @@
 //   d. starts H^s(q) with the y/z differences of E^{s-1}(q).
 // Level s's outputs E^s(q-1), H^s(q-1) are level s+1's inputs on its plane q' = q - 1.
 // Level TH's are written back for the tile's own cells. The CPML's psi of level s is
-// read from level s-1 of the same thread (a per-thread chain, double-buffered by
-// iteration parity) or, at level 1, from memory; level TH writes it back.
+// read from level s-1 of the same thread (a per-thread chain: in registers double-buffered
+// by iteration parity, in shared memory a ring of TH planes) or, at level 1, from memory;
+// level TH writes it back.
 // Differences and CPML corrections are those of emjax.fdtd.step (tile.py is the
 // reference): plain differences wrap, the CPML's own difference reads 0 past the wall.
 //
@@ -49,7 +50,7 @@
 // the psi chains, one per CPML axis (so a cell outside the y and z slabs touches none of
 // their memory), a slot per (kind, differentiated component): x: H0_1 0, H0_2 1, E0_1 2,
 // E0_2 3; y: H1_0 0, H1_2 1, E1_0 2, E1_2 3; z: H2_0 0, H2_1 1, E2_0 2, E2_1 3. Level s
-// (< TH) leaves its psi in [parity][s]; level s + 1 takes it in the next iteration.
+// (< TH) leaves its psi for level s + 1, which takes it in the next iteration.
 #if NBOX
 // monitor boxes (DFT planes): per box lo (3), count (3), offset into mrec, value (E 0..2,
 // H 3..5); per plane p the boxes whose x range holds it
@@ -58,16 +59,21 @@ __constant__ unsigned long long XMASK[NX] = {XMASK_TABLE};
 #endif
 
 #if CHAIN_SMEM
-// the chains in shared memory after the two buffer sets, a block per CPML axis of 2 (TH - 1)
-// x 4 values per window cell (a thread's own cells: no barrier); indexed at run time by the
-// iteration's parity without local memory
+// the chains in shared memory after the two buffer sets, a block per CPML axis of TH x 4
+// values per window cell (a thread's own cells: no barrier): plane p's psi stays in slot
+// p % TH from level 1 (iteration p + 1) to level TH, each level updating it in place (the
+// levels of one iteration are on TH different planes)
 typedef REAL *Chain;
-#define CHV(ch, par, s, slot) (ch)[(((par) * (TH - 1) + (s) - 1) * 4 + (slot)) * (WY * WZ)]
+#define CH_AT(ch, it, s, slot) (ch)[(((((it) - (s) + TH) % TH) * 4) + (slot)) * (WY * WZ)]
+#define CH_OLD(ch, it, s, slot) CH_AT(ch, it, s, slot)
+#define CH_NEW(ch, it, s, slot) CH_AT(ch, it, s, slot)
 #else
+// in registers (or local memory), double-buffered by the iteration's parity
 struct Chain {
   REAL v[2][TH][4];
 };
-#define CHV(ch, par, s, slot) (ch).v[par][s][slot]
+#define CH_OLD(ch, it, s, slot) (ch).v[((it) & 1) ^ 1][(s) - 1][slot]
+#define CH_NEW(ch, it, s, slot) (ch).v[(it) & 1][s][slot]
 #endif
 
 // an asynchronous copy of one value from global to shared memory (sm_80 and later; the
@@ -88,15 +94,15 @@ __device__ __forceinline__ void cp_async_commit_wait1() {  // all but the newest
 }
 
 // one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
-__device__ __forceinline__ REAL cpml_term(Chain &ch, int par, int s, int slot, REAL vs,
+__device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int s, int slot, REAL vs,
                                           REAL b, REAL c, REAL km1, int kappa,
                                           const REAL *pin, REAL *pout, long pidx, bool own) {
-  REAL old = (s == 1) ? pin[pidx] : CHV(ch, par ^ 1, s - 1, slot);
+  REAL old = (s == 1) ? pin[pidx] : CH_OLD(ch, it, s, slot);
   REAL p = b * old + c * vs;
   if (s == TH) {
     if (own) pout[pidx] = p;
   } else {
-    CHV(ch, par, s, slot) = p;
+    CH_NEW(ch, it, s, slot) = p;
   }
   return kappa ? km1 * vs + p : p;
 }
@@ -236,16 +242,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #if PML2
   Chain chz[RY];
 #endif
-#if CHAIN_SMEM  // each axis's block: (par, level, slot) planes of W values
+#if CHAIN_SMEM  // each axis's block: (ring slot, psi slot) planes of W values
   FOR_K {
 #if PML0
-    chx[k] = smem + 12 * W + (long)CH_AXIS0 * 8 * (TH - 1) * W + cell[k];
+    chx[k] = smem + 12 * W + (long)CH_AXIS0 * 4 * TH * W + cell[k];
 #endif
 #if PML1
-    chy[k] = smem + 12 * W + (long)CH_AXIS1 * 8 * (TH - 1) * W + cell[k];
+    chy[k] = smem + 12 * W + (long)CH_AXIS1 * 4 * TH * W + cell[k];
 #endif
 #if PML2
-    chz[k] = smem + 12 * W + (long)CH_AXIS2 * 8 * (TH - 1) * W + cell[k];
+    chz[k] = smem + 12 * W + (long)CH_AXIS2 * 4 * TH * W + cell[k];
 #endif
   }
 #endif
@@ -335,9 +341,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL mH = (p == NX - 1) ? (REAL)0 : (REAL)1;
             const REAL b = pH0[p], c = pH0[NX + p], kp = pH0[2 * NX + p];
             const long pi = PIDX0(p, gy[k], gz);
-            dxEz += cpml_term(chx[k], par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
+            dxEz += cpml_term(chx[k], i, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_2, pout_H0_2, pi, own[k] && out_p);
-            dxEy += cpml_term(chx[k], par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
+            dxEy += cpml_term(chx[k], i, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_1, pout_H0_1, pi, own[k] && out_p);
           }
 #endif
@@ -378,9 +384,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL mE = (p == 0) ? (REAL)0 : (REAL)1;
             const REAL b = pE0[p], c = pE0[NX + p], kp = pE0[2 * NX + p];
             const long pi = PIDX0(p, gy[k], gz);
-            dxHz += cpml_term(chx[k], par, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
+            dxHz += cpml_term(chx[k], i, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_2, pout_E0_2, pi, own[k] && out_p);
-            dxHy += cpml_term(chx[k], par, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
+            dxHy += cpml_term(chx[k], i, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_1, pout_E0_1, pi, own[k] && out_p);
           }
 #endif
@@ -390,9 +396,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL b = pE1[g], c = pE1[NY + g], kp = pE1[2 * NY + g];
             const REAL m = (g == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(p, g, gz);
-            dyHz += cpml_term(chy[k], par, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
+            dyHz += cpml_term(chy[k], i, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_2, pout_E1_2, pi, own[k] && out_p);
-            dyHx += cpml_term(chy[k], par, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
+            dyHx += cpml_term(chy[k], i, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_0, pout_E1_0, pi, own[k] && out_p);
           }
 #endif
@@ -401,9 +407,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL bEz = pE2[gz], cEz = pE2[NZ + gz], kEz = pE2[2 * NZ + gz];
             const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(p, gy[k], gz);
-            dzHy += cpml_term(chz[k], par, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
+            dzHy += cpml_term(chz[k], i, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_1, pout_E2_1, pi, own[k] && out_p);
-            dzHx += cpml_term(chz[k], par, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
+            dzHx += cpml_term(chz[k], i, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_0, pout_E2_0, pi, own[k] && out_p);
           }
 #endif
@@ -545,9 +551,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL b = pH1[g], c = pH1[NY + g], kp = pH1[2 * NY + g];
             const REAL m = (g == NY - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(q, g, gz);
-            dyEz += cpml_term(chy[k], par, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
+            dyEz += cpml_term(chy[k], i, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_2, pout_H1_2, pi, own[k] && out_q);
-            dyEx += cpml_term(chy[k], par, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
+            dyEx += cpml_term(chy[k], i, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_0, pout_H1_0, pi, own[k] && out_q);
           }
 #endif
@@ -556,9 +562,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL bHz = pH2[gz], cHz = pH2[NZ + gz], kHz = pH2[2 * NZ + gz];
             const REAL mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(q, gy[k], gz);
-            dzEy += cpml_term(chz[k], par, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
+            dzEy += cpml_term(chz[k], i, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_1, pout_H2_1, pi, own[k] && out_q);
-            dzEx += cpml_term(chz[k], par, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
+            dzEx += cpml_term(chz[k], i, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_0, pout_H2_0, pi, own[k] && out_q);
           }
 #endif
