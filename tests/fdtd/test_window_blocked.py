@@ -86,9 +86,12 @@ def test_pec_walls_interior_slab_between_edge_rings():
 
 @pytest.mark.slow
 @emulated
-def test_pec_walls_interior_and_edge_slabs():
-    """Two interior slabs (walled seams) and two edge rings; the kernel's TH (2 in float64)
-    does not divide the window's th = 3: each slab visit ends with a 1-step kernel pass."""
+def test_pec_walls_interior_and_edge_slabs(monkeypatch):
+    """Two interior slabs (walled seams) and two edge rings; the kernel's TH (2 here) does
+    not divide the window's th = 3: each slab visit ends with a 1-step kernel pass."""
+    from emjax.fdtd.blocked import choice
+
+    monkeypatch.setattr(choice, "TILINGS", {**choice.TILINGS, 8: ((2, 24, 1),)})
     sim = _pec()
     a, b, stats = both(sim, 9, th=3, slab=7)
     assert stats["slabs"] == 4
@@ -206,7 +209,8 @@ def test_features_the_kernel_cannot_carry_fall_back(monkeypatch):
     with pytest.raises(ConfigError, match=r"kernel='emulate' cannot run .* slabs: .*plane sources"):
         wk.choose(plan, dtype, "emulate", subs, 3)
     plan, dtype, subs = _subs(base, 3, 7)
-    assert wk.choose(plan, dtype, "auto", subs, 3) == ("blocked", "TH = 2, tiles of 8 x 7, slab seams walled")
+    # float64: TH = 3 (it divides the window's th = 3)
+    assert wk.choose(plan, dtype, "auto", subs, 3) == ("blocked", "TH = 3, tiles of 8 x 7, slab seams walled")
     walls = [s.step.args[0].walls[0] for s in subs]
     assert walls == [True] * 4 and [s.ring.edge for s in subs] == [True, False, False, True]
     assert [s.plan.walls[0] for s in subs] == [True, False, False, True]  # XLA's sub-plans wrap

@@ -91,24 +91,28 @@ def auto_reason(plan, dtype) -> str | None:
         # measured (H100, the CPML as a kernel of its own): float32 with a 10-cell CPML on
         # every face 0.52x the XLA step at 256^3 (slabs 7.8% of each axis; before the bulk
         # kernel's unrolling), 1.34x at 512^3 (3.9%), 2.04x at 1024^3; without a CPML
-        # 2.3-2.8x; float64 at 512^3 with a CPML (tiles of 24, CPML windows of 12 x 12):
-        # H100 1.06x, H200 0.88x; without a CPML 0.98x (H100)
-        if np.dtype(dtype).itemsize == 8:
-            return "in float64 with a CPML it is not yet faster than the XLA step"
+        # 2.3-2.8x; float64 at 512^3 (TH = 3, tiles of 16, CPML windows of 12 x 12): H100
+        # 1.54x with a CPML, 1.74x without
         if any(2 * L > 0.04 * n for L, n in zip(plan.pml, plan.shape)):
             return "its CPML slabs are over 4% of the grid, where it is not yet faster than the XLA step"
     return None
 
 
-def default_tiling(dtype) -> tuple:
-    """(th, tile, rows per thread) measured best (BENCHMARKS.md): TH = 4, tiles of 24 x 24 in
-    y-z (32 x 32 windows), 2 rows per thread in float32 (H100); TH = 2, 24 x 24, one row per
-    thread in float64 (twice the registers per value: deeper TH spills; H200, with the CPML
-    kernel's windows of :data:`.split.CPML_BLOCK_DEFAULT`: 21.5 G cell/s at 512^3, tiles of
-    28 17.1)."""
-    if np.dtype(dtype).itemsize == 8:
-        return 2, (1 << 30, 24, 24), 1
-    return 4, (1 << 30, 24, 24), 2
+#: (th, tile, rows per thread), the measured best first (BENCHMARKS.md, H100, 512^3): float32
+#: TH = 4, tiles of 24 x 24 in y-z (32 x 32 windows), 2 rows per thread; float64 TH = 3, tiles
+#: of 16 x 16, one row per thread (ptxas: 110 registers, no spills; twice the registers per
+#: value make deeper TH or wider tiles spill): 27.8 G cell/s with a CPML, 33.0 without,
+#: against TH = 2 with tiles of 24 (19.4 / 21.9) or of 20 (23.4 / 25.0), the next where TH
+#: must divide a window's passes
+TILINGS = {4: ((4, 24, 2),), 8: ((3, 16, 1), (2, 20, 1))}
+
+
+def default_tiling(dtype, within: int | None = None) -> tuple:
+    """(th, (x, y, z tile), rows per thread) of :data:`TILINGS` for ``dtype``; ``within``: a
+    step count the TH must divide (the window's passes), where one of them does."""
+    options = TILINGS[np.dtype(dtype).itemsize]
+    th, b, ry = next((o for o in options if within is None or within % o[0] == 0), options[0])
+    return th, (1 << 30, b, b), ry
 
 
 def select(plan, dtype, kernel: str = "auto"):

@@ -38,9 +38,9 @@ kernel marches along a walled x; a slab's seams are inside its ghost planes, spo
 ``th`` steps whatever runs there, so an interior slab's sub-grid runs walled (PEC) at both
 ends instead of wrapping, and an edge ring as it is: the grid's wall and x-CPML at its ends,
 its seam inside the march (unrelated neighbours there, as in the XLA step's sub-grid). The
-kernel's TH is the in-memory run's (4 in float32, 2 in float64), at most ``th`` (a divisor
-of every ``th`` :func:`choose_th` offers; otherwise each slab visit ends with a shorter
-kernel pass). :func:`.kernel.check_ghosts` refuses owned planes closer than ``th r + 1``
+kernel's TH is the in-memory run's (4 in float32; in float64 3 where it divides ``th``,
+else 2), at most ``th`` (where it does not divide ``th``, each slab visit ends with a
+shorter kernel pass). :func:`.kernel.check_ghosts` refuses owned planes closer than ``th r + 1``
 to a cut. The window moves the same bytes per pass either way; in the rate model below
 ``R_dev`` becomes the kernel's in-memory rate, so the transfers bound the rate up to a
 larger ``th`` (pass that rate as :func:`choose_th`'s ``r_dev``).

@@ -14,9 +14,9 @@ are the grid's faces) and its seam sits inside the march, where the march reads 
 neighbours exactly as the XLA step's sub-grid does.
 
 Kernel TH: the measured best of the in-memory run (:func:`emjax.fdtd.blocked.choice.
-default_tiling`: 4 in float32, 2 in float64), at most the window's ``th``: a divisor of
-every ``th`` :func:`emjax.fdtd.window.choose_th` offers; where it does not divide a pass's
-steps the kernel ends that slab visit with one shorter pass.
+default_tiling`: 4 in float32; in float64 3 where it divides the window's ``th``, else 2),
+at most the window's ``th``; where it does not divide a pass's steps the kernel ends that
+slab visit with one shorter pass.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def seam_walled(plan, ring: _Ring):
 def tiling(dtype, th: int, shape: tuple) -> tuple:
     """(kernel TH, (BY, BZ, rows per thread)) for slabs of ``shape``: the in-memory run's
     measured best, TH at most the window's ``th``."""
-    th_k, tile, ry = choice.default_tiling(dtype)
+    th_k, tile, ry = choice.default_tiling(dtype, within=th)
     th_k = min(th_k, th)
     by, bz = (min(b, n) for b, n in zip(tile[1:], shape[1:]))
     if (by + 2 * th_k) % ry:
