@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._repr import concise_repr
 from ..scattering import OrientationAverage, degree_of_polarization
 from .lattice import Lattice
-
-if TYPE_CHECKING:
-    from .problem import DDAProblem
 
 __all__ = ["AveragedResult", "DDAResult", "Efficiencies"]
 
@@ -77,7 +73,7 @@ class DDAResult(Efficiencies):
 
     __repr__ = concise_repr
 
-    problem: DDAProblem
+    problem: object  # the emjax.dda.DDAProblem solved (not imported: it imports this module)
     lattice: Lattice
     Cext_xy: np.ndarray
     Cabs_xy: np.ndarray
@@ -167,7 +163,7 @@ class AveragedResult(Efficiencies):
 
     __repr__ = concise_repr
 
-    problem: DDAProblem
+    problem: object  # the emjax.dda.DDAProblem solved (not imported: it imports this module)
     quadrature: OrientationAverage
     lattice: object
     beta: np.ndarray
