@@ -62,6 +62,7 @@ if "more" in sys.argv:
 else:
     check(2, True)
     check(2, True, steps=9, with_probes=False)
+    check(2, True, steps=8, th=3)  # float64's default TH: 3-deep halos, a last pass of 2
 s = sim(25)
 arrays, pml = engine.coefficients(s, jnp.float64)
 bad = engine.make_plan(s, 4, jnp.float64, arrays, pml, layout=Layout.of(2))
@@ -77,7 +78,8 @@ print("ok")
 @pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
 def test_slabs_with_halos_equal_one_device_emulated():
     """2 virtual devices, the CPML as a kernel of its own, 7 steps in passes of 2 (the last
-    of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes."""
+    of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes;
+    8 steps in passes of 3 (3-deep halos, a last pass of 2)."""
     assert run_with_devices(3, CASE).strip().endswith("ok")
 
 
