@@ -361,13 +361,22 @@ def _run_sharded(
     if done > steps:
         raise ConfigError(f"checkpoint {checkpoint} is at step {done}, beyond steps = {steps}")
     adv, kernel_name, kernel_why = blocked.select(plan, state["E"][0].dtype, kernel)
+    plain = lambda st: st  # noqa: E731  (the state as the run's checkpoints and result take it)
     if kernel_name == "xla":
         adv = partial(_sharded_xla, axes=axes)
+    elif getattr(adv, "tiling", None) is not None:  # the blocked slabs: their layout kept between calls
+        from .blocked import shards
+
+        th, block = adv.tiling
+        keys = tuple(state["psi"])
+        state = shards.extend(plan, state, th)
+        plain = partial(shards.crop, plan, th=th, keys=keys)
+        adv = lambda plan, arrays, st, n: shards.advance_extended(plan, arrays, st, n, th, block)  # noqa: E731
     save = None
     if checkpoint is not None:
 
         def save(st, rs):
-            one = loc.to_global(st)  # the node state in the one-device layout
+            one = loc.to_global(plain(st))  # the node state in the one-device layout
             checkpoint_mod.save_sharded(Path(checkpoint), one, rs, fp, one_axes)
 
     state, acc = run_chunks(
@@ -381,6 +390,7 @@ def _run_sharded(
         progress=progress,
         recs=recs,
     )
+    state = plain(state)
     recs, compile_s, t_run, timed_steps = acc.recs, acc.compile_s, acc.run_s, acc.timed_steps
     probes = np.concatenate(recs) if recs else np.zeros((0, len(sim.probes)))
     E, H = sharded.final_fields(state["E"], lay, nx), sharded.final_fields(state["H"], lay, nx)

@@ -147,5 +147,7 @@ def select(plan, dtype, kernel: str = "auto"):
             return shards.advance(plan, arrays, state, n, th, (tile[1], tile[2], ry))
         return advance(plan, arrays, state, n, th=th, tile=tile, kernel="cuda", rows_per_thread=ry)
 
+    run_blocked.tiling = (th, (tile[1], tile[2], ry))  # a run loop that keeps the slabs' layout
+
     _log.info("FDTD kernel: blocked (TH = %d, tiles of %d x %d)", th, tile[1], tile[2])
     return run_blocked, "blocked", f"TH = {th}, tiles of {tile[1]} x {tile[2]}"

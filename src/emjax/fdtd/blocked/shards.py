@@ -13,6 +13,9 @@ same way; the x-CPML's packed psi is kept per device (each writes the planes it 
 slab comes back from device 0, the high one from device n - 1). Probes are recorded by the
 device that owns their cell and summed. The grid's first and last devices march from plane
 0 and to plane nx (their outer halos receive nothing and are never read: x is walled).
+``fdtd.run`` keeps its state in this layout from call to call (:func:`extend`,
+:func:`advance_extended`): a call then pads, exchanges and crops nothing before and after its
+passes; a checkpoint and the result take the plain layout (:func:`crop`).
 
 On the host the same driver runs with the kernel emulated (one callback per device), which
 is how the CPU tests check it on virtual devices.
@@ -144,7 +147,95 @@ def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: 
     :func:`emjax.fdtd.sharded.advance`), in passes of the blocked kernel."""
     ring = cuda.ring_setting()
     # settings read here, outside jit, are part of the compiled program's key
-    return _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, GROUPS)
+    return _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, GROUPS, False)
+
+
+def advance_extended(
+    plan, arrays, ext, steps: int, th: int, block: tuple, split_cpml: bool = True, emulate=False
+):
+    """:func:`advance` on a state kept in the slabs' layout between calls (:func:`extend`):
+    no pads, halo exchange or crops per call; returns (extended state, records, finite)."""
+    ring = cuda.ring_setting()
+    return _advance(plan, arrays, ext, steps, th, block, split_cpml, emulate, ring, GROUPS, True)
+
+
+@partial(jax.jit, static_argnames=("plan", "th"), donate_argnames=("state",))
+def extend(plan, state, th: int):
+    """``state`` (x-split, as :func:`emjax.fdtd.sharded.place` lays it out) in the slabs'
+    layout: each device's fields and y/z psi with TH-deep halos from its neighbours (global
+    arrays of ``n (m + 2 TH)`` planes), the CPML's psi packed (:func:`.cuda_advance.pack_psi`),
+    the x-CPML's once per device. :func:`crop` undoes it."""
+    n = plan.layout.n
+    spec = _psi_spec(plan, state["E"][0].dtype)
+    psi = pack_psi(plan, state["psi"], spec)
+    nx_psi = 4 if plan.pml[0] else 0
+    psi_x = [jnp.tile(v, (n, 1, 1)) for v in psi[:nx_psi]]
+    fields = list(state["E"]) + list(state["H"]) + list(poles_flat(state["J"])) + psi[nx_psi:]
+
+    out = _per_slab(plan, lambda fs: [halos.extend(f, th, n) for f in fs], fields)
+    nj = len(poles_flat(state["J"]))
+    return {
+        **state,
+        "E": tuple(out[:3]),
+        "H": tuple(out[3:6]),
+        "J": poles_nested(out[6 : 6 + nj], state["J"]),
+        "psi": (psi_x, out[6 + nj :]),
+    }
+
+
+@partial(jax.jit, static_argnames=("plan", "th", "keys"))
+def crop(plan, ext, th: int, keys: tuple):
+    """The state of :func:`extend`'s ``ext`` back in the plain x-split layout (``keys``: the
+    state's psi names); ``ext`` stays valid."""
+    n, nx = plan.layout.n, plan.shape[0]
+    m, lx = nx // n, plan.pml[0]
+    spec = _psi_spec(plan, ext["E"][0].dtype)
+    psi_x, psi_yz = ext["psi"]
+    fields = list(ext["E"]) + list(ext["H"]) + list(poles_flat(ext["J"])) + list(psi_yz)
+
+    out = _per_slab(plan, lambda fs: [jax.lax.slice_in_dim(f, th, th + m, axis=0) for f in fs], fields)
+    nj = len(poles_flat(ext["J"]))
+    # the x-CPML's psi: the low slab from device 0, the high one from device n - 1
+    px = [jnp.concatenate([v[:lx], v[(n - 1) * 2 * lx + lx :]]) for v in psi_x]
+    new = {
+        **ext,
+        "E": tuple(out[:3]),
+        "H": tuple(out[3:6]),
+        "J": poles_nested(out[6 : 6 + nj], ext["J"]),
+        "psi": unpack_psi(plan, px + out[6 + nj :], dict.fromkeys(keys), spec),
+    }
+    layout = plan.layout
+    return jax.tree_util.tree_map(
+        lambda x: jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, split_axis(x, plan.shape))), new
+    )
+
+
+def _per_slab(plan, fn, fields: list) -> list:
+    """``fn(fields) -> fields`` on each device's slabs (x-split arrays in and out)."""
+    xs = [P(AXIS)] * len(fields)
+    return jax.shard_map(fn, mesh=plan.layout.mesh, in_specs=(xs,), out_specs=xs)(fields)
+
+
+def _psi_spec(plan, dtype):
+    """A spec that :func:`.cuda_advance.pack_psi` and ``unpack_psi`` read (the CPML's
+    widths, the grid's shape and the dtype)."""
+    return cuda.Spec(
+        str(np.dtype(dtype)),
+        plan.shape,
+        1,
+        (1, 1),
+        1.0,
+        0.5,
+        1.0,
+        0.5,
+        None,
+        (True,) * 3,
+        tuple(plan.pml),
+        (False,) * 3,
+        (),
+        (),
+        1,
+    )
 
 
 #: XLA passes left out of the sharded pass loop. The async wrapper of dynamic-slice copies
@@ -156,11 +247,11 @@ COMPILER_OPTIONS = {"xla_disable_hlo_passes": "dynamic-slice-copy-fusion-async-w
 
 @partial(
     jax.jit,
-    static_argnames=("plan", "steps", "th", "block", "split_cpml", "emulate", "ring", "groups"),
+    static_argnames=("plan", "steps", "th", "block", "split_cpml", "emulate", "ring", "groups", "extended"),
     donate_argnames=("state",),
     compiler_options=COMPILER_OPTIONS,
 )
-def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, groups):
+def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, groups, extended):
     layout = plan.layout
     n, nx = layout.n, plan.shape[0]
     m = nx // n
@@ -168,12 +259,14 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
     spec = make_spec(plan, arrays, dtype, th, block, ring)
     rest_spec = make_spec(plan, arrays, dtype, steps % th, block, ring) if steps % th else None
     static, prof = static_inputs(plan, arrays, spec)
-    psi = pack_psi(plan, state["psi"], spec)
     lx = plan.pml[0]
     npsi_x = 4 if lx else 0
-    # the x-CPML's packed psi, one copy per device
-    psi_x = [jnp.tile(v, (n, 1, 1)) for v in psi[:npsi_x]]
-    psi_yz = psi[npsi_x:]
+    if extended:  # already in the slabs' layout (extend)
+        psi_x, psi_yz = list(state["psi"][0]), list(state["psi"][1])
+    else:
+        psi = pack_psi(plan, state["psi"], spec)
+        psi_x = [jnp.tile(v, (n, 1, 1)) for v in psi[:npsi_x]]  # the x-CPML's, one per device
+        psi_yz = psi[npsi_x:]
     run = _emulated if emulate else cuda.gpu_pass
     tables = {sp.th: _tables(sp, n, split_cpml, th) for sp in (spec, rest_spec) if sp is not None}
     # two devices: the bulk's part of the send planes is sent before the CPML kernel runs
@@ -185,9 +278,10 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
     split_static = [np.ndim(v) >= 3 for v in static]
 
     def local(E, H, static, prof, psi_x, psi_yz, xr, tabs, src_cb, n0, dft, aux):
-        E = [halos.extend(f, th, n) for f in E]
-        H = [halos.extend(f, th, n) for f in H]
-        psi_yz = [halos.extend(v, th, n) for v in psi_yz]
+        if not extended:
+            E = [halos.extend(f, th, n) for f in E]
+            H = [halos.extend(f, th, n) for f in H]
+            psi_yz = [halos.extend(v, th, n) for v in psi_yz]
         static = [halos.extend(v, th, n, ax) if sp else v for v, ax, sp in zip(static, sax, split_static)]
 
         def one(sp, cur, dst, step_n, acc):  # acc: the running DFTs and the TF/SF 1-D grid
@@ -275,7 +369,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
             recs.append(rec)
             step_n = step_n + sp.th
         E, H, (px, pyz) = cur
-        own = lambda f: jax.lax.slice_in_dim(f, th, th + m, axis=0)  # noqa: E731
+        own = (lambda f: f) if extended else (lambda f: jax.lax.slice_in_dim(f, th, th + m, axis=0))
         rec = jnp.concatenate(recs) if recs else jnp.zeros((0, len(spec.probes)), dtype)
         rec = jax.lax.psum(rec, AXIS)
         return [own(f) for f in E], [own(f) for f in H], px, [own(v) for v in pyz], rec, *acc
@@ -316,10 +410,14 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
         tuple(state["dft"]),
         tuple(state["aux"]),
     )
+    H, J = H[:3], poles_nested(H[3:], state["J"])
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
+    if extended:
+        new = {**state, "E": tuple(E), "H": tuple(H), "J": J, "psi": (list(px), list(pyz))}
+        return {**new, "n": state["n"] + steps, "dft": dft, "aux": aux}, rec, finite
     # the x-CPML's psi: the low slab from device 0, the high one from device n - 1
     px = [jnp.concatenate([v[:lx], v[(n - 1) * 2 * lx + lx :]]) for v in px]
     new_psi = unpack_psi(plan, px + list(pyz), state["psi"], spec)
-    H, J = H[:3], poles_nested(H[3:], state["J"])
     new = {
         **state,
         "E": tuple(E),
@@ -334,7 +432,6 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
     new = jax.tree_util.tree_map(
         lambda x: jax.lax.with_sharding_constraint(x, layout.sharding(x.ndim, split_axis(x, plan.shape))), new
     )
-    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
     return new, rec, finite
 
 
