@@ -363,7 +363,8 @@ def source(spec: Spec) -> str:
     d["PARAMS"] = ", ".join(params)
     head = "\n".join(f"#define {k} {v}" for k, v in d.items())
     helpers = (HERE / "yee_helpers.cuh").read_text()  # TF/SF and Drude device code
-    return head + "\n" + helpers + (HERE / "yee_blocked.cu").read_text()
+    cpml = (HERE / "yee_cpml.cuh").read_text()  # the CPML's psi indices, chains, correction
+    return head + "\n" + helpers + cpml + (HERE / "yee_blocked.cu").read_text()
 
 
 # ----------------------------------------------------------------- the XLA custom call

@@ -39,41 +39,13 @@
 
 // the coefficients CA, CB, KEEP (c, x, y, z): yee_helpers.cuh
 
-// index of a cell in a packed psi array along axis a: the lo slab's L cells, then the hi
-// slab's (the caller checks that the cell is in one of them)
-#define SLAB(g, n, L) ((g) < (L) ? (g) : (g) - (n) + 2 * (L))
-#define PIDX0(x, y, z) (((long)SLAB(x, NX, L0) * NY + (y)) * NZ + (z))
-#define PIDX1(x, y, z) (((long)((x) - xoff) * 2 * L1 + SLAB(y, NY, L1)) * NZ + (z))
-#define PIDX2(x, y, z) (((long)((x) - xoff) * NY + (y)) * 2 * L2 + SLAB(z, NZ, L2))
-#define INSLAB(g, n, L) ((g) < (L) || (g) >= (n) - (L))
+// the CPML's psi indices, chains and correction: yee_cpml.cuh
 
-// the psi chains, one per CPML axis (so a cell outside the y and z slabs touches none of
-// their memory), a slot per (kind, differentiated component): x: H0_1 0, H0_2 1, E0_1 2,
-// E0_2 3; y: H1_0 0, H1_2 1, E1_0 2, E1_2 3; z: H2_0 0, H2_1 1, E2_0 2, E2_1 3. Level s
-// (< TH) leaves its psi for level s + 1, which takes it in the next iteration.
 #if NBOX
 // monitor boxes (DFT planes): per box lo (3), count (3), offset into mrec, value (E 0..2,
 // H 3..5); per plane p the boxes whose x range holds it
 __constant__ long BOXP[NBOX][8] = {BOX_TABLE};
 __constant__ unsigned long long XMASK[NX] = {XMASK_TABLE};
-#endif
-
-#if CHAIN_SMEM
-// the chains in shared memory after the two buffer sets, a block per CPML axis of TH x 4
-// values per window cell (a thread's own cells: no barrier): plane p's psi stays in slot
-// p % TH from level 1 (iteration p + 1) to level TH, each level updating it in place (the
-// levels of one iteration are on TH different planes)
-typedef REAL *Chain;
-#define CH_AT(ch, it, s, slot) (ch)[(((((it) - (s) + TH) % TH) * 4) + (slot)) * (WY * WZ)]
-#define CH_OLD(ch, it, s, slot) CH_AT(ch, it, s, slot)
-#define CH_NEW(ch, it, s, slot) CH_AT(ch, it, s, slot)
-#else
-// in registers (or local memory), double-buffered by the iteration's parity
-struct Chain {
-  REAL v[2][TH][4];
-};
-#define CH_OLD(ch, it, s, slot) (ch).v[((it) & 1) ^ 1][(s) - 1][slot]
-#define CH_NEW(ch, it, s, slot) (ch).v[(it) & 1][s][slot]
 #endif
 
 // an asynchronous copy of one value from global to shared memory (sm_80 and later; the
@@ -92,21 +64,6 @@ __device__ __forceinline__ void cp_async_commit_wait1() {  // all but the newest
   asm volatile("cp.async.wait_group 1;\n" ::);
 #endif
 }
-
-// one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
-__device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int s, int slot, REAL vs,
-                                          REAL b, REAL c, REAL km1, int kappa,
-                                          const REAL *pin, REAL *pout, long pidx, bool own) {
-  REAL old = (s == 1) ? pin[pidx] : CH_OLD(ch, it, s, slot);
-  REAL p = b * old + c * vs;
-  if (s == TH) {
-    if (own) pout[pidx] = p;
-  } else {
-    CH_NEW(ch, it, s, slot) = p;
-  }
-  return kappa ? km1 * vs + p : p;
-}
-
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #ifdef EMJAX_EMULATE

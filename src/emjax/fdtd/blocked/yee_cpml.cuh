@@ -1,0 +1,48 @@
+// The CPML's part of the blocked kernel (yee_blocked.cu): where a cell's psi lies in the
+// packed arrays, the per-thread psi chains that carry it from level to level, and one
+// correction. Compiled after the generated header (TH, the window, the CPML's widths).
+
+// index of a cell in a packed psi array along axis a: the lo slab's L cells, then the hi
+// slab's (the caller checks that the cell is in one of them)
+#define SLAB(g, n, L) ((g) < (L) ? (g) : (g) - (n) + 2 * (L))
+#define PIDX0(x, y, z) (((long)SLAB(x, NX, L0) * NY + (y)) * NZ + (z))
+#define PIDX1(x, y, z) (((long)((x) - xoff) * 2 * L1 + SLAB(y, NY, L1)) * NZ + (z))
+#define PIDX2(x, y, z) (((long)((x) - xoff) * NY + (y)) * 2 * L2 + SLAB(z, NZ, L2))
+#define INSLAB(g, n, L) ((g) < (L) || (g) >= (n) - (L))
+
+// the psi chains, one per CPML axis (so a cell outside the y and z slabs touches none of
+// their memory), a slot per (kind, differentiated component): x: H0_1 0, H0_2 1, E0_1 2,
+// E0_2 3; y: H1_0 0, H1_2 1, E1_0 2, E1_2 3; z: H2_0 0, H2_1 1, E2_0 2, E2_1 3. Level s
+// (< TH) leaves its psi for level s + 1, which takes it in the next iteration.
+
+#if CHAIN_SMEM
+// the chains in shared memory after the two buffer sets, a block per CPML axis of TH x 4
+// values per window cell (a thread's own cells: no barrier): plane p's psi stays in slot
+// p % TH from level 1 (iteration p + 1) to level TH, each level updating it in place (the
+// levels of one iteration are on TH different planes)
+typedef REAL *Chain;
+#define CH_AT(ch, it, s, slot) (ch)[(((((it) - (s) + TH) % TH) * 4) + (slot)) * (WY * WZ)]
+#define CH_OLD(ch, it, s, slot) CH_AT(ch, it, s, slot)
+#define CH_NEW(ch, it, s, slot) CH_AT(ch, it, s, slot)
+#else
+// in registers (or local memory), double-buffered by the iteration's parity
+struct Chain {
+  REAL v[2][TH][4];
+};
+#define CH_OLD(ch, it, s, slot) (ch).v[((it) & 1) ^ 1][(s) - 1][slot]
+#define CH_NEW(ch, it, s, slot) (ch).v[(it) & 1][s][slot]
+#endif
+
+// one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
+__device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int s, int slot, REAL vs,
+                                          REAL b, REAL c, REAL km1, int kappa,
+                                          const REAL *pin, REAL *pout, long pidx, bool own) {
+  REAL old = (s == 1) ? pin[pidx] : CH_OLD(ch, it, s, slot);
+  REAL p = b * old + c * vs;
+  if (s == TH) {
+    if (own) pout[pidx] = p;
+  } else {
+    CH_NEW(ch, it, s, slot) = p;
+  }
+  return kappa ? km1 * vs + p : p;
+}
