@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -217,25 +218,9 @@ def _per_slab(plan, fn, fields: list) -> list:
 
 
 def _psi_spec(plan, dtype):
-    """A spec that :func:`.cuda_advance.pack_psi` and ``unpack_psi`` read (the CPML's
-    widths, the grid's shape and the dtype)."""
-    return cuda.Spec(
-        str(np.dtype(dtype)),
-        plan.shape,
-        1,
-        (1, 1),
-        1.0,
-        0.5,
-        1.0,
-        0.5,
-        None,
-        (True,) * 3,
-        tuple(plan.pml),
-        (False,) * 3,
-        (),
-        (),
-        1,
-    )
+    """What :func:`.cuda_advance.pack_psi` and ``unpack_psi`` read of a spec: the CPML's
+    widths, the grid's shape and the dtype."""
+    return SimpleNamespace(pml=tuple(plan.pml), shape=tuple(plan.shape), dtype=str(np.dtype(dtype)))
 
 
 #: XLA passes left out of the sharded pass loop. The async wrapper of dynamic-slice copies
