@@ -183,7 +183,7 @@ def main(argv=None):
         nargs="+",
         default=["auto"],
         help="the CPML kernel's own cells per window, 'YxZ' (e.g. 16x16), 'bulk' (the bulk's tile) or "
-        "'auto' (split.CPML_BLOCK_DEFAULT by precision)",
+        "'auto' (split.CPML_BLOCK_DEFAULT by precision and TH)",
     )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(

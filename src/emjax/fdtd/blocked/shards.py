@@ -12,7 +12,9 @@ scheme, instead of a plane per field every half step. The y- and z-CPML's psi tr
 same way; the x-CPML's packed psi is kept per device (each writes the planes it owns; the low
 slab comes back from device 0, the high one from device n - 1). Probes are recorded by the
 device that owns their cell and summed. The grid's first and last devices march from plane
-0 and to plane nx (their outer halos receive nothing and are never read: x is walled).
+0 and to plane nx (their outer halos receive nothing; the bulk kernel's march writes what
+it makes of them there, which the x walls keep from the own planes: nothing reads them, and
+the NaN/Inf check looks at the own planes only).
 ``fdtd.run`` keeps its state in this layout from call to call (:func:`extend`,
 :func:`advance_extended`): a call then pads, exchanges and crops nothing before and after its
 passes; a checkpoint and the result take the plain layout (:func:`crop`).
@@ -157,6 +159,7 @@ def advance_extended(
     """:func:`advance` on a state kept in the slabs' layout between calls (:func:`extend`):
     no pads, halo exchange or crops per call; returns (extended state, records, finite)."""
     ring = cuda.ring_setting()
+    ext = _slabs_placed(plan, ext)
     return _advance(plan, arrays, ext, steps, th, block, split_cpml, emulate, ring, GROUPS, True)
 
 
@@ -182,6 +185,17 @@ def extend(plan, state, th: int):
         "J": poles_nested(out[6 : 6 + nj], state["J"]),
         "psi": (psi_x, out[6 + nj :]),
     }
+
+
+def _slabs_placed(plan, ext):
+    """``ext`` (the slabs' layout) with every array of the slabs (E, H, J, psi) placed as split
+    along its first axis in one spelling (``jax.device_put`` to an equivalent sharding moves
+    nothing): a jitted call's cache key holds its inputs' shardings, and the same split
+    written two ways (as :func:`extend` and the pass loop give it) would compile the pass
+    loop again on the next call."""
+    lay = plan.layout
+    put = lambda x: jax.device_put(x, lay.sharding(x.ndim, 0))  # noqa: E731
+    return {**ext, **{k: jax.tree_util.tree_map(put, ext[k]) for k in ("E", "H", "J", "psi")}}
 
 
 @partial(jax.jit, static_argnames=("plan", "th", "keys"))
@@ -354,10 +368,14 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
             recs.append(rec)
             step_n = step_n + sp.th
         E, H, (px, pyz) = cur
-        own = (lambda f: f) if extended else (lambda f: jax.lax.slice_in_dim(f, th, th + m, axis=0))
+        # the fields' own planes finite (the grid's outer halos at x's ends are never read)
+        mine = lambda f: jax.lax.slice_in_dim(f, th, th + m, axis=0)  # noqa: E731
+        bad = sum(jnp.any(~jnp.isfinite(mine(f))).astype(jnp.int32) for f in list(E) + list(H)[:3])
+        finite = jax.lax.psum(bad, AXIS) == 0
+        own = (lambda f: f) if extended else mine
         rec = jnp.concatenate(recs) if recs else jnp.zeros((0, len(spec.probes)), dtype)
         rec = jax.lax.psum(rec, AXIS)
-        return [own(f) for f in E], [own(f) for f in H], px, [own(v) for v in pyz], rec, *acc
+        return [own(f) for f in E], [own(f) for f in H], px, [own(v) for v in pyz], rec, finite, *acc
 
     xs = P(AXIS)
     xr_all = {t: jnp.asarray(v[0]) for t, v in tables.items()}
@@ -378,8 +396,8 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
         P(),
         P(),
     )
-    out_specs = ([xs] * 3, [xs] * (3 + nj), [xs] * len(psi_x), [xs] * len(psi_yz), P(), P(), P())
-    E, H, px, pyz, rec, dft, aux = jax.shard_map(
+    out_specs = ([xs] * 3, [xs] * (3 + nj), [xs] * len(psi_x), [xs] * len(psi_yz), P(), P(), P(), P())
+    E, H, px, pyz, rec, finite, dft, aux = jax.shard_map(
         local, mesh=layout.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
     )(
         list(state["E"]),
@@ -396,7 +414,6 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
         tuple(state["aux"]),
     )
     H, J = H[:3], poles_nested(H[3:], state["J"])
-    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(f)) for f in E + H]))
     if extended:
         new = {**state, "E": tuple(E), "H": tuple(H), "J": J, "psi": (list(px), list(pyz))}
         return {**new, "n": state["n"] + steps, "dft": dft, "aux": aux}, rec, finite

@@ -269,15 +269,17 @@ PIECES = 4
 #: CTAs resident at once (None: the GPU's SMs, one CTA each)
 SLOTS = None
 #: the CPML kernel's own cells per window in (y, z): None takes :data:`CPML_BLOCK_DEFAULT`
-#: by precision, "bulk" the bulk's tile. Smaller windows let the psi chains of all three axes
+#: by precision and TH, "bulk" the bulk's tile. Smaller windows let the psi chains of all three axes
 #: sit in shared memory (float32, TH = 4, (16, 16): no spills, against about 1.3 KB per thread
 #: with the bulk's 24 x 24) but recompute more halo cells.
 CPML_BLOCK = None
-#: by bytes per value, where smaller than the bulk's tile; measured at 512^3 with a 10-cell
-#: CPML (G cell/s): float32 TH = 4, tiles of 24 (H100): the bulk's 56.2, (16, 16) 48.5,
-#: (16, 24) 54.0; float64 TH = 2 (H200): tiles of 28 17.1, of 24 19.9, of 24 with (12, 12)
-#: 21.5, (16, 16) 20.3, (16, 28) 20.8; (H100) tiles of 28 14.1, with (16, 16) 17.4
-CPML_BLOCK_DEFAULT = {8: (12, 12)}
+#: by (bytes per value, TH), where smaller than the bulk's tile (else the bulk's); measured
+#: at 512^3 with a 10-cell CPML (G cell/s): float32 TH = 4, tiles of 24 (H100): the bulk's
+#: 56.2, (16, 16) 48.5, (16, 24) 54.0; float64 TH = 2 (H200): tiles of 28 17.1, of 24 19.9,
+#: of 24 with (12, 12) 21.5, (16, 16) 20.3, (16, 28) 20.8; tiles of 20 25.2, with (12, 12)
+#: 26.7; (H100) tiles of 28 14.1, with (16, 16) 17.4; float64 TH = 3, tiles of 16 (H200):
+#: the bulk's 36.1, (8, 8) 22.8, (8, 16) 31.1, (12, 12) 28.4
+CPML_BLOCK_DEFAULT = {(8, 2): (12, 12)}
 #: the CPML's rows in kernels by the axes they reach, and where one axis's chains fit,
 #: those in shared memory (measured on an H100 at 512^3: 53.7 G cell/s against 55.2 for one
 #: kernel; the groups' launches are too small to fill the GPU)
@@ -383,7 +385,7 @@ def cpml_block(spec: Spec) -> tuple:
         return tuple(spec.block)
     if CPML_BLOCK:
         return tuple(CPML_BLOCK)
-    cb = CPML_BLOCK_DEFAULT.get(spec.itemsize)
+    cb = CPML_BLOCK_DEFAULT.get((spec.itemsize, spec.th))
     if cb is None or any(c >= b for c, b in zip(cb, spec.block)):
         return tuple(spec.block)
     return cb
