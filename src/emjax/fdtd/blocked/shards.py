@@ -12,9 +12,8 @@ scheme, instead of a plane per field every half step. The y- and z-CPML's psi tr
 same way; the x-CPML's packed psi is kept per device (each writes the planes it owns; the low
 slab comes back from device 0, the high one from device n - 1). Probes are recorded by the
 device that owns their cell and summed. The grid's first and last devices march from plane
-0 and to plane nx (their outer halos receive nothing; the bulk kernel's march writes what
-it makes of them there, which the x walls keep from the own planes: nothing reads them, and
-the NaN/Inf check looks at the own planes only).
+0 and to plane nx (their outer halos receive nothing and stay zero; the bulk kernel's march
+reads them, and the x walls keep what it makes of them from the own planes).
 ``fdtd.run`` keeps its state in this layout from call to call (:func:`extend`,
 :func:`advance_extended`): a call then pads, exchanges and crops nothing before and after its
 passes; a checkpoint and the result take the plain layout (:func:`crop`).
@@ -346,7 +345,15 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
             return (out_E, out_H, (out_px, out_pyz)), rec, (dft, aux)
 
         cur = (tuple(E), tuple(H), (list(psi_x), list(psi_yz)))
+        # the second buffers of the passes: the halos zero (on the grid's first and last slabs
+        # the outer one is read by the bulk's march and never written)
+        ends = lambda f: f.at[:th].set(0).at[-th:].set(0)  # noqa: E731
         other = jax.tree_util.tree_map(jnp.empty_like, cur)
+        other = (
+            tuple(map(ends, other[0])),
+            tuple(map(ends, other[1])),
+            (other[2][0], list(map(ends, other[2][1]))),
+        )
         n_pass = steps // th
         recs = []
 
