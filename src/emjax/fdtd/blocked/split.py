@@ -269,8 +269,8 @@ PIECES = 4
 #: CTAs resident at once (None: the GPU's SMs, one CTA each)
 SLOTS = None
 #: the CPML kernel's own cells per window in (y, z): None takes :data:`CPML_BLOCK_DEFAULT`
-#: by precision and TH, "bulk" the bulk's tile. Smaller windows let the psi chains of all three axes
-#: sit in shared memory (float32, TH = 4, (16, 16): no spills, against about 1.3 KB per thread
+#: by precision and TH, "bulk" the bulk's tile. Smaller windows let the psi chains of all
+#: three axes sit in shared memory (float32, TH = 4, (16, 16): no spills, against about 1.3 KB per thread
 #: with the bulk's 24 x 24) but recompute more halo cells.
 CPML_BLOCK = None
 #: by (bytes per value, TH), where smaller than the bulk's tile (else the bulk's); measured
