@@ -120,7 +120,8 @@ def pieces(n: int, nx: int) -> int:
     ``n`` devices: each slab of 384 planes or more gets the one-device count, a shorter slab
     3. Measured on 2 x H200, 512^3 float32 CPML (two runs each), strong scaling (slabs of 256):
     2 per slab 79.7%, 3 86.2 / 85.6%, 4 84.3 / 84.3%, 6 81.8%; weak (slabs of 512): 3 per slab
-    94.0 / 94.1%, 4 95.7 / 95.8%. (2 x H100, an earlier kernel: 4 in all 72.5% / 78.4%, 8
+    94.0 / 94.1%, 4 95.7 / 95.8%. With the state kept in the slabs' layout between calls,
+    strong, in all: 4 82.0%, 5 88.4%, 6 89.3-89.5%, 7 85.3%, 8 87.3%. (2 x H100, an earlier kernel: 4 in all 72.5% / 78.4%, 8
     79.3% / 89.0%.)"""
     return (split.PIECES if nx // n >= 384 else 3) * n
 
