@@ -91,8 +91,8 @@ def auto_reason(plan, dtype) -> str | None:
         # measured (H100, the CPML as a kernel of its own): float32 with a 10-cell CPML on
         # every face 0.52x the XLA step at 256^3 (slabs 7.8% of each axis; before the bulk
         # kernel's unrolling), 1.34x at 512^3 (3.9%), 2.04x at 1024^3; without a CPML
-        # 2.3-2.8x; float64 at 512^3 (TH = 3, tiles of 16, CPML windows of 12 x 12): H100
-        # 1.54x with a CPML, 1.74x without
+        # 2.3-2.8x; float64 at 512^3 (TH = 3, tiles of 16, the CPML windows the bulk's
+        # tile): H100 1.91x with a CPML (1.54x with windows of 12 x 12), 1.74x without
         if any(2 * L > 0.04 * n for L, n in zip(plan.pml, plan.shape)):
             return "its CPML slabs are over 4% of the grid, where it is not yet faster than the XLA step"
     return None

@@ -23,8 +23,8 @@ from ...layout import AXIS
 
 def pairs(n: int) -> tuple:
     """(to the left, to the right) neighbour pairs of ``n`` slabs: x is walled, so the first
-    and last slabs send nothing past the grid's ends (their outer halos are never read and
-    stay zero)."""
+    and last slabs send nothing past the grid's ends (their outer halos stay zero: the bulk
+    kernel reads them, and the x walls keep what it makes of them from the own planes)."""
     return [(i, i - 1) for i in range(1, n)], [(i, i + 1) for i in range(n - 1)]
 
 

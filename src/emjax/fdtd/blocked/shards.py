@@ -11,9 +11,10 @@ halos: one exchange of ``2 TH`` planes per field per TH steps, the seed paper's 
 scheme, instead of a plane per field every half step. The y- and z-CPML's psi travel the
 same way; the x-CPML's packed psi is kept per device (each writes the planes it owns; the low
 slab comes back from device 0, the high one from device n - 1). Probes are recorded by the
-device that owns their cell and summed. The grid's first and last devices march from plane
-0 and to plane nx (their outer halos receive nothing and stay zero; the bulk kernel's march
-reads them, and the x walls keep what it makes of them from the own planes).
+device that owns their cell and summed. The grid's first and last devices' outer halos
+(past x's ends) receive nothing and are zero; the bulk kernel marches over every plane of a
+slab, so it reads them, and the x walls keep what it makes of them from the own planes (the
+CPML kernels' marches start and end in the grid).
 ``fdtd.run`` keeps its state in this layout from call to call (:func:`extend`,
 :func:`advance_extended`): a call then pads, exchanges and crops nothing before and after its
 passes; a checkpoint and the result take the plain layout (:func:`crop`).
@@ -120,9 +121,9 @@ def pieces(n: int, nx: int) -> int:
     ``n`` devices: each slab of 384 planes or more gets the one-device count, a shorter slab
     3. Measured on 2 x H200, 512^3 float32 CPML (two runs each), strong scaling (slabs of 256):
     2 per slab 79.7%, 3 86.2 / 85.6%, 4 84.3 / 84.3%, 6 81.8%; weak (slabs of 512): 3 per slab
-    94.0 / 94.1%, 4 95.7 / 95.8%. With the state kept in the slabs' layout between calls,
-    strong, in all: 4 82.0%, 5 88.4%, 6 89.3-89.5%, 7 85.3%, 8 87.3%. (2 x H100, an earlier kernel: 4 in all 72.5% / 78.4%, 8
-    79.3% / 89.0%.)"""
+    94.0 / 94.1%, 4 95.7 / 95.8%. With the state kept in the slabs' layout between
+    calls, strong, in all: 4 82.0%, 5 88.4%, 6 89.3-89.5%, 7 85.3%, 8 87.3%. (2 x H100, an
+    earlier kernel: 4 in all 72.5% / 78.4%, 8 79.3% / 89.0%.)"""
     return (split.PIECES if nx // n >= 384 else 3) * n
 
 
@@ -173,7 +174,11 @@ def extend(plan, state, th: int):
     spec = _psi_spec(plan, state["E"][0].dtype)
     psi = pack_psi(plan, state["psi"], spec)
     nx_psi = 4 if plan.pml[0] else 0
-    psi_x = [jnp.tile(v, (n, 1, 1)) for v in psi[:nx_psi]]
+    lay = plan.layout
+    # the x-CPML's psi, one copy per device (split along its first axis, as the passes keep it)
+    psi_x = [
+        jax.lax.with_sharding_constraint(jnp.tile(v, (n, 1, 1)), lay.sharding(3, 0)) for v in psi[:nx_psi]
+    ]
     fields = list(state["E"]) + list(state["H"]) + list(poles_flat(state["J"])) + psi[nx_psi:]
 
     out = _per_slab(plan, lambda fs: [halos.extend(f, th, n) for f in fs], fields)
@@ -376,7 +381,8 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
             recs.append(rec)
             step_n = step_n + sp.th
         E, H, (px, pyz) = cur
-        # the fields' own planes finite (the grid's outer halos at x's ends are never read)
+        # the fields' own planes finite (what the outer halos at x's ends hold never reaches
+        # them: the x walls cut it off)
         mine = lambda f: jax.lax.slice_in_dim(f, th, th + m, axis=0)  # noqa: E731
         bad = sum(jnp.any(~jnp.isfinite(mine(f))).astype(jnp.int32) for f in list(E) + list(H)[:3])
         finite = jax.lax.psum(bad, AXIS) == 0

@@ -280,6 +280,7 @@ CPML_BLOCK = None
 #: 26.7; (H100) tiles of 28 14.1, with (16, 16) 17.4; float64 TH = 3, tiles of 16 (H200):
 #: the bulk's 36.1, (8, 8) 22.8, (8, 16) 31.1, (12, 12) 28.4
 CPML_BLOCK_DEFAULT = {(8, 2): (12, 12)}
+#: (keyed on the pass's TH: a run's last, shorter pass may take other windows, as correct)
 #: the CPML's rows in kernels by the axes they reach, and where one axis's chains fit,
 #: those in shared memory (measured on an H100 at 512^3: 53.7 G cell/s against 55.2 for one
 #: kernel; the groups' launches are too small to fill the GPU)
