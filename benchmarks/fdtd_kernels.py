@@ -185,6 +185,14 @@ def main(argv=None):
         help="the CPML kernel's own cells per window, 'YxZ' (e.g. 16x16), 'bulk' (the bulk's tile) or "
         "'auto' (split.CPML_BLOCK_DEFAULT by precision and TH)",
     )
+    ap.add_argument(
+        "--chain-axes",
+        nargs="+",
+        default=["off"],
+        choices=["off", "apart"],
+        help="apart: where a CPML kernel's psi chains do not all fit in shared memory, those of the "
+        "axes that fit there (split.CHAIN_AXES_APART); off: all in local memory",
+    )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
         "--source",
@@ -246,14 +254,15 @@ def main(argv=None):
                         }
                     )
                     combos = [
-                        (c, sp, ck, r, cb)
+                        (c, sp, ck, r, cb, ch)
                         for c in a.configs
                         for sp in a.split
                         for ck in a.cpml_kernels
                         for r in a.ring
                         for cb in a.cpml_block
+                        for ch in a.chain_axes
                     ]
-                    for cfg, split, ck, ring, cb in combos:
+                    for cfg, split, ck, ring, cb, chains in combos:
                         if split == "off" and boundary == "pec":
                             continue
                         if split == "off" and (ck != a.cpml_kernels[0] or cb != a.cpml_block[0]):
@@ -261,6 +270,7 @@ def main(argv=None):
                         from emjax.fdtd.blocked import split as cpml_split
 
                         cpml_split.CPML_BLOCK = _cpml_block(cb)
+                        cpml_split.CHAIN_AXES_APART = chains == "apart"
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))
@@ -274,6 +284,7 @@ def main(argv=None):
                             "cpml_kernels": ck if split == "on" else None,
                             "coef_ring": ring == "on",
                             "cpml_block": cb,
+                            "chain_axes": chains,
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,

@@ -99,10 +99,11 @@ def main(argv=None):
                 kernels.append(("cpml " + "".join("xyz"[a] for a, L in enumerate(f.pml) if L), f))
         for name, sp in kernels:
             info = ptxas_info(cuda.source(sp), args.arch)
+            smem_chains = "".join(a for a, c in zip("xyz", sp.smem_chains) if c) or "-"
             print(
                 f"{cfg:>8} {name:<9} threads {sp.threads:>4}  registers {info['registers']:>3}  "
                 f"stack {info['stack']:>4} B  spills {info['spill_stores']:>4} / {info['spill_loads']:>4} B  "
-                f"shared {sp.smem_bytes // 1024:>3} KB  chains in shared memory: {bool(sp.chain_smem)}",
+                f"shared {sp.smem_bytes // 1024:>3} KB  chains in shared memory: {smem_chains}",
                 flush=True,
             )
 

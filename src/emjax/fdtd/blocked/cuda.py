@@ -83,8 +83,11 @@ class Spec:
     # axis a in the box where (g - lo[a]) mod n[a] < count[a]; every step's values are
     # written to ``mrec`` (the box's cells in C order per step, boxes one after another)
     boxes: tuple = ()
-    # the CPML's per-thread psi chains in shared memory instead of local memory
+    # the CPML's per-thread psi chains in shared memory instead of local memory: every CPML
+    # axis's (``chain_smem``), or those of ``chain_axes`` (x, y, z) only, the others' in
+    # local memory
     chain_smem: bool = False
+    chain_axes: tuple = (False, False, False)
     # the regular tiling's tiles this kernel computes: (ty0, ty1, tz0, tz1, n, hy0, hy1,
     # hz0, hz1), the first n tiles of the rectangle in launch order (z fastest) but those of
     # the hole [hy0, hy1) x [hz0, hz1); None: all
@@ -137,9 +140,15 @@ class Spec:
         return 4 if self.dtype == "float32" else 8
 
     @property
+    def smem_chains(self) -> tuple:
+        """Per axis (x, y, z): whether its psi chains are in shared memory."""
+        pick = (True,) * 3 if self.chain_smem else self.chain_axes
+        return tuple(bool(L) and bool(c) for L, c in zip(self.pml, pick))
+
+    @property
     def chains(self) -> int:
         """Values per window cell of the psi chains in shared memory."""
-        return 4 * self.th * sum(map(bool, self.pml)) if self.chain_smem else 0
+        return 4 * self.th * sum(self.smem_chains)
 
     @property
     def ring(self) -> tuple:
@@ -271,6 +280,7 @@ def source(spec: Spec) -> str:
     nx, ny, nz = spec.shape
     span = spec.span or ((0, ny), (0, nz))
     kinds = {"array": 0, "grid": 1, "comp": 2}
+    all_smem = any(spec.smem_chains) and spec.smem_chains == tuple(bool(L) for L in spec.pml)
     d = {
         "REAL": real,
         "NX": nx,
@@ -299,7 +309,7 @@ def source(spec: Spec) -> str:
         # moved (measured on an H100, float32: 72.9 -> 92.9 G cell/s at 512^3, 4 times: 85.0;
         # slower with the CPML's code inside, 42.8 -> 33.6, and in float64, 18.7 -> 16.8)
         "I_UNROLL": 2
-        if spec.dtype == "float32" and (not any(spec.pml) or (spec.chain_smem and UNROLL_SMEM_CHAINS))
+        if spec.dtype == "float32" and (not any(spec.pml) or (all_smem and UNROLL_SMEM_CHAINS))
         else 1,
         "NTASK": spec.ntask,
     }
@@ -316,7 +326,7 @@ def source(spec: Spec) -> str:
     d.update(defines(spec.tfsf, _literal))
     d.update(poles.defines(spec))
     d.update(coef_box.defines(spec, _literal))
-    d["CHAIN_SMEM"] = int(spec.chain_smem)
+    d["CHAIN_SMEM"] = int(any(spec.smem_chains))
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())
     d["RING_OFF"] = 12 + spec.chains
@@ -327,7 +337,8 @@ def source(spec: Spec) -> str:
     if spec.tiles is not None:
         d["TILES"] = ", ".join(map(str, spec.tiles))
     for a in range(3):
-        d[f"CH_AXIS{a}"] = sum(map(bool, spec.pml[:a]))
+        d[f"CH_AXIS{a}"] = sum(spec.smem_chains[:a])  # its block among those in shared memory
+        d[f"CHAIN_SMEM{a}"] = int(spec.smem_chains[a])
         d[f"WALL{a}"] = int(spec.walls[a])
         d[f"PML{a}"] = int(bool(spec.pml[a]))
         d[f"L{a}"] = int(spec.pml[a])

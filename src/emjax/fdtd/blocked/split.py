@@ -286,6 +286,10 @@ CPML_BLOCK_DEFAULT = {(8, 2): (12, 12)}
 #: kernel; the groups' launches are too small to fill the GPU)
 GROUP_BY_AXES = False
 CHAINS_IN_SMEM = True
+#: where the chains of all of a CPML kernel's axes do not fit in shared memory, those of as
+#: many axes as fit there (y, then z, then x: the faces' rows first), the rest in local
+#: memory (off: all of them in local memory)
+CHAIN_AXES_APART = False
 #: the rows that reach the x-CPML alone (the x ends of the tiles no y or z window covers) in
 #: a kernel of their own, compiled for that axis: its psi chains fit in shared memory, the
 #: march unrolls (the kernel of all three axes keeps them in local memory). Two launches:
@@ -372,6 +376,18 @@ def chains_fit(spec: Spec, axes: int, limit: int = 160 * 1024) -> bool:
     """Whether ``axes`` CPML axes' psi chains fit in shared memory beside the buffers."""
     w = spec.window[0] * spec.window[1]
     return spec.th > 1 and (12 * w + 4 * spec.th * w * axes) * spec.itemsize <= limit
+
+
+def chain_axes(spec: Spec, mask: tuple, limit: int) -> tuple:
+    """Per axis (x, y, z): whether its psi chains go to shared memory, as many of ``mask``'s
+    axes as fit under ``limit`` beside the buffers, y first, then z, then x."""
+    w = spec.window[0] * spec.window[1]
+    out, used = [False] * 3, 12 * w * spec.itemsize
+    for a in (1, 2, 0):
+        extra = 4 * spec.th * w * spec.itemsize
+        if mask[a] and spec.th > 1 and used + extra <= limit:
+            out[a], used = True, used + extra
+    return tuple(out)
 
 
 def _windows(spec: Spec, block: tuple) -> Spec:
@@ -487,7 +503,8 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
         own = windows[key]
         sp = replace(own, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
         limit = sp.smem_limit if own.block != spec.block else 160 * 1024
-        fixes.append(
-            (replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask), limit)), tuple(idx))
-        )
+        sp = replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask), limit))
+        if CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem:
+            sp = replace(sp, chain_axes=chain_axes(sp, mask, sp.smem_limit))
+        fixes.append((sp, tuple(idx)))
     return bulk, tail_spec, fixes, rows + trows

@@ -191,23 +191,23 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   REAL hp[TH + 1][RY][3];     // level s: H^s on plane q without its x difference
   REAL hprev[TH + 1][RY][2];  // level s: Hy, Hz^s on plane q - 2
 #if PML0
-  Chain chx[RY];
+  Chain0 chx[RY];
 #endif
 #if PML1
-  Chain chy[RY];
+  Chain1 chy[RY];
 #endif
 #if PML2
-  Chain chz[RY];
+  Chain2 chz[RY];
 #endif
-#if CHAIN_SMEM  // each axis's block: (ring slot, psi slot) planes of W values
+#if CHAIN_SMEM  // each such axis's block: (ring slot, psi slot) planes of W values
   FOR_K {
-#if PML0
+#if PML0 && CHAIN_SMEM0
     chx[k] = smem + 12 * W + (long)CH_AXIS0 * 4 * TH * W + cell[k];
 #endif
-#if PML1
+#if PML1 && CHAIN_SMEM1
     chy[k] = smem + 12 * W + (long)CH_AXIS1 * 4 * TH * W + cell[k];
 #endif
-#if PML2
+#if PML2 && CHAIN_SMEM2
     chz[k] = smem + 12 * W + (long)CH_AXIS2 * 4 * TH * W + cell[k];
 #endif
   }

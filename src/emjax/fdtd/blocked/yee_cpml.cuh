@@ -15,34 +15,54 @@
 // E0_2 3; y: H1_0 0, H1_2 1, E1_0 2, E1_2 3; z: H2_0 0, H2_1 1, E2_0 2, E2_1 3. Level s
 // (< TH) leaves its psi for level s + 1, which takes it in the next iteration.
 
-#if CHAIN_SMEM
-// the chains in shared memory after the two buffer sets, a block per CPML axis of TH x 4
-// values per window cell (a thread's own cells: no barrier): plane p's psi stays in slot
-// p % TH from level 1 (iteration p + 1) to level TH, each level updating it in place (the
-// levels of one iteration are on TH different planes)
-typedef REAL *Chain;
-#define CH_AT(ch, it, s, slot) (ch)[(((((it) - (s) + TH) % TH) * 4) + (slot)) * (WY * WZ)]
-#define CH_OLD(ch, it, s, slot) CH_AT(ch, it, s, slot)
-#define CH_NEW(ch, it, s, slot) CH_AT(ch, it, s, slot)
-#else
-// in registers (or local memory), double-buffered by the iteration's parity
-struct Chain {
+// In shared memory (ChainS, per axis where CHAIN_SMEMa): after the two buffer sets, a block
+// per such axis of TH x 4 values per window cell (a thread's own cells: no barrier): plane
+// p's psi stays in slot p % TH from level 1 (iteration p + 1) to level TH, each level
+// updating it in place (the levels of one iteration are on TH different planes).
+typedef REAL *ChainS;
+__device__ __forceinline__ REAL &ch_old(ChainS ch, int it, int s, int slot) {
+  return ch[((((it) - (s) + TH) % TH) * 4 + (slot)) * (WY * WZ)];
+}
+__device__ __forceinline__ REAL &ch_new(ChainS ch, int it, int s, int slot) {
+  return ch_old(ch, it, s, slot);
+}
+// In registers or local memory (ChainL), double-buffered by the iteration's parity.
+struct ChainL {
   REAL v[2][TH][4];
 };
-#define CH_OLD(ch, it, s, slot) (ch).v[((it) & 1) ^ 1][(s) - 1][slot]
-#define CH_NEW(ch, it, s, slot) (ch).v[(it) & 1][s][slot]
+__device__ __forceinline__ REAL &ch_old(ChainL &ch, int it, int s, int slot) {
+  return ch.v[(it & 1) ^ 1][s - 1][slot];
+}
+__device__ __forceinline__ REAL &ch_new(ChainL &ch, int it, int s, int slot) {
+  return ch.v[it & 1][s][slot];
+}
+#if CHAIN_SMEM0
+typedef ChainS Chain0;
+#else
+typedef ChainL Chain0;
+#endif
+#if CHAIN_SMEM1
+typedef ChainS Chain1;
+#else
+typedef ChainL Chain1;
+#endif
+#if CHAIN_SMEM2
+typedef ChainS Chain2;
+#else
+typedef ChainL Chain2;
 #endif
 
 // one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
+template <class Chain>
 __device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int s, int slot, REAL vs,
                                           REAL b, REAL c, REAL km1, int kappa,
                                           const REAL *pin, REAL *pout, long pidx, bool own) {
-  REAL old = (s == 1) ? pin[pidx] : CH_OLD(ch, it, s, slot);
+  REAL old = (s == 1) ? pin[pidx] : ch_old(ch, it, s, slot);
   REAL p = b * old + c * vs;
   if (s == TH) {
     if (own) pout[pidx] = p;
   } else {
-    CH_NEW(ch, it, s, slot) = p;
+    ch_new(ch, it, s, slot) = p;
   }
   return kappa ? km1 * vs + p : p;
 }
