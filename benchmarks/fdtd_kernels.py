@@ -193,6 +193,13 @@ def main(argv=None):
         help="apart: where a CPML kernel's psi chains do not all fit in shared memory, those of the "
         "axes that fit there (split.CHAIN_AXES_APART); off: all in local memory",
     )
+    ap.add_argument(
+        "--skip-rows",
+        nargs="+",
+        default=["off"],
+        choices=["off", "on"],
+        help="on: each level leaves out the window rows no own cell needs (cuda.SKIP_SPENT_ROWS)",
+    )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
         "--source",
@@ -261,8 +268,9 @@ def main(argv=None):
                         for r in a.ring
                         for cb in a.cpml_block
                         for ch in a.chain_axes
+                        for sk in a.skip_rows
                     ]
-                    for cfg, split, ck, ring, cb, chains in combos:
+                    for cfg, split, ck, ring, cb, chains, skip in combos:
                         if split == "off" and boundary == "pec":
                             continue
                         if split == "off" and (ck != a.cpml_kernels[0] or cb != a.cpml_block[0]):
@@ -271,6 +279,7 @@ def main(argv=None):
 
                         cpml_split.CPML_BLOCK = _cpml_block(cb)
                         cpml_split.CHAIN_AXES_APART = chains == "apart"
+                        cuda_kernel.SKIP_SPENT_ROWS = skip == "on"
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))
@@ -285,6 +294,7 @@ def main(argv=None):
                             "coef_ring": ring == "on",
                             "cpml_block": cb,
                             "chain_axes": chains,
+                            "skip_rows": skip,
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,

@@ -202,6 +202,9 @@ def ring_setting() -> tuple:
     return bool(COEF_RING), smem_limit()
 
 
+#: each level leaves out the window rows whose values no own cell needs (2 s - 1 rows at
+#: level s, a row per side and step: 16 of the 128 row-levels at TH = 4 with windows of 32)
+SKIP_SPENT_ROWS = False
 #: the x-march unrolled twice also where the CPML's chains live in shared memory
 UNROLL_SMEM_CHAINS = True
 
@@ -327,6 +330,7 @@ def source(spec: Spec) -> str:
     d.update(poles.defines(spec))
     d.update(coef_box.defines(spec, _literal))
     d["CHAIN_SMEM"] = int(any(spec.smem_chains))
+    d["SKIP_SPENT"] = int(SKIP_SPENT_ROWS)
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())
     d["RING_OFF"] = 12 + spec.chains

@@ -227,6 +227,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       nxt[k][3] = hx[col[k]]; nxt[k][4] = hy[col[k]]; nxt[k][5] = hz[col[k]];
     }
   }
+#if SKIP_SPENT
+  // a window row whose level-s values no own cell needs: H^s holds in rows [s - 1, WY - s),
+  // E^s in [s, WY - s) (each step's y differences spend a row at each side); such rows are
+  // left out of the level (uniform over a warp: a warp is one row per k)
+#define LIVE(k, s) (ly[k] >= (s) - 1 && ly[k] < WY - (s))
+#else
+#define LIVE(k, s) true
+#endif
   int task = 0;  // running level count: the shared-memory set alternates with it
 #pragma unroll I_UNROLL
   for (int i = 0; i < NXW + TH; ++i) {
@@ -291,7 +299,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           ef[k][2] = (s == 1 && active && has0) ? ez[at0] : (REAL)0;
         }
         // a. H^s(q-1): the x differences, -dt (-dx Ez) on Hy and -dt (dx Ey) on Hz
-        if (do_e) {
+        if (do_e && LIVE(k, s)) {
           REAL dxEz = (ef[k][2] - eo[s][k][2]) * inv_dx, dxEy = (ef[k][1] - eo[s][k][1]) * inv_dx;
 #if PML0
           if (INSLAB(p, NX, L0)) {
@@ -327,7 +335,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
       FOR_K {
         en[k][0] = eo[s][k][0]; en[k][1] = eo[s][k][1]; en[k][2] = eo[s][k][2];
         // c. E^s(q-1) = ca E + cb curl H (backward differences)
-        if (do_e) {
+        if (do_e && LIVE(k, s)) {
           const int cy = cell[k] + dym[k], cz = cell[k] + dzm;
           const REAL hxm_y = BUF(set, 3, cy), hxm_z = BUF(set, 3, cz);
           const REAL hym_z = BUF(set, 4, cz), hzm_y = BUF(set, 5, cy);
@@ -496,7 +504,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
         }
         // d. H^s(q) without its x difference: H^{s-1} - dt (y/z parts of curl E^{s-1})
         REAL hn[3] = {(REAL)0, (REAL)0, (REAL)0};
-        if (do_h) {
+        if (do_h && LIVE(k, s)) {
           const int cy = cell[k] + dyp[k], cz = cell[k] + dzp;
           const REAL exp_y = BUF(set, 0, cy), exp_z = BUF(set, 0, cz);
           const REAL eyp_z = BUF(set, 1, cz), ezp_y = BUF(set, 2, cy);
