@@ -364,10 +364,10 @@ def _run_sharded(
     plain = lambda st: st  # noqa: E731  (the state as the run's checkpoints and result take it)
     if kernel_name == "xla":
         adv = partial(_sharded_xla, axes=axes)
-    elif getattr(adv, "tiling", None) is not None:  # the blocked slabs: their layout kept between calls
+    elif isinstance(adv, blocked.BlockedStep):  # the blocked slabs: their layout kept between calls
         from .blocked import shards
 
-        th, block = adv.tiling
+        th, block = adv.th, adv.block
         keys = tuple(state["psi"])
         state = shards.extend(plan, state, th)
         plain = partial(shards.crop, plan, th=th, keys=keys)

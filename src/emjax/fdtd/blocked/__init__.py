@@ -177,7 +177,7 @@ from ..tfsf import TFSF
 from . import gpu, traversal
 from .traversal import Tiling
 
-__all__ = ["KERNELS", "TileConfig", "Tiling", "advance", "select", "unsupported"]
+__all__ = ["KERNELS", "BlockedStep", "TileConfig", "Tiling", "advance", "select", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -445,4 +445,4 @@ def advance(
     return _advance(plan, arrays, state, int(steps), int(th), tile, kernel, bool(interpret), bool(march))
 
 
-from .choice import KERNELS, check_kernel, select, why_not  # noqa: E402
+from .choice import KERNELS, BlockedStep, check_kernel, select, why_not  # noqa: E402

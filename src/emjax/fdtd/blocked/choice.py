@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import jax
 import numpy as np
@@ -101,9 +102,9 @@ def auto_reason(plan, dtype) -> str | None:
 #: (th, tile, rows per thread), the measured best first (BENCHMARKS.md, H100, 512^3): float32
 #: TH = 4, tiles of 24 x 24 in y-z (32 x 32 windows), 2 rows per thread; float64 TH = 3, tiles
 #: of 16 x 16, one row per thread (ptxas: 110 registers, no spills; twice the registers per
-#: value make deeper TH or wider tiles spill): 27.8 G cell/s with a CPML, 33.0 without,
-#: against TH = 2 with tiles of 24 (19.4 / 21.9) or of 20 (23.4 / 25.0), the next where TH
-#: must divide a window's passes
+#: value make deeper TH or wider tiles spill): 27.8 G cell/s with a CPML (34.65 with the CPML
+#: kernels' windows as the bulk's tiles), 33.0 without, against TH = 2 with tiles of 24
+#: (19.4 / 21.9) or of 20 (23.4 / 25.0), the next where TH must divide a window's passes
 TILINGS = {4: ((4, 24, 2),), 8: ((3, 16, 1), (2, 20, 1))}
 
 
@@ -115,14 +116,41 @@ def default_tiling(dtype, within: int | None = None) -> tuple:
     return th, (1 << 30, b, b), ry
 
 
+@dataclass(frozen=True)
+class BlockedStep:
+    """The blocked kernel's step as :func:`select` chooses it, called as the XLA step
+    (``(plan, arrays, state, n)``; on a layout's devices, :mod:`.shards`): TH, the (x, y, z)
+    tile and rows per thread, which a run loop that keeps the slabs' layout between calls
+    reads (:attr:`block`)."""
+
+    th: int
+    tile: tuple
+    ry: int
+
+    @property
+    def block(self) -> tuple:
+        """(y tile, z tile, rows per thread)."""
+        return (self.tile[1], self.tile[2], self.ry)
+
+    def __call__(self, plan, arrays, state, n):
+        if plan.layout is not None:
+            from . import shards
+
+            return shards.advance(plan, arrays, state, n, self.th, self.block)
+        from . import advance
+
+        kw = dict(th=self.th, tile=self.tile, kernel="cuda", rows_per_thread=self.ry)
+        return advance(plan, arrays, state, n, **kw)
+
+
 def select(plan, dtype, kernel: str = "auto"):
     """The step function for ``kernel`` ("auto", "xla" or "blocked") and the reason of the
     choice: ``(advance, name, why)`` with ``advance(plan, arrays, state, n)`` as
-    :func:`emjax.fdtd.step.advance`. "auto" takes the blocked kernel on a GPU where it
-    supports the run and is measured faster (CPML slabs at most 4% of the grid along each
-    axis); "blocked" where unsupported is a ConfigError naming why."""
+    :func:`emjax.fdtd.step.advance` (the blocked kernel's: a :class:`BlockedStep`). "auto"
+    takes the blocked kernel on a GPU where it supports the run and is measured faster (CPML
+    slabs at most 4% of the grid along each axis); "blocked" where unsupported is a
+    ConfigError naming why."""
     from .. import step as engine
-    from . import advance
 
     check_kernel(kernel)
     if kernel == "xla":
@@ -139,15 +167,5 @@ def select(plan, dtype, kernel: str = "auto"):
     tile = (plan.shape[0],) + tuple(min(b, n) for b, n in zip(tile[1:], plan.shape[1:]))
     if (tile[1] + 2 * th) % ry:
         ry = 1
-
-    def run_blocked(plan, arrays, state, n):
-        if plan.layout is not None:
-            from . import shards
-
-            return shards.advance(plan, arrays, state, n, th, (tile[1], tile[2], ry))
-        return advance(plan, arrays, state, n, th=th, tile=tile, kernel="cuda", rows_per_thread=ry)
-
-    run_blocked.tiling = (th, (tile[1], tile[2], ry))  # a run loop that keeps the slabs' layout
-
     _log.info("FDTD kernel: blocked (TH = %d, tiles of %d x %d)", th, tile[1], tile[2])
-    return run_blocked, "blocked", f"TH = {th}, tiles of {tile[1]} x {tile[2]}"
+    return BlockedStep(th, tile, ry), "blocked", f"TH = {th}, tiles of {tile[1]} x {tile[2]}"
