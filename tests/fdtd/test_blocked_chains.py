@@ -25,7 +25,14 @@ def _faces_case(th):
 
 
 @emulated
-@pytest.mark.parametrize("axes", [(False, True, True), (True, False, True), (False, False, False)])
+@pytest.mark.parametrize(
+    "axes",
+    [
+        (False, True, True),
+        pytest.param((True, False, True), marks=pytest.mark.slow),
+        pytest.param((False, False, False), marks=pytest.mark.slow),
+    ],
+)
 def test_emulated_chains_of_some_axes_in_shared_memory(monkeypatch, axes):
     """Every field, psi and probe equals the XLA step's with the chains of ``axes`` in shared
     memory and the others' in local memory, at TH = 3 (a shorter last pass of 2)."""
