@@ -24,15 +24,9 @@ def _faces_case(th):
     return fdtd.GridSimulation(g, sources=src, probes=(fdtd.Probe((1, 2, 18), 1, "H"),))
 
 
+@pytest.mark.slow
 @emulated
-@pytest.mark.parametrize(
-    "axes",
-    [
-        (False, True, True),
-        pytest.param((True, False, True), marks=pytest.mark.slow),
-        pytest.param((False, False, False), marks=pytest.mark.slow),
-    ],
-)
+@pytest.mark.parametrize("axes", [(False, True, True), (True, False, True), (False, False, False)])
 def test_emulated_chains_of_some_axes_in_shared_memory(monkeypatch, axes):
     """Every field, psi and probe equals the XLA step's with the chains of ``axes`` in shared
     memory and the others' in local memory, at TH = 3 (a shorter last pass of 2)."""

@@ -271,6 +271,7 @@ def test_emulated_psi_ring_in_shared_memory_deeper_than_two_steps(monkeypatch, t
     _compare(sim, steps, th=th, tile=(14, 5, 4), kernel="emulate")
 
 
+@pytest.mark.slow
 @emulated
 def test_emulated_x_slabs_in_a_kernel_of_their_own(monkeypatch):
     """The rows that reach the x-CPML alone in a kernel compiled for that axis
@@ -287,6 +288,7 @@ def test_emulated_x_slabs_in_a_kernel_of_their_own(monkeypatch):
     _compare(sim, 5, th=2, tile=(10, 5, 4), kernel="emulate")
 
 
+@pytest.mark.slow
 @emulated
 def test_emulated_face_marches_apart_from_the_x_ends(monkeypatch):
     """``split.X_ENDS_APART``: the y and z faces' marches cut where the x-CPML ends; those
@@ -307,6 +309,7 @@ def test_emulated_face_marches_apart_from_the_x_ends(monkeypatch):
     _compare(sim, 5, th=2, tile=(24, 5, 4), kernel="emulate")
 
 
+@pytest.mark.slow
 @emulated
 @pytest.mark.parametrize("slots", [None, 11])
 def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots):

@@ -29,6 +29,7 @@ def cuda_spec():
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @emulated
 def test_emulated_cpml_dielectric_th4_not_dividing(skip_rows):
     _compare(_cpml_dielectric(), 23, th=4, tile=(16, 5, 4), kernel="emulate")
@@ -40,6 +41,7 @@ def test_emulated_kappa_pec_cells_periodic_z(skip_rows):
     _compare(_kappa_pec_cells(), 6, th=3, tile=(14, 4, 5), kernel="emulate")
 
 
+@pytest.mark.slow
 @emulated
 def test_emulated_cpml_kernel_of_its_own_and_dft_planes(skip_rows):
     _compare(_cpml_all_faces(), 5, th=2, tile=(24, 5, 4), kernel="emulate")

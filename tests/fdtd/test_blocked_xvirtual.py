@@ -16,6 +16,7 @@ emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C+
 gpu = pytest.mark.gpu
 
 
+@pytest.mark.slow
 @emulated
 def test_emulated_x_ends_on_a_small_grid_marched_along_y(monkeypatch):
     """``split.X_ENDS_VIRTUAL``: the x-CPML's cells that no y or z window covers in marches
