@@ -270,17 +270,17 @@ PIECES = 4
 SLOTS = None
 #: the CPML kernel's own cells per window in (y, z): None takes :data:`CPML_BLOCK_DEFAULT`
 #: by precision and TH, "bulk" the bulk's tile. Smaller windows let the psi chains of all
-#: three axes sit in shared memory (float32, TH = 4, (16, 16): no spills, against about 1.3 KB per thread
-#: with the bulk's 24 x 24) but recompute more halo cells.
+#: three axes sit in shared memory (float32, TH = 4, (16, 16): no spills, against about
+#: 1.3 KB per thread with the bulk's 24 x 24) but recompute more halo cells.
 CPML_BLOCK = None
 #: by (bytes per value, TH), where smaller than the bulk's tile (else the bulk's); measured
 #: at 512^3 with a 10-cell CPML (G cell/s): float32 TH = 4, tiles of 24 (H100): the bulk's
 #: 56.2, (16, 16) 48.5, (16, 24) 54.0; float64 TH = 2 (H200): tiles of 28 17.1, of 24 19.9,
 #: of 24 with (12, 12) 21.5, (16, 16) 20.3, (16, 28) 20.8; tiles of 20 25.2, with (12, 12)
 #: 26.7; (H100) tiles of 28 14.1, with (16, 16) 17.4; float64 TH = 3, tiles of 16 (H200):
-#: the bulk's 36.1, (8, 8) 22.8, (8, 16) 31.1, (12, 12) 28.4
+#: the bulk's 36.1, (8, 8) 22.8, (8, 16) 31.1, (12, 12) 28.4. Keyed on the pass's TH: a
+#: run's last, shorter pass may take other windows (as correct).
 CPML_BLOCK_DEFAULT = {(8, 2): (12, 12)}
-#: (keyed on the pass's TH: a run's last, shorter pass may take other windows, as correct)
 #: the CPML's rows in kernels by the axes they reach, and where one axis's chains fit,
 #: those in shared memory (measured on an H100 at 512^3: 53.7 G cell/s against 55.2 for one
 #: kernel; the groups' launches are too small to fill the GPU)
@@ -380,13 +380,12 @@ def chains_fit(spec: Spec, axes: int, limit: int = 160 * 1024) -> bool:
 
 def chain_axes(spec: Spec, mask: tuple, limit: int) -> tuple:
     """Per axis (x, y, z): whether its psi chains go to shared memory, as many of ``mask``'s
-    axes as fit under ``limit`` beside the buffers, y first, then z, then x."""
-    w = spec.window[0] * spec.window[1]
-    out, used = [False] * 3, 12 * w * spec.itemsize
+    axes as fit under ``limit`` beside the buffers (:func:`chains_fit`), y first, then z,
+    then x."""
+    out = [False] * 3
     for a in (1, 2, 0):
-        extra = 4 * spec.th * w * spec.itemsize
-        if mask[a] and spec.th > 1 and used + extra <= limit:
-            out[a], used = True, used + extra
+        if mask[a] and chains_fit(spec, sum(out) + 1, limit):
+            out[a] = True
     return tuple(out)
 
 
