@@ -65,6 +65,7 @@ BOUNDARIES = {
 # blocked.split, UNROLL_SMEM_CHAINS of blocked.cuda, BALANCE_TAIL, X_SLABS_APART, ALIGNED,
 # X_ENDS_APART and X_ENDS_VIRTUAL of blocked.split
 CPML_KERNELS = {
+    "default": (False, True, True, True, True, False, None, False, False),  # the package's
     "one": (False, False, False, False, False, False, False, False, False),
     "one+skip": (False, False, True, False, False, False, False, False, False),
     "one+skip+tail": (False, False, True, False, True, False, False, False, False),
@@ -158,9 +159,10 @@ def main(argv=None):
     ap.add_argument(
         "--cpml-kernels",
         nargs="+",
-        default=["one+skip+tail"],
+        default=["default"],
         choices=list(CPML_KERNELS),
-        help="one: a single CPML kernel (chains in local memory) after a bulk kernel over every tile; "
+        help="default: the package's choice (aligned face rows in float32, one CPML kernel in "
+        "float64); one: a single CPML kernel (chains in local memory) after a bulk kernel over every tile; "
         "grouped: a CPML kernel per set of axes a task reaches; +smem: one axis's chains in shared "
         "memory; +skip: the bulk leaves out the tiles the CPML kernels recompute; +tail: the bulk's last "
         "wave in x pieces; +unroll: the x-march unrolled twice where the chains are in shared memory; "
@@ -196,9 +198,10 @@ def main(argv=None):
     ap.add_argument(
         "--skip-rows",
         nargs="+",
-        default=["off"],
-        choices=["off", "on"],
-        help="on: each level leaves out the window rows no own cell needs (cuda.SKIP_SPENT_ROWS)",
+        default=["auto"],
+        choices=["auto", "off", "on"],
+        help="on: each level leaves out the window rows no own cell needs (cuda.SKIP_SPENT_ROWS); "
+        "auto: as the package chooses by precision",
     )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
@@ -261,7 +264,7 @@ def main(argv=None):
                         }
                     )
                     combos = [
-                        (c, sp, ck, r, cb, ch)
+                        (c, sp, ck, r, cb, ch, sk)
                         for c in a.configs
                         for sp in a.split
                         for ck in a.cpml_kernels
@@ -279,7 +282,7 @@ def main(argv=None):
 
                         cpml_split.CPML_BLOCK = _cpml_block(cb)
                         cpml_split.CHAIN_AXES_APART = chains == "apart"
-                        cuda_kernel.SKIP_SPENT_ROWS = skip == "on"
+                        cuda_kernel.SKIP_SPENT_ROWS = None if skip == "auto" else skip == "on"
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))

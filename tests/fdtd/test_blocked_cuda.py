@@ -309,9 +309,8 @@ def test_emulated_face_marches_apart_from_the_x_ends(monkeypatch):
     _compare(sim, 5, th=2, tile=(24, 5, 4), kernel="emulate")
 
 
-@pytest.mark.slow
 @emulated
-@pytest.mark.parametrize("slots", [None, 11])
+@pytest.mark.parametrize("slots", [None, pytest.param(11, marks=pytest.mark.slow)])
 def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots):
     """``split.ALIGNED``: the bulk's tiles over the interior (the last one slid back), the
     CPML's face rows owning exactly the L + TH cells at each y and z face (z faces over the
@@ -348,6 +347,7 @@ def test_aligned_faces_start_the_bulk_on_a_sector():
     assert face_depth(512, 24, 14, 1) == 16
     assert face_depth(500, 24, 14, 8) == 16  # no multiple of 8 up to 38 leaves whole tiles
     assert face_depth(100, 24, 17, 4) == 20  # 60 cells: not whole tiles; the sector first
+    assert face_depth(14, 5, 4, 1) == 4  # 7 would leave whole tiles, but none
     assert all(face_depth(n, b, r, 8) % 8 == 0 for n in (96, 512, 777) for b in (16, 24) for r in (5, 14))
 
 
@@ -393,6 +393,7 @@ def test_cpml_kernels_by_axes_at_512(monkeypatch):
     )
     monkeypatch.setattr(cpml_split, "SLOTS", 132)
     monkeypatch.setattr(cpml_split, "GROUP_BY_AXES", True)
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)
     bulk, tail, fixes, rows = cpml_split.split(spec)
     # 400 tiles: 3 waves of 132 on an H100, the last 4 tiles in 32 x pieces (one more wave)
     assert bulk.tiles == (1, 21, 1, 21, 396, 0, 0, 0, 0) and not any(bulk.pml) and tail.ntask == 4 * 32

@@ -65,6 +65,17 @@ else:
     check(2, True, steps=9, with_probes=False)
     check(2, True, steps=8, th=3)  # float64's default TH: 3-deep halos, a last pass of 2
     check(2, True, steps=9, xwall=True)  # PEC walls on x: the bulk's march crosses them
+    # float32's default on every precision: the bulk over the interior, the face rows cut in
+    # x pieces per slab
+    from emjax.fdtd.blocked import cuda_advance, split as cpml_split
+    cpml_split.ALIGNED = True
+    s = sim(24)
+    arrays, pml = engine.coefficients(s, jnp.float64)
+    plan = engine.make_plan(s, 9, jnp.float64, arrays, pml, layout=Layout.of(2))
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    assert cpml_split.aligned(spec) is not None and shards._cuts(spec, 2) == {"pieces": None, "devices": 2}
+    check(2, True, steps=9)
+    cpml_split.ALIGNED = None
 s = sim(25)
 arrays, pml = engine.coefficients(s, jnp.float64)
 bad = engine.make_plan(s, 4, jnp.float64, arrays, pml, layout=Layout.of(2))
@@ -81,7 +92,8 @@ print("ok")
 def test_slabs_with_halos_equal_one_device_emulated():
     """2 virtual devices, the CPML as a kernel of its own, 7 steps in passes of 2 (the last
     of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes;
-    8 steps in passes of 3 (3-deep halos, a last pass of 2); 9 steps with PEC walls on x."""
+    8 steps in passes of 3 (3-deep halos, a last pass of 2); 9 steps with PEC walls on x; 9
+    steps with the CPML's face rows aligned (:data:`.split.ALIGNED`)."""
     assert run_with_devices(3, CASE).strip().endswith("ok")
 
 
@@ -348,14 +360,14 @@ def test_poles_on_slabs_equal_one_device_emulated():
 def test_interior_of_the_send_planes_is_written_by_the_bulk_alone(case):
     """The part of the send planes that travels while the CPML kernel runs: no row of a
     kernel that runs after the bulk (CPML, box) owns a cell of it in a send plane, and it
-    lies in the bulk's tiles. On 2 devices at 512^3 (tiles of 24, a 10-cell CPML) it is the
-    plane but the CPML windows' 24 cells at each y and z face."""
+    lies in the bulk's tiles. On 2 devices at 512^3 (float32, tiles of 24, a 10-cell CPML) it
+    is the plane but the face rows' 16 cells at each y and z face (:data:`.split.ALIGNED`)."""
     import jax.numpy as jnp
 
     from emjax import fdtd
     from emjax.fdtd import step as engine
     from emjax.fdtd.bench import benchmark_simulation
-    from emjax.fdtd.blocked import cuda_advance, shards, split, tiling
+    from emjax.fdtd.blocked import cuda_advance, shards, tiling
     from emjax.fdtd.grid import CPML
 
     if case == "small":
@@ -366,8 +378,8 @@ def test_interior_of_the_send_planes_is_written_by_the_bulk_alone(case):
     arrays, pml = engine.coefficients(sim, dtype)
     spec = cuda_advance.make_spec(engine.make_plan(sim, 8, dtype, arrays, pml), arrays, dtype, th, block)
     y0, y1, z0, z1 = rect = shards.interior(spec, 2, th)
-    nx, m = spec.shape[0], spec.shape[0] // 2
-    bulk, _, fixes, rows = split.split(spec, shards.pieces(2, nx))
+    m = spec.shape[0] // 2
+    bulk, _, fixes, rows = shards._split(spec, 2)
     ty0, ty1, tz0, tz1 = bulk.tiles[:4]
     ys, zs = tiling.tiles_of(bulk, 0), tiling.tiles_of(bulk, 1)
     assert ys[ty0][1] <= y0 < y1 <= ys[ty1 - 1][2] and zs[tz0][1] <= z0 < z1 <= zs[tz1 - 1][2]
@@ -378,7 +390,7 @@ def test_interior_of_the_send_planes_is_written_by_the_bulk_alone(case):
                 if r[8] <= x < r[9]:
                     assert not (r[2] < y1 and y0 < r[3] and r[4] < z1 and z0 < r[5]), (r, rect)
     if case == "512":
-        assert rect == (24, 488, 24, 488)
+        assert rect == (16, 496, 16, 496)
 
 
 CASE_RUN = r"""

@@ -1,8 +1,9 @@
 """The blocked kernel leaving out, at each level, the window rows no own cell needs
 (``cuda.SKIP_SPENT_ROWS``): H^s holds in rows [s - 1, WY - s) and E^s in [s, WY - s), so the
-rows outside need not be computed. Emulated on the host against the XLA step, with the
-cases that reach every part of a level (CPML on every face and kappa, PEC cells, per-cell
-coefficients, DFT planes, Drude poles, a TF/SF box); a row fewer at either side fails."""
+rows outside need not be computed. It is float64's default, so every emulated float64 test
+runs it (a row fewer at either side fails them); float32 computes every row, which the slow
+cases here check on the emulated float64 cases that reach every part of a level (CPML on every
+face and kappa, PEC cells, per-cell coefficients, DFT planes, Drude poles, a TF/SF box)."""
 
 import numpy as np
 import pytest
@@ -18,13 +19,14 @@ emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C+
 
 @pytest.fixture
 def skip_rows(monkeypatch):
-    monkeypatch.setattr(cuda, "SKIP_SPENT_ROWS", True)
-    assert "#define SKIP_SPENT 1" in cuda.source(cuda_spec())
+    """Every row computed, float32's choice, on the float64 cases."""
+    monkeypatch.setattr(cuda, "SKIP_SPENT_ROWS", False)
+    assert "#define SKIP_SPENT 0" in cuda.source(cuda_spec())
 
 
-def cuda_spec():
+def cuda_spec(dtype="float64"):
     return cuda.Spec(
-        "float64", (16, 16, 16), 2, (4, 4), 1.0, 0.5, 1.0, 0.5, None, (True,) * 3, (0,) * 3,
+        dtype, (16, 16, 16), 2, (4, 4), 1.0, 0.5, 1.0, 0.5, None, (True,) * 3, (0,) * 3,
         (False,) * 3, (), (),
     )  # fmt: skip
 
@@ -60,12 +62,15 @@ def test_emulated_poles_and_tfsf(skip_rows):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("skip", [True, False])
 @pytest.mark.parametrize("th, tile", [(4, (48, 24, 24)), (3, (48, 16, 16))])
-def test_gpu_rows_left_out(skip_rows, th, tile):
+def test_gpu_rows_left_out(monkeypatch, skip, th, tile):
     """On the GPU, a 48^3 grid with a CPML on every face and a dielectric block, float64:
-    every field, psi and probe to 1e-12 after 60 steps with the spent rows left out."""
+    every field, psi and probe to 1e-12 after 60 steps with the spent rows left out (the
+    default) and with every row computed."""
     import jax
 
+    monkeypatch.setattr(cuda, "SKIP_SPENT_ROWS", skip)
     jax.clear_caches()
     try:
         _compare(_cpml_all_faces((48, 48, 48)), 60, th=th, tile=tile, kernel="cuda")

@@ -179,6 +179,7 @@ def _one_pass(
     xr=None,
     table=None,
     pieces=None,
+    devices=1,
     inc=None,
     J=(),
     after_bulk=None,
@@ -190,7 +191,7 @@ def _one_pass(
     into (a state of the same shapes, overwritten; None on the host). ``split_cpml``: a CPML
     runs as a kernel of its own after a bulk kernel without CPML code (:mod:`.split`).
     ``xr``, ``table``: where along x (a shard's slab) and the task rows of
-    :func:`.split.split` (with ``pieces``) clipped to it (default: the whole grid).
+    :func:`.split.split` (with ``pieces`` and ``devices``) clipped to it (default: the whole grid).
     Monitor records start from zeros (each device writes its own cells); the CPML kernel
     writes over the bulk's in its cells. ``after_bulk(fields) -> fields``: called with the
     fields (and the poles' currents) once the bulk kernel and its tail have written them,
@@ -206,7 +207,7 @@ def _one_pass(
         xr = np.array([0, 0, nx, 0, nx], np.int32)
     mdest = [jnp.zeros((spec.th * spec.box_cells,), spec.dtype)] if spec.boxes and dest is not None else []
     fdest = None if dest is None else [*dest[0], *dest[1], *(dest[3] if len(dest) > 3 else ())]
-    parts = split.split(spec, pieces) if split_cpml else None
+    parts = split.split(spec, pieces, devices) if split_cpml else None
     if parts is None:
         outs = run(
             spec,

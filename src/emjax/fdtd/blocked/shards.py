@@ -66,7 +66,7 @@ def _tables(spec, n: int, split_cpml: bool, th: int):
     nx = spec.shape[0]
     m = nx // n
     xr, tabs = [], []
-    parts = split.split(spec, pieces(n, nx)) if split_cpml else None
+    parts = _split(spec, n) if split_cpml else None
     for k in range(n):
         lo, hi = k * m - th, (k + 1) * m + th
         planes = (max(lo, 0), min(hi, nx))
@@ -84,7 +84,7 @@ def interior(spec, n: int, th: int) -> tuple | None:
     none."""
     nx = spec.shape[0]
     m = nx // n
-    parts = split.split(spec, pieces(n, nx))
+    parts = _split(spec, n)
     if parts is None:
         return None
     bulk, _, fixes, rows = parts
@@ -114,6 +114,19 @@ def interior(spec, n: int, th: int) -> tuple | None:
     if any(r[2] < y1 and y0 < r[3] and r[4] < z1 and z0 < r[5] for r in later):
         return None
     return (y0, y1, z0, z1)
+
+
+def _cuts(spec, n: int) -> dict:
+    """How :func:`.split.split` cuts the whole grid's x range for ``n`` slabs (the same in
+    the tables and in every pass): the face rows of :data:`.split.ALIGNED` in the pieces
+    that fill the SMs best per slab, the CPML kernel's rows otherwise in :func:`pieces`."""
+    if split.aligned(spec) is not None:
+        return {"pieces": None, "devices": n}
+    return {"pieces": pieces(n, spec.shape[0]), "devices": 1}
+
+
+def _split(spec, n: int):
+    return split.split(spec, **_cuts(spec, n))
 
 
 def pieces(n: int, nx: int) -> int:
@@ -318,7 +331,7 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 split_cpml,
                 xr_k,
                 tab,
-                pieces(n, nx),
+                **_cuts(sp, n),
                 inc=inc,
                 J=Hc[3:],
                 after_bulk=after_bulk if rect is not None else None,

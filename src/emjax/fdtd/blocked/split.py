@@ -87,12 +87,17 @@ def face_marches(nx: int, Lx: int, th: int, n: int, pieces: int | None = None) -
     return cut_march(0, a, nx, th, 1) + cut_march(a, b, nx, th, k) + cut_march(b, nx, nx, th, 1)
 
 
+def aligned_on(spec: Spec) -> bool:
+    """Whether :data:`ALIGNED` holds for ``spec``'s precision."""
+    return ALIGNED if ALIGNED is not None else ALIGNED_DEFAULT.get(spec.itemsize, False)
+
+
 def aligned(spec: Spec) -> tuple | None:
     """With ``ALIGNED``: (the bulk's span, the depth of the face rows' own cells: ``L + TH``
     per axis, the bulk's tile where the axis has no CPML) where the CPML on y or z leaves an
     interior the bulk's tiles fit in; None otherwise."""
     (_, ny, nz), th = spec.shape, spec.th
-    if not ALIGNED or not (spec.pml[1] or spec.pml[2]):
+    if not aligned_on(spec) or not (spec.pml[1] or spec.pml[2]):
         return None
     span, block = [], []
     sector = max(32 // spec.itemsize, 1)  # z: a 32-byte sector in cells
@@ -105,20 +110,24 @@ def aligned(spec: Spec) -> tuple | None:
     return tuple(span), tuple(block)
 
 
-def aligned_tasks(spec: Spec, span: tuple, block: tuple, pieces: int | None = None) -> tuple:
+def aligned_tasks(
+    spec: Spec, span: tuple, block: tuple, pieces: int | None = None, devices: int = 1
+) -> tuple:
     """The CPML rows under ``ALIGNED``: (y faces' rows, z faces' rows, x rows). Face rows
     own the ``L + TH`` cells at each y face over every z, and at each z face over the
     interior's y; along the face their windows are the bulk's tile long (the y faces' own
     cells ``(L + TH) x BZ``, the z faces' ``BY x (L + TH)``). x rows march the x-CPML's ends
     of the interior's tiles (the bulk's windows, which reach no y or z CPML cell). Without
-    ``pieces``, each face kernel's marches come in the x pieces that fill the SMs best."""
+    ``pieces``, each face kernel's marches come in the x pieces that fill the SMs best, on
+    each of ``devices`` x slabs (:mod:`.shards`) the pieces of a slab's planes."""
     (nx, ny, nz), th = spec.shape, spec.th
     Lx, Ly, Lz = spec.pml
     cy, cz = block
     by, bz = spec.block
 
     def marches(n: int) -> list:  # the x range in the pieces that fill the SMs best
-        return x_chunks(nx, th, pieces if pieces is not None else best_pieces(n, nx, th, slots()))
+        k = pieces if pieces is not None else devices * best_pieces(n, nx // devices, th, slots())
+        return x_chunks(nx, th, k)
 
     yfaces, zfaces = [], []
     if Ly:
@@ -299,10 +308,12 @@ X_SLABS_APART = False
 #: the bulk's tiles over the interior only, the CPML's face rows owning the cells at each y
 #: and z face (:func:`aligned`, :func:`.tiling.face_depth`) in windows a bulk tile long along the
 #: face, a kernel per face axis, the x-CPML's rows in a kernel of their own with the bulk's
-#: windows. Measured at 512^3 with a CPML, one GPU: H100 float32 59.7 G cell/s against 58.3,
-#: float64 20.1 against 19.1, H200 float32 61.2 against 60.7; but on 2 x H200 strong 85.2%
-#: against 87.1% and weak 82.5% against 94.2% (the slabs' pieces are not yet chosen for it).
-ALIGNED = False
+#: windows. None: by the precision (:data:`ALIGNED_DEFAULT`, keyed on the item size); True or
+#: False for every precision.
+ALIGNED = None
+#: measured at 512^3 with a CPML, one GPU: float32 on an H100 67.3 G cell/s against 61.5, on
+#: an H200 68.7 against 63.5; float64 (TH = 3) on an H200 35.0 against 36.0
+ALIGNED_DEFAULT = {4: True}
 #: the y and z faces' marches cut at the x-CPML's ends (:func:`face_marches`): the long
 #: marches between reach one CPML axis (y or z) and run in a kernel per axis with their psi
 #: chains in shared memory; the short ones at the x ends, the corners and the x rows in the
@@ -325,7 +336,7 @@ X_ENDS_VIRTUAL = False
 def virtual_of(cspec: Spec):
     """:func:`.xvirtual.plan` for the CPML kernel's windows ``cspec`` where
     :data:`X_ENDS_VIRTUAL` (not with :data:`ALIGNED`), else None."""
-    if not X_ENDS_VIRTUAL or ALIGNED:
+    if not X_ENDS_VIRTUAL or aligned_on(cspec):
         return None
     return xvirtual.plan(cspec, cspec, slots())
 
@@ -418,7 +429,7 @@ def slots() -> int:
         return 132
 
 
-def split(spec: Spec, pieces: int | None = None) -> tuple | None:
+def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | None:
     """The kernels of a pass of ``spec`` and the task rows of those that take a table:
     (bulk kernel, its tail or None, [(kernel, its rows' indices), ...], rows), the tail's
     rows last; None where one kernel over the regular tiling does it all. The bulk kernel
@@ -438,7 +449,7 @@ def split(spec: Spec, pieces: int | None = None) -> tuple | None:
     if al is not None:  # the bulk over the interior, the faces' rows exactly over the rest
         spec = replace(spec, span=al[0])
         whole = replace(spec, span=None)
-        yrows, zrows, xrows = aligned_tasks(spec, al[0], al[1], pieces)
+        yrows, zrows, xrows = aligned_tasks(spec, al[0], al[1], pieces, devices)
         rows = yrows + zrows
         yspec = _windows(whole, (al[1][0], spec.block[1]))
         zspec = _windows(whole, (spec.block[0], al[1][1]))

@@ -72,10 +72,11 @@ def face_depth(n: int, b: int, reach: int, align: int) -> int:
     multiple of ``align`` cells (along z the bulk's tiles then start on a 32-byte sector:
     tiles that write part of a sector cost the DRAM a read of it, measured on an H100 at
     512^3: the bulk's DRAM reads 3.36 -> 6.24 GB with faces of 14 cells), and where one
-    within a tile of ``reach`` gives it, one that leaves the interior whole tiles of ``b``."""
+    within a tile of ``reach`` gives it, one that leaves the interior whole tiles of ``b``
+    (one tile at least)."""
     first = -(-reach // align) * align
     for c in range(first, first + b + 1, align):
-        if (n - 2 * c) % b == 0:
+        if (n - 2 * c) % b == 0 and n - 2 * c >= b:
             return c
     return first
 
