@@ -183,6 +183,7 @@ def _one_pass(
     inc=None,
     J=(),
     after_bulk=None,
+    before_last=None,
 ):
     """One pass from (E, H, psi) -> (E, H, psi, probe records, monitor records, J); ``J``:
     the poles' state (:mod:`.poles`; it travels next to the fields, ``dest[3]`` its
@@ -195,7 +196,8 @@ def _one_pass(
     Monitor records start from zeros (each device writes its own cells); the CPML kernel
     writes over the bulk's in its cells. ``after_bulk(fields) -> fields``: called with the
     fields (and the poles' currents) once the bulk kernel and its tail have written them,
-    before the CPML kernels (a split pass only): what it returns goes on to them."""
+    before the CPML kernels (a split pass only): what it returns goes on to them.
+    ``before_last(fields, psi) -> (fields, psi)``: the same before the last CPML kernel."""
     nf = 6 + len(J)  # the fields and the poles' currents, in and out
     args = list(E) + list(H) + list(J) + list(static)
     if spec.sources:
@@ -233,7 +235,10 @@ def _one_pass(
         fields, mrec, rec = list(first[:nf]), list(first[nf : nf + 1] if spec.boxes else []), first[-1]
         if after_bulk is not None:
             fields = list(after_bulk(fields))
-        for fix, idx in fixes:
+        for g, (fix, idx) in enumerate(fixes):
+            last = g == len(fixes) - 1
+            if last and before_last is not None:
+                fields, cur_psi = (list(v) for v in before_last(fields, cur_psi))
             mine = [j for j, a in enumerate(axes) if fix.pml[a]]
             pro = [v for j in mine for v in prof[2 * j : 2 * j + 2]]
             pin = [v for j in mine for v in psi[4 * j : 4 * j + 4]]

@@ -9,7 +9,10 @@ and the frame around it (with the CPML's psi) after it. Measured on 2 x H200 (51
 CPML): the exchange after the CPML kernel 0.26 -> 0.17 ms per pass. NCCL does not move the
 first part while that kernel runs: XLA combines the two collectives into one, after the
 kernel (kept apart by ``xla_gpu_collective_permute_combine_threshold_bytes=0``, the first
-one's start is still scheduled after the kernel).
+one's start is still scheduled after the kernel). Where the pass's last kernel writes none
+of the send planes (the x-CPML's rows of :data:`.split.ALIGNED`), every halo travels in one
+collective issued before it (:func:`send_group`, then :func:`receive_group` after it), and
+NCCL moves them while it runs (:data:`.shards.GROUPS` ``"before-x"``).
 """
 
 from __future__ import annotations
@@ -64,20 +67,39 @@ def exchange_group(arrays, th: int, n: int):
     """:func:`exchange` of several arrays (x first) in one ``ppermute`` per direction."""
     if len(arrays) == 1:
         return [exchange(arrays[0], th, n)]
+    return receive_group(*send_group(arrays, th, n), th, n)
+
+
+def send_group(arrays, th: int, n: int):
+    """The send half of :func:`exchange_group`: the send planes of ``arrays`` in one
+    ``ppermute`` per direction. Returns (the arrays, the received buffers): an optimization
+    barrier orders the copies of the send planes before any kernel that goes on to write over
+    the arrays in place, so XLA need not copy them whole."""
     m = arrays[0].shape[0] - 2 * th
-    shapes = [(th,) + a.shape[1:] for a in arrays]
     if n == 2:
-        send, recv, pp = two_way(m, th)
-        got = jnp.concatenate([jnp.ravel(jax.lax.dynamic_slice_in_dim(a, send, th)) for a in arrays])
-        got = _split(jax.lax.ppermute(got, AXIS, pp), shapes)
-        return [jax.lax.dynamic_update_slice_in_dim(a, g, recv, 0) for a, g in zip(arrays, got)]
+        send, _, pp = two_way(m, th)
+        buf = jnp.concatenate([jnp.ravel(jax.lax.dynamic_slice_in_dim(a, send, th)) for a in arrays])
+        buf, arrays = jax.lax.optimization_barrier((buf, list(arrays)))
+        return arrays, (jax.lax.ppermute(buf, AXIS, pp),)
     to_left, to_right = pairs(n)
     lo = jnp.concatenate([jnp.ravel(a[m : m + th]) for a in arrays])
     hi = jnp.concatenate([jnp.ravel(a[th : 2 * th]) for a in arrays])
-    lo = _split(jax.lax.ppermute(lo, AXIS, to_right), shapes)
-    hi = _split(jax.lax.ppermute(hi, AXIS, to_left), shapes)
+    (lo, hi), arrays = jax.lax.optimization_barrier(((lo, hi), list(arrays)))
+    return arrays, (jax.lax.ppermute(lo, AXIS, to_right), jax.lax.ppermute(hi, AXIS, to_left))
+
+
+def receive_group(arrays, got: tuple, th: int, n: int):
+    """The receive half of :func:`exchange_group`: ``got`` (from :func:`send_group`) written
+    into the halos of ``arrays``."""
+    m = arrays[0].shape[0] - 2 * th
+    shapes = [(th,) + a.shape[1:] for a in arrays]
+    if n == 2:
+        _, recv, _ = two_way(m, th)
+        return [
+            jax.lax.dynamic_update_slice_in_dim(a, g, recv, 0) for a, g in zip(arrays, _split(got[0], shapes))
+        ]
     out = []
-    for a, low, high in zip(arrays, lo, hi):
+    for a, low, high in zip(arrays, _split(got[0], shapes), _split(got[1], shapes)):
         a = jax.lax.dynamic_update_slice_in_dim(a, low, 0, 0)
         out.append(jax.lax.dynamic_update_slice_in_dim(a, high, m + th, 0))
     return out

@@ -141,12 +141,33 @@ def pieces(n: int, nx: int) -> int:
 
 
 #: how the halos travel: "each" (a ppermute per array and direction), "psi" (the CPML's psi
-#: slabs together), "kinds" (E, H and the psi slabs in three), "all" (everything in one
-#: per direction). Read by :func:`advance` at
-#: each call (part of the compiled program's key). Not yet told apart by measurement: the
-#: 2 x H100 rows of the three (76-79% strong, 88-89% weak at 512^3) ran in one process
-#: where the first compiled program was reused for all three (BENCHMARKS.md).
-GROUPS = "psi"
+#: slabs together; on two devices the bulk's part of the send planes sent before the CPML
+#: kernels, the rest after them), "kinds" (E, H and the psi slabs in three), "all"
+#: (everything in one per direction), "before-x" (everything in one per direction before
+#: the x-CPML's kernel of :data:`.split.ALIGNED`, which writes no send plane, so that NCCL
+#: moves the halos while it runs; "psi" where that kernel is not last or not apart). Read by
+#: :func:`advance` at each call (part of the compiled program's key). Measured on 2 x H100 at
+#: 512^3 (float32, a CPML), strong: "before-x" 88.6%, "psi" 86.8% (the trace: the send beside
+#: the x-CPML's kernel, 232 us of its 486).
+GROUPS = "before-x"
+
+
+def last_spares_sends(spec, n: int, th: int) -> bool:
+    """Whether the last kernel of a pass on ``n`` slabs (the x-CPML's rows of
+    :data:`.split.ALIGNED`) owns no cell of any send plane: then every halo can travel while
+    it runs (``GROUPS = "before-x"``)."""
+    parts = _split(spec, n)
+    if parts is None or not parts[2]:
+        return False
+    m = spec.shape[0] // n
+    sends = [(k * m, k * m + th) for k in range(1, n)] + [
+        ((k + 1) * m - th, (k + 1) * m) for k in range(n - 1)
+    ]
+    last, idx = parts[2][-1]
+    if last.pml[1] or last.pml[2]:
+        return False
+    rows = parts[3]
+    return not any(rows[i][8] < b and a < rows[i][9] for i in idx for a, b in sends)
 
 
 def _emulated(spec, args, dest):
@@ -286,10 +307,15 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
         psi_yz = psi[npsi_x:]
     run = _emulated if emulate else cuda.gpu_pass
     tables = {sp.th: _tables(sp, n, split_cpml, th) for sp in (spec, rest_spec) if sp is not None}
-    # two devices: the bulk's part of the send planes is sent before the CPML kernel runs
+    specs = [sp for sp in (spec, rest_spec) if sp is not None]
+    # every halo sent before the last kernel, where it writes none of the send planes
+    early = (
+        {sp.th: last_spares_sends(sp, n, th) for sp in specs} if split_cpml and groups == "before-x" else {}
+    )
+    # else on two devices: the bulk's part of the send planes is sent before the CPML kernels
     rects = {}
-    if n == 2 and split_cpml and groups == "psi":
-        rects = {sp.th: interior(sp, n, th) for sp in (spec, rest_spec) if sp is not None}
+    if n == 2 and split_cpml and groups in ("psi", "before-x"):
+        rects = {sp.th: interior(sp, n, th) for sp in specs if not early.get(sp.th)}
     src_cb = arrays["src_cb"] if plan.sources else jnp.zeros((0,), dtype)
     sax = [max(np.ndim(v) - 3, 0) for v in static]  # static arrays' x axes (the grid's last three)
     split_static = [np.ndim(v) >= 3 for v in static]
@@ -311,11 +337,15 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 aux, inc = incidence.lines(plan, aux, step_n, sp.th, dtype)
             lsp = replace(sp, nxa=m + 2 * th, xhalo=th)
             Ec, Hc, psc = cur
-            rect, early = rects.get(sp.th), {}
+            rect, sent = rects.get(sp.th), {}
 
             def after_bulk(fields):
-                early["got"], fields = halos.send_interior(fields, rect, th)
+                sent["got"], fields = halos.send_interior(fields, rect, th)
                 return fields
+
+            def before_last(fields, psi):  # every halo, while the last kernel runs
+                moved, sent["all"] = halos.send_group(list(fields) + list(psi[npsi_x:]), th, n)
+                return moved[: len(fields)], list(psi[:npsi_x]) + moved[len(fields) :]
 
             # the poles' state rides after H (extended and exchanged like it)
             out_E, out_H, out_psi, rec, mrec, out_J = _one_pass(
@@ -335,11 +365,16 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
                 inc=inc,
                 J=Hc[3:],
                 after_bulk=after_bulk if rect is not None else None,
+                before_last=before_last if early.get(sp.th) else None,
             )
             out_H = tuple(out_H) + tuple(out_J)
             out_px, pyz = out_psi[:npsi_x], list(out_psi[npsi_x:])
-            if "got" in early:  # the frame and the psi slabs now, the bulk's part sent earlier
-                moved, out_pyz = halos.finish_interior(list(out_E) + list(out_H), pyz, early["got"], rect, th)
+            if "all" in sent:  # sent before the last kernel: written into the halos now
+                moved = halos.receive_group(list(out_E) + list(out_H) + pyz, sent["all"], th, n)
+                ne, nh = len(out_E), len(out_H)
+                out_E, out_H, out_pyz = tuple(moved[:ne]), tuple(moved[ne : ne + nh]), moved[ne + nh :]
+            elif "got" in sent:  # the frame and the psi slabs now, the bulk's part sent earlier
+                moved, out_pyz = halos.finish_interior(list(out_E) + list(out_H), pyz, sent["got"], rect, th)
                 out_E, out_H = tuple(moved[:3]), tuple(moved[3:])
             elif groups == "all":  # E, H and the psi slabs in one ppermute per direction
                 moved = halos.exchange_group(list(out_E) + list(out_H) + pyz, th, n)

@@ -212,12 +212,14 @@ def meets_box(spec: Spec, row: tuple) -> bool:
     )
 
 
-def tail(spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None) -> tuple[int, tuple]:
+def tail(
+    spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None, devices: int = 1
+) -> tuple[int, tuple]:
     """The bulk's last wave: a CTA marches the whole x range, so the tiles left over after
     whole waves of ``slots`` CTAs would keep most SMs idle for a whole march. They go to a
-    second launch in x pieces (:func:`.tiling.x_chunks`) instead, as many as fill the SMs best.
-    ``gap``: the :func:`hole` the bulk leaves out. Returns (the first launch computes the
-    tiles before this index in its order, the tail's rows)."""
+    second launch in x pieces (:func:`.tiling.x_chunks`) instead, as many as fill the SMs best
+    (on each of ``devices`` x slabs). ``gap``: the :func:`hole` the bulk leaves out. Returns
+    (the first launch computes the tiles before this index in its order, the tail's rows)."""
     ty0, ty1, tz0, tz1 = tiles
     ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
     order = [(y, z) for y in range(ty0, ty1) for z in range(tz0, tz1)]
@@ -230,9 +232,11 @@ def tail(spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None) -> tupl
     if not left:
         return len(order), ()
     nx, th = spec.shape[0], spec.th
-    best = best_pieces(left, nx, th, slots)
-    if march_cost(left, best, nx, th, slots) >= nx:  # no faster than one whole march
+    length = nx // devices
+    best = best_pieces(left, length, th, slots)
+    if march_cost(left, best, length, th, slots) >= length:  # no faster than one whole march
         return len(order), ()
+    best *= devices
     rows = tuple(
         (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + m
         for y, z in (order[i] for i in real[len(real) - left :])
@@ -266,6 +270,12 @@ def hole_rows(spec: Spec, gap: tuple, slots: int) -> tuple[tuple, tuple]:
 
 #: the bulk kernel leaves out the tiles the CPML kernel recomputes
 SKIP_COVERED = True
+#: with :data:`ALIGNED` and an x-CPML on one device, the bulk's last wave (:func:`tail`) in a
+#: kernel with the x-CPML's code ahead of the faces' kernels, its tiles' x rows left out, so
+#: that the x rows fill whole waves of the SMs (at 512^3, 792 rows: 6 waves of 132, where 800
+#: took 7). Measured on an H200 at 512^3 (float32): 69.7 G cell/s against 69.3. Not on x
+#: slabs: on 2 x H200 (396 rows a slab, 3 waves where 400 took 4) 121.6 against 122.9.
+X_TAIL = True
 #: the bulk's last wave in x pieces (:func:`tail`)
 BALANCE_TAIL = True
 #: per-cell coefficients in a box (:mod:`.coef_box`): the tiles whose windows meet it in a
@@ -311,8 +321,9 @@ X_SLABS_APART = False
 #: windows. None: by the precision (:data:`ALIGNED_DEFAULT`, keyed on the item size); True or
 #: False for every precision.
 ALIGNED = None
-#: measured at 512^3 with a CPML, one GPU: float32 on an H100 67.3 G cell/s against 61.5, on
-#: an H200 68.7 against 63.5; float64 (TH = 3) on an H200 35.0 against 36.0
+#: measured with a CPML, one GPU: float32 at 512^3 on an H100 67.3 G cell/s against 61.5, on
+#: an H200 68.7 against 63.5; on an H100 (24 steps) at 256^3 34.2 against 30.3, at 1024^3
+#: 81.9 against 82.8; float64 (TH = 3) at 512^3 on an H200 35.0 against 36.0
 ALIGNED_DEFAULT = {4: True}
 #: the y and z faces' marches cut at the x-CPML's ends (:func:`face_marches`): the long
 #: marches between reach one CPML axis (y or z) and run in a kernel per axis with their psi
@@ -460,7 +471,14 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
     ctas = slots()
-    kept, trows = tail(spec, tiles, ctas, gap)
+    kept, trows = tail(spec, tiles, ctas, gap, devices)
+    if al is not None and xrows and trows and gap is None and X_TAIL and devices == 1:
+        # the tail's tiles march the x-CPML too, in a kernel of its own ahead of the faces'
+        # (their x rows left out): the x rows then fill whole waves of the SMs
+        done = {(r[0], r[1]) for r in trows}
+        xrows = tuple(r for r in xrows if (r[0], r[1]) not in done)
+        wins = [(whole, "xt")] * len(trows) + wins[: len(rows)] + [(whole, "x")] * len(xrows)
+        rows, trows = trows + rows, ()
     boxrows = ()
     if gap is not None:
         boxrows, litrows = hole_rows(spec, gap, ctas)
@@ -474,7 +492,9 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     for i, r in enumerate(rows + xrows):  # by the CPML axes, and whether the row meets the box
         own, tag = wins[i]
         key = tuple(bool(L) for L in spec.pml)
-        if GROUP_BY_AXES or i >= len(rows) or (X_SLABS_APART and touches(own, r) == (True, False, False)):
+        if tag == "xt":
+            key = (bool(spec.pml[0]), False, False)
+        elif GROUP_BY_AXES or i >= len(rows) or (X_SLABS_APART and touches(own, r) == (True, False, False)):
             key = touches(own, r)
         elif X_ENDS_APART and touches(own, r) in ((False, True, False), (False, False, True)):
             key = touches(own, r)

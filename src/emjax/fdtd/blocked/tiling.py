@@ -67,18 +67,31 @@ def x_chunks(nx: int, th: int, pieces: int = 8) -> list[tuple[int, int, int, int
     return out
 
 
+#: what a cell of the CPML's face rows costs against a bulk cell (H200, 512^3 float32, TH = 4:
+#: the y faces' 8.4 M cells took 1.56 ms a pass, the bulk's 110 M 3.89 ms; about 5.3)
+FACE_COST = 5
+
+
 def face_depth(n: int, b: int, reach: int, align: int) -> int:
     """The face rows' depth along an axis of ``n`` cells: at least ``reach`` (L + TH), a
     multiple of ``align`` cells (along z the bulk's tiles then start on a 32-byte sector:
     tiles that write part of a sector cost the DRAM a read of it, measured on an H100 at
-    512^3: the bulk's DRAM reads 3.36 -> 6.24 GB with faces of 14 cells), and where one
-    within a tile of ``reach`` gives it, one that leaves the interior whole tiles of ``b``
-    (one tile at least)."""
+    512^3: the bulk's DRAM reads 3.36 -> 6.24 GB with faces of 14 cells), leaving the
+    interior one tile of ``b`` at least. Of the depths up to a tile deeper, the one whose
+    cells cost least: the bulk's cells its last tile (slid back) computes twice, and
+    :data:`FACE_COST` for each face cell past the least depth; on a tie the deeper (whole
+    tiles). At 512^3 with tiles of 24 and 14 cells to cover: 16 (20 whole tiles); at 1024^3
+    and 256^3: 14 along y and 16 along z, where whole tiles would take 20 and 32."""
     first = -(-reach // align) * align
+    best, key = first, None
     for c in range(first, first + b + 1, align):
-        if (n - 2 * c) % b == 0 and n - 2 * c >= b:
-            return c
-    return first
+        inner = n - 2 * c
+        if inner < b:
+            break
+        cost = (-(-inner // b) * b - inner) + FACE_COST * 2 * (c - first)
+        if key is None or (cost, -c) < key:
+            best, key = c, (cost, -c)
+    return best
 
 
 def march_cost(n: int, p: int, length: int, th: int, slots: int) -> float:
