@@ -326,6 +326,7 @@ def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots, x_tail):
     monkeypatch.setattr(cpml_split, "ALIGNED", True)
     monkeypatch.setattr(cpml_split, "SLOTS", slots)
     monkeypatch.setattr(cpml_split, "X_TAIL", x_tail)
+    jax.clear_caches()  # the flags are read while tracing: a program of another case would serve
     sim = _cpml_all_faces((24, 30, 26))
     plan, arrays, _ = _setup(sim, 5)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))

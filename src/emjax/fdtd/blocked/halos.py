@@ -9,10 +9,11 @@ and the frame around it (with the CPML's psi) after it. Measured on 2 x H200 (51
 CPML): the exchange after the CPML kernel 0.26 -> 0.17 ms per pass. NCCL does not move the
 first part while that kernel runs: XLA combines the two collectives into one, after the
 kernel (kept apart by ``xla_gpu_collective_permute_combine_threshold_bytes=0``, the first
-one's start is still scheduled after the kernel). Where the pass's last kernel writes none
-of the send planes (the x-CPML's rows of :data:`.split.ALIGNED`), every halo travels in one
-collective issued before it (:func:`send_group`, then :func:`receive_group` after it), and
-NCCL moves them while it runs (:data:`.shards.GROUPS` ``"before-x"``).
+one's start is still scheduled after the kernel). Where the pass's last kernel marches the
+x-CPML alone and writes none of the send planes (the x rows of :data:`.split.ALIGNED`),
+every halo travels in one collective issued before it (:func:`send_group`, then
+:func:`receive_group` after it), and NCCL moves them while it runs
+(:data:`.shards.GROUPS` ``"before-x"``).
 """
 
 from __future__ import annotations
@@ -67,24 +68,25 @@ def exchange_group(arrays, th: int, n: int):
     """:func:`exchange` of several arrays (x first) in one ``ppermute`` per direction."""
     if len(arrays) == 1:
         return [exchange(arrays[0], th, n)]
-    return receive_group(*send_group(arrays, th, n), th, n)
+    return receive_group(*send_group(arrays, th, n, barrier=False), th, n)
 
 
-def send_group(arrays, th: int, n: int):
+def send_group(arrays, th: int, n: int, barrier: bool = True):
     """The send half of :func:`exchange_group`: the send planes of ``arrays`` in one
-    ``ppermute`` per direction. Returns (the arrays, the received buffers): an optimization
-    barrier orders the copies of the send planes before any kernel that goes on to write over
-    the arrays in place, so XLA need not copy them whole."""
+    ``ppermute`` per direction. Returns (the arrays, the received buffers). ``barrier``: an
+    optimization barrier orders the copies of the send planes before any kernel that goes on
+    to write over the arrays in place, so XLA need not copy them whole."""
+    tie = jax.lax.optimization_barrier if barrier else (lambda v: v)
     m = arrays[0].shape[0] - 2 * th
     if n == 2:
         send, _, pp = two_way(m, th)
         buf = jnp.concatenate([jnp.ravel(jax.lax.dynamic_slice_in_dim(a, send, th)) for a in arrays])
-        buf, arrays = jax.lax.optimization_barrier((buf, list(arrays)))
+        buf, arrays = tie((buf, list(arrays)))
         return arrays, (jax.lax.ppermute(buf, AXIS, pp),)
     to_left, to_right = pairs(n)
     lo = jnp.concatenate([jnp.ravel(a[m : m + th]) for a in arrays])
     hi = jnp.concatenate([jnp.ravel(a[th : 2 * th]) for a in arrays])
-    (lo, hi), arrays = jax.lax.optimization_barrier(((lo, hi), list(arrays)))
+    (lo, hi), arrays = tie(((lo, hi), list(arrays)))
     return arrays, (jax.lax.ppermute(lo, AXIS, to_right), jax.lax.ppermute(hi, AXIS, to_left))
 
 

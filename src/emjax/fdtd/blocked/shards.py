@@ -144,8 +144,8 @@ def pieces(n: int, nx: int) -> int:
 #: slabs together; on two devices the bulk's part of the send planes sent before the CPML
 #: kernels, the rest after them), "kinds" (E, H and the psi slabs in three), "all"
 #: (everything in one per direction), "before-x" (everything in one per direction before
-#: the x-CPML's kernel of :data:`.split.ALIGNED`, which writes no send plane, so that NCCL
-#: moves the halos while it runs; "psi" where that kernel is not last or not apart). Read by
+#: the pass's last kernel where it marches the x-CPML alone and writes no send plane,
+#: :func:`last_spares_sends`, so that NCCL moves the halos while it runs; else "psi"). Read by
 #: :func:`advance` at each call (part of the compiled program's key). Measured on 2 x H100 at
 #: 512^3 (float32, a CPML), strong: "before-x" 88.6%, "psi" 86.8% (the trace: the send beside
 #: the x-CPML's kernel, 232 us of its 486).
@@ -153,9 +153,10 @@ GROUPS = "before-x"
 
 
 def last_spares_sends(spec, n: int, th: int) -> bool:
-    """Whether the last kernel of a pass on ``n`` slabs (the x-CPML's rows of
-    :data:`.split.ALIGNED`) owns no cell of any send plane: then every halo can travel while
-    it runs (``GROUPS = "before-x"``)."""
+    """Whether the last kernel of a pass on ``n`` slabs marches the x-CPML alone (the x rows
+    of :data:`.split.ALIGNED`, or the one CPML kernel where only x has a CPML) and owns no
+    cell of any send plane: then every halo can travel while it runs (``GROUPS =
+    "before-x"``)."""
     parts = _split(spec, n)
     if parts is None or not parts[2]:
         return False

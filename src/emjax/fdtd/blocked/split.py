@@ -41,6 +41,7 @@ from .tiling import (
     face_depth,
     march_cost,
     regular_tiles,
+    slab_chunks,
     tiles_from,
     tiles_of,
     x_chunks,
@@ -119,15 +120,17 @@ def aligned_tasks(
     cells ``(L + TH) x BZ``, the z faces' ``BY x (L + TH)``). x rows march the x-CPML's ends
     of the interior's tiles (the bulk's windows, which reach no y or z CPML cell). Without
     ``pieces``, each face kernel's marches come in the x pieces that fill the SMs best, on
-    each of ``devices`` x slabs (:mod:`.shards`) the pieces of a slab's planes."""
+    ``devices`` x slabs (:mod:`.shards`) those of a slab's planes in each slab
+    (:func:`.tiling.slab_chunks`)."""
     (nx, ny, nz), th = spec.shape, spec.th
     Lx, Ly, Lz = spec.pml
     cy, cz = block
     by, bz = spec.block
 
     def marches(n: int) -> list:  # the x range in the pieces that fill the SMs best
-        k = pieces if pieces is not None else devices * best_pieces(n, nx // devices, th, slots())
-        return x_chunks(nx, th, k)
+        if pieces is not None:
+            return x_chunks(nx, th, pieces)
+        return slab_chunks(nx, th, best_pieces(n, nx // devices, th, slots()), devices)
 
     yfaces, zfaces = [], []
     if Ly:
@@ -236,11 +239,10 @@ def tail(
     best = best_pieces(left, length, th, slots)
     if march_cost(left, best, length, th, slots) >= length:  # no faster than one whole march
         return len(order), ()
-    best *= devices
     rows = tuple(
         (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + m
         for y, z in (order[i] for i in real[len(real) - left :])
-        for m in x_chunks(nx, th, best)
+        for m in slab_chunks(nx, th, best, devices)
     )
     return real[len(real) - left], rows
 
@@ -443,7 +445,10 @@ def slots() -> int:
 def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | None:
     """The kernels of a pass of ``spec`` and the task rows of those that take a table:
     (bulk kernel, its tail or None, [(kernel, its rows' indices), ...], rows), the tail's
-    rows last; None where one kernel over the regular tiling does it all. The bulk kernel
+    rows last; None where one kernel over the regular tiling does it all. ``pieces``,
+    ``devices``: the x pieces of the CPML's rows (:func:`tasks`, :func:`aligned_tasks`) and
+    the x slabs they and the tail are cut for (:mod:`.shards`). With :data:`X_TAIL` the tail
+    is None and its rows come first, marched by a kernel of the x-CPML's code. The bulk kernel
     has no CPML code and leaves out the tiles the CPML kernels recompute
     (:func:`bulk_tiles`) and those of its last wave (:func:`tail`). With per-cell
     coefficients in a box, the bulk and its tail take the backgrounds as literals and leave

@@ -67,6 +67,17 @@ def x_chunks(nx: int, th: int, pieces: int = 8) -> list[tuple[int, int, int, int
     return out
 
 
+def slab_chunks(nx: int, th: int, pieces: int, devices: int = 1) -> list[tuple[int, int, int, int]]:
+    """:func:`x_chunks` of each of ``devices`` x slabs of ``nx / devices`` planes, ``pieces``
+    in a slab: no piece crosses a slab's boundary (one device: :func:`x_chunks`)."""
+    m = nx // devices
+    out = []
+    for d in range(devices):
+        k = max(1, min(pieces, m // (4 * th)))
+        out += cut_march(d * m, (d + 1) * m if d < devices - 1 else nx, nx, th, k)
+    return out
+
+
 #: what a cell of the CPML's face rows costs against a bulk cell (H200, 512^3 float32, TH = 4:
 #: the y faces' 8.4 M cells took 1.56 ms a pass, the bulk's 110 M 3.89 ms; about 5.3)
 FACE_COST = 5
