@@ -214,12 +214,13 @@ from emjax import fdtd
 from emjax.fdtd import step as engine
 from emjax.fdtd import monitors as M
 from emjax.fdtd.blocked import cuda_advance, shards
+from emjax.fdtd.blocked import split as cpml_split
 from emjax.fdtd.grid import CPML
 from emjax.layout import Layout
 from emjax.scattering import PlaneWave
 
-def check(direction, pol, n, steps=21, nx=24, th=2):
-    g = fdtd.Grid((nx, 12, 11), 1.0, boundary=(CPML(thickness=3), CPML(thickness=2), CPML(thickness=2)),
+def check(direction, pol, n, steps=21, nx=24, th=2, yz=(12, 11)):
+    g = fdtd.Grid((nx,) + yz, 1.0, boundary=(CPML(thickness=3), CPML(thickness=2), CPML(thickness=2)),
                   precision="double")
     eps = np.ones(g.shape)
     eps[10:14, 5:8, 4:7] = 3.0  # across the slab boundary at x = 12 (2 devices) / 8, 16 (3)
@@ -236,6 +237,8 @@ def check(direction, pol, n, steps=21, nx=24, th=2):
     ref, rec_ref, _ = engine.advance(plan1, arrays, jax.tree_util.tree_map(jnp.copy, state), steps)
     plan = engine.make_plan(s, steps, jnp.float64, arrays, pml, layout=Layout.of(n))
     assert shards.unsupported(plan, th) is None and cuda_advance.unsupported(plan) is None
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, th, (4, 4))
+    assert shards.last_spares_sends(spec, n, th) == (cpml_split.aligned(spec) is not None)
     out, rec, fin = shards.advance(plan, arrays, state, steps, th, (4, 4), True, emulate=True)
     rel = lambda a, b: float(np.abs(np.asarray(a) - np.asarray(b)).max() / np.abs(np.asarray(b)).max())
     assert np.abs(np.stack(ref["E"])).max() > 1e-3  # the wave entered the box
@@ -251,6 +254,12 @@ check((1, 0, 0), (0, 0.6, 0.8), 2)  # the incident line runs across the slabs
 if "more" in sys.argv:
     check((0, 0, -1), (0, 1, 0), 2)  # the box's x faces in different slabs
     check((0, 1, 0), (1, 0, 0), 3)
+    # the face rows aligned: every halo (the incident line's corrections in it) sent before
+    # the x-CPML's kernel
+    cpml_split.ALIGNED = True
+    check((1, 0, 0), (0, 0.6, 0.8), 2, yz=(14, 13))
+    check((0, 1, 0), (1, 0, 0), 3, yz=(14, 13))
+    cpml_split.ALIGNED = None
 print("ok")
 """
 
@@ -269,7 +278,8 @@ def test_tfsf_on_slabs_equals_one_device_emulated():
 @pytest.mark.slow
 @pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
 def test_tfsf_on_slabs_more_directions_emulated():
-    """The same for -z incidence (the box's x faces in different slabs) and +y on 3 devices."""
+    """The same for -z incidence (the box's x faces in different slabs) and +y on 3 devices;
+    +x and +y with the face rows aligned, every halo sent before the x-CPML's kernel."""
     assert run_with_devices(3, "import sys; sys.argv.append('more')\n" + CASE_TFSF).strip().endswith("ok")
 
 
