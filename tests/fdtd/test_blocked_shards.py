@@ -59,9 +59,26 @@ if "more" in sys.argv:
     check(2, False)
     shards.GROUPS = "all"  # every halo in one ppermute per direction
     check(2, True, steps=11)
-    from emjax.fdtd.blocked import split as cpml_split
+    from emjax.fdtd.blocked import cuda_advance, split as cpml_split
     cpml_split.ALIGNED, shards.GROUPS = True, "before-x"  # sent before the x-CPML's kernel
     check(3, True, steps=9, nx=36)
+    shards.GROUPS = "psi"  # aligned, the bulk's part of the send planes first, the frame after
+    check(2, True, steps=9)
+    shards.GROUPS = "before-x"
+    # 3 CTAs at once: the bulk's last tile in x pieces chosen per slab (on one device it
+    # would march the x-CPML in a kernel ahead of the faces')
+    s = sim(24)
+    arrays, pml = engine.coefficients(s, jnp.float64)
+    plan = engine.make_plan(s, 9, jnp.float64, arrays, pml, layout=Layout.of(2))
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    cpml_split.SLOTS = 3
+    jax.clear_caches()  # SLOTS is read while tracing: the same call would reuse the program
+    _, tail, fixes, _ = cpml_split.split(spec, None, 2)
+    assert tail is not None and [f.pml[1:] for f, _ in fixes] == [(2, 2), (2, 2), (0, 0)]
+    assert [f.pml[1:] for f, _ in cpml_split.split(spec)[2]] == [(0, 0), (2, 2), (2, 2), (0, 0)]
+    assert shards.last_spares_sends(spec, 2, 2)
+    check(2, True, steps=9)
+    cpml_split.SLOTS = None
     cpml_split.ALIGNED = None
 else:
     check(2, True)
@@ -80,19 +97,6 @@ else:
     # every halo sent before the x-CPML's kernel, which writes no send plane (the default)
     assert shards.GROUPS == "before-x" and shards.last_spares_sends(spec, 2, 2)
     check(2, True, steps=9)
-    shards.GROUPS = "psi"  # the bulk's part of the send planes first, the frame after
-    check(2, True, steps=9)
-    shards.GROUPS = "before-x"
-    # 3 CTAs at once: the bulk's last tile in x pieces chosen per slab (on one device it
-    # would march the x-CPML in a kernel ahead of the faces')
-    cpml_split.SLOTS = 3
-    jax.clear_caches()  # SLOTS is read while tracing: the same call would reuse the program
-    _, tail, fixes, _ = cpml_split.split(spec, None, 2)
-    assert tail is not None and [f.pml[1:] for f, _ in fixes] == [(2, 2), (2, 2), (0, 0)]
-    assert [f.pml[1:] for f, _ in cpml_split.split(spec)[2]] == [(0, 0), (2, 2), (2, 2), (0, 0)]
-    assert shards.last_spares_sends(spec, 2, 2)
-    check(2, True, steps=9)
-    cpml_split.SLOTS = None
     cpml_split.ALIGNED = None
 s = sim(25)
 arrays, pml = engine.coefficients(s, jnp.float64)
@@ -119,8 +123,9 @@ def test_slabs_with_halos_equal_one_device_emulated():
 @pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
 def test_slabs_on_three_devices_and_the_cpml_inside_the_kernel_emulated():
     """3 virtual devices; 2 with the CPML inside the one kernel; 2 with every halo in one
-    exchange per direction (11 steps); 3 with the face rows aligned and every halo sent
-    before the x-CPML's kernel."""
+    exchange per direction (11 steps); with the face rows aligned, 3 with every halo sent
+    before the x-CPML's kernel, 2 with the bulk's part of the send planes first, 2 with the
+    bulk's last tile in x pieces per slab."""
     assert run_with_devices(3, "import sys; sys.argv.append('more')\n" + CASE).strip().endswith("ok")
 
 
