@@ -93,8 +93,7 @@ def interior(spec, n: int, th: int) -> tuple | None:
         return None
     ys, zs = tiling.tiles_of(bulk, 0), tiling.tiles_of(bulk, 1)
     y0, y1, z0, z1 = ys[ty0][1], ys[ty1 - 1][2], zs[tz0][1], zs[tz1 - 1][2]
-    sends = [(k * m, k * m + th) for k in range(1, n)]  # the first own planes, and the last
-    sends += [((k + 1) * m - th, (k + 1) * m) for k in range(n - 1)]
+    sends = _send_planes(n, m, th)
     later = [
         rows[i] for _, idx in fixes for i in idx if any(rows[i][8] < b and a < rows[i][9] for a, b in sends)
     ]
@@ -114,6 +113,14 @@ def interior(spec, n: int, th: int) -> tuple | None:
     if any(r[2] < y1 and y0 < r[3] and r[4] < z1 and z0 < r[5] for r in later):
         return None
     return (y0, y1, z0, z1)
+
+
+def _send_planes(n: int, m: int, th: int) -> list:
+    """The x ranges of the planes ``n`` slabs of ``m`` send: the first TH own planes of each
+    but the first, the last TH of each but the last."""
+    return [(k * m, k * m + th) for k in range(1, n)] + [
+        ((k + 1) * m - th, (k + 1) * m) for k in range(n - 1)
+    ]
 
 
 def _cuts(spec, n: int) -> dict:
@@ -160,10 +167,7 @@ def last_spares_sends(spec, n: int, th: int) -> bool:
     parts = _split(spec, n)
     if parts is None or not parts[2]:
         return False
-    m = spec.shape[0] // n
-    sends = [(k * m, k * m + th) for k in range(1, n)] + [
-        ((k + 1) * m - th, (k + 1) * m) for k in range(n - 1)
-    ]
+    sends = _send_planes(n, spec.shape[0] // n, th)
     last, idx = parts[2][-1]
     if last.pml[1] or last.pml[2]:
         return False
@@ -307,8 +311,8 @@ def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, g
         psi_x = [jnp.tile(v, (n, 1, 1)) for v in psi[:npsi_x]]  # the x-CPML's, one per device
         psi_yz = psi[npsi_x:]
     run = _emulated if emulate else cuda.gpu_pass
-    tables = {sp.th: _tables(sp, n, split_cpml, th) for sp in (spec, rest_spec) if sp is not None}
     specs = [sp for sp in (spec, rest_spec) if sp is not None]
+    tables = {sp.th: _tables(sp, n, split_cpml, th) for sp in specs}
     # every halo sent before the last kernel, where it writes none of the send planes
     early = (
         {sp.th: last_spares_sends(sp, n, th) for sp in specs} if split_cpml and groups == "before-x" else {}

@@ -58,13 +58,7 @@ def x_chunks(nx: int, th: int, pieces: int = 8) -> list[tuple[int, int, int, int
     planes of the next ones before and after it (spoiled, not written): the y and z slabs'
     windows are few, and one march each over the whole x range would leave most SMs idle
     while they run. Up to ``pieces`` pieces of at least 4 TH planes."""
-    k = max(1, min(pieces, nx // (4 * th)))
-    cuts = [round(i * nx / k) for i in range(k + 1)]
-    out = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        x0, x1 = max(a - th, 0), min(b + th, nx)
-        out.append((x0, x1 - x0, a, b))
-    return out
+    return slab_chunks(nx, th, pieces)
 
 
 def slab_chunks(nx: int, th: int, pieces: int, devices: int = 1) -> list[tuple[int, int, int, int]]:
