@@ -506,23 +506,26 @@ def emulated_source(spec: Spec) -> str:
     real = "float" if spec.dtype == "float32" else "double"
     params = ", ".join(f"void *{n}" for n in names)
     args = ", ".join(f"({'int' if n in INTS else real} *){n}" for n in names)
+    # one thread per CUDA thread for the whole launch, the CTAs one after another (a barrier
+    # between them: the shared memory is the next CTA's only when every thread is done)
     launcher = f"""
 extern "C" int emulate_launch({params}) {{
   std::vector<unsigned char> shared({spec.smem_bytes});
-  for (int by = 0; by < {spec.grid[1]}; ++by)
-    for (int bx = 0; bx < {spec.grid[0]}; ++bx) {{
-      std::barrier<> bar({spec.threads});
-      std::vector<std::thread> pool;
-      for (int t = 0; t < {spec.threads}; ++t)
-        pool.emplace_back([&, t] {{
-          threadIdx = {{t, 0, 0}};
+  std::barrier<> bar({spec.threads});
+  std::vector<std::thread> pool;
+  for (int t = 0; t < {spec.threads}; ++t)
+    pool.emplace_back([&, t] {{
+      threadIdx = {{t, 0, 0}};
+      emu_barrier = &bar;
+      emu_smem = shared.data();
+      for (int by = 0; by < {spec.grid[1]}; ++by)
+        for (int bx = 0; bx < {spec.grid[0]}; ++bx) {{
           blockIdx = {{bx, by, 0}};
-          emu_barrier = &bar;
-          emu_smem = shared.data();
           yee_blocked({args});
-        }});
-      for (auto &th : pool) th.join();
-    }}
+          bar.arrive_and_wait();
+        }}
+    }});
+  for (auto &th : pool) th.join();
   return 0;
 }}
 """

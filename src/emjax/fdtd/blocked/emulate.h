@@ -1,6 +1,7 @@
 // The CUDA execution model on the host, enough for yee_blocked.cu: one std::thread per
-// CUDA thread of a CTA, __syncthreads() a barrier, shared memory a buffer per CTA, CTAs
-// one after another. Slow; for checking the kernel's logic on small grids.
+// CUDA thread of a CTA (the same threads for every CTA of a launch), __syncthreads() a
+// barrier, shared memory one buffer, CTAs one after another. Slow; for checking the
+// kernel's logic on small grids.
 #include <algorithm>
 #include <barrier>
 #include <thread>

@@ -14,7 +14,10 @@ slab comes back from device 0, the high one from device n - 1). Probes are recor
 device that owns their cell and summed. The grid's first and last devices' outer halos
 (past x's ends) receive nothing and are zero; the bulk kernel marches over every plane of a
 slab, so it reads them, and the x walls keep what it makes of them from the own planes (the
-CPML kernels' marches start and end in the grid).
+CPML kernels' marches start and end in the grid). Leaving the outer halo out of the march
+(on two devices every slab has one: 4 of 264 planes at 512^3) needs the own planes' test at
+run time, which cost more than the planes: on 2 x H200, strong scaling 116.2 against 122.7
+G cell/s (2026-11-27).
 ``fdtd.run`` keeps its state in this layout from call to call (:func:`extend`,
 :func:`advance_extended`): a call then pads, exchanges and crops nothing before and after its
 passes; a checkpoint and the result take the plain layout (:func:`crop`).
