@@ -332,7 +332,10 @@ ALIGNED_DEFAULT = {4: True}
 #: chains in shared memory; the short ones at the x ends, the corners and the x rows in the
 #: kernel of all three axes. (Under Nsight Compute the CPML kernel of all axes waits on its
 #: chains in local memory: 38% of its warps' time.) Measured on an H100 at 512^3: float32
-#: 58.5 G cell/s against 58.2, float64 19.36 against 19.12.
+#: 58.5 G cell/s against 58.2, float64 19.36 against 19.12. Not applied to the rows of
+#: :data:`ALIGNED`: cut so there (the middle marches in a y-only and a z-only kernel, the x ends
+#: and the corners in the kernel of all axes) float32 lost, 62.0 against 67.5, and 60.6 with a
+#: kernel per set of axes (H100, 2026-11-27).
 X_ENDS_APART = False
 #: the bulk kernel and its tail compiled without the walls of the axes that have a CPML: the
 #: CPML's rows recompute every cell within L + TH of those faces, which is as far as a wall
