@@ -8,11 +8,11 @@ import pytest
 from test_blocked import _compare, _setup
 
 from emjax import fdtd
-from emjax.fdtd.blocked import cuda, cuda_advance
+from emjax.fdtd.blocked import cuda, cuda_advance, emulation
 from emjax.fdtd.blocked import split as cpml_split
 from emjax.fdtd.grid import CPML
 
-emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 
 
 def _faces_case(th):

@@ -12,10 +12,10 @@ from test_blocked import _compare, _cpml_dielectric, _setup
 
 from emjax import fdtd
 from emjax.backend import precision_scope
-from emjax.fdtd.blocked import coef_box, cuda, cuda_advance, split
+from emjax.fdtd.blocked import coef_box, cuda, cuda_advance, emulation, split
 from emjax.fdtd.grid import CPML
 
-emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 
 
 def _scatterer(component_eps=True):

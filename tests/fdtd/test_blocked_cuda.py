@@ -13,10 +13,10 @@ from emjax import ConfigError, fdtd
 from emjax.backend import precision_scope
 from emjax.fdtd import blocked
 from emjax.fdtd import step as engine
-from emjax.fdtd.blocked import cuda, cuda_advance
+from emjax.fdtd.blocked import cuda, cuda_advance, emulation
 from emjax.fdtd.grid import CPML, PEC, Periodic
 
-emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 
 
 def _kappa_pec_cells():

@@ -17,10 +17,10 @@ from emjax import ConfigError, fdtd, materials
 from emjax.backend import precision_scope
 from emjax.fdtd import blocked
 from emjax.fdtd import step as engine
-from emjax.fdtd.blocked import choice, cuda, cuda_advance
+from emjax.fdtd.blocked import choice, cuda, cuda_advance, emulation
 from emjax.fdtd.grid import CPML
 
-emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 METAL = materials.Dispersive(
     2.0, (materials.DrudePole(2 * math.pi * 0.9, 0.4), materials.DrudePole(2 * math.pi * 0.3, 0.05))
 )

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from multidevice import run_with_devices
 
-from emjax.fdtd.blocked import cuda
+from emjax.fdtd.blocked import emulation
 
 CASE = r"""
 import jax, jax.numpy as jnp, numpy as np
@@ -110,7 +110,7 @@ print("ok")
 """
 
 
-@pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 def test_slabs_with_halos_equal_one_device_emulated():
     """2 virtual devices, the CPML as a kernel of its own, 7 steps in passes of 2 (the last
     of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes;
@@ -120,7 +120,7 @@ def test_slabs_with_halos_equal_one_device_emulated():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 def test_slabs_on_three_devices_and_the_cpml_inside_the_kernel_emulated():
     """3 virtual devices; 2 with the CPML inside the one kernel; 2 with every halo in one
     exchange per direction (11 steps); with the face rows aligned, 3 with every halo sent
@@ -269,7 +269,7 @@ print("ok")
 """
 
 
-@pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 def test_tfsf_on_slabs_equals_one_device_emulated():
     """A TF/SF box spanning the slabs (incidence along +x on 2 virtual devices), a dielectric
     across a slab boundary, DFT planes inside and across the box, probes: every device
@@ -281,7 +281,7 @@ def test_tfsf_on_slabs_equals_one_device_emulated():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 def test_tfsf_on_slabs_more_directions_emulated():
     """The same for -z incidence (the box's x faces in different slabs) and +y on 3 devices;
     +x and +y with the face rows aligned, every halo sent before the x-CPML's kernel."""
@@ -402,7 +402,7 @@ print("ok")
 """
 
 
-@pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 def test_poles_on_slabs_equal_one_device_emulated():
     """A Drude and a Lorentz pole in a block over the slab boundary on 2 virtual devices,
     with a per-component fill (per-component coefficients split along their x axis): the
@@ -508,7 +508,7 @@ print("ok")
 """
 
 
-@pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 def test_run_keeps_the_slabs_layout_between_calls_emulated():
     """``fdtd.run`` on 2 virtual devices with the blocked kernel (emulated) keeps the state in
     the slabs' layout between its calls (no pads or crops per call): 13 steps in calls of 5,

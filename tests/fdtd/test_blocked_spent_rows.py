@@ -12,9 +12,9 @@ import test_blocked_tfsf as tfsf
 from test_blocked import _compare, _cpml_dielectric
 from test_blocked_cuda import _compare_dft, _cpml_all_faces, _dft_planes_case, _kappa_pec_cells
 
-from emjax.fdtd.blocked import cuda
+from emjax.fdtd.blocked import cuda, emulation
 
-emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ from emjax.fdtd import blocked
 from emjax.fdtd import monitors as M
 from emjax.fdtd import step as engine
 from emjax.fdtd import tfsf as tfsf_mod
-from emjax.fdtd.blocked import cuda
+from emjax.fdtd.blocked import cuda, emulation
 from emjax.fdtd.grid import CPML, PEC
 from emjax.scattering import PlaneWave
 
-emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 PULSE = fdtd.GaussianPulse(frequency=0.15, bandwidth=0.5)
 
 # direction, polarization, box (lo, hi): the faces on the y tiles' edges (tiles of 5: 5, 10)

@@ -9,10 +9,10 @@ import pytest
 from test_blocked import _compare, _setup
 
 from emjax import fdtd
-from emjax.fdtd.blocked import cuda
+from emjax.fdtd.blocked import emulation
 from emjax.fdtd.grid import CPML
 
-emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 gpu = pytest.mark.gpu
 
 

@@ -16,12 +16,12 @@ from emjax import ConfigError, fdtd
 from emjax.backend import precision_scope
 from emjax.fdtd import monitors as M
 from emjax.fdtd import window
-from emjax.fdtd.blocked import cuda
+from emjax.fdtd.blocked import cuda, emulation
 from emjax.fdtd.grid import CPML, PEC
 from emjax.fdtd.window import driver
 from emjax.fdtd.window import kernel as wk
 
-emulated = pytest.mark.skipif(not cuda.emulation_available(), reason="no host C++ compiler")
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 WAVE = fdtd.Ricker(frequency=0.15, delay=0.0)
 
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ConfigError
-from . import coef_box, cuda, incidence, poles, records, split, xvirtual
+from . import coef_box, cuda, emulation, incidence, poles, records, split, xvirtual
 from .cuda import PSI, Spec
 
 
@@ -398,4 +398,4 @@ _lines = jax.jit(incidence.lines, static_argnums=(0, 3, 4))
 
 
 def _emulated_run(spec, args, dest=None):
-    return cuda.emulate_pass(spec, [np.asarray(a) for a in args], dest)
+    return emulation.emulate_pass(spec, [np.asarray(a) for a in args], dest)

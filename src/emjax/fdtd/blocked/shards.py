@@ -39,7 +39,7 @@ from jax.sharding import PartitionSpec as P
 
 from ...layout import AXIS
 from ..sharded import split_axis
-from . import cuda, halos, incidence, records, split, tiling
+from . import cuda, emulation, halos, incidence, records, split, tiling
 from .cuda_advance import (
     _one_pass,
     _sv,
@@ -183,7 +183,7 @@ def _emulated(spec, args, dest):
 
     def host(*a):
         k = len(cuda.inputs(spec))
-        return cuda.emulate_pass(spec, [np.asarray(v) for v in a[:k]], [np.asarray(v) for v in a[k:]])
+        return emulation.emulate_pass(spec, [np.asarray(v) for v in a[:k]], [np.asarray(v) for v in a[k:]])
 
     return jax.pure_callback(host, shapes, *args, *dest)
 

@@ -1,0 +1,113 @@
+"""The blocked pass on the host: :func:`.cuda.source`'s kernel compiled by the host's C++
+compiler with ``emulate.h`` (one thread per CUDA thread, ``__syncthreads`` a barrier, the
+CTAs in turn) and run through ``ctypes``. Slow, and exact: CI checks the kernel's logic
+against the XLA step on small grids without a GPU. The libraries are kept on disk
+(``$EMJAX_CACHE``, default ``emjax-kernels`` in the temporary folder), keyed on the source."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .cuda import HERE, INTS, Spec, aliased, inputs, outputs, source
+
+
+def _cxx():
+    return os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+
+def available() -> bool:
+    """Whether a host C++ compiler is there (``$CXX``, g++, c++ or clang++)."""
+    return _cxx() is not None
+
+
+_build_lock = threading.Lock()
+
+
+def _emulated_library(text: str):
+    with _build_lock:  # several devices' callbacks may ask at once
+        return _emulated_library_cached(text)
+
+
+@lru_cache(maxsize=16)
+def _emulated_library_cached(text: str):
+    cache = Path(os.environ.get("EMJAX_CACHE", Path(tempfile.gettempdir()) / "emjax-kernels"))
+    cache.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(text.encode()).hexdigest()[:16]
+    lib = cache / f"yee_blocked_emu_{key}.so"
+    if not lib.exists():  # each process builds from its own files, then renames (atomic)
+        src = cache / f"yee_blocked_emu_{key}.{os.getpid()}.cpp"
+        src.write_text(text)
+        tmp = cache / f"{lib.name}.{os.getpid()}.tmp"
+        cmd = [_cxx(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-o", str(tmp), str(src)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        src.unlink(missing_ok=True)
+        if res.returncode != 0:
+            raise RuntimeError(
+                "the host compiler could not build the emulated kernel:\n" + res.stderr[-4000:]
+            )
+        os.replace(tmp, lib)
+    return ctypes.CDLL(str(lib))
+
+
+def emulated_source(spec: Spec) -> str:
+    names = [n for n, _ in inputs(spec)] + ["alias_" + n for n, _ in aliased(spec)]
+    names += [n for n, _ in outputs(spec)]
+    real = "float" if spec.dtype == "float32" else "double"
+    params = ", ".join(f"void *{n}" for n in names)
+    args = ", ".join(f"({'int' if n in INTS else real} *){n}" for n in names)
+    # one thread per CUDA thread for the whole launch, the CTAs one after another (a barrier
+    # between them: the shared memory is the next CTA's only when every thread is done)
+    launcher = f"""
+extern "C" int emulate_launch({params}) {{
+  std::vector<unsigned char> shared({spec.smem_bytes});
+  std::barrier<> bar({spec.threads});
+  std::vector<std::thread> pool;
+  for (int t = 0; t < {spec.threads}; ++t)
+    pool.emplace_back([&, t] {{
+      threadIdx = {{t, 0, 0}};
+      emu_barrier = &bar;
+      emu_smem = shared.data();
+      for (int by = 0; by < {spec.grid[1]}; ++by)
+        for (int bx = 0; bx < {spec.grid[0]}; ++bx) {{
+          blockIdx = {{bx, by, 0}};
+          yee_blocked({args});
+          bar.arrive_and_wait();
+        }}
+    }});
+  for (auto &th : pool) th.join();
+  return 0;
+}}
+"""
+    return (HERE / "emulate.h").read_text() + "\n" + source(spec) + launcher
+
+
+def emulate_pass(spec: Spec, args: list, dest: list | None = None) -> list:
+    """One pass on the host (NumPy arrays in, NumPy arrays out): the same kernel text.
+    ``dest``: the values of :func:`aliased` 's buffers before the pass (what the kernel does
+    not write keeps them); None: NaN."""
+    lib = _emulated_library(emulated_source(spec))
+    dt = np.dtype(spec.dtype)
+    ins = [
+        np.ascontiguousarray(np.asarray(a, np.int32 if n in INTS else dt).reshape(s))
+        for a, (n, s) in zip(args, inputs(spec))
+    ]
+    outs = [np.full(s, np.nan, dt) for _, s in outputs(spec)]
+    for o, v in zip(outs, dest or []):
+        o[...] = np.asarray(v, dt).reshape(o.shape)
+    if spec.probes:
+        outs[-1][...] = 0
+    dest = [o for o, (n, _) in zip(outs, outputs(spec)) if n != "rec"]
+    ptrs = [a.ctypes.data_as(ctypes.c_void_p) for a in ins + dest + outs]
+    lib.emulate_launch.argtypes = [ctypes.c_void_p] * len(ptrs)
+    lib.emulate_launch(*ptrs)
+    return outs
