@@ -61,8 +61,9 @@ BOUNDARIES = {
 }
 
 
-# the CPML kernels' arrangement: (GROUP_BY_AXES, CHAINS_IN_SMEM, SKIP_COVERED) of
-# blocked.split, UNROLL_SMEM_CHAINS of blocked.cuda, BALANCE_TAIL, X_SLABS_APART, ALIGNED,
+# the CPML kernels' arrangement: (GROUP_BY_AXES, CHAINS_IN_SMEM) of blocked.split,
+# SKIP_COVERED of blocked.bulk, UNROLL_SMEM_CHAINS of blocked.cuda, BALANCE_TAIL (blocked.bulk),
+# X_SLABS_APART, ALIGNED,
 # X_ENDS_APART and X_ENDS_VIRTUAL of blocked.split
 CPML_KERNELS = {
     "default": (False, True, True, True, True, False, None, False, False),  # the package's
@@ -81,11 +82,12 @@ CPML_KERNELS = {
 
 
 def cpml_kernels(name):
+    from emjax.fdtd.blocked import bulk
     from emjax.fdtd.blocked import split as cpml_split
 
     g, c, s, u, t, x, al, xe, xv = CPML_KERNELS[name]
-    cpml_split.GROUP_BY_AXES, cpml_split.CHAINS_IN_SMEM, cpml_split.SKIP_COVERED = g, c, s
-    cpml_split.BALANCE_TAIL, cpml_split.X_SLABS_APART, cpml_split.ALIGNED = t, x, al
+    cpml_split.GROUP_BY_AXES, cpml_split.CHAINS_IN_SMEM, bulk.SKIP_COVERED = g, c, s
+    bulk.BALANCE_TAIL, cpml_split.X_SLABS_APART, cpml_split.ALIGNED = t, x, al
     cpml_split.X_ENDS_APART, cpml_split.X_ENDS_VIRTUAL = xe, xv
     cuda_kernel.UNROLL_SMEM_CHAINS = u
     jax.clear_caches()

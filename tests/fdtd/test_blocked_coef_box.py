@@ -2,7 +2,7 @@
 (emjax.fdtd.blocked.coef_box): the box found bounds the scatterer, the kernel's arrays are
 cut to it, and the kernel (emulated on the host) equals the XLA step to rounding with the
 coefficient ring and without it, also where most tiles take the background values as
-literals and the tiles whose windows meet the box run apart (split.hole); grids filled with
+literals and the tiles whose windows meet the box run apart (bulk.hole); grids filled with
 coefficients keep whole arrays."""
 
 import jax.numpy as jnp
@@ -95,7 +95,7 @@ def _away():
 @emulated
 def test_emulated_windows_away_from_the_box_take_the_backgrounds(monkeypatch):
     """A small scatterer in a larger grid: most tiles' windows miss the box and take the
-    background literals; the tiles whose windows meet it (:func:`split.hole`) march over
+    background literals; the tiles whose windows meet it (:func:`bulk.hole`) march over
     the box in a kernel of their own. Equal to the XLA step to rounding, the probes inside
     and outside the box included. The box's y and z ranges meet bulk windows in their last
     and first two cells (a window that wrongly took the backgrounds there would spoil its

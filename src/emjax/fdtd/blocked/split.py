@@ -16,12 +16,12 @@ Both kernels read the pass's input state and write into the same output buffers,
 kernel second; a probe is recorded by the kernel that writes its cell. The bulk kernel
 leaves out the tiles the CPML kernel's y and z windows recompute, and its last wave of
 CTAs, where it would leave most SMs idle for a whole march, runs as a second launch in x
-pieces (:func:`tail`; also without a CPML). Measured on an H100 at 512^3 (float32): with
+pieces (:func:`.bulk.tail`; also without a CPML). Measured on an H100 at 512^3 (float32): with
 a CPML 48.8 -> 55.2 G cell/s, PEC walls 92.7 -> 98.4.
 
 Per-cell coefficients held in a box (a scatterer in a uniform background,
 :mod:`.coef_box`): the bulk kernel and its tail are compiled with the background values as
-literals, as vacuum's is, and leave out the tiles whose windows meet the box (:func:`hole`);
+literals, as vacuum's is, and leave out the tiles whose windows meet the box (:func:`.bulk.hole`);
 those tiles march over the box's x range in a kernel of their own and over the rest of x in
 the tail. The CPML rows that miss the box take the literals too. Measured on an H100 at
 512^3 with a CPML, an eps 2.25 sphere of radius N/4: 42.7 -> 51.3 G cell/s (vacuum 57.8).
@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import xvirtual
+from .bulk import bulk_tiles, hole, hole_rows, meets_box, tail
 from .cuda import Spec
 from .tiling import (
     best_pieces,
@@ -39,7 +40,6 @@ from .tiling import (
     covered,
     cut_march,
     face_depth,
-    march_cost,
     regular_tiles,
     slab_chunks,
     tiles_from,
@@ -153,136 +153,12 @@ def aligned_tasks(
     return tuple(yfaces), tuple(zfaces), tuple(xrows)
 
 
-def bulk_tiles(spec: Spec, cpml_block: tuple | None = None) -> tuple:
-    """The regular tiles the bulk kernel computes, (ty0, ty1, tz0, tz1): all but those
-    at the faces whose own cells the CPML kernel's y or z windows (of ``cpml_block``
-    cells, default the bulk's) cover (it recomputes them); every tile where
-    ``SKIP_COVERED`` is off."""
-    (_, ny, nz), th = spec.shape, spec.th
-    if spec.span is not None:  # the faces' cells are the CPML rows' alone
-        return (0, len(tiles_of(spec, 0)), 0, len(tiles_of(spec, 1)))
-    cb = cpml_block or spec.block
-    ends = []
-    for n, b, c_b, L in ((ny, spec.block[0], cb[0], spec.pml[1]), (nz, spec.block[1], cb[1], spec.pml[2])):
-        t = regular_tiles(n, b)
-        c = cover(n, c_b, L + th) if L else []
-        lo = 0
-        while lo < len(t) and covered(t[lo], c):
-            lo += 1
-        hi = len(t)
-        while hi > lo and covered(t[hi - 1], c):
-            hi -= 1
-        ends += [lo, hi]
-    full = (0, len(regular_tiles(ny, spec.block[0])), 0, len(regular_tiles(nz, spec.block[1])))
-    return full if not SKIP_COVERED else tuple(ends)
-
-
-def hole(spec: Spec, tiles: tuple) -> tuple | None:
-    """The bulk tiles whose windows meet the per-cell coefficients' box (:mod:`.coef_box`)
-    in y and z, as a rectangle of tile indices (hy0, hy1, hz0, hz1), or None (no box, or
-    it meets none). The bulk kernel, compiled with the backgrounds as literals, leaves
-    them out; a kernel of their own (:func:`split`) computes them."""
-    if spec.cbox is None or not HOLE:
-        return None
-    th, out = spec.th, []
-    for a, (n, b) in enumerate(zip(spec.shape[1:], spec.block)):
-        lo, hi = spec.cbox[2 + 2 * a], spec.cbox[3 + 2 * a]
-        hit = [
-            t
-            for t, (w0, _, _) in enumerate(tiles_of(spec, a))
-            if tiles[2 * a] <= t < tiles[2 * a + 1] and _hit(w0 - th, b + 2 * th, lo, hi, n)
-        ]
-        if not hit:
-            return None
-        out += [hit[0], hit[-1] + 1]
-    return tuple(out)
-
-
-def _hit(a: int, w: int, lo: int, hi: int, n: int) -> bool:
-    """Whether cells [a, a + w) modulo n meet [lo, hi)."""
-    return w >= n or any(lo <= (a + i) % n < hi for i in range(w))
-
-
-def meets_box(spec: Spec, row: tuple) -> bool:
-    """Whether a task row's window (y, z) and march (x) meet the coefficients' box."""
-    th, (wy, wz), b = spec.th, spec.window, spec.cbox
-    return (
-        row[7] > 0
-        and _hit(row[0] - th, wy, b[2], b[3], spec.shape[1])
-        and _hit(row[1] - th, wz, b[4], b[5], spec.shape[2])
-        and row[6] < b[1]
-        and row[6] + row[7] > b[0]
-    )
-
-
-def tail(
-    spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None, devices: int = 1
-) -> tuple[int, tuple]:
-    """The bulk's last wave: a CTA marches the whole x range, so the tiles left over after
-    whole waves of ``slots`` CTAs would keep most SMs idle for a whole march. They go to a
-    second launch in x pieces (:func:`.tiling.x_chunks`) instead, as many as fill the SMs best
-    (on each of ``devices`` x slabs). ``gap``: the :func:`hole` the bulk leaves out. Returns
-    (the first launch computes the tiles before this index in its order, the tail's rows)."""
-    ty0, ty1, tz0, tz1 = tiles
-    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
-    order = [(y, z) for y in range(ty0, ty1) for z in range(tz0, tz1)]
-    real = [
-        i
-        for i, (y, z) in enumerate(order)
-        if gap is None or not (gap[0] <= y < gap[1] and gap[2] <= z < gap[3])
-    ]
-    left = len(real) % slots if BALANCE_TAIL and len(real) > slots else 0
-    if not left:
-        return len(order), ()
-    nx, th = spec.shape[0], spec.th
-    length = nx // devices
-    best = best_pieces(left, length, th, slots)
-    if march_cost(left, best, length, th, slots) >= length:  # no faster than one whole march
-        return len(order), ()
-    rows = tuple(
-        (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + m
-        for y, z in (order[i] for i in real[len(real) - left :])
-        for m in slab_chunks(nx, th, best, devices)
-    )
-    return real[len(real) - left], rows
-
-
-def hole_rows(spec: Spec, gap: tuple, slots: int) -> tuple[tuple, tuple]:
-    """The :func:`hole`'s tiles as task rows: (the marches over the box's x range and TH
-    planes each side, the marches over the rest of x, whose windows miss the box), each in
-    the x pieces that fill ``slots`` CTAs best."""
-    nx, th = spec.shape[0], spec.th
-    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
-    yz = [
-        (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2])
-        for y in range(gap[0], gap[1])
-        for z in range(gap[2], gap[3])
-    ]
-    a, b = max(spec.cbox[0] - th, 0), min(spec.cbox[1] + th, nx)
-    out = []
-    for segments in (((a, b),), ((0, a), (b, nx))):
-        rows = []
-        for lo, hi in segments:
-            if hi > lo:
-                cuts = cut_march(lo, hi, nx, th, best_pieces(len(yz), hi - lo, th, slots))
-                rows += [c + m for c in yz for m in cuts]
-        out.append(tuple(rows))
-    return out[0], out[1]
-
-
-#: the bulk kernel leaves out the tiles the CPML kernel recomputes
-SKIP_COVERED = True
-#: with :data:`ALIGNED` and an x-CPML on one device, the bulk's last wave (:func:`tail`) in a
+#: with :data:`ALIGNED` and an x-CPML on one device, the bulk's last wave (:func:`.bulk.tail`) in a
 #: kernel with the x-CPML's code ahead of the faces' kernels, its tiles' x rows left out, so
 #: that the x rows fill whole waves of the SMs (at 512^3, 792 rows: 6 waves of 132, where 800
 #: took 7). Measured on an H200 at 512^3 (float32): 69.7 G cell/s against 69.3. Not on x
 #: slabs: on 2 x H200 (396 rows a slab, 3 waves where 400 took 4) 121.6 against 122.9.
 X_TAIL = True
-#: the bulk's last wave in x pieces (:func:`tail`)
-BALANCE_TAIL = True
-#: per-cell coefficients in a box (:mod:`.coef_box`): the tiles whose windows meet it in a
-#: kernel of their own, the rest of the bulk with the backgrounds as literals (:func:`hole`)
-HOLE = True
 #: x pieces of the CPML kernel's y and z windows (:func:`.tiling.x_chunks`); measured on an H100
 #: with a 10-cell CPML, 24 steps, 512^3 / 1024^3 (G cell/s): 2: 51.4 / 77.0, 3: 55.8 / 76.7,
 #: 4: 55.5 / 76.5, 8: 54.1 / 75.4, 16: 51.7 / 74.3
@@ -453,9 +329,9 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     the x slabs they and the tail are cut for (:mod:`.shards`). With :data:`X_TAIL` the tail
     is None and its rows come first, marched by a kernel of the x-CPML's code. The bulk kernel
     has no CPML code and leaves out the tiles the CPML kernels recompute
-    (:func:`bulk_tiles`) and those of its last wave (:func:`tail`). With per-cell
+    (:func:`.bulk.bulk_tiles`) and those of its last wave (:func:`.bulk.tail`). With per-cell
     coefficients in a box, the bulk and its tail take the backgrounds as literals and leave
-    out the :func:`hole`, whose marches over the box run first in the list (no CPML code).
+    out the :func:`.bulk.hole`, whose marches over the box run first in the list (no CPML code).
     The CPML's rows (:func:`tasks`) follow, grouped by the CPML axes they reach where
     ``GROUP_BY_AXES``."""
     cspec = spec  # the CPML kernels' windows
