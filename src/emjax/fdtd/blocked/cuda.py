@@ -99,6 +99,9 @@ class Spec:
     # ((y0, ny'), (z0, nz')): the regular tiling covers these cells of y and z only (the
     # interior inside the CPML kernel's face rows, ``split.ALIGNED``); None: whole axes
     span: tuple | None = None
+    # 1 (y) or 2 (z): every window of this kernel ends at one of that axis's walls (a CPML
+    # face's rows): TH halo cells on the inner side only, none past the wall; 0: both sides
+    wall: int = 0
 
     @property
     def box_cells(self) -> int:
@@ -111,7 +114,7 @@ class Spec:
 
     @property
     def window(self) -> tuple:
-        return tuple(b + 2 * self.th for b in self.block)
+        return tuple(b + (1 if self.wall == a + 1 else 2) * self.th for a, b in enumerate(self.block))
 
     @property
     def threads(self) -> int:
@@ -328,7 +331,8 @@ def source(spec: Spec) -> str:
     d.update(coef_box.defines(spec, _literal))
     d["CHAIN_SMEM"] = int(any(spec.smem_chains))
     skip = SKIP_SPENT_ROWS if SKIP_SPENT_ROWS is not None else SKIP_SPENT_DEFAULT.get(spec.itemsize, False)
-    d["SKIP_SPENT"] = int(skip)
+    d["SKIP_SPENT"] = int(skip and not spec.wall)  # (its spent rows assume halos on both sides)
+    d["WALLWIN"] = spec.wall
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())
     d["RING_OFF"] = 12 + spec.chains

@@ -136,12 +136,13 @@ def aligned_tasks(
     if Ly:
         zs = tiles_from(0, nz, bz)
         whole = marches(2 * len(zs))
-        for y in ((0, 0, cy), (ny - cy, ny - cy, ny)):
+        wy, wz = walls_of(spec)  # windows that end at the wall start TH later at y = 0
+        for y in ((th if wy else 0, 0, cy), (ny - cy, ny - cy, ny)):
             yfaces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in zs for m in whole]
     if Lz:
         ys = tiles_from(*span[0], by)  # the interior's y: the y faces' rows own the corners
         whole = marches(2 * len(ys))
-        for z in ((0, 0, cz), (nz - cz, nz - cz, nz)):
+        for z in ((th if wz else 0, 0, cz), (nz - cz, nz - cz, nz)):
             zfaces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ys for m in whole]
     xrows = []
     if Lx and virtual_of(spec) is None:
@@ -203,6 +204,10 @@ ALIGNED = None
 #: an H200 68.7 against 63.5; on an H100 (24 steps) at 256^3 34.2 against 30.3, at 1024^3
 #: 81.9 against 82.8; float64 (TH = 3) at 512^3 on an H200 35.0 against 36.0
 ALIGNED_DEFAULT = {4: True}
+#: with :data:`ALIGNED`, the face rows' windows end at the walls (y and z): TH halo cells on
+#: the inner side only, where the others also compute TH cells past the wall that no own cell
+#: needs (at 512^3, windows of 20 x 32 cells for 24 x 32)
+WALL_WINDOWS = True
 #: the y and z faces' marches cut at the x-CPML's ends (:func:`face_marches`): the long
 #: marches between reach one CPML axis (y or z) and run in a kernel per axis with their psi
 #: chains in shared memory; the short ones at the x ends, the corners and the x rows in the
@@ -292,10 +297,17 @@ def chain_axes(spec: Spec, mask: tuple, limit: int) -> tuple:
     return tuple(out)
 
 
-def _windows(spec: Spec, block: tuple) -> Spec:
-    """``spec`` with windows of ``block`` own cells (rows per thread where they divide)."""
-    wy = block[0] + 2 * spec.th
-    return replace(spec, block=tuple(block), ry=spec.ry if wy % spec.ry == 0 else 1)
+def _windows(spec: Spec, block: tuple, wall: int = 0) -> Spec:
+    """``spec`` with windows of ``block`` own cells (rows per thread where they divide),
+    ending at the walls of axis ``wall`` (:attr:`.cuda.Spec.wall`)."""
+    out = replace(spec, block=tuple(block), wall=wall)
+    return replace(out, ry=spec.ry if out.window[0] % spec.ry == 0 else 1)
+
+
+def walls_of(spec: Spec) -> tuple:
+    """Per face axis (y, z): whether its face rows' windows end at the wall
+    (:data:`WALL_WINDOWS`, where that axis has a CPML and its walls)."""
+    return tuple(bool(WALL_WINDOWS and spec.pml[a] and spec.walls[a]) for a in (1, 2))
 
 
 def cpml_block(spec: Spec) -> tuple:
@@ -346,8 +358,9 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         whole = replace(spec, span=None)
         yrows, zrows, xrows = aligned_tasks(spec, al[0], al[1], pieces, devices)
         rows = yrows + zrows
-        yspec = _windows(whole, (al[1][0], spec.block[1]))
-        zspec = _windows(whole, (spec.block[0], al[1][1]))
+        wy, wz = walls_of(spec)
+        yspec = _windows(whole, (al[1][0], spec.block[1]), 1 if wy else 0)
+        zspec = _windows(whole, (spec.block[0], al[1][1]), 2 if wz else 0)
         wins = [(yspec, "y")] * len(yrows) + [(zspec, "z")] * len(zrows) + [(whole, "x")] * len(xrows)
     else:
         rows = tasks(cspec, pieces) if any(spec.pml) else ()

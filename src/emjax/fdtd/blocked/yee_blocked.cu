@@ -146,7 +146,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
   const int gz = ((z0 - TH + lz) % NZ + NZ) % NZ;
   const int pz = z0 - TH + lz;  // unwrapped
+  // a cell is written where it is one of the row's own and inside the exact part of the window
+  // (TH cells in from each edge; with WALLWIN, up to the edge at the wall: the table's own
+  // cells say which)
+#if WALLWIN == 2
+  const bool own_z = pz >= oz0 && pz < oz1;
+#else
   const bool own_z = lz >= TH && lz < TH + BZ && pz >= oz0 && pz < oz1;
+#endif
   const int dzm = (lz > 0) ? -1 : 0, dzp = (lz < WZ - 1) ? 1 : 0;  // clamped at the window
   int ly[RY], gy[RY], cell[RY], dym[RY], dyp[RY];
   bool own[RY];
@@ -155,7 +162,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     ly[k] = r + k * (WY / RY);
     gy[k] = ((y0 - TH + ly[k]) % NY + NY) % NY;
     const int py = y0 - TH + ly[k];
+#if WALLWIN == 1
+    own[k] = active && own_z && py >= oy0 && py < oy1;
+#else
     own[k] = active && own_z && ly[k] >= TH && ly[k] < TH + BY && py >= oy0 && py < oy1;
+#endif
     cell[k] = ly[k] * WZ + lz;
     dym[k] = (ly[k] > 0) ? -WZ : 0;
     dyp[k] = (ly[k] < WY - 1) ? WZ : 0;
@@ -506,8 +517,21 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
         REAL hn[3] = {(REAL)0, (REAL)0, (REAL)0};
         if (do_h && LIVE(k, s)) {
           const int cy = cell[k] + dyp[k], cz = cell[k] + dzp;
-          const REAL exp_y = BUF(set, 0, cy), exp_z = BUF(set, 0, cz);
-          const REAL eyp_z = BUF(set, 1, cz), ezp_y = BUF(set, 2, cy);
+          REAL exp_y = BUF(set, 0, cy), exp_z = BUF(set, 0, cz);
+          REAL eyp_z = BUF(set, 1, cz), ezp_y = BUF(set, 2, cy);
+#if WALLWIN == 1  // past the last row, the wall's: E^{s-1}(y = 0), the input, then 0 (the wall)
+          if (gy[k] == NY - 1) {
+            const long at0 = col[k] + (long)(q - X0) * plane - (long)gy[k] * NZ;  // IDX(q, 0, gz)
+            exp_y = (s == 1) ? ex[at0] : (REAL)0;
+            ezp_y = (s == 1) ? ez[at0] : (REAL)0;
+          }
+#elif WALLWIN == 2  // past the last z, E^{s-1}(z = 0) likewise
+          if (gz == NZ - 1) {
+            const long at0 = col[k] + (long)(q - X0) * plane - gz;  // IDX(q, gy, 0)
+            exp_z = (s == 1) ? ex[at0] : (REAL)0;
+            eyp_z = (s == 1) ? ey[at0] : (REAL)0;
+          }
+#endif
           REAL dyEz = (ezp_y - ef[k][2]) * inv_dx, dzEy = (eyp_z - ef[k][1]) * inv_dx;
           REAL dzEx = (exp_z - ef[k][0]) * inv_dx, dyEx = (exp_y - ef[k][0]) * inv_dx;
 #if PML1

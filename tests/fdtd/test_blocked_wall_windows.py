@@ -1,0 +1,69 @@
+"""The CPML's face rows in windows that end at the walls (``split.WALL_WINDOWS`` with the
+aligned rows): TH halo cells on the inner side only. Past the last row the H update reads
+the wall's E (the grid's first row: the pass's input at the first level, then 0), as the
+XLA step's wrapped difference does; checked from a random state, whose tangential E on the
+walls is not zero, so that the input's value matters."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_blocked import _rel, _setup
+from test_blocked_cuda import _cpml_all_faces
+
+from emjax.backend import precision_scope
+from emjax.fdtd import blocked
+from emjax.fdtd import step as engine
+from emjax.fdtd.blocked import cuda_advance, emulation
+from emjax.fdtd.blocked import split as cpml_split
+
+
+def _split(monkeypatch, walls: bool, shape=(12, 30, 26)):
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    monkeypatch.setattr(cpml_split, "WALL_WINDOWS", walls)
+    jax.clear_caches()  # the flags are read while tracing
+    sim = _cpml_all_faces(shape)
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
+    return sim, cpml_split.split(spec)
+
+
+def test_face_windows_end_at_the_walls(monkeypatch):
+    """y faces' windows 4 + 2 rows (own 4, TH = 2 inside) for 4 + 4; z faces' 4 + 2 along z;
+    the low faces' rows start TH later (the window's first cell is the wall's); the x rows
+    and the bulk keep halos on both sides."""
+    _, (bulk, _, fixes, rows) = _split(monkeypatch, True)
+    (ys, yi), (zs, zi), (xs, _) = fixes
+    assert (ys.wall, ys.window, ys.threads) == (1, (6, 10), 64)  # 60 cells, one a thread
+    assert (zs.wall, zs.window) == (2, (9, 6))
+    assert xs.wall == 0 and bulk.wall == 0 and xs.window == (9, 10)
+    assert {rows[i][0] for i in yi} == {2, 26}  # window origins: y = 0 and 26 - 2 = 24 first
+    assert {rows[i][1] for i in zi} == {2, 22}
+    _, (_, _, plain, _) = _split(monkeypatch, False)
+    assert plain[0][0].window == (8, 10) and plain[0][0].wall == 0
+
+
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+@pytest.mark.parametrize("walls", [True, False])
+def test_random_state_through_wall_windows_equals_the_xla_step(monkeypatch, walls):
+    """5 steps in passes of 2 (the last of 1) from random E and H (the walls' tangential E
+    too): the blocked kernel (emulated) equals the XLA step to 1e-12, with the face windows
+    at the walls and without."""
+    sim, _ = _split(monkeypatch, walls)
+    rng = np.random.default_rng(3)
+    with precision_scope():
+        plan, arrays, state = _setup(sim, 5)
+        state = dict(state)
+        for f in ("E", "H"):
+            state[f] = tuple(jnp.asarray(rng.standard_normal(np.shape(v))) for v in state[f])
+        ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5)
+        out, rec, finite = blocked.advance(
+            plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5, th=2, tile=(12, 5, 6), kernel="emulate"
+        )
+        assert bool(finite)
+        for f in ("E", "H"):
+            assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
+        for k in ref["psi"]:
+            scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
+            assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+        assert _rel(rec, rec_ref) <= 1e-12
