@@ -1,0 +1,111 @@
+"""The CPML's face rows aligned (``split.ALIGNED``, the float32 default): the bulk's tiles over
+the interior, a kernel per face axis owning exactly the L + TH cells at each y and z face,
+the x-CPML's rows in a kernel of their own; the face depth by cost. Emulated on the CPU and
+run on a GPU, equal to the XLA step to rounding."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_blocked import _compare, _setup
+from test_blocked_cuda import _cpml_all_faces
+
+from emjax import fdtd
+from emjax.backend import precision_scope
+from emjax.fdtd import blocked
+from emjax.fdtd import step as engine
+from emjax.fdtd.blocked import emulation
+from emjax.fdtd.grid import CPML
+
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+gpu = pytest.mark.gpu
+
+
+@emulated
+@pytest.mark.parametrize(
+    "slots, x_tail", [(None, True), (11, True), pytest.param(11, False, marks=pytest.mark.slow)]
+)
+def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots, x_tail):
+    """``split.ALIGNED``: the bulk's tiles over the interior (the last one slid back), the
+    CPML's face rows owning exactly the L + TH cells at each y and z face (z faces over the
+    interior's y) in windows a bulk tile long along the face, the x-CPML's rows with the
+    bulk's windows in a kernel of their own. With 11 CTAs at once the bulk's last tile runs
+    in x pieces: with ``X_TAIL`` in a kernel with the x-CPML's code ahead of the faces' (its
+    x rows left out: the x rows then fill whole waves), else as the bulk's tail."""
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    monkeypatch.setattr(cpml_split, "SLOTS", slots)
+    monkeypatch.setattr(cpml_split, "X_TAIL", x_tail)
+    jax.clear_caches()  # the flags are read while tracing: a program of another case would serve
+    nx = 12 if slots is None else 24  # 24: the x ends apart, and x pieces of the tail that pay
+    sim = _cpml_all_faces((nx, 30, 26))
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
+    bulk, tail, fixes, rows = cpml_split.split(spec)
+    # y: faces of 4 cells (L + TH = 4; 5 would leave 4 whole tiles of 5, but 2 more face cells
+    # cost more than the 3 cells the last of the interior's 5 tiles, slid back, computes
+    # twice); z: 4 (a multiple of the 4 float64 cells of a 32-byte sector, and 3 whole tiles)
+    assert bulk.span == ((4, 22), (4, 18)) and bulk.grid[:2] == (3, 5)
+    blocks = [((4, 6), (2, 2, 2)), ((5, 4), (2, 2, 2)), ((5, 6), (2, 0, 0))]  # y faces, z faces, x
+    merged = slots is not None and x_tail
+    assert [(f.block, f.pml) for f, _ in fixes] == [((5, 6), (2, 0, 0))] * merged + blocks
+    assert (tail is not None) == (slots is not None and not x_tail)
+    if merged:  # the tail's 4 tiles over all of x, in pieces; the x rows of the other 11
+        # tiles (one march at each x end), two waves of 11
+        xt, xr = ([rows[i] for i in fixes[j][1]] for j in (0, -1))
+        assert (
+            len({(r[0], r[1]) for r in xt}) == 4
+            and min(r[8] for r in xt) == 0
+            and max(r[9] for r in xt) == 24
+        )
+        assert not {(r[0], r[1]) for r in xt} & {(r[0], r[1]) for r in xr} and len(xr) == 22
+    yface, zface = ([rows[i] for i in fixes[j + merged][1]] for j in (0, 1))
+    assert {(r[2], r[3]) for r in yface} == {(0, 4), (26, 30)} and {r[5] - r[4] for r in yface} == {6, 2}
+    assert {(r[4], r[5]) for r in zface} == {(0, 4), (22, 26)} and {(r[2], r[3]) for r in zface} >= {(4, 9)}
+    _compare(sim, 5, th=2, tile=(nx, 5, 6), kernel="emulate")
+
+
+def test_aligned_faces_start_the_bulk_on_a_sector():
+    """The face rows' depth: at least L + TH, along z a whole number of 32-byte sectors (8
+    float32 cells); of those up to a tile deeper, the one whose cells cost least (the bulk's
+    cells computed twice in a last tile slid back, each face cell past the least depth at
+    ``FACE_COST``); on a tie whole tiles."""
+    from emjax.fdtd.blocked.tiling import face_depth
+
+    assert face_depth(512, 24, 14, 8) == 16  # 480 = 20 tiles of 24
+    assert face_depth(512, 24, 14, 1) == 16
+    assert face_depth(500, 24, 14, 8) == 16  # no multiple of 8 up to 38 leaves whole tiles
+    assert face_depth(100, 24, 17, 4) == 20  # 60 cells: not whole tiles; the sector first
+    assert face_depth(14, 5, 4, 1) == 4  # 7 would leave whole tiles, but none
+    # 1024 and 256: the least depths (a tile column slid back costs less than more face cells)
+    assert [face_depth(n, 24, 14, a) for n in (256, 1024) for a in (1, 8)] == [14, 16, 14, 16]
+    assert all(face_depth(n, b, r, 8) % 8 == 0 for n in (96, 512, 777) for b in (16, 24) for r in (5, 14))
+
+
+@gpu
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_gpu_aligned_bulk_and_face_rows(monkeypatch, precision):
+    """``split.ALIGNED`` on a 48^3 grid with a CPML on every face after 60 steps in passes
+    of 4: float64 to 1e-12, float32 to 1e-5."""
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    jax.clear_caches()
+    try:
+        if precision == "double":
+            _compare(_cpml_all_faces((48, 48, 48)), 60, th=4, tile=(48, 24, 24), kernel="cuda")
+        else:
+            n = 48
+            g = fdtd.Grid((n,) * 3, 1.0, boundary=CPML(8), precision="single")
+            src = fdtd.PointDipole((20, 20, 20), 2, fdtd.GaussianPulse(frequency=0.08, bandwidth=0.5))
+            sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((24, 5, 20), 2),))
+            with precision_scope():
+                plan, arrays, state = _setup(sim, 60, jnp.float32)
+                ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 60)
+                out, rec, _ = blocked.advance(plan, arrays, state, 60, th=4, tile=(n, 24, 24), kernel="cuda")
+                E, Er = np.stack(out["E"]), np.stack(ref["E"])
+                assert np.abs(E - Er).max() <= 1e-5 * np.abs(Er).max()
+    finally:
+        jax.clear_caches()
