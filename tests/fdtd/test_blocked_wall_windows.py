@@ -14,7 +14,7 @@ from test_blocked_cuda import _cpml_all_faces
 from emjax.backend import precision_scope
 from emjax.fdtd import blocked
 from emjax.fdtd import step as engine
-from emjax.fdtd.blocked import cuda_advance, emulation
+from emjax.fdtd.blocked import cuda, cuda_advance, emulation
 from emjax.fdtd.blocked import split as cpml_split
 
 
@@ -37,6 +37,8 @@ def test_face_windows_end_at_the_walls(monkeypatch):
     assert (ys.wall, ys.window, ys.threads) == (1, (6, 10), 64)  # 60 cells, one a thread
     assert (zs.wall, zs.window) == (2, (9, 6))
     assert xs.wall == 0 and bulk.wall == 0 and xs.window == (9, 10)
+    # the face kernels (fewer threads) hold their y and z profiles in registers, others not
+    assert "#define PROFILE_REGS 1" in cuda.source(ys) and "#define PROFILE_REGS 0" in cuda.source(xs)
     assert {rows[i][0] for i in yi} == {2, 26}  # window origins: y = 0 and 26 - 2 = 24 first
     assert {rows[i][1] for i in zi} == {2, 22}
     _, (_, _, plain, _) = _split(monkeypatch, False)

@@ -207,6 +207,9 @@ SKIP_SPENT_ROWS = None
 SKIP_SPENT_DEFAULT = {8: True}
 #: the x-march unrolled twice also where the CPML's chains live in shared memory
 UNROLL_SMEM_CHAINS = True
+#: the face rows' kernels (windows at the walls, fewer threads: registers to spare) hold each
+#: thread's y and z CPML profiles in registers instead of reading them at every level
+PROFILE_REGS = True
 
 #: inputs of int32 (the rest are of the spec's dtype)
 INTS = ("xr", "tasks")
@@ -333,6 +336,7 @@ def source(spec: Spec) -> str:
     skip = SKIP_SPENT_ROWS if SKIP_SPENT_ROWS is not None else SKIP_SPENT_DEFAULT.get(spec.itemsize, False)
     d["SKIP_SPENT"] = int(skip and not spec.wall)  # (its spent rows assume halos on both sides)
     d["WALLWIN"] = spec.wall
+    d["PROFILE_REGS"] = int(PROFILE_REGS and spec.wall != 0)
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())
     d["RING_OFF"] = 12 + spec.chains

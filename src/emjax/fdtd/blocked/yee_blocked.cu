@@ -192,6 +192,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #if PML2
   const bool sz = INSLAB(gz, NZ, L2);  // (the profiles are read where used: registers are scarce)
 #endif
+#if PROFILE_REGS  // where registers are not scarce: a thread's y and z profiles, read once
+#if PML1          // (its rows' y and its z stay put through the march)
+  REAL py1[RY][6];
+  FOR_K {
+    const int g = gy[k];
+    py1[k][0] = pE1[g]; py1[k][1] = pE1[NY + g]; py1[k][2] = pE1[2 * NY + g];
+    py1[k][3] = pH1[g]; py1[k][4] = pH1[NY + g]; py1[k][5] = pH1[2 * NY + g];
+  }
+#endif
+#if PML2
+  const REAL pz2[6] = {pE2[gz], pE2[NZ + gz], pE2[2 * NZ + gz], pH2[gz], pH2[NZ + gz], pH2[2 * NZ + gz]};
+#endif
+#endif
 
 #if NJ
   const REAL *jin[NJ] = {JIN_LIST};
@@ -369,7 +382,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #if PML1
           if (INSLAB(gy[k], NY, L1)) {
             const int g = gy[k];
+#if PROFILE_REGS
+            const REAL b = py1[k][0], c = py1[k][1], kp = py1[k][2];
+#else
             const REAL b = pE1[g], c = pE1[NY + g], kp = pE1[2 * NY + g];
+#endif
             const REAL m = (g == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(p, g, gz);
             dyHz += cpml_term(chy[k], i, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
@@ -380,7 +397,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
 #if PML2
           if (sz) {
+#if PROFILE_REGS
+            const REAL bEz = pz2[0], cEz = pz2[1], kEz = pz2[2];
+#else
             const REAL bEz = pE2[gz], cEz = pE2[NZ + gz], kEz = pE2[2 * NZ + gz];
+#endif
             const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(p, gy[k], gz);
             dzHy += cpml_term(chz[k], i, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
@@ -537,7 +558,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #if PML1
           if (INSLAB(gy[k], NY, L1)) {
             const int g = gy[k];
+#if PROFILE_REGS
+            const REAL b = py1[k][3], c = py1[k][4], kp = py1[k][5];
+#else
             const REAL b = pH1[g], c = pH1[NY + g], kp = pH1[2 * NY + g];
+#endif
             const REAL m = (g == NY - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(q, g, gz);
             dyEz += cpml_term(chy[k], i, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
@@ -548,7 +573,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
 #if PML2
           if (sz) {
+#if PROFILE_REGS
+            const REAL bHz = pz2[3], cHz = pz2[4], kHz = pz2[5];
+#else
             const REAL bHz = pH2[gz], cHz = pH2[NZ + gz], kHz = pH2[2 * NZ + gz];
+#endif
             const REAL mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(q, gy[k], gz);
             dzEy += cpml_term(chz[k], i, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
