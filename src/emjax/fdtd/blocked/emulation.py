@@ -67,8 +67,9 @@ def emulated_source(spec: Spec) -> str:
     args = ", ".join(f"({'int' if n in INTS else real} *){n}" for n in names)
     # one thread per CUDA thread for the whole launch, the CTAs one after another (a barrier
     # between them: the shared memory is the next CTA's only when every thread is done).
-    # Fibers (ucontext) on one thread instead took twice as long on 2 cores (11.3 s against
-    # 6.0 s for one test): each switch makes system calls for the signal mask.
+    # Fibers (ucontext) on one thread instead ran as fast, no faster, on 2 cores (the slabs'
+    # emulated test warm: 31.6 s against 32.8): each switch makes system calls for the
+    # signal mask.
     launcher = f"""
 extern "C" int emulate_launch({params}) {{
   std::vector<unsigned char> shared({spec.smem_bytes});
