@@ -69,3 +69,19 @@ def test_random_state_through_wall_windows_equals_the_xla_step(monkeypatch, wall
             scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
             assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
         assert _rel(rec, rec_ref) <= 1e-12
+
+
+def test_a_cpml_on_z_alone_takes_z_wall_windows(monkeypatch):
+    """Aligned rows with a CPML on z only (PEC walls on x and y): z faces' windows end at the
+    walls, and there are no y faces."""
+    from emjax import fdtd
+    from emjax.fdtd.grid import CPML, PEC
+
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    g = fdtd.Grid((12, 30, 26), 1.0, boundary=(PEC(), PEC(), CPML(thickness=2)), precision="double")
+    src = fdtd.PointDipole((5, 15, 13), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+    plan, arrays, _ = _setup(fdtd.GridSimulation(g, sources=(src,)), 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
+    _, _, fixes, rows = cpml_split.split(spec)
+    (zs, zi), = fixes
+    assert zs.wall == 2 and {rows[i][1] for i in zi} == {2, 22}

@@ -133,10 +133,10 @@ def aligned_tasks(
         return slab_chunks(nx, th, best_pieces(n, nx // devices, th, slots()), devices)
 
     yfaces, zfaces = [], []
+    wy, wz = walls_of(spec)  # windows that end at the wall start TH later at y = 0 (z = 0)
     if Ly:
         zs = tiles_from(0, nz, bz)
         whole = marches(2 * len(zs))
-        wy, wz = walls_of(spec)  # windows that end at the wall start TH later at y = 0
         for y in ((th if wy else 0, 0, cy), (ny - cy, ny - cy, ny)):
             yfaces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in zs for m in whole]
     if Lz:
