@@ -83,5 +83,5 @@ def test_a_cpml_on_z_alone_takes_z_wall_windows(monkeypatch):
     plan, arrays, _ = _setup(fdtd.GridSimulation(g, sources=(src,)), 5)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
     _, _, fixes, rows = cpml_split.split(spec)
-    (zs, zi), = fixes
+    ((zs, zi),) = fixes
     assert zs.wall == 2 and {rows[i][1] for i in zi} == {2, 22}
