@@ -211,6 +211,53 @@ UNROLL_SMEM_CHAINS = True
 #: thread's y and z CPML profiles in registers instead of reading them at every level
 PROFILE_REGS = True
 
+#: the march's steady iterations (every level runs: no guards) compiled apart from the others;
+#: per kind of kernel, by the item size: 2 (two at a time: the carried registers renamed,
+#: the buffer set and the chains' slots known at compile time), 1, or 0 (none: one
+#: iteration's code for the whole march, :func:`general_unroll` times unrolled).
+#: ``STEADY["plain"]`` for kernels with neither CPML code nor per-cell arrays (coefficients,
+#: poles, a TF/SF box), ``STEADY["cpml"]`` for the others: their registers do not hold two
+#: steady iterations (float32 at 512^3: 16-400 bytes a thread spilled, sm_90). Measured on an
+#: H100 at 512^3 (same runs): float32 with PEC walls 113.7 G cell/s against 100.4, float64
+#: 48.6 against 33.4 (with a CPML 36.6 against 36.0).
+STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}}
+
+
+def steady_n(spec: Spec) -> int:
+    """STEADY_N of ``spec``'s kernel (:data:`STEADY`)."""
+    arrays = spec.pec is not None or any(getattr(spec, k) in ("grid", "comp") for k in ("ca", "cb"))
+    extra = any(spec.pml) or (arrays and not spec.cbox_bg) or spec.tfsf is not None or spec.poles is not None
+    return STEADY["cpml" if extra else "plain"][spec.itemsize]
+
+
+def general_unroll(spec: Spec, all_smem: bool) -> int:
+    """How many times a march without steady iterations is unrolled: twice renames the
+    carried registers instead of moving them (measured on an H100, float32: 72.9 -> 92.9 G
+    cell/s at 512^3, four times 85.0; slower with the CPML's code inside, 42.8 -> 33.6,
+    unless the CPML's chains are all in shared memory, and in float64, 18.7 -> 16.8)."""
+    if spec.itemsize == 4 and (not any(spec.pml) or (all_smem and UNROLL_SMEM_CHAINS)):
+        return 2
+    return 1
+
+
+def steady_free(spec: Spec) -> str:
+    """An expression of planes ``lo``, ``hi``: whether none of [lo, hi] holds a point source,
+    a recorded probe or a monitor box's cells (steady iterations leave out their code)."""
+    spans = [(node[0], node[0]) for node, _ in spec.sources if node is not None]
+    kept = range(len(spec.probes)) if spec.record is None else spec.record
+    spans += [(spec.probes[m][2][0],) * 2 for m in kept]
+    spans += [(lo[0], lo[0] + cnt[0] - 1) for _, _, lo, cnt in spec.boxes]
+    if any(b >= spec.shape[0] for _, b in spans):  # a box that wraps around x: every plane
+        return "false"
+    return " && ".join(f"((hi) < {a} || (lo) > {b})" for a, b in sorted(set(spans))) or "true"
+
+
+#: the level at whose start each iteration reads the next plane's fields (1: the first; later
+#: levels keep the values in registers for less of the iteration). H100, 512^3 float32 with
+#: a CPML, each kernel alone: the face rows' kernels 1.342 / 1.089 ms at 3 against 1.369 /
+#: 1.230 at 1, the bulk 3.461 against 3.510; with PEC walls 113.4 G cell/s against 98.4
+PREFETCH_LEVEL = 3
+
 #: inputs of int32 (the rest are of the spec's dtype)
 INTS = ("xr", "tasks")
 
@@ -311,12 +358,9 @@ def source(spec: Spec) -> str:
         "TY_LEN": span[0][1],
         "TZ_OFF": span[1][0],
         "TZ_LEN": span[1][1],
-        # the x-march unrolled twice: the levels' carried registers are renamed instead of
-        # moved (measured on an H100, float32: 72.9 -> 92.9 G cell/s at 512^3, 4 times: 85.0;
-        # slower with the CPML's code inside, 42.8 -> 33.6, and in float64, 18.7 -> 16.8)
-        "I_UNROLL": 2
-        if spec.dtype == "float32" and (not any(spec.pml) or (all_smem and UNROLL_SMEM_CHAINS))
-        else 1,
+        "STEADY_N": steady_n(spec),
+        "GENERAL_UNROLL": general_unroll(spec, all_smem),
+        "PREFETCH_LEVEL": min(PREFETCH_LEVEL, spec.th),
         "NTASK": spec.ntask,
     }
     for key in ("ca", "cb"):
@@ -364,6 +408,7 @@ def source(spec: Spec) -> str:
             continue
         val = f"en[k][{comp}]" if field == "E" else f"hc[k][{comp}]"
         prb.append(f"if (p == {i} && gyk == {j} && gz == {k}) rec[(s - 1) * NPROBE + {m}] = {val};")
+    d["STEADY_FREE(lo, hi)"] = steady_free(spec)
     d["SOURCES"] = " ".join(src) or ";"
     d["PROBES"] = " ".join(prb) or ";"
     d["NBOX"] = len(spec.boxes)

@@ -73,6 +73,8 @@ def emulated_source(spec: Spec) -> str:
     launcher = f"""
 extern "C" int emulate_launch({params}) {{
   std::vector<unsigned char> shared({spec.smem_bytes});
+  std::vector<EmuShadow> shadow({spec.smem_bytes // spec.itemsize});
+  std::atomic<long> races{{0}};
   std::barrier<> bar({spec.threads});
   std::vector<std::thread> pool;
   for (int t = 0; t < {spec.threads}; ++t)
@@ -80,15 +82,18 @@ extern "C" int emulate_launch({params}) {{
       threadIdx = {{t, 0, 0}};
       emu_barrier = &bar;
       emu_smem = shared.data();
+      emu_shadow = shadow.data();
+      emu_races = &races;
       for (int by = 0; by < {spec.grid[1]}; ++by)
         for (int bx = 0; bx < {spec.grid[0]}; ++bx) {{
           blockIdx = {{bx, by, 0}};
           yee_blocked({args});
+          ++emu_epoch;
           bar.arrive_and_wait();
         }}
     }});
   for (auto &th : pool) th.join();
-  return 0;
+  return (int)std::min<long>(races, 1 << 30);
 }}
 """
     return (HERE / "emulate.h").read_text() + "\n" + source(spec) + launcher
@@ -112,5 +117,11 @@ def emulate_pass(spec: Spec, args: list, dest: list | None = None) -> list:
     dest = [o for o, (n, _) in zip(outs, outputs(spec)) if n != "rec"]
     ptrs = [a.ctypes.data_as(ctypes.c_void_p) for a in ins + dest + outs]
     lib.emulate_launch.argtypes = [ctypes.c_void_p] * len(ptrs)
-    lib.emulate_launch(*ptrs)
+    lib.emulate_launch.restype = ctypes.c_int
+    races = lib.emulate_launch(*ptrs)
+    if races:
+        raise RuntimeError(
+            f"the emulated blocked kernel raced on its shared-memory buffers {races} times "
+            "(a value read and written by two threads with no barrier between)"
+        )
     return outs

@@ -23,6 +23,11 @@
 // level TH writes it back.
 // Differences and CPML corrections are those of emjax.fdtd.step (tile.py is the
 // reference): plain differences wrap, the CPML's own difference reads 0 past the wall.
+// Steady iterations (STEADY_N > 0): those in the middle of the march, where every level runs
+// and updates every cell, are compiled apart without the guards of the march's ends, with
+// the buffer set's parity (and, two at a time, i's) known at compile time; the host
+// emulation checks the sets' alternation (emulate.h counts reads and writes of one value by
+// two threads with no barrier between).
 //
 // Where along x: xr = (xoff, x0, nxw, ox0, ox1), read at run time: the arrays' first plane
 // is the grid's plane xoff (a shard of several devices), each CTA marches over planes
@@ -65,6 +70,16 @@ __device__ __forceinline__ void cp_async_commit_wait1() {  // all but the newest
 #endif
 }
 
+// an iteration's kind: steady (no guards) or not, and the parities of the running level count
+// (tpar) and of i (ipar) where known at compile time (else -1)
+template <bool S, int TP, int IP>
+struct Mode {
+  static constexpr bool steady = S;
+  static constexpr int tpar = TP, ipar = IP;
+};
+// every thread of the CTA has window columns (no idle threads in the last warp)
+#define ALL_ACTIVE (WY * WZ == RY * NTHREADS)
+
 extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #ifdef EMJAX_EMULATE
   REAL *smem = reinterpret_cast<REAL *>(emu_smem);
@@ -74,7 +89,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
   const int W = WY * WZ;
   // buffers: set (0/1), field (E: 0..2, H: 3..5), window cell
+#ifdef EMJAX_EMULATE  // race-checked (emulate.h)
+#define BUF(set, f, c) (EmuRef<REAL>{&smem[((set) * 6 + (f)) * W + (c)]})
+#else
+#ifdef EMJAX_EMULATE  // race-checked (emulate.h)
+#define BUF(set, f, c) (EmuRef<REAL>{&smem[((set) * 6 + (f)) * W + (c)]})
+#else
 #define BUF(set, f, c) smem[((set) * 6 + (f)) * W + (c)]
+#endif
+#endif
 #define FOR_K _Pragma("unroll") for (int k = 0; k < RY; ++k)
 #if NRING
   // the coefficient ring: TH + 1 planes of NRING values per window cell after the buffers
@@ -260,11 +283,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #define LIVE(k, s) true
 #endif
   int task = 0;  // running level count: the shared-memory set alternates with it
-#pragma unroll I_UNROLL
-  for (int i = 0; i < NXW + TH; ++i) {
-    const int par = i & 1;
+  // one iteration of the march; ``Mode`` says whether it is a steady one (every level runs,
+  // every cell updates: no guards) and, where known at compile time, the parities of the
+  // level count and of i (the buffer set and the chains' slots: constant offsets)
+  auto iteration = [&](const int i, auto mode) {
+    constexpr bool ST = decltype(mode)::steady;
+    const int par = decltype(mode)::ipar >= 0 ? decltype(mode)::ipar : (i & 1);
+    const bool act = ALL_ACTIVE || active;
 #if NRING
-    if (active && i < NXW) {  // plane X0 + i: its first E update is level 1's next iteration
+    if (act && (ST || i < NXW)) {  // plane X0 + i: its first E update is level 1's next iteration
       const int slot = (i + 1) % (TH + 1);
       FOR_K {
         const long at = col[k] + (long)i * plane;
@@ -287,26 +314,30 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
     REAL ef[RY][3], hin[RY][3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
     FOR_K {
-      if (active && i < NXW) {
+      if (act && (ST || i < NXW)) {
         for (int c = 0; c < 3; ++c) { ef[k][c] = nxt[k][c]; hin[k][c] = nxt[k][3 + c]; }
-        if (i + 1 < NXW) {
-          const long at = col[k] + (i + 1) * plane;
-          nxt[k][0] = ex[at]; nxt[k][1] = ey[at]; nxt[k][2] = ez[at];
-          nxt[k][3] = hx[at]; nxt[k][4] = hy[at]; nxt[k][5] = hz[at];
-        }
       } else {
         for (int c = 0; c < 3; ++c) ef[k][c] = hin[k][c] = (REAL)0;
       }
     }
 #pragma unroll
     for (int s = 1; s <= TH; ++s) {
-      if (i < s - 1 || i > NXW - 1 + s) continue;  // uniform over the CTA
-      const int ql = i - s + 1;                      // the march's own plane count
-      const int q = X0 + ql;                         // the grid's plane
-      const int set = task & 1;
+      if (s == PREFETCH_LEVEL) {  // plane i + 1, read while the levels from this one work
+        FOR_K {
+          if (act && (ST || i + 1 < NXW)) {
+            const long at = col[k] + (i + 1) * plane;
+            nxt[k][0] = ex[at]; nxt[k][1] = ey[at]; nxt[k][2] = ez[at];
+            nxt[k][3] = hx[at]; nxt[k][4] = hy[at]; nxt[k][5] = hz[at];
+          }
+        }
+      }
+      if (!ST && (i < s - 1 || i > NXW - 1 + s)) continue;  // uniform over the CTA
+      const int ql = i - s + 1;                             // the march's own plane count
+      const int q = X0 + ql;                                // the grid's plane
+      const int set = decltype(mode)::tpar >= 0 ? (decltype(mode)::tpar + s - 1) & 1 : task & 1;
       ++task;
-      const bool do_e = active && ql >= 1 && ql <= NXW;  // E update, H completion on q - 1
-      const bool do_h = active && ql <= NXW - 1;         // H start on plane q
+      const bool do_e = act && (ST || (ql >= 1 && ql <= NXW));  // E update, H completion on q - 1
+      const bool do_h = act && (ST || ql <= NXW - 1);           // H start on plane q
       const int p = q - 1;
 #if TFSF
       const bool tf_px = TF_NEAR(p, NX, TF_G0_LO, TF_G0_HI);
@@ -330,9 +361,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL mH = (p == NX - 1) ? (REAL)0 : (REAL)1;
             const REAL b = pH0[p], c = pH0[NX + p], kp = pH0[2 * NX + p];
             const long pi = PIDX0(p, gy[k], gz);
-            dxEz += cpml_term(chx[k], i, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
+            dxEz += cpml_term(chx[k], i, par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_2, pout_H0_2, pi, own[k] && out_p);
-            dxEy += cpml_term(chx[k], i, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
+            dxEy += cpml_term(chx[k], i, par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_1, pout_H0_1, pi, own[k] && out_p);
           }
 #endif
@@ -345,7 +376,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
         }
         // b. H^s(q-1) and E^{s-1}(q) to shared memory
-        if (active) {
+        if (act) {
           BUF(set, 0, cell[k]) = ef[k][0]; BUF(set, 1, cell[k]) = ef[k][1];
           BUF(set, 2, cell[k]) = ef[k][2]; BUF(set, 3, cell[k]) = hc[k][0];
           BUF(set, 4, cell[k]) = hc[k][1]; BUF(set, 5, cell[k]) = hc[k][2];
@@ -373,9 +404,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL mE = (p == 0) ? (REAL)0 : (REAL)1;
             const REAL b = pE0[p], c = pE0[NX + p], kp = pE0[2 * NX + p];
             const long pi = PIDX0(p, gy[k], gz);
-            dxHz += cpml_term(chx[k], i, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
+            dxHz += cpml_term(chx[k], i, par, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_2, pout_E0_2, pi, own[k] && out_p);
-            dxHy += cpml_term(chx[k], i, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
+            dxHy += cpml_term(chx[k], i, par, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_1, pout_E0_1, pi, own[k] && out_p);
           }
 #endif
@@ -389,9 +420,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
             const REAL m = (g == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(p, g, gz);
-            dyHz += cpml_term(chy[k], i, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
+            dyHz += cpml_term(chy[k], i, par, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_2, pout_E1_2, pi, own[k] && out_p);
-            dyHx += cpml_term(chy[k], i, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
+            dyHx += cpml_term(chy[k], i, par, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_0, pout_E1_0, pi, own[k] && out_p);
           }
 #endif
@@ -404,9 +435,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
             const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(p, gy[k], gz);
-            dzHy += cpml_term(chz[k], i, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
+            dzHy += cpml_term(chz[k], i, par, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_1, pout_E2_1, pi, own[k] && out_p);
-            dzHx += cpml_term(chz[k], i, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
+            dzHx += cpml_term(chz[k], i, par, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_0, pout_E2_0, pi, own[k] && out_p);
           }
 #endif
@@ -511,17 +542,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
               }
             }
 #endif
+          // point sources, probes and monitor boxes: on the planes of no steady iteration
 #if NSRC
-          SOURCES
+          if (!ST) {
+            SOURCES
+          }
 #endif
 #if NPROBE
-          if (own[k] && out_p) {
+          if (!ST && own[k] && out_p) {
             PROBES
           }
 #endif
 #if NBOX
           // the boxes this cell is in: rare, so the loop costs only there
-          unsigned long long bits = (own[k] && out_p) ? XMASK[p] & yzm[k] : 0ull;
+          unsigned long long bits = (!ST && own[k] && out_p) ? XMASK[p] & yzm[k] : 0ull;
           while (bits) {
             const int b = __ffsll((long long)bits) - 1;
             bits &= bits - 1;
@@ -565,9 +599,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
             const REAL m = (g == NY - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX1(q, g, gz);
-            dyEz += cpml_term(chy[k], i, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
+            dyEz += cpml_term(chy[k], i, par, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_2, pout_H1_2, pi, own[k] && out_q);
-            dyEx += cpml_term(chy[k], i, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
+            dyEx += cpml_term(chy[k], i, par, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_0, pout_H1_0, pi, own[k] && out_q);
           }
 #endif
@@ -580,9 +614,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #endif
             const REAL mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
             const long pi = PIDX2(q, gy[k], gz);
-            dzEy += cpml_term(chz[k], i, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
+            dzEy += cpml_term(chz[k], i, par, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_1, pout_H2_1, pi, own[k] && out_q);
-            dzEx += cpml_term(chz[k], i, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
+            dzEx += cpml_term(chz[k], i, par, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_0, pout_H2_0, pi, own[k] && out_q);
           }
 #endif
@@ -606,5 +640,33 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
         }
       }
     }
+  };
+  // iterations [TH, NXW - 2] are steady, but those on planes with point sources, probes or
+  // monitor boxes (STEADY_FREE of the planes they work on: their code stays out of the
+  // steady ones, and so do its registers); they run STEADY_N at a time (2: the carried
+  // registers renamed instead of moved, and both parities known; 0: none is). A steady
+  // iteration follows TH (TH + 1) / 2 levels and then whole iterations of TH levels each.
+  constexpr int P0 = (TH * (TH + 1) / 2) & 1;
+#if STEADY_N == 0  // one iteration's code for the whole march, unrolled GENERAL_UNROLL times
+#pragma unroll GENERAL_UNROLL
+  for (int i = 0; i < NXW + TH; ++i) iteration(i, Mode<false, -1, -1>{});
+#else
+  for (int i = 0; i < NXW + TH;) {
+    // (the parities a steady iteration assumes: a general one in between, where a plane
+    // is not free, realigns them)
+    const bool aligned = STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1));
+    if (i >= TH && i + STEADY_N - 1 <= NXW - 2 && aligned && STEADY_FREE(X0 + i - TH, X0 + i + STEADY_N - 2)) {
+#if STEADY_N == 2
+      iteration(i, Mode<true, P0, TH & 1>{});
+      iteration(i + 1, Mode<true, (P0 + TH) & 1, (TH + 1) & 1>{});
+#else  // one at a time: the set's parity is known where TH is even (TH levels an iteration)
+      iteration(i, Mode<true, TH % 2 ? -1 : P0, -1>{});  // (P0: the level count's parity)
+#endif
+      i += STEADY_N;
+    } else {
+      iteration(i, Mode<false, -1, -1>{});
+      ++i;
+    }
   }
+#endif
 }

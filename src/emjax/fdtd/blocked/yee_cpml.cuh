@@ -20,21 +20,22 @@
 // p's psi stays in slot p % TH from level 1 (iteration p + 1) to level TH, each level
 // updating it in place (the levels of one iteration are on TH different planes).
 typedef REAL *ChainS;
-__device__ __forceinline__ REAL &ch_old(ChainS ch, int it, int s, int slot) {
+__device__ __forceinline__ REAL &ch_old(ChainS ch, int it, int, int s, int slot) {
   return ch[((((it) - (s) + TH) % TH) * 4 + (slot)) * (WY * WZ)];
 }
-__device__ __forceinline__ REAL &ch_new(ChainS ch, int it, int s, int slot) {
-  return ch_old(ch, it, s, slot);
+__device__ __forceinline__ REAL &ch_new(ChainS ch, int it, int par, int s, int slot) {
+  return ch_old(ch, it, par, s, slot);
 }
-// In registers or local memory (ChainL), double-buffered by the iteration's parity.
+// In registers or local memory (ChainL), double-buffered by the iteration's parity (par:
+// it & 1, a constant where the caller knows it).
 struct ChainL {
   REAL v[2][TH][4];
 };
-__device__ __forceinline__ REAL &ch_old(ChainL &ch, int it, int s, int slot) {
-  return ch.v[(it & 1) ^ 1][s - 1][slot];
+__device__ __forceinline__ REAL &ch_old(ChainL &ch, int, int par, int s, int slot) {
+  return ch.v[par ^ 1][s - 1][slot];
 }
-__device__ __forceinline__ REAL &ch_new(ChainL &ch, int it, int s, int slot) {
-  return ch.v[it & 1][s][slot];
+__device__ __forceinline__ REAL &ch_new(ChainL &ch, int, int par, int s, int slot) {
+  return ch.v[par][s][slot];
 }
 #if CHAIN_SMEM0
 typedef ChainS Chain0;
@@ -54,15 +55,15 @@ typedef ChainL Chain2;
 
 // one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
 template <class Chain>
-__device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int s, int slot, REAL vs,
+__device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int par, int s, int slot, REAL vs,
                                           REAL b, REAL c, REAL km1, int kappa,
                                           const REAL *pin, REAL *pout, long pidx, bool own) {
-  REAL old = (s == 1) ? pin[pidx] : ch_old(ch, it, s, slot);
+  REAL old = (s == 1) ? pin[pidx] : ch_old(ch, it, par, s, slot);
   REAL p = b * old + c * vs;
   if (s == TH) {
     if (own) pout[pidx] = p;
   } else {
-    ch_new(ch, it, s, slot) = p;
+    ch_new(ch, it, par, s, slot) = p;
   }
   return kappa ? km1 * vs + p : p;
 }

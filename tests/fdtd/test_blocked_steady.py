@@ -1,0 +1,106 @@
+"""The blocked kernel's steady iterations (every level runs, no guards, the buffer set and the
+chains' slots at compile time) in float32, where they run two at a time, against the XLA step;
+and the host emulation's race check of the shared-memory buffers, which a wrong set parity
+trips."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_blocked import _copy, _rel, _setup
+
+from emjax import fdtd
+from emjax.backend import precision_scope
+from emjax.fdtd import blocked
+from emjax.fdtd import step as engine
+from emjax.fdtd.blocked import cuda, emulation
+from emjax.fdtd.grid import CPML, PEC
+
+emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+
+
+def _sim(boundary, shape=(21, 12, 11)):
+    g = fdtd.Grid(shape, 1.0, boundary=boundary, precision="single")
+    # sources and probes near the low x end: the planes after them march in steady iterations
+    srcs = (
+        fdtd.PointDipole((3, 5, 4), 1, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5)),
+        fdtd.PointDipole((5, 8, 7), 2, fdtd.GaussianPulse(frequency=0.13, bandwidth=0.5)),
+    )
+    # and a probe in the middle: the steady pairs resume after it (realigned, TH odd)
+    probes = (fdtd.Probe((4, 6, 5), 1), fdtd.Probe((12, 3, 8), 0, "H"))
+    # vacuum: kernels with per-cell coefficient arrays take no steady iterations
+    return fdtd.GridSimulation(g, eps=1.0, sources=srcs, probes=probes)
+
+
+def _compare32(sim, steps, th, tile, tol=2e-6):
+    with precision_scope():
+        plan, arrays, state = _setup(sim, steps, jnp.float32)
+        ref, rec_ref, _ = engine.advance(plan, arrays, _copy(state), steps)
+        out, rec, _ = blocked.advance(plan, arrays, _copy(state), steps, th=th, tile=tile, kernel="emulate")
+    assert np.abs(np.stack(ref["E"])).max() > 1e-6
+    for f in "EH":
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= tol, f
+    rec, rec_ref = np.asarray(rec), np.asarray(rec_ref)
+    assert np.abs(rec - rec_ref).max() <= tol * max(np.abs(rec_ref).max(), 1e-20)
+
+
+def _steady_n(th, pml):
+    walls, kappa = (True,) * 3, (False,) * 3
+    spec = cuda.Spec("float32", (21, 12, 11), th, (4, 4), 1.0, 0.5, 1.0, 0.5, None, walls, pml, kappa, (), ())
+    head = cuda.source(spec).splitlines()
+    return int(next(ln.split()[2] for ln in head if ln.startswith("#define STEADY_N ")))
+
+
+@emulated
+@pytest.mark.parametrize("th", [2, 3])
+def test_emulated_float32_steady_pairs(th):
+    """PEC walls: iterations run two steady ones at a time (both parities of the
+    level count, TH even and odd), steps not a multiple of TH."""
+    assert _steady_n(th, (0, 0, 0)) == 2
+    _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
+
+
+@emulated
+def test_emulated_float32_cpml_bulk_and_faces():
+    """A CPML: the bulk's steady pairs beside the CPML kernels' march of general iterations."""
+    assert _steady_n(2, (2, 2, 2)) == 0
+    _compare32(_sim(CPML(thickness=2), shape=(20, 22, 21)), 5, 2, (8, 4, 4))
+
+
+@emulated
+def test_emulated_sources_stay_out_of_steady_iterations(monkeypatch):
+    """With every iteration free to be steady, the point sources' and probes' planes march in
+    steady ones, which leave their code out: the fields then differ from the XLA step's."""
+    monkeypatch.setattr(cuda, "steady_free", lambda spec: "true")
+    with pytest.raises(AssertionError):
+        _compare32(_sim(PEC()), 7, 2, (8, 4, 4))
+
+
+def _break(monkeypatch, good, bad):
+    real = emulation.source
+
+    def broken(spec):
+        text = real(spec)
+        assert good in text
+        return text.replace(good, bad)
+
+    monkeypatch.setattr(emulation, "source", broken)
+
+
+@emulated
+def test_emulation_reports_a_race_on_the_buffer_sets(monkeypatch):
+    """With the second steady iteration's set parity off by one, two consecutive levels use one
+    buffer set: the emulation counts a read and a write with no barrier between and raises."""
+    good = "iteration(i + 1, Mode<true, (P0 + TH) & 1, (TH + 1) & 1>{});"
+    _break(monkeypatch, good, "iteration(i + 1, Mode<true, (P0 + TH + 1) & 1, (TH + 1) & 1>{});")
+    with pytest.raises(RuntimeError, match="raced"):
+        _compare32(_sim(PEC()), 5, 2, (8, 4, 4))
+
+
+@emulated
+def test_emulation_reports_steady_pairs_out_of_step(monkeypatch):
+    """TH odd: after the general iterations of the middle probe's planes, a steady pair that
+    did not wait for its parities (one more general iteration) uses the wrong set."""
+    good = "const bool aligned = STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1));"
+    _break(monkeypatch, good, "const bool aligned = true;")
+    with pytest.raises(RuntimeError, match="raced"):
+        _compare32(_sim(PEC()), 7, 3, (8, 4, 4))
