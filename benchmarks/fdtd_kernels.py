@@ -81,6 +81,25 @@ CPML_KERNELS = {
 }
 
 
+# the march's steady iterations (blocked.cuda.STEADY): "default" the package's; "none": one
+# iteration's code for the whole march in every kernel; "cpml1" / "cpml2": one / two steady
+# iterations at a time in the CPML kernels too; "plain64-0" / "plain64-2": none / two at a
+# time in the float64 kernels without CPML code
+STEADY = {
+    "default": None,
+    "none": {"plain": {4: 0, 8: 0}, "cpml": {4: 0, 8: 0}},
+    "cpml1": {"plain": {4: 2, 8: 1}, "cpml": {4: 1, 8: 1}},
+    "cpml2": {"plain": {4: 2, 8: 1}, "cpml": {4: 2, 8: 2}},
+    "plain64-0": {"plain": {4: 2, 8: 0}, "cpml": {4: 0, 8: 0}},
+    "plain64-2": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}},
+}
+_STEADY0 = dict(cuda_kernel.STEADY)
+
+
+def steady(name):
+    cuda_kernel.STEADY = dict(_STEADY0) if STEADY[name] is None else STEADY[name]
+
+
 def cpml_kernels(name):
     from emjax.fdtd.blocked import bulk
     from emjax.fdtd.blocked import split as cpml_split
@@ -205,6 +224,13 @@ def main(argv=None):
         help="on: each level leaves out the window rows no own cell needs (cuda.SKIP_SPENT_ROWS); "
         "auto: as the package chooses by precision",
     )
+    ap.add_argument(
+        "--steady",
+        nargs="+",
+        default=["default"],
+        choices=sorted(STEADY),
+        help="the march's steady iterations compiled apart (cuda.STEADY): see STEADY above",
+    )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
         "--source",
@@ -266,7 +292,7 @@ def main(argv=None):
                         }
                     )
                     combos = [
-                        (c, sp, ck, r, cb, ch, sk)
+                        (c, sp, ck, r, cb, ch, sk, st)
                         for c in a.configs
                         for sp in a.split
                         for ck in a.cpml_kernels
@@ -274,8 +300,9 @@ def main(argv=None):
                         for cb in a.cpml_block
                         for ch in a.chain_axes
                         for sk in a.skip_rows
+                        for st in a.steady
                     ]
-                    for cfg, split, ck, ring, cb, chains, skip in combos:
+                    for cfg, split, ck, ring, cb, chains, skip, stdy in combos:
                         if split == "off" and boundary == "pec":
                             continue
                         if split == "off" and (ck != a.cpml_kernels[0] or cb != a.cpml_block[0]):
@@ -286,6 +313,7 @@ def main(argv=None):
                         cpml_split.CHAIN_AXES_APART = chains == "apart"
                         cuda_kernel.SKIP_SPENT_ROWS = None if skip == "auto" else skip == "on"
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
+                        steady(stdy)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))
                         row = {
@@ -300,6 +328,7 @@ def main(argv=None):
                             "cpml_block": cb,
                             "chain_axes": chains,
                             "skip_rows": skip,
+                            "steady": stdy,
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,
