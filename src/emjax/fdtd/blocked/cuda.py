@@ -430,7 +430,8 @@ def source(spec: Spec) -> str:
     head = "\n".join(f"#define {k} {v}" for k, v in d.items())
     helpers = (HERE / "yee_helpers.cuh").read_text()  # TF/SF and Drude device code
     cpml = (HERE / "yee_cpml.cuh").read_text()  # the CPML's psi indices, chains, correction
-    return head + "\n" + helpers + cpml + (HERE / "yee_blocked.cu").read_text()
+    march = (HERE / "yee_march.cuh").read_text()  # boxes, asynchronous copies, iteration kinds
+    return head + "\n" + helpers + cpml + march + (HERE / "yee_blocked.cu").read_text()
 
 
 # ----------------------------------------------------------------- the XLA custom call

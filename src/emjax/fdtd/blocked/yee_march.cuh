@@ -1,0 +1,97 @@
+// The blocked kernel's (yee_blocked.cu) march along x, monitor boxes and asynchronous
+// copies; blocked/cuda.py puts this file after the generated header. Its macros name the
+// kernel's locals (x_first, x_last, OX0, OX1, ly).
+//
+// Steady iterations (STEADY_N > 0): those in the middle of the march, where every level runs
+// and updates every cell, are compiled apart without the guards of the march's ends, with
+// the buffer set's parity (and, two at a time, i's) known at compile time; the host
+// emulation checks the sets' alternation (emulate.h counts reads and writes of one value by
+// two threads with no barrier between).
+//
+// Where along x: xr = (xoff, x0, nxw, ox0, ox1), read at run time: the arrays' first plane
+// is the grid's plane xoff (a shard of several devices), each CTA marches over planes
+// [x0, x0 + nxw) and writes [ox0, ox1). A march that starts or ends inside the grid spoils
+// TH planes at that end (their x neighbours are missing), as the y/z halo does; they are
+// left out of [ox0, ox1). The x-CPML's packed psi is indexed by the grid's plane.
+// Tasks (NTASK > 0): CTA b takes its window and its cells from row b of the table ``tasks``
+// instead of the regular tiling: window origin (y0, z0), own cells [oy0, oy1) x [oz0, oz1),
+// and its march (x0, nxw, ox0, ox1); a row with nxw = 0 does nothing.
+
+// the march's tests of plane x = X0 + l (l: the march's own count): whether the kernel
+// writes it, and whether it is the grid's plane 0 or NX (the x walls)
+#if XR_WHOLE && !NTASK
+// a shard's slab: its own planes are l in [XH, NXA - XH) (XH halo planes), the grid's
+// plane 0 is l = XH on the first slab, plane NX is l = NXA - XH on the last
+#define X_OWN(x, l) ((l) >= XH && (l) < NXA - XH)
+#define X_IS0(x, l) (x_first && (l) == XH)
+#define X_ISNX(x, l) (x_last && (l) == NXA - XH)
+#else
+#define X_OWN(x, l) ((x) >= OX0 && (x) < OX1)
+#define X_IS0(x, l) ((x) == 0)
+#define X_ISNX(x, l) ((x) == NX)
+#endif
+#if !WALL0  // no x wall here: another kernel recomputes the cells its x ends reach
+#undef X_IS0
+#undef X_ISNX
+#define X_IS0(x, l) false
+#define X_ISNX(x, l) false
+#endif
+
+// a window row whose level-s values no own cell needs: H^s holds in rows [s - 1, WY - s),
+// E^s in [s, WY - s) (each step's y differences spend a row at each side); such rows are
+// left out of the level (uniform over a warp: a warp is one row per k)
+#if SKIP_SPENT
+#define LIVE(k, s) (ly[k] >= (s) - 1 && ly[k] < WY - (s))
+#else
+#define LIVE(k, s) true
+#endif
+
+#if NBOX
+// monitor boxes (DFT planes): per box lo (3), count (3), offset into mrec, value (E 0..2,
+// H 3..5); per plane p the boxes whose x range holds it
+__constant__ long BOXP[NBOX][8] = {BOX_TABLE};
+__constant__ unsigned long long XMASK[NX] = {XMASK_TABLE};
+
+// one cell's values at level s into the boxes of ``bits`` (those it is in: rare, so the loop
+// costs only there); the values pass one by one (an array indexed at run time would put the
+// caller's registers in local memory)
+__device__ __forceinline__ void record_boxes(unsigned long long bits, REAL *mrec, int s, int p, int gy, int gz,
+                                             REAL e0, REAL e1, REAL e2, REAL h0, REAL h1, REAL h2) {
+  while (bits) {
+    const int b = __ffsll((long long)bits) - 1;
+    bits &= bits - 1;
+    const int v = BOXP[b][7];
+    const REAL val = v == 0 ? e0 : v == 1 ? e1 : v == 2 ? e2 : v == 3 ? h0 : v == 4 ? h1 : h2;
+    mrec[BOXP[b][6] + (((long)(s - 1) * BOXP[b][3] + (p - BOXP[b][0])) * BOXP[b][4] + (gy - BOXP[b][1] + NY) % NY) *
+                          BOXP[b][5] +
+         (gz - BOXP[b][2] + NZ) % NZ] = val;
+  }
+}
+#endif
+
+// an asynchronous copy of one value from global to shared memory (sm_80 and later; the
+// host emulation and older GPUs copy at once), and the waits for them
+__device__ __forceinline__ void cp_async1(REAL *dst, const REAL *src) {
+#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(sizeof(REAL)));
+#else
+  *dst = *src;
+#endif
+}
+__device__ __forceinline__ void cp_async_commit_wait1() {  // all but the newest group landed
+#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+  asm volatile("cp.async.wait_group 1;\n" ::);
+#endif
+}
+
+// an iteration's kind: steady (no guards) or not, and the parities of the running level count
+// (tpar) and of i (ipar) where known at compile time (else -1)
+template <bool S, int TP, int IP>
+struct Mode {
+  static constexpr bool steady = S;
+  static constexpr int tpar = TP, ipar = IP;
+};
+// every thread of the CTA has window columns (no idle threads in the last warp)
+#define ALL_ACTIVE (WY * WZ == RY * NTHREADS)
