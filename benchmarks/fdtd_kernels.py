@@ -231,6 +231,13 @@ def main(argv=None):
         choices=sorted(STEADY),
         help="the march's steady iterations compiled apart (cuda.STEADY): see STEADY above",
     )
+    ap.add_argument(
+        "--stage",
+        nargs="+",
+        default=["off"],
+        choices=["off", "on"],
+        help="on: the next plane's fields copied into shared memory, not registers (cuda.STAGE_NEXT)",
+    )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
         "--source",
@@ -292,7 +299,7 @@ def main(argv=None):
                         }
                     )
                     combos = [
-                        (c, sp, ck, r, cb, ch, sk, st)
+                        (c, sp, ck, r, cb, ch, sk, st, sg)
                         for c in a.configs
                         for sp in a.split
                         for ck in a.cpml_kernels
@@ -301,8 +308,9 @@ def main(argv=None):
                         for ch in a.chain_axes
                         for sk in a.skip_rows
                         for st in a.steady
+                        for sg in a.stage
                     ]
-                    for cfg, split, ck, ring, cb, chains, skip, stdy in combos:
+                    for cfg, split, ck, ring, cb, chains, skip, stdy, stage in combos:
                         if split == "off" and boundary == "pec":
                             continue
                         if split == "off" and (ck != a.cpml_kernels[0] or cb != a.cpml_block[0]):
@@ -314,6 +322,7 @@ def main(argv=None):
                         cuda_kernel.SKIP_SPENT_ROWS = None if skip == "auto" else skip == "on"
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         steady(stdy)
+                        cuda_kernel.STAGE_NEXT = stage == "on"
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))
                         row = {
@@ -329,6 +338,7 @@ def main(argv=None):
                             "chain_axes": chains,
                             "skip_rows": skip,
                             "steady": stdy,
+                            "stage": stage,
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,

@@ -6,7 +6,7 @@ trips."""
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_blocked import _copy, _rel, _setup
+from test_blocked import _compare, _copy, _cpml_dielectric, _rel, _setup
 
 from emjax import fdtd
 from emjax.backend import precision_scope
@@ -73,6 +73,18 @@ def test_emulated_sources_stay_out_of_steady_iterations(monkeypatch):
     monkeypatch.setattr(cuda, "steady_free", lambda spec: "true")
     with pytest.raises(AssertionError):
         _compare32(_sim(PEC()), 7, 2, (8, 4, 4))
+
+
+@emulated
+@pytest.mark.parametrize("th", [2, 3])
+def test_emulated_next_plane_staged_in_shared_memory(monkeypatch, th):
+    """The next plane's fields copied into shared memory (two slots by the plane's parity)
+    instead of registers: float32 PEC with steady pairs, and float64 with a CPML, per-cell
+    eps and sigma (the coefficient ring's copies in the same groups), equal to the XLA step.
+    (The host copies at once: the waits for the copies are the GPU tests'.)"""
+    monkeypatch.setattr(cuda, "STAGE_NEXT", True)
+    _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
+    _compare(_cpml_dielectric(), 7, th=th, tile=(16, 5, 4), kernel="emulate")
 
 
 def _break(monkeypatch, good, bad):

@@ -102,6 +102,9 @@ class Spec:
     # 1 (y) or 2 (z): every window of this kernel ends at one of that axis's walls (a CPML
     # face's rows): TH halo cells on the inner side only, none past the wall; 0: both sides
     wall: int = 0
+    # the next plane's fields copied asynchronously into shared memory (two slots of 6 values
+    # a window cell, after the ring) instead of read into registers (:data:`STAGE_NEXT`)
+    stage: bool = False
 
     @property
     def box_cells(self) -> int:
@@ -152,7 +155,7 @@ class Spec:
         if not self.coef_ring or self.cbox_bg:
             return ()
         w = self.window[0] * self.window[1]
-        out, used = [], (12 + self.chains) * w * self.itemsize
+        out, used = [], (12 + self.chains + self.stage_values) * w * self.itemsize
         for key in ("cb", "ca", "pec"):
             n = (
                 {"grid": 1, "comp": 3}.get(getattr(self, key), 0)
@@ -166,10 +169,15 @@ class Spec:
         return tuple(out)
 
     @property
+    def stage_values(self) -> int:
+        """Values per window cell of the next plane's slots (:attr:`stage`)."""
+        return 12 if self.stage else 0
+
+    @property
     def smem_bytes(self) -> int:
         w = self.window[0] * self.window[1]
         ring = (self.th + 1) * sum(n for _, n in self.ring)
-        return (12 + self.chains + ring) * w * self.itemsize
+        return (12 + self.chains + ring + self.stage_values) * w * self.itemsize
 
 
 #: shared memory a block may opt into, KB, by compute capability (CUDA's table); others 99
@@ -251,6 +259,11 @@ def steady_free(spec: Spec) -> str:
         return "false"
     return " && ".join(f"((hi) < {a} || (lo) > {b})" for a, b in sorted(set(spans))) or "true"
 
+
+#: the next plane's fields copied asynchronously into shared memory (cp.async) instead of read
+#: into registers: 6 values a window cell fewer in registers, 6 shared-memory reads a cell and
+#: iteration more (:attr:`Spec.stage`; read by :func:`.cuda_advance.make_spec`)
+STAGE_NEXT = False
 
 #: the level at whose start each iteration reads the next plane's fields (1: the first; later
 #: levels keep the values in registers for less of the iteration). H100, 512^3 float32 with
@@ -384,6 +397,8 @@ def source(spec: Spec) -> str:
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())
     d["RING_OFF"] = 12 + spec.chains
+    d["STAGE"] = int(spec.stage)
+    d["STAGE_OFF"] = 12 + spec.chains + (spec.th + 1) * sum(ring.values())
     off = 0
     for key in ("ca", "cb", "pec"):
         d[f"RING_{key.upper()}"] = off if key in ring else -1

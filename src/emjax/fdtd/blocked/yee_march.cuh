@@ -85,6 +85,16 @@ __device__ __forceinline__ void cp_async_commit_wait1() {  // all but the newest
   asm volatile("cp.async.wait_group 1;\n" ::);
 #endif
 }
+__device__ __forceinline__ void cp_async_commit() {
+#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 0;\n" ::);
+#endif
+}
 
 // an iteration's kind: steady (no guards) or not, and the parities of the running level count
 // (tpar) and of i (ipar) where known at compile time (else -1)
