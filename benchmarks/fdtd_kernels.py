@@ -238,6 +238,13 @@ def main(argv=None):
         choices=["off", "on"],
         help="on: the next plane's fields copied into shared memory, not registers (cuda.STAGE_NEXT)",
     )
+    ap.add_argument(
+        "--face-rows",
+        nargs="+",
+        default=["bulk"],
+        choices=["bulk", "1", "2"],
+        help="window rows per thread of the CPML's face rows' kernels (split.FACE_ROWS_PER_THREAD)",
+    )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
         "--source",
@@ -299,7 +306,7 @@ def main(argv=None):
                         }
                     )
                     combos = [
-                        (c, sp, ck, r, cb, ch, sk, st, sg)
+                        (c, sp, ck, r, cb, ch, sk, st, sg, fr)
                         for c in a.configs
                         for sp in a.split
                         for ck in a.cpml_kernels
@@ -309,8 +316,9 @@ def main(argv=None):
                         for sk in a.skip_rows
                         for st in a.steady
                         for sg in a.stage
+                        for fr in a.face_rows
                     ]
-                    for cfg, split, ck, ring, cb, chains, skip, stdy, stage in combos:
+                    for cfg, split, ck, ring, cb, chains, skip, stdy, stage, frows in combos:
                         if split == "off" and boundary == "pec":
                             continue
                         if split == "off" and (ck != a.cpml_kernels[0] or cb != a.cpml_block[0]):
@@ -323,6 +331,7 @@ def main(argv=None):
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         steady(stdy)
                         cuda_kernel.STAGE_NEXT = stage == "on"
+                        cpml_split.FACE_ROWS_PER_THREAD = None if frows == "bulk" else int(frows)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))
                         row = {
@@ -339,6 +348,7 @@ def main(argv=None):
                             "skip_rows": skip,
                             "steady": stdy,
                             "stage": stage,
+                            "face_rows": frows,
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,

@@ -85,3 +85,28 @@ def test_a_cpml_on_z_alone_takes_z_wall_windows(monkeypatch):
     _, _, fixes, rows = cpml_split.split(spec)
     ((zs, zi),) = fixes
     assert zs.wall == 2 and {rows[i][1] for i in zi} == {2, 22}
+
+
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+def test_face_rows_one_row_a_thread_beside_the_bulks_two(monkeypatch):
+    """``split.FACE_ROWS_PER_THREAD = 1``: the face rows' kernels take one window row a thread
+    while the bulk takes two; from a random state the pass equals the XLA step to 1e-12."""
+    monkeypatch.setattr(cpml_split, "FACE_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    jax.clear_caches()
+    sim = _cpml_all_faces((12, 30, 26))
+    plan, arrays, _ = _setup(sim, 5)
+    bulk, _, fixes, _ = cpml_split.split(cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (6, 6)))
+    assert bulk.ry == 2 and [f.ry for f, _ in fixes[:2]] == [1, 1] and fixes[0][0].wall == 1
+    rng = np.random.default_rng(5)
+    with precision_scope():
+        plan, arrays, state = _setup(sim, 5)
+        state = dict(state)
+        for f in ("E", "H"):
+            state[f] = tuple(jnp.asarray(rng.standard_normal(np.shape(v))) for v in state[f])
+        ref, _, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5)
+        out, _, _ = blocked.advance(
+            plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5, th=2, tile=(12, 6, 6), kernel="emulate"
+        )
+        for f in ("E", "H"):
+            assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f

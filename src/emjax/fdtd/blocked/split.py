@@ -208,6 +208,10 @@ ALIGNED_DEFAULT = {4: True}
 #: the inner side only, where the others also compute TH cells past the wall that no own cell
 #: needs (at 512^3, windows of 20 x 32 cells for 24 x 32)
 WALL_WINDOWS = True
+#: the face rows' kernels' window rows per thread (None: the bulk's). One row a thread
+#: doubles their warps (float32 at 512^3: 640 threads of 96 registers, nothing spilled, where
+#: two rows take 320 threads of 168); not yet measured on a GPU
+FACE_ROWS_PER_THREAD = None
 #: the y and z faces' marches cut at the x-CPML's ends (:func:`face_marches`): the long
 #: marches between reach one CPML axis (y or z) and run in a kernel per axis with their psi
 #: chains in shared memory; the short ones at the x ends, the corners and the x rows in the
@@ -297,11 +301,12 @@ def chain_axes(spec: Spec, mask: tuple, limit: int) -> tuple:
     return tuple(out)
 
 
-def _windows(spec: Spec, block: tuple, wall: int = 0) -> Spec:
-    """``spec`` with windows of ``block`` own cells (rows per thread where they divide),
-    ending at the walls of axis ``wall`` (:attr:`.cuda.Spec.wall`)."""
+def _windows(spec: Spec, block: tuple, wall: int = 0, ry: int | None = None) -> Spec:
+    """``spec`` with windows of ``block`` own cells (``ry`` rows per thread, default the
+    spec's, where they divide), ending at the walls of axis ``wall`` (:attr:`.cuda.Spec.wall`)."""
     out = replace(spec, block=tuple(block), wall=wall)
-    return replace(out, ry=spec.ry if out.window[0] % spec.ry == 0 else 1)
+    ry = spec.ry if ry is None else ry
+    return replace(out, ry=ry if out.window[0] % ry == 0 else 1)
 
 
 def walls_of(spec: Spec) -> tuple:
@@ -359,8 +364,9 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         yrows, zrows, xrows = aligned_tasks(spec, al[0], al[1], pieces, devices)
         rows = yrows + zrows
         wy, wz = walls_of(spec)
-        yspec = _windows(whole, (al[1][0], spec.block[1]), 1 if wy else 0)
-        zspec = _windows(whole, (spec.block[0], al[1][1]), 2 if wz else 0)
+        fry = FACE_ROWS_PER_THREAD
+        yspec = _windows(whole, (al[1][0], spec.block[1]), 1 if wy else 0, fry)
+        zspec = _windows(whole, (spec.block[0], al[1][1]), 2 if wz else 0, fry)
         wins = [(yspec, "y")] * len(yrows) + [(zspec, "z")] * len(zrows) + [(whole, "x")] * len(xrows)
     else:
         rows = tasks(cspec, pieces) if any(spec.pml) else ()
