@@ -208,6 +208,11 @@ ALIGNED_DEFAULT = {4: True}
 #: the inner side only, where the others also compute TH cells past the wall that no own cell
 #: needs (at 512^3, windows of 20 x 32 cells for 24 x 32)
 WALL_WINDOWS = True
+#: the shared memory (bytes) a CPML kernel whose windows are the bulk's tiles may fill with
+#: the psi chains beside its buffers (:func:`chains_fit`; kernels with windows of their own
+#: may fill the ring's limit). Float64 at TH = 3, tiles of 16: all three axes' chains take
+#: 185 KB, so they stay in local memory (608 bytes a thread) under this limit
+CHAIN_SMEM_LIMIT = 160 * 1024
 #: the face rows' kernels' window rows per thread (None: the bulk's). One row a thread
 #: doubles their warps (float32 at 512^3: 640 threads of 96 registers, nothing spilled, where
 #: two rows take 320 threads of 168); not yet measured on a GPU
@@ -435,7 +440,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         kappa = tuple(k and bool(m) for k, m in zip(spec.kappa, mask))
         own = windows[key]
         sp = replace(own, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
-        limit = sp.smem_limit if own.block != spec.block else 160 * 1024
+        limit = sp.smem_limit if own.block != spec.block else CHAIN_SMEM_LIMIT
         sp = replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask), limit))
         if CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem:
             sp = replace(sp, chain_axes=chain_axes(sp, mask, sp.smem_limit))
