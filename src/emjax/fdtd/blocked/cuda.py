@@ -226,8 +226,9 @@ PROFILE_REGS = True
 #: ``STEADY["plain"]`` for kernels with neither CPML code nor per-cell arrays (coefficients,
 #: poles, a TF/SF box), ``STEADY["cpml"]`` for the others: their registers do not hold two
 #: steady iterations (float32 at 512^3: 16-400 bytes a thread spilled, sm_90). Measured on an
-#: H100 at 512^3 (same runs): float32 with PEC walls 113.7 G cell/s against 100.4, float64
-#: 48.6 against 33.4 (with a CPML 36.6 against 36.0).
+#: H100 at 512^3 against the kernels before them, in one lease: float32 with PEC walls 116.0 G
+#: cell/s against 100.7, with a CPML 70.4 against 72.1; float64 with PEC walls 49.8 against
+#: 33.4, with a CPML 37.2 against 36.2 (BENCHMARKS.md, 2026-11-28).
 STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}}
 
 
