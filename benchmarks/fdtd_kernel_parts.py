@@ -1,0 +1,103 @@
+"""FDTD: each kernel of one blocked pass timed alone (a GPU). The pass of a 512^3 grid with a
+10-cell CPML (or PEC walls) is cut as the package cuts it (`emjax.fdtd.blocked.split`): the
+bulk kernel, its tail, the CPML's face rows and x rows; each runs ``--reps`` times on zeros
+(its inputs and the buffers it writes, donated so that nothing is copied), and the row gives
+its time, its CTAs and threads. The sum is the pass without what lies between the kernels;
+compare it with `fdtd_kernels.py`'s rate for the whole pass.
+
+PYTHONPATH=src python3 benchmarks/fdtd_kernel_parts.py --n 512 --precision single --th 4 --tile 24 --rows 2
+PYTHONPATH=src python3 benchmarks/fdtd_kernel_parts.py --precision double --th 3 --tile 16 --rows 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from emjax.backend import device_description
+from emjax.bench import git_commit
+from emjax.fdtd.blocked import cuda, split
+from emjax.fdtd.blocked.cuda import Spec
+
+
+def kernels(n, dtype, th, tile, rows, pml):
+    """(name, spec, task table or None) of each kernel of one pass."""
+    ring = cuda.ring_setting()
+    walls, kappa = (True,) * 3, (False,) * 3
+    spec = Spec(dtype, (n,) * 3, th, (tile, tile), 1.0, 0.5, 1.0, 0.5, None, walls, (pml,) * 3, kappa, (), ())
+    spec = replace(spec, ry=rows, coef_ring=ring[0], smem_limit=ring[1], stage=bool(cuda.STAGE_NEXT))
+    parts = split.split(spec)
+    if parts is None:
+        return [("whole", spec, None)]
+    bulk, tail, fixes, rows_ = parts
+    table = np.array(rows_, np.int32).reshape(-1, 10)
+    out = [("bulk", bulk, None)]
+    if tail is not None:
+        out.append(("tail", tail, table[len(rows_) - tail.ntask :]))
+    for sp, idx in fixes:
+        axes = "".join(a for a, L in zip("xyz", sp.pml) if L)
+        out.append((f"cpml {axes} wall {sp.wall}", sp, table[np.asarray(idx)]))
+    return out
+
+
+def time_kernel(sp, tab, n, reps):
+    ins = []
+    for name, shape in cuda.inputs(sp):
+        if name == "xr":
+            ins.append(jnp.array([0, 0, n, 0, n], jnp.int32))
+        elif name == "tasks":
+            ins.append(jnp.asarray(tab))
+        else:
+            ins.append(jnp.zeros(shape, sp.dtype))
+    dest = [jnp.zeros(shape, sp.dtype) for _, shape in cuda.aliased(sp)]
+    k = len(dest)
+    f = jax.jit(lambda a, d: cuda.gpu_pass(sp, a, d), donate_argnums=1)
+    out = f(ins, dest)
+    jax.block_until_ready(out)
+    dest = list(out[:k])
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        out = f(ins, dest)
+        dest = list(out[:k])
+    jax.block_until_ready(out)
+    return (time.perf_counter() - t0) / reps
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=512)
+    ap.add_argument("--precision", choices=["single", "double"], default="single")
+    ap.add_argument("--th", type=int, default=4)
+    ap.add_argument("--tile", type=int, default=24)
+    ap.add_argument("--rows", type=int, default=2, help="window rows per thread")
+    ap.add_argument("--pml", type=int, default=10, help="CPML cells on every face (0: PEC walls)")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    dtype = "float32" if a.precision == "single" else "float64"
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
+    labels = {"device": device_description(), "date": time.strftime("%Y-%m-%d"), "commit": git_commit()}
+    total = 0.0
+    for name, sp, tab in kernels(a.n, dtype, a.th, a.tile, a.rows, a.pml):
+        s = time_kernel(sp, tab, a.n, a.reps)
+        total += s
+        row = {**labels, "n": a.n, "precision": a.precision, "kernel": name, "ctas": sp.grid[0] * sp.grid[1]}
+        row.update(threads=sp.threads, smem=sp.smem_bytes, ms=round(s * 1e3, 4))
+        print(json.dumps(row), flush=True)
+        if a.out:
+            with open(a.out, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+    rate = a.n**3 * a.th / total
+    summary = {**labels, "kernel": "sum", "ms": round(total * 1e3, 4), "cells_per_s": rate}
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
