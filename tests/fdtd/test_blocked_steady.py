@@ -116,3 +116,35 @@ def test_emulation_reports_steady_pairs_out_of_step(monkeypatch):
     _break(monkeypatch, good, "const bool aligned = true;")
     with pytest.raises(RuntimeError, match="raced"):
         _compare32(_sim(PEC()), 7, 3, (8, 4, 4))
+
+
+def test_which_kernels_take_steady_iterations_and_where():
+    """Steady pairs in the kernels without CPML code, per-cell arrays (but literals for a
+    coefficient box's background), poles or a TF/SF box; the planes of point sources,
+    recorded probes and monitor boxes are not free for them (a box that wraps: none is)."""
+    from dataclasses import replace
+
+    walls, kappa = (True,) * 3, (False,) * 3
+    base = cuda.Spec(
+        "float32", (30, 12, 11), 4, (4, 4), 1.0, 0.5, 1.0, 0.5, None, walls, (0, 0, 0), kappa, (), ()
+    )
+    assert cuda.steady_n(base) == 2 and cuda.steady_n(replace(base, dtype="float64")) == 2
+    assert cuda.steady_n(replace(base, pml=(2, 0, 0))) == 0
+    assert cuda.steady_n(replace(base, cb="grid")) == 0 and cuda.steady_n(replace(base, pec="comp")) == 0
+    assert cuda.steady_n(replace(base, cb="grid", cbox_bg=True)) == 2
+    assert cuda.steady_n(replace(base, ca="array", cb="array")) == 2  # one traced value each
+    assert cuda.steady_free(base) == "true"
+    spec = replace(
+        base,
+        sources=(((5, 1, 1), 0), (None, 1)),
+        probes=(("E", 0, (9, 2, 2)), ("H", 1, (20, 3, 3))),
+        record=(0,),
+        boxes=(("E", 2, (12, 0, 0), (3, 12, 11)),),
+    )
+    free = eval(f"lambda lo, hi: {cuda.steady_free(spec).replace('&&', 'and').replace('||', 'or')}")
+    blocked_planes = {5, 9, 12, 13, 14}  # the probe at x = 20 is not this kernel's to record
+    for p in range(30):
+        assert free(p, p) == (p not in blocked_planes), p
+    assert not free(0, 29) and free(15, 29)
+    wrap = replace(base, boxes=(("E", 2, (28, 0, 0), (4, 12, 11)),))
+    assert cuda.steady_free(wrap) == "false"
