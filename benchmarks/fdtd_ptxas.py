@@ -1,5 +1,10 @@
 """Registers, spills and shared memory of the blocked FDTD kernels for a tiling, from the
-CUDA toolkit's compiler (``nvcc -cubin -Xptxas -v``): no GPU needed.
+CUDA compiler: no GPU needed. With the CUDA toolkit, ``nvcc -cubin -Xptxas -v``; without it,
+NVRTC and ``ptxas`` from the CUDA wheels (``pip install nvidia-cuda-nvrtc-cu12
+nvidia-cuda-nvcc-cu12``). ``--sass`` (``pip install nvidia-cuda-nvdisasm``) also reads the
+machine code: the size of each kernel's march loop and the instructions between its
+barriers (a level of the march: two cells a thread at two rows a thread) with the most
+frequent ones.
 
 Spills (local memory) were what held float64 back: TH = 2 with tiles of 24 spilled at the
 72 registers 800 threads leave, TH = 3 with tiles of 16 (one cell per thread) spills
@@ -7,6 +12,7 @@ nothing and runs 1.4-1.5x faster on an H100.
 
     python benchmarks/fdtd_ptxas.py --precision double --boundary cpml --configs 2,24,1 3,16,1
     python benchmarks/fdtd_ptxas.py --configs 4,24,2 --cpml-block 16x16
+    python benchmarks/fdtd_ptxas.py --configs 4,24,2 --sass
 
 Each row: the kernel (bulk, tail or a CPML kernel with its axes), threads per CTA, registers,
 stack and spill bytes, shared memory.
@@ -15,6 +21,8 @@ stack and spill bytes, shared memory.
 from __future__ import annotations
 
 import argparse
+import collections
+import glob
 import os
 import re
 import shutil
@@ -28,37 +36,93 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 
-def nvcc() -> str:
+def _tool(name: str) -> str | None:
+    """``name`` on the PATH, in the CUDA toolkit or in a CUDA wheel's ``bin``; None if absent."""
     home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    found = shutil.which("nvcc") or os.path.join(home, "bin", "nvcc")
-    if not os.path.exists(found):
-        raise SystemExit("nvcc not found: install the CUDA toolkit or set CUDA_HOME")
-    return found
+    found = shutil.which(name) or os.path.join(home, "bin", name)
+    if os.path.exists(found):
+        return found
+    for root in sys.path:
+        hits = sorted(glob.glob(os.path.join(root or ".", "nvidia", "*", "bin", name)))
+        if hits:
+            return hits[-1]
+    return None
 
 
-def ptxas_info(source: str, arch: str) -> dict:
-    """{registers, stack, spill_stores, spill_loads} of the kernel in ``source``."""
-    unroll = re.search(r"#define I_UNROLL (\d+)", source)
-    if unroll:  # the pragma takes a literal
-        source = source.replace("#pragma unroll I_UNROLL", "#pragma unroll " + unroll.group(1))
+def compile_kernel(source: str, arch: str, sass: bool = False) -> tuple:
+    """(ptxas's report, the machine code or None) of the kernel in ``source`` for ``arch``
+    (sm_XY): nvcc where the toolkit is there, else NVRTC and ptxas."""
+    unroll = re.search(r"#define GENERAL_UNROLL (\d+)", source)
+    if unroll:  # nvcc's pragma takes a literal
+        source = source.replace("#pragma unroll GENERAL_UNROLL", "#pragma unroll " + unroll.group(1))
     with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / "k.cu"
-        cu.write_text(source)
-        r = subprocess.run(
-            [nvcc(), f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin"), str(cu)],
-            capture_output=True,
-            text=True,
-        )
-    if r.returncode:
-        raise SystemExit(r.stderr[-2000:])
-    st = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)
-    rg = re.search(r"Used (\d+) registers", r.stderr)
+        cubin = str(Path(tmp) / "k.cubin")
+        if _tool("nvcc"):
+            cu = Path(tmp) / "k.cu"
+            cu.write_text(source)
+            cmd = [_tool("nvcc"), f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-o", cubin, str(cu)]
+        else:
+            from emjax.fdtd.blocked.nvrtc import compile_ptx
+
+            if _tool("ptxas") is None:
+                raise SystemExit("neither nvcc nor ptxas found: pip install nvidia-cuda-nvcc-cu12")
+            ptx = Path(tmp) / "k.ptx"
+            ptx.write_text(compile_ptx(source, int(arch.split("_")[1])))
+            cmd = [_tool("ptxas"), f"-arch={arch}", "-v", str(ptx), "-o", cubin]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(r.stderr[-2000:])
+        code = None
+        if sass:
+            if _tool("nvdisasm") is None:
+                raise SystemExit("nvdisasm not found: pip install nvidia-cuda-nvdisasm")
+            code = subprocess.run(
+                [_tool("nvdisasm"), cubin], capture_output=True, text=True, check=True
+            ).stdout
+    return r.stderr, code
+
+
+def ptxas_info(report: str) -> dict:
+    """{registers, stack, spill_stores, spill_loads} from ptxas's report."""
+    st = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    rg = re.search(r"Used (\d+) registers", report)
     return {
         "registers": int(rg.group(1)),
         "stack": int(st.group(1)),
         "spill_stores": int(st.group(2)),
         "spill_loads": int(st.group(3)),
     }
+
+
+def loop_and_levels(code: str) -> tuple:
+    """The march's loop in ``nvdisasm``'s text (the longest backward branch): its size in
+    instructions, the instructions between consecutive barriers in it, and its most
+    frequent instructions."""
+    ins, labels, pending = [], {}, []
+    for ln in code.splitlines():
+        lab = re.match(r"^(\.L_x_\d+):", ln)
+        if lab:
+            pending.append(lab.group(1))
+            continue
+        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)(.*?);", ln)
+        if m:
+            addr = int(m.group(1), 16)
+            labels.update((name, addr) for name in pending)
+            pending = []
+            ins.append((addr, m.group(3), m.group(4)))
+    loop = (0, 0)
+    for addr, op, rest in ins:
+        target = re.search(r"\((\.L_x_\d+)\)", rest) if op == "BRA" else None
+        if (
+            target
+            and labels.get(target.group(1), addr) < addr
+            and addr - labels[target.group(1)] > loop[1] - loop[0]
+        ):
+            loop = (labels[target.group(1)], addr)
+    body = [op for a, op, _ in ins if loop[0] <= a <= loop[1]]
+    bars = [i for i, op in enumerate(body) if op.startswith("BAR")]
+    ops = collections.Counter(op.split(".")[0] for op in body)
+    return len(body), [b - a for a, b in zip(bars, bars[1:])], ops.most_common(8)
 
 
 def main(argv=None):
@@ -69,6 +133,7 @@ def main(argv=None):
     ap.add_argument("--configs", nargs="+", default=["4,24,2"], help="TH,tile,rows per thread")
     ap.add_argument("--cpml-block", default="auto", help="the CPML kernels' windows' own cells, YxZ")
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--sass", action="store_true", help="also the march's loop and levels (nvdisasm)")
     args = ap.parse_args(argv)
 
     import jax
@@ -98,7 +163,8 @@ def main(argv=None):
             for f, _ in parts[2]:
                 kernels.append(("cpml " + "".join("xyz"[a] for a, L in enumerate(f.pml) if L), f))
         for name, sp in kernels:
-            info = ptxas_info(cuda.source(sp), args.arch)
+            report, code = compile_kernel(cuda.source(sp), args.arch, args.sass)
+            info = ptxas_info(report)
             smem_chains = "".join(a for a, c in zip("xyz", sp.smem_chains) if c) or "-"
             print(
                 f"{cfg:>8} {name:<9} threads {sp.threads:>4}  registers {info['registers']:>3}  "
@@ -106,6 +172,9 @@ def main(argv=None):
                 f"shared {sp.smem_bytes // 1024:>3} KB  chains in shared memory: {smem_chains}",
                 flush=True,
             )
+            if code is not None:
+                size, levels, top = loop_and_levels(code)
+                print(f"{'':>8} loop {size} instructions; between barriers {levels}; {top}", flush=True)
 
 
 if __name__ == "__main__":

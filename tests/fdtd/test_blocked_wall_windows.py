@@ -28,6 +28,22 @@ def _split(monkeypatch, walls: bool, shape=(12, 30, 26)):
     return sim, cpml_split.split(spec)
 
 
+def _from_random_state(sim, tile, seed):
+    """5 steps from random E and H (the walls' tangential E too), the XLA step's and the
+    emulated blocked kernel's at TH = 2: (out, rec, finite), (ref, rec_ref)."""
+    rng = np.random.default_rng(seed)
+    with precision_scope():
+        plan, arrays, state = _setup(sim, 5)
+        state = dict(state)
+        for f in ("E", "H"):
+            state[f] = tuple(jnp.asarray(rng.standard_normal(np.shape(v))) for v in state[f])
+        ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5)
+        out, rec, finite = blocked.advance(
+            plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5, th=2, tile=tile, kernel="emulate"
+        )
+    return (out, rec, finite), (ref, rec_ref)
+
+
 def test_face_windows_end_at_the_walls(monkeypatch):
     """y faces' windows 4 + 2 rows (own 4, TH = 2 inside) for 4 + 4; z faces' 4 + 2 along z;
     the low faces' rows start TH later (the window's first cell is the wall's); the x rows
@@ -52,23 +68,14 @@ def test_random_state_through_wall_windows_equals_the_xla_step(monkeypatch, wall
     too): the blocked kernel (emulated) equals the XLA step to 1e-12, with the face windows
     at the walls and without."""
     sim, _ = _split(monkeypatch, walls)
-    rng = np.random.default_rng(3)
-    with precision_scope():
-        plan, arrays, state = _setup(sim, 5)
-        state = dict(state)
-        for f in ("E", "H"):
-            state[f] = tuple(jnp.asarray(rng.standard_normal(np.shape(v))) for v in state[f])
-        ref, rec_ref, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5)
-        out, rec, finite = blocked.advance(
-            plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5, th=2, tile=(12, 5, 6), kernel="emulate"
-        )
-        assert bool(finite)
-        for f in ("E", "H"):
-            assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
-        for k in ref["psi"]:
-            scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
-            assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
-        assert _rel(rec, rec_ref) <= 1e-12
+    (out, rec, finite), (ref, rec_ref) = _from_random_state(sim, (12, 5, 6), 3)
+    assert bool(finite)
+    for f in ("E", "H"):
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
+    for k in ref["psi"]:
+        scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
+        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+    assert _rel(rec, rec_ref) <= 1e-12
 
 
 def test_a_cpml_on_z_alone_takes_z_wall_windows(monkeypatch):
@@ -98,15 +105,6 @@ def test_face_rows_one_row_a_thread_beside_the_bulks_two(monkeypatch):
     plan, arrays, _ = _setup(sim, 5)
     bulk, _, fixes, _ = cpml_split.split(cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (6, 6)))
     assert bulk.ry == 2 and [f.ry for f, _ in fixes[:2]] == [1, 1] and fixes[0][0].wall == 1
-    rng = np.random.default_rng(5)
-    with precision_scope():
-        plan, arrays, state = _setup(sim, 5)
-        state = dict(state)
-        for f in ("E", "H"):
-            state[f] = tuple(jnp.asarray(rng.standard_normal(np.shape(v))) for v in state[f])
-        ref, _, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5)
-        out, _, _ = blocked.advance(
-            plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 5, th=2, tile=(12, 6, 6), kernel="emulate"
-        )
-        for f in ("E", "H"):
-            assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
+    (out, _, _), (ref, _) = _from_random_state(sim, (12, 6, 6), 5)
+    for f in ("E", "H"):
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
