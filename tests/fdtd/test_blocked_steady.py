@@ -133,6 +133,10 @@ def test_which_kernels_take_steady_iterations_and_where():
     assert cuda.steady_n(replace(base, cb="grid")) == 0 and cuda.steady_n(replace(base, pec="comp")) == 0
     assert cuda.steady_n(replace(base, cb="grid", cbox_bg=True)) == 2
     assert cuda.steady_n(replace(base, ca="array", cb="array")) == 2  # one traced value each
+    # the bulk between a one-device pass's aligned face rows (float32: none); on a slab, pairs
+    between = replace(base, span=((2, 10), (2, 9)))
+    assert cuda.steady_n(between) == 0 and cuda.steady_n(replace(between, dtype="float64")) == 2
+    assert cuda.steady_n(replace(between, nxa=38, xhalo=4)) == 2
     assert cuda.steady_free(base) == "true"
     spec = replace(
         base,

@@ -228,15 +228,24 @@ PROFILE_REGS = True
 #: steady iterations (float32 at 512^3: 16-400 bytes a thread spilled, sm_90). Measured on an
 #: H100 at 512^3 against the kernels before them, in one lease: float32 with PEC walls 116.0 G
 #: cell/s against 100.7, with a CPML 70.4 against 72.1; float64 with PEC walls 49.8 against
-#: 33.4, with a CPML 37.2 against 36.2 (BENCHMARKS.md, 2026-11-28).
-STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}}
+#: 33.4, with a CPML 37.2 against 36.2 (BENCHMARKS.md, 2026-11-28). ``STEADY["between"]``:
+#: the bulk between the aligned face rows of a one-device pass (float32 with a CPML). Its
+#: steady pairs lost in the whole pass (H100, one lease each, a dipole and a probe at the
+#: centre: 512^3 70.2 G cell/s against 76.1 without them, 1024^3 76.4 against 86.7, 256^3
+#: 40.5 against 40.7), though the kernel alone on zeros runs as fast with them (512^3: 3.43
+#: against 3.47 ms, the dipole in it too): why is not known. On 2 GPUs' slabs the same kernel
+#: gains from them (2 x H200, 512^3: 156.6 against 136.5), so they keep "plain".
+STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}}
 
 
 def steady_n(spec: Spec) -> int:
     """STEADY_N of ``spec``'s kernel (:data:`STEADY`)."""
     arrays = spec.pec is not None or any(getattr(spec, k) in ("grid", "comp") for k in ("ca", "cb"))
     extra = any(spec.pml) or (arrays and not spec.cbox_bg) or spec.tfsf is not None or spec.poles is not None
-    return STEADY["cpml" if extra else "plain"][spec.itemsize]
+    if extra:
+        return STEADY["cpml"][spec.itemsize]
+    between = spec.span is not None and spec.nxa is None
+    return STEADY["between" if between else "plain"][spec.itemsize]
 
 
 def general_unroll(spec: Spec, all_smem: bool) -> int:
