@@ -26,11 +26,18 @@ from emjax.fdtd.blocked import cuda, split
 from emjax.fdtd.blocked.cuda import Spec
 
 
-def kernels(n, dtype, th, tile, rows, pml):
-    """(name, spec, task table or None) of each kernel of one pass."""
+def kernels(n, dtype, th, tile, rows, pml, dipole=None):
+    """(name, spec, task table or None) of each kernel of one pass; ``dipole``: the plane
+    of a z dipole and an Ez probe three cells off it, as in the benchmarks' runs (None:
+    neither)."""
     ring = cuda.ring_setting()
     walls, kappa = (True,) * 3, (False,) * 3
-    spec = Spec(dtype, (n,) * 3, th, (tile, tile), 1.0, 0.5, 1.0, 0.5, None, walls, (pml,) * 3, kappa, (), ())
+    c = n // 2
+    src = (((dipole, c, c), 2),) if dipole is not None else ()
+    prb = (("E", 2, (dipole, c + 3, c)),) if dipole is not None else ()
+    spec = Spec(
+        dtype, (n,) * 3, th, (tile, tile), 1.0, 0.5, 1.0, 0.5, None, walls, (pml,) * 3, kappa, src, prb
+    )
     spec = replace(spec, ry=rows, coef_ring=ring[0], smem_limit=ring[1], stage=bool(cuda.STAGE_NEXT))
     parts = split.split(spec)
     if parts is None:
@@ -78,6 +85,9 @@ def main(argv=None):
     ap.add_argument("--rows", type=int, default=2, help="window rows per thread")
     ap.add_argument("--pml", type=int, default=10, help="CPML cells on every face (0: PEC walls)")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument(
+        "--dipole", type=int, default=None, help="x plane of a z dipole and a probe by it (the runs': N / 2)"
+    )
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     dtype = "float32" if a.precision == "single" else "float64"
@@ -85,10 +95,11 @@ def main(argv=None):
         jax.config.update("jax_enable_x64", True)
     labels = {"device": device_description(), "date": time.strftime("%Y-%m-%d"), "commit": git_commit()}
     total = 0.0
-    for name, sp, tab in kernels(a.n, dtype, a.th, a.tile, a.rows, a.pml):
+    for name, sp, tab in kernels(a.n, dtype, a.th, a.tile, a.rows, a.pml, a.dipole):
         s = time_kernel(sp, tab, a.n, a.reps)
         total += s
-        row = {**labels, "n": a.n, "precision": a.precision, "kernel": name, "ctas": sp.grid[0] * sp.grid[1]}
+        row = {**labels, "n": a.n, "precision": a.precision, "dipole": a.dipole, "kernel": name}
+        row["ctas"] = sp.grid[0] * sp.grid[1]
         row.update(threads=sp.threads, smem=sp.smem_bytes, ms=round(s * 1e3, 4))
         print(json.dumps(row), flush=True)
         if a.out:

@@ -85,14 +85,19 @@ CPML_KERNELS = {
 # iteration's code for the whole march in every kernel; "cpml1" / "cpml2": one / two steady
 # iterations at a time in the CPML kernels too; "plain64-0" / "plain64-2": none / two at a
 # time in the float64 kernels without CPML code
-STEADY = {
+STEADY = {  # "between" as "plain" unless named: the settings before it was apart
     "default": None,
     "none": {"plain": {4: 0, 8: 0}, "cpml": {4: 0, 8: 0}},
     "cpml1": {"plain": {4: 2, 8: 1}, "cpml": {4: 1, 8: 1}},
     "cpml2": {"plain": {4: 2, 8: 1}, "cpml": {4: 2, 8: 2}},
     "plain64-0": {"plain": {4: 2, 8: 0}, "cpml": {4: 0, 8: 0}},
     "plain64-2": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}},
+    "between0": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 0}},
+    "between2": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 2, 8: 2}},
 }
+for _s in STEADY.values():
+    if _s is not None:
+        _s.setdefault("between", dict(_s["plain"]))
 _STEADY0 = dict(cuda_kernel.STEADY)
 
 
