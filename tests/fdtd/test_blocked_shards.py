@@ -18,7 +18,7 @@ from emjax.fdtd.blocked import shards
 from emjax.fdtd.grid import CPML, PEC
 from emjax.layout import Layout
 
-def sim(nx, with_probes=True, xwall=False):
+def sim(nx, with_probes=True, xwall=False, eps="random"):
     bx = PEC() if xwall else CPML(thickness=3)
     g = fdtd.Grid((nx, 14, 13), 1.0, boundary=(bx, CPML(thickness=2), CPML(thickness=2)), precision="double")
     pulse = lambda f: fdtd.GaussianPulse(frequency=f, bandwidth=0.5)
@@ -26,19 +26,27 @@ def sim(nx, with_probes=True, xwall=False):
     srcs = (fdtd.PointDipole((11, 7, 6), 1, pulse(0.15)), fdtd.PointDipole((2, 12, 1), 0, pulse(0.12)),
             fdtd.PointDipole((nx - 3, 3, 6), 2, pulse(0.1)), fdtd.PointDipole((16, 5, 7), 0, pulse(0.13)))
     probes = (fdtd.Probe((1, 6, 6), 2), fdtd.Probe((12, 7, 7), 0, "H"), fdtd.Probe((nx - 2, 4, 11), 1))
-    eps = 1 + np.random.default_rng(0).random((nx, 14, 13))
+    rng = np.random.default_rng(0)
+    if eps == "random":
+        eps = 1 + rng.random((nx, 14, 13))
+    else:  # a scatterer across the slabs' boundary: its coefficients in a box
+        e = np.ones((nx, 14, 13))
+        e[8:17, 5:10, 4:9] = 2.25 + rng.random((9, 5, 5))
+        eps = e if eps == "block" else np.stack([e, 1.5 * e - 0.5, e])  # or per component
     from emjax.fdtd import monitors as M
     mons = (M.DFTPlane(0, 12, (0.1, 0.15)), M.DFTPlane(2, 6, (0.12,), lo=(2, 3, 0), hi=(nx - 2, 12, 0)))
     return fdtd.GridSimulation(g, eps=eps, sources=srcs, probes=probes if with_probes else (), monitors=mons)
 
-def check(n, split, steps=7, nx=24, th=2, with_probes=True, xwall=False):
-    s = sim(nx, with_probes, xwall)
+def check(n, split, steps=7, nx=24, th=2, with_probes=True, xwall=False, eps="random"):
+    s = sim(nx, with_probes, xwall, eps)
     arrays, pml = engine.coefficients(s, jnp.float64)
     plan1 = engine.make_plan(s, steps, jnp.float64, arrays, pml)
     state = engine.initial_state(s, plan1, jnp.float64, None)
     ref, rec_ref, _ = engine.advance(plan1, arrays, jax.tree_util.tree_map(jnp.copy, state), steps)
     plan = engine.make_plan(s, steps, jnp.float64, arrays, pml, layout=Layout.of(n))
     assert shards.unsupported(plan, th) is None
+    from emjax.fdtd.blocked import coef_box
+    assert (coef_box.find_slabs(plan, arrays) is None) == (eps == "random")
     out, rec, fin = shards.advance(plan, arrays, state, steps, th, (5, 4), split, emulate=True)
     def rel(a, b, s=None):
         a, b = np.asarray(a), np.asarray(b)
@@ -62,6 +70,7 @@ if "more" in sys.argv:
     from emjax.fdtd.blocked import cuda_advance, split as cpml_split
     cpml_split.ALIGNED, shards.GROUPS = True, "before-x"  # sent before the x-CPML's kernel
     check(3, True, steps=9, nx=36)
+    check(3, True, steps=9, nx=36, eps="block3")  # with the coefficients' y-z box
     shards.GROUPS = "psi"  # aligned, the bulk's part of the send planes first, the frame after
     check(2, True, steps=9)
     shards.GROUPS = "before-x"
@@ -82,6 +91,8 @@ if "more" in sys.argv:
     cpml_split.ALIGNED = None
 else:
     check(2, True)
+    check(2, True, steps=9, eps="block")  # the coefficients over their y-z box on each slab
+    check(2, True, steps=8, th=3, eps="block3")
     check(2, True, steps=9, with_probes=False)
     check(2, True, steps=8, th=3)  # float64's default TH: 3-deep halos, a last pass of 2
     check(2, True, steps=9, xwall=True)  # PEC walls on x: the bulk's march crosses them
@@ -115,7 +126,8 @@ def test_slabs_with_halos_equal_one_device_emulated():
     """2 virtual devices, the CPML as a kernel of its own, 7 steps in passes of 2 (the last
     of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes;
     8 steps in passes of 3 (3-deep halos, a last pass of 2); 9 steps with PEC walls on x; 9
-    steps with the CPML's face rows aligned (:data:`.split.ALIGNED`)."""
+    steps with the CPML's face rows aligned (:data:`.split.ALIGNED`); a scatterer across the
+    slabs' boundary, its coefficients (one array, then one per component) over their y-z box."""
     assert run_with_devices(3, CASE).strip().endswith("ok")
 
 
@@ -124,8 +136,9 @@ def test_slabs_with_halos_equal_one_device_emulated():
 def test_slabs_on_three_devices_and_the_cpml_inside_the_kernel_emulated():
     """3 virtual devices; 2 with the CPML inside the one kernel; 2 with every halo in one
     exchange per direction (11 steps); with the face rows aligned, 3 with every halo sent
-    before the x-CPML's kernel, 2 with the bulk's part of the send planes first, 2 with the
-    bulk's last tile in x pieces per slab."""
+    before the x-CPML's kernel (also with a scatterer's coefficients over their y-z box), 2
+    with the bulk's part of the send planes first, 2 with the bulk's last tile in x pieces
+    per slab."""
     assert run_with_devices(3, "import sys; sys.argv.append('more')\n" + CASE).strip().endswith("ok")
 
 
@@ -163,6 +176,34 @@ def test_two_gpus_float32_aligned_faces_equal_one_device_run():
     spec = cuda_advance.make_spec(plan, arrays, np.float32, 4, (24, 24))
     assert split.aligned(spec) is not None and shards.last_spares_sends(spec, 2, 4)
     _two_gpus_equal_one(sim, tol=1e-5)
+
+
+@pytest.mark.gpu
+def test_two_gpus_scatterer_box_equals_one_device_run():
+    """A dielectric block across the slabs' boundary with per-component eps: the slabs hold
+    its coefficients over their y-z box (the tiles outside on literals); float64, 203 steps,
+    to 1e-12 of one device's XLA step."""
+    if len(jax.devices("gpu")) < 2:
+        pytest.skip("needs 2 GPUs")
+    from emjax import fdtd
+    from emjax.backend import precision_scope
+    from emjax.fdtd import step as engine
+    from emjax.fdtd.blocked import coef_box
+    from emjax.fdtd.grid import CPML
+    from emjax.layout import Layout
+
+    with precision_scope():
+        g = fdtd.Grid((64, 48, 40), 1.0, boundary=CPML(thickness=4), precision="double")
+        e = np.ones(g.shape)
+        e[24:40, 16:30, 12:26] = 2.25
+        src = fdtd.PointDipole((20, 20, 17), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
+        sim = fdtd.GridSimulation(
+            g, eps=np.stack([e, 1.5 * e - 0.5, e]), sources=(src,), probes=(fdtd.Probe((33, 24, 20), 2),)
+        )
+        arrays, pml = engine.coefficients(sim, np.float64)
+        plan = engine.make_plan(sim, 8, np.float64, arrays, pml, layout=Layout.of(2))
+        assert coef_box.find_slabs(plan, arrays)[0] == (0, 64, 16, 30, 12, 26)
+        _two_gpus_equal_one(sim)
 
 
 @pytest.mark.gpu
@@ -342,11 +383,14 @@ def test_halo_grouping_is_part_of_the_compiled_key(monkeypatch):
     from emjax.fdtd.blocked import shards
 
     seen = []
-    monkeypatch.setattr(shards, "_advance", lambda *a: seen.append(a[-2]))
+    monkeypatch.setattr(shards, "_advance", lambda *a: seen.append((a[-3], a[-1])))
+    box = ((0, 8, 1, 3, 2, 4), (("cb", (0.5, 0.5, 0.5)),))
+    monkeypatch.setattr(shards, "_box", lambda plan, arrays: box)
     for g in ("each", "kinds"):
         monkeypatch.setattr(shards, "GROUPS", g)
         shards.advance(None, None, None, 4, 2, (4, 4))
-    assert seen == ["each", "kinds"]
+    # the coefficients' box is a static argument too
+    assert seen == [("each", box), ("kinds", box)]
 
 
 CASE_POLES = r"""

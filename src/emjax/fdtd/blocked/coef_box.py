@@ -57,6 +57,21 @@ def find(plan, arrays) -> tuple | None:
     return tuple(box), tuple(bgs)
 
 
+def find_slabs(plan, arrays) -> tuple | None:
+    """:func:`find`'s box over the whole x range, for a grid held in x slabs (each device's
+    arrays then hold the box's y-z cells of all its planes, halos included; the kernels index
+    them from the slab's first plane), or None where that box would hold more than
+    :data:`MAX_FRACTION` of the grid."""
+    got = find(plan, arrays)
+    if got is None:
+        return None
+    box, bgs = got
+    (_, ny, nz), nx = plan.shape, plan.shape[0]
+    if (box[3] - box[2]) * (box[5] - box[4]) > MAX_FRACTION * ny * nz:
+        return None
+    return (0, nx) + tuple(box[2:]), bgs
+
+
 @jax.jit
 def _projections(comps, bg):
     """Per axis, whether any cell of each plane differs from the background (one fused pass:
@@ -69,6 +84,13 @@ def shape(box) -> tuple:
     return tuple(box[2 * a + 1] - box[2 * a] for a in range(3))
 
 
+def array_shape(spec) -> tuple:
+    """The cells a kernel's coefficient arrays hold: the box's, or on a slab (``spec.nxa``)
+    the slab's planes of the box's y-z cells."""
+    cells = shape(spec.cbox)
+    return cells if spec.nxa is None else (spec.nxa,) + cells[1:]
+
+
 def crop(a, box):
     """A per-cell array (grid or (3,) + grid) cut to ``box``."""
     x0, x1, y0, y1, z0, z1 = box
@@ -79,8 +101,12 @@ def defines(spec, literal) -> dict:
     """The kernel's #defines for ``spec.cbox`` (CBOX 0 without one)."""
     if spec.cbox is None:
         return {"CBOX": 0}
-    x0, _, y0, _, z0, _ = spec.cbox
+    x0, x1, y0, _, z0, _ = spec.cbox
     nx, ny, nz = shape(spec.cbox)
+    if spec.nxa is not None:  # a slab's arrays: all its planes, from the grid's plane xoff
+        if (x0, x1) != (0, spec.shape[0]):
+            raise ValueError(f"a slab's coefficient box must span x whole, got [{x0}, {x1})")
+        x0, nx = "xoff", "NXA"
     d = {
         "CBOX": 1,
         "CBOX_BG": int(spec.cbox_bg),

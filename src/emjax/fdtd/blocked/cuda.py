@@ -291,7 +291,7 @@ def inputs(spec: Spec) -> list[tuple[str, tuple]]:
 
     n = spec.ashape
     out = [(f, n) for f in FIELDS] + [(f"jin{i}", n) for i in range(poles.n_j(spec))]
-    cn = n if spec.cbox is None else coef_box.shape(spec.cbox)  # the coefficients' cells
+    cn = n if spec.cbox is None else coef_box.array_shape(spec)  # the coefficients' cells
     for key in ("ca", "cb"):
         kind = getattr(spec, key)
         if kind == "grid":

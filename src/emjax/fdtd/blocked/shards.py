@@ -18,6 +18,9 @@ CPML kernels' marches start and end in the grid). Leaving the outer halo out of 
 (on two devices every slab has one: 4 of 264 planes at 512^3) needs the own planes' test at
 run time, which cost more than the planes: on 2 x H200, strong scaling 116.2 against 122.7
 G cell/s (2026-11-27).
+A scatterer's per-cell coefficients are held over its y-z box only, every plane of a slab
+(:func:`.coef_box.find_slabs`), and the tiles whose windows miss it take the backgrounds as
+literals, as on one device.
 ``fdtd.run`` keeps its state in this layout from call to call (:func:`extend`,
 :func:`advance_extended`): a call then pads, exchanges and crops nothing before and after its
 passes; a checkpoint and the result take the plain layout (:func:`crop`).
@@ -39,7 +42,7 @@ from jax.sharding import PartitionSpec as P
 
 from ...layout import AXIS
 from ..sharded import split_axis
-from . import cuda, emulation, halos, incidence, records, split, tiling
+from . import coef_box, cuda, emulation, halos, incidence, records, split, tiling
 from .cuda_advance import (
     _one_pass,
     _sv,
@@ -188,12 +191,23 @@ def _emulated(spec, args, dest):
     return jax.pure_callback(host, shapes, *args, *dest)
 
 
+#: a scatterer's per-cell coefficients held over its y-z box only (every plane of a slab),
+#: the slabs' tiles outside it with the background values as literals, as one device
+#: crops them to the box (:func:`.coef_box.find_slabs`)
+COEF_BOX = True
+
+
+def _box(plan, arrays):
+    return coef_box.find_slabs(plan, arrays) if COEF_BOX else None
+
+
 def advance(plan, arrays, state, steps: int, th: int, block: tuple, split_cpml: bool = True, emulate=False):
     """``steps`` steps of a run on ``plan.layout``'s devices (x-split state, as
     :func:`emjax.fdtd.sharded.advance`), in passes of the blocked kernel."""
     ring = cuda.ring_setting()
     # settings read here, outside jit, are part of the compiled program's key
-    return _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, GROUPS, False)
+    box = _box(plan, arrays)
+    return _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, GROUPS, False, box)
 
 
 def advance_extended(
@@ -203,7 +217,8 @@ def advance_extended(
     no pads, halo exchange or crops per call; returns (extended state, records, finite)."""
     ring = cuda.ring_setting()
     ext = _slabs_placed(plan, ext)
-    return _advance(plan, arrays, ext, steps, th, block, split_cpml, emulate, ring, GROUPS, True)
+    box = _box(plan, arrays)
+    return _advance(plan, arrays, ext, steps, th, block, split_cpml, emulate, ring, GROUPS, True, box)
 
 
 @partial(jax.jit, static_argnames=("plan", "th"), donate_argnames=("state",))
@@ -293,17 +308,28 @@ COMPILER_OPTIONS = {"xla_disable_hlo_passes": "dynamic-slice-copy-fusion-async-w
 
 @partial(
     jax.jit,
-    static_argnames=("plan", "steps", "th", "block", "split_cpml", "emulate", "ring", "groups", "extended"),
+    static_argnames=(
+        "plan",
+        "steps",
+        "th",
+        "block",
+        "split_cpml",
+        "emulate",
+        "ring",
+        "groups",
+        "extended",
+        "box",
+    ),
     donate_argnames=("state",),
     compiler_options=COMPILER_OPTIONS,
 )
-def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, groups, extended):
+def _advance(plan, arrays, state, steps, th, block, split_cpml, emulate, ring, groups, extended, box=None):
     layout = plan.layout
     n, nx = layout.n, plan.shape[0]
     m = nx // n
     dtype = state["E"][0].dtype
-    spec = make_spec(plan, arrays, dtype, th, block, ring)
-    rest_spec = make_spec(plan, arrays, dtype, steps % th, block, ring) if steps % th else None
+    spec = make_spec(plan, arrays, dtype, th, block, ring, box)
+    rest_spec = make_spec(plan, arrays, dtype, steps % th, block, ring, box) if steps % th else None
     static, prof = static_inputs(plan, arrays, spec)
     lx = plan.pml[0]
     npsi_x = 4 if lx else 0
