@@ -104,15 +104,15 @@ __device__ __forceinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, in
 #endif
 #if CA_KIND == 1 || CA_KIND == 2
 #define CA(c, x, y, z) COEF(ca, CA_KIND, CA_BGV, c, x, y, z)
-#elif CA_KIND == 0
-#define CA(c, x, y, z) ca[0]
+#elif CA_KIND == 0  // one traced value, read once into a register (yee_blocked's prologue)
+#define CA(c, x, y, z) ca_v
 #else
 #define CA(c, x, y, z) ((REAL)CA_VALUE)
 #endif
 #if CB_KIND == 1 || CB_KIND == 2
 #define CB(c, x, y, z) COEF(cb, CB_KIND, CB_BGV, c, x, y, z)
 #elif CB_KIND == 0
-#define CB(c, x, y, z) cb[0]
+#define CB(c, x, y, z) cb_v
 #else
 #define CB(c, x, y, z) ((REAL)CB_VALUE)
 #endif
