@@ -105,3 +105,37 @@ struct Mode {
 };
 // every thread of the CTA has window columns (no idle threads in the last warp)
 #define ALL_ACTIVE (WY * WZ == RY * NTHREADS)
+
+// The march: iterations [TH, NXW - 2] are steady, but those on planes with point sources,
+// probes or monitor boxes (STEADY_FREE of the planes they work on: their code stays out of
+// the steady ones, and so do its registers); they run STEADY_N at a time (2: the carried
+// registers renamed instead of moved, and both parities known; 0: none is). A steady
+// iteration follows TH (TH + 1) / 2 levels and then whole iterations of TH levels each.
+// ``task`` is the running level count that ``iteration`` (a lambda of (i, Mode)) advances;
+// X0 and NXW the march's first plane and length (constants where they are known).
+template <class It>
+__device__ __forceinline__ void march(It &&iteration, const int &task, const int X0, const int NXW) {
+  constexpr int P0 = (TH * (TH + 1) / 2) & 1;
+#if STEADY_N == 0  // one iteration's code for the whole march, unrolled GENERAL_UNROLL times
+#pragma unroll GENERAL_UNROLL
+  for (int i = 0; i < NXW + TH; ++i) iteration(i, Mode<false, -1, -1>{});
+#else
+  for (int i = 0; i < NXW + TH;) {
+    // (the parities a steady iteration assumes: a general one in between, where a plane
+    // is not free, realigns them)
+    const bool aligned = STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1));
+    if (i >= TH && i + STEADY_N - 1 <= NXW - 2 && aligned && STEADY_FREE(X0 + i - TH, X0 + i + STEADY_N - 2)) {
+#if STEADY_N == 2
+      iteration(i, Mode<true, P0, TH & 1>{});
+      iteration(i + 1, Mode<true, (P0 + TH) & 1, (TH + 1) & 1>{});
+#else  // one at a time: the set's parity is known where TH is even (TH levels an iteration)
+      iteration(i, Mode<true, TH % 2 ? -1 : P0, -1>{});  // (P0: the level count's parity)
+#endif
+      i += STEADY_N;
+    } else {
+      iteration(i, Mode<false, -1, -1>{});
+      ++i;
+    }
+  }
+#endif
+}
