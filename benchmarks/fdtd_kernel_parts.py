@@ -3,7 +3,9 @@
 bulk kernel, its tail, the CPML's face rows and x rows; each runs ``--reps`` times on zeros
 (its inputs and the buffers it writes, donated so that nothing is copied), and the row gives
 its time, its CTAs and threads. The sum is the pass without what lies between the kernels;
-compare it with `fdtd_kernels.py`'s rate for the whole pass.
+compare it with `fdtd_kernels.py`'s rate for the whole pass. The coefficients are one value
+each that the kernels read (``--coef array``, as a vacuum run passes them; the rows of
+2026-11-28 had them compiled in, ``--coef literal``), a dipole and a probe optional.
 
 PYTHONPATH=src python3 benchmarks/fdtd_kernel_parts.py --n 512 --precision single --th 4 --tile 24 --rows 2
 PYTHONPATH=src python3 benchmarks/fdtd_kernel_parts.py --precision double --th 3 --tile 16 --rows 1
@@ -26,10 +28,11 @@ from emjax.fdtd.blocked import cuda, split
 from emjax.fdtd.blocked.cuda import Spec
 
 
-def kernels(n, dtype, th, tile, rows, pml, dipole=None):
+def kernels(n, dtype, th, tile, rows, pml, dipole=None, coef="array"):
     """(name, spec, task table or None) of each kernel of one pass; ``dipole``: the plane
     of a z dipole and an Ez probe three cells off it, as in the benchmarks' runs (None:
-    neither)."""
+    neither); ``coef``: "array", ca and cb one value each read by the kernel (a vacuum
+    run's), or "literal", compiled in."""
     ring = cuda.ring_setting()
     walls, kappa = (True,) * 3, (False,) * 3
     c = n // 2
@@ -39,6 +42,8 @@ def kernels(n, dtype, th, tile, rows, pml, dipole=None):
         dtype, (n,) * 3, th, (tile, tile), 1.0, 0.5, 1.0, 0.5, None, walls, (pml,) * 3, kappa, src, prb
     )
     spec = replace(spec, ry=rows, coef_ring=ring[0], smem_limit=ring[1], stage=bool(cuda.STAGE_NEXT))
+    if coef == "array":
+        spec = replace(spec, ca="array", cb="array")
     parts = split.split(spec)
     if parts is None:
         return [("whole", spec, None)]
@@ -86,6 +91,12 @@ def main(argv=None):
     ap.add_argument("--pml", type=int, default=10, help="CPML cells on every face (0: PEC walls)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument(
+        "--coef",
+        choices=["array", "literal"],
+        default="array",
+        help="ca and cb one value each read by the kernels (as in a vacuum run) or compiled in",
+    )
+    ap.add_argument(
         "--dipole", type=int, default=None, help="x plane of a z dipole and a probe by it (the runs': N / 2)"
     )
     ap.add_argument("--out", default=None)
@@ -95,10 +106,11 @@ def main(argv=None):
         jax.config.update("jax_enable_x64", True)
     labels = {"device": device_description(), "date": time.strftime("%Y-%m-%d"), "commit": git_commit()}
     total = 0.0
-    for name, sp, tab in kernels(a.n, dtype, a.th, a.tile, a.rows, a.pml, a.dipole):
+    for name, sp, tab in kernels(a.n, dtype, a.th, a.tile, a.rows, a.pml, a.dipole, a.coef):
         s = time_kernel(sp, tab, a.n, a.reps)
         total += s
-        row = {**labels, "n": a.n, "precision": a.precision, "dipole": a.dipole, "kernel": name}
+        row = {**labels, "n": a.n, "precision": a.precision, "dipole": a.dipole, "coef": a.coef}
+        row["kernel"] = name
         row["ctas"] = sp.grid[0] * sp.grid[1]
         row.update(threads=sp.threads, smem=sp.smem_bytes, ms=round(s * 1e3, 4))
         print(json.dumps(row), flush=True)
