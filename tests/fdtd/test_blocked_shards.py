@@ -71,6 +71,7 @@ if "more" in sys.argv:
     cpml_split.ALIGNED, shards.GROUPS = True, "before-x"  # sent before the x-CPML's kernel
     check(3, True, steps=9, nx=36)
     check(3, True, steps=9, nx=36, eps="block3")  # with the coefficients' y-z box
+    check(2, True, steps=9, eps="block")  # one array
     shards.GROUPS = "psi"  # aligned, the bulk's part of the send planes first, the frame after
     check(2, True, steps=9)
     shards.GROUPS = "before-x"
@@ -91,8 +92,7 @@ if "more" in sys.argv:
     cpml_split.ALIGNED = None
 else:
     check(2, True)
-    check(2, True, steps=9, eps="block")  # the coefficients over their y-z box on each slab
-    check(2, True, steps=8, th=3, eps="block3")
+    check(2, True, steps=8, th=3, eps="block3")  # the coefficients over their y-z box per slab
     check(2, True, steps=9, with_probes=False)
     check(2, True, steps=8, th=3)  # float64's default TH: 3-deep halos, a last pass of 2
     check(2, True, steps=9, xwall=True)  # PEC walls on x: the bulk's march crosses them
@@ -127,7 +127,7 @@ def test_slabs_with_halos_equal_one_device_emulated():
     of 1), dipoles and probes in halos and in the slabs, DFT planes; 9 steps without probes;
     8 steps in passes of 3 (3-deep halos, a last pass of 2); 9 steps with PEC walls on x; 9
     steps with the CPML's face rows aligned (:data:`.split.ALIGNED`); a scatterer across the
-    slabs' boundary, its coefficients (one array, then one per component) over their y-z box."""
+    slabs' boundary, its coefficients (one per component) over their y-z box."""
     assert run_with_devices(3, CASE).strip().endswith("ok")
 
 
@@ -136,9 +136,9 @@ def test_slabs_with_halos_equal_one_device_emulated():
 def test_slabs_on_three_devices_and_the_cpml_inside_the_kernel_emulated():
     """3 virtual devices; 2 with the CPML inside the one kernel; 2 with every halo in one
     exchange per direction (11 steps); with the face rows aligned, 3 with every halo sent
-    before the x-CPML's kernel (also with a scatterer's coefficients over their y-z box), 2
-    with the bulk's part of the send planes first, 2 with the bulk's last tile in x pieces
-    per slab."""
+    before the x-CPML's kernel (also with a scatterer's coefficients over their y-z box; on
+    2, one array of them), 2 with the bulk's part of the send planes first, 2 with the bulk's
+    last tile in x pieces per slab."""
     assert run_with_devices(3, "import sys; sys.argv.append('more')\n" + CASE).strip().endswith("ok")
 
 
