@@ -92,7 +92,6 @@ STEADY = {  # "between" as "plain" unless named: the settings before it was apar
     "cpml2": {"plain": {4: 2, 8: 1}, "cpml": {4: 2, 8: 2}},
     "plain64-0": {"plain": {4: 2, 8: 0}, "cpml": {4: 0, 8: 0}},
     "plain64-2": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}},
-    "between0": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 0}},
     "between2": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 2, 8: 2}},
 }
 for _s in STEADY.values():
