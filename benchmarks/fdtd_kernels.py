@@ -84,8 +84,10 @@ CPML_KERNELS = {
 # the march's steady iterations (blocked.cuda.STEADY): "default" the package's; "none": one
 # iteration's code for the whole march in every kernel; "cpml1" / "cpml2": one / two steady
 # iterations at a time in the CPML kernels too; "plain64-0" / "plain64-2": none / two at a
-# time in the float64 kernels without CPML code
-STEADY = {  # "between" as "plain" unless named: the settings before it was apart
+# time in the float64 kernels without CPML code; "between2": two at a time also in the
+# one-device bulk between the CPML's face rows (the default before 2026-11-28). "between"
+# takes "plain"'s setting where a variant does not name it.
+STEADY = {
     "default": None,
     "none": {"plain": {4: 0, 8: 0}, "cpml": {4: 0, 8: 0}},
     "cpml1": {"plain": {4: 2, 8: 1}, "cpml": {4: 1, 8: 1}},
