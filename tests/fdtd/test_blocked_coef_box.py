@@ -177,3 +177,32 @@ def test_gpu_box_and_hole_equal_the_xla_step(case, monkeypatch):
         _compare(_away(), 41, th=3, tile=(16, 4, 4), kernel="cuda")
     else:
         _compare(_hole_case(), 13, th=2, tile=(40, 4, 4), kernel="cuda")
+
+
+def test_slabs_hold_every_plane_and_read_the_box_only_over_its_x_range(monkeypatch):
+    """On x slabs (two devices) the arrays hold the box's y-z cells of every plane, indexed
+    from the slab's first plane, while the kernels read them only over the box's x range:
+    the marches of the tiles that meet the box in y-z cover the box and TH planes either
+    side in a kernel of their own, the rest of x in one with the background literals. (Their
+    equality with the XLA step: the emulated slabs' tests in test_blocked_shards.py.)"""
+    from dataclasses import replace
+
+    from emjax.fdtd.blocked import shards
+
+    monkeypatch.setattr(split, "SLOTS", 7)
+    sim, th = _hole_case(), 2
+    with precision_scope():
+        plan, arrays, _ = _setup(sim, 4)
+        found = coef_box.find_slabs(plan, arrays)
+        assert found[0] == (18, 22, 13, 16, 4, 7) and found[2]
+        spec = cuda_advance.make_spec(plan, arrays, jnp.float64, th, (4, 4), cbox=found)
+        static, _ = cuda_advance.static_inputs(plan, arrays, spec)
+    assert spec.cbox_slabs and static[-1].shape == (3, 40, 3, 3)  # eps per component: cb
+    _, tail, fixes, rows = shards._split(spec, 2)
+    box = [rows[i] for f, idx in fixes if not f.cbox_bg for i in idx]
+    assert box and all(16 <= r[8] and r[9] <= 24 for r in box)  # the planes they write
+    assert tail.cbox_bg and len(rows) > len(box)
+    local = cuda.source(replace(spec, nxa=20 + 2 * th, xhalo=th))
+    assert "#define CB_X0 18" in local and "#define CB_NX 4" in local and "#define CB_XA xoff" in local
+    with pytest.raises(ValueError, match="slab"):  # one device's box on a slab's kernel
+        cuda.source(replace(spec, cbox_slabs=False, nxa=20 + 2 * th, xhalo=th))

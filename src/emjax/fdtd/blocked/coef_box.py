@@ -58,18 +58,20 @@ def find(plan, arrays) -> tuple | None:
 
 
 def find_slabs(plan, arrays) -> tuple | None:
-    """:func:`find`'s box over the whole x range, for a grid held in x slabs (each device's
-    arrays then hold the box's y-z cells of all its planes, halos included; the kernels index
-    them from the slab's first plane), or None where that box would hold more than
-    :data:`MAX_FRACTION` of the grid."""
+    """:func:`find`'s box and backgrounds for a grid held in x slabs, as (box, backgrounds,
+    True): each device's arrays then hold the box's y-z cells of all its planes, halos
+    included (the kernels index them from the slab's first plane), and the box's x range
+    says where along x they are read (the kernel rows outside it take the backgrounds, as on
+    one device). None where the box's y-z would hold more than :data:`MAX_FRACTION` of a
+    plane."""
     got = find(plan, arrays)
     if got is None:
         return None
     box, bgs = got
-    (_, ny, nz), nx = plan.shape, plan.shape[0]
+    _, ny, nz = plan.shape
     if (box[3] - box[2]) * (box[5] - box[4]) > MAX_FRACTION * ny * nz:
         return None
-    return (0, nx) + tuple(box[2:]), bgs
+    return box, bgs, True
 
 
 @jax.jit
@@ -85,10 +87,19 @@ def shape(box) -> tuple:
 
 
 def array_shape(spec) -> tuple:
-    """The cells a kernel's coefficient arrays hold: the box's, or on a slab (``spec.nxa``)
-    the slab's planes of the box's y-z cells."""
+    """The cells a kernel's coefficient arrays hold: the box's, or for slabs
+    (``spec.cbox_slabs``) the box's y-z cells of every plane: the slab's (``spec.nxa``) or,
+    before the grid is cut, the grid's."""
     cells = shape(spec.cbox)
-    return cells if spec.nxa is None else (spec.nxa,) + cells[1:]
+    if not spec.cbox_slabs:
+        return cells
+    return (spec.nxa or spec.shape[0],) + cells[1:]
+
+
+def held(spec) -> tuple:
+    """The part of the grid the coefficient arrays are cut to: the box, or for slabs the
+    box's y-z over the whole x range."""
+    return (0, spec.shape[0]) + tuple(spec.cbox[2:]) if spec.cbox_slabs else spec.cbox
 
 
 def crop(a, box):
@@ -98,15 +109,16 @@ def crop(a, box):
 
 
 def defines(spec, literal) -> dict:
-    """The kernel's #defines for ``spec.cbox`` (CBOX 0 without one)."""
+    """The kernel's #defines for ``spec.cbox`` (CBOX 0 without one): the box where the
+    arrays are read (CB_X0 ...) and the first plane (CB_XA) and planes (CB_NXA) they hold."""
     if spec.cbox is None:
         return {"CBOX": 0}
+    if spec.cbox_slabs != (spec.nxa is not None):
+        raise ValueError("a slab's kernel takes a slabs' coefficient box (find_slabs), one device's find's")
     x0, x1, y0, _, z0, _ = spec.cbox
     nx, ny, nz = shape(spec.cbox)
-    if spec.nxa is not None:  # a slab's arrays: all its planes, from the grid's plane xoff
-        if (x0, x1) != (0, spec.shape[0]):
-            raise ValueError(f"a slab's coefficient box must span x whole, got [{x0}, {x1})")
-        x0, nx = "xoff", "NXA"
+    # a slab's arrays: all its planes, from the grid's plane xoff (at run time)
+    xa, nxa = ("xoff", "NXA") if spec.cbox_slabs else (x0, nx)
     d = {
         "CBOX": 1,
         "CBOX_BG": int(spec.cbox_bg),
@@ -116,6 +128,8 @@ def defines(spec, literal) -> dict:
         "CB_NX": nx,
         "CB_NY": ny,
         "CB_NZ": nz,
+        "CB_XA": xa,
+        "CB_NXA": nxa,
     }
     for key, vals in spec.cbg:
         for c, v in enumerate(vals):

@@ -96,6 +96,7 @@ class Spec:
     cbox: tuple | None = None
     cbg: tuple = ()
     cbox_bg: bool = False  # every window of this kernel misses the box: the backgrounds only
+    cbox_slabs: bool = False  # the arrays hold the box's y-z cells of every plane (x slabs)
     # ((y0, ny'), (z0, nz')): the regular tiling covers these cells of y and z only (the
     # interior inside the CPML kernel's face rows, ``split.ALIGNED``); None: whole axes
     span: tuple | None = None

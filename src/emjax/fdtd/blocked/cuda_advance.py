@@ -46,7 +46,8 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = N
     """``block``: (BY, BZ) cells of a tile, or (BY, BZ, RY) with RY window rows per thread
     (default: 2 where the window's rows are even, else 1). ``ring``: (coefficient ring on,
     shared memory limit), default :func:`emjax.fdtd.blocked.cuda.ring_setting`. ``cbox``:
-    :func:`.coef_box.find`'s (box, backgrounds) of the per-cell coefficients (None: whole)."""
+    :func:`.coef_box.find`'s (box, backgrounds) of the per-cell coefficients, or
+    :func:`.coef_box.find_slabs`'s (box, backgrounds, True) (None: whole)."""
     ring = cuda.ring_setting() if ring is None else ring
     from . import config
 
@@ -83,6 +84,7 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = N
         stage=bool(cuda.STAGE_NEXT),
         cbox=None if cbox is None else cbox[0],
         cbg=() if cbox is None else cbox[1],
+        cbox_slabs=cbox is not None and len(cbox) > 2 and bool(cbox[2]),
     )
 
 
@@ -91,7 +93,7 @@ def static_inputs(plan, arrays, spec: Spec, xp=jnp):
     from . import coefficients
 
     out = []
-    box = (lambda a: a) if spec.cbox is None else (lambda a: coef_box.crop(a, spec.cbox))
+    box = (lambda a: a) if spec.cbox is None else (lambda a: coef_box.crop(a, coef_box.held(spec)))
     for key in ("ca", "cb"):
         if isinstance(getattr(spec, key), str):
             a = xp.asarray(arrays[key], spec.dtype)

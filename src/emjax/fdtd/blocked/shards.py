@@ -19,8 +19,9 @@ CPML kernels' marches start and end in the grid). Leaving the outer halo out of 
 run time, which cost more than the planes: on 2 x H200, strong scaling 116.2 against 122.7
 G cell/s (2026-11-27).
 A scatterer's per-cell coefficients are held over its y-z box only, every plane of a slab
-(:func:`.coef_box.find_slabs`), and the tiles whose windows miss it take the backgrounds as
-literals, as on one device.
+(:func:`.coef_box.find_slabs`), and read only in its box: the tiles whose windows miss it in
+y-z, and the planes before and after it along x, take the backgrounds as literals, as on
+one device.
 ``fdtd.run`` keeps its state in this layout from call to call (:func:`extend`,
 :func:`advance_extended`): a call then pads, exchanges and crops nothing before and after its
 passes; a checkpoint and the result take the plain layout (:func:`crop`).

@@ -74,13 +74,15 @@ __device__ __forceinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, in
 #endif
 
 // The per-cell coefficients: kind 1 one array, 2 one per component, 0 one value, else a
-// literal; with CBOX the arrays hold only the box [CB_X0, CB_X0 + CB_NX) x ... and every
-// cell outside it takes the background literal of its component (coef_box.py).
+// literal; with CBOX the arrays are read only in the box [CB_X0, CB_X0 + CB_NX) x ... and
+// every cell outside it takes the background literal of its component (coef_box.py). They
+// hold the box's y-z cells of CB_NXA planes from the grid's plane CB_XA (the box's own, or
+// a shard's slab).
 #if CBOX
 #define INBOX(x, y, z) \
   ((unsigned)((x) - CB_X0) < CB_NX && (unsigned)((y) - CB_Y0) < CB_NY && (unsigned)((z) - CB_Z0) < CB_NZ)
-#define BIDX(x, y, z) (((long)((x) - CB_X0) * CB_NY + (y) - CB_Y0) * CB_NZ + (z) - CB_Z0)
-#define BNCELL ((long)CB_NX * CB_NY * CB_NZ)
+#define BIDX(x, y, z) (((long)((x) - CB_XA) * CB_NY + (y) - CB_Y0) * CB_NZ + (z) - CB_Z0)
+#define BNCELL ((long)CB_NXA * CB_NY * CB_NZ)
 #define BGV(key, c) ((c) == 0 ? (REAL)key##_BG0 : (c) == 1 ? (REAL)key##_BG1 : (REAL)key##_BG2)
 #define CA_BGV(c) BGV(CA, c)
 #define CB_BGV(c) BGV(CB, c)
