@@ -183,11 +183,10 @@ def test_slabs_hold_every_plane_and_read_the_box_only_over_its_x_range(monkeypat
     """On x slabs (two devices) the arrays hold the box's y-z cells of every plane, indexed
     from the slab's first plane, while the kernels read them only over the box's x range:
     the marches of the tiles that meet the box in y-z cover the box and TH planes either
-    side in a kernel of their own, the rest of x in one with the background literals. (Their
+    side in a kernel of their own, cut at the slabs' boundary (each device's pieces fill its
+    SMs), the rest of x in one with the background literals. (Their
     equality with the XLA step: the emulated slabs' tests in test_blocked_shards.py.)"""
     from dataclasses import replace
-
-    from emjax.fdtd.blocked import shards
 
     monkeypatch.setattr(split, "SLOTS", 7)
     sim, th = _hole_case(), 2
@@ -198,9 +197,10 @@ def test_slabs_hold_every_plane_and_read_the_box_only_over_its_x_range(monkeypat
         spec = cuda_advance.make_spec(plan, arrays, jnp.float64, th, (4, 4), cbox=found)
         static, _ = cuda_advance.static_inputs(plan, arrays, spec)
     assert spec.cbox_slabs and static[-1].shape == (3, 40, 3, 3)  # eps per component: cb
-    _, tail, fixes, rows = shards._split(spec, 2)
+    _, tail, fixes, rows = split.split(spec, None, 2)  # cut for 2 slabs, as .shards does
     box = [rows[i] for f, idx in fixes if not f.cbox_bg for i in idx]
     assert box and all(16 <= r[8] and r[9] <= 24 for r in box)  # the planes they write
+    assert {r[8] < 20 for r in box} == {True, False} and all((r[8] < 20) == (r[9] <= 20) for r in box)
     assert tail.cbox_bg and len(rows) > len(box)
     local = cuda.source(replace(spec, nxa=20 + 2 * th, xhalo=th))
     assert "#define CB_X0 18" in local and "#define CB_NX 4" in local and "#define CB_XA xoff" in local

@@ -119,10 +119,11 @@ def tail(
     return real[len(real) - left], rows
 
 
-def hole_rows(spec: Spec, gap: tuple, slots: int) -> tuple[tuple, tuple]:
+def hole_rows(spec: Spec, gap: tuple, slots: int, devices: int = 1) -> tuple[tuple, tuple]:
     """The :func:`hole`'s tiles as task rows: (the marches over the box's x range and TH
     planes each side, the marches over the rest of x, whose windows miss the box), each in
-    the x pieces that fill ``slots`` CTAs best."""
+    the x pieces that fill ``slots`` CTAs best, on each of ``devices`` x slabs apart (no
+    march crosses a slab's boundary: the pieces fill each device's SMs)."""
     nx, th = spec.shape[0], spec.th
     ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
     yz = [
@@ -131,12 +132,15 @@ def hole_rows(spec: Spec, gap: tuple, slots: int) -> tuple[tuple, tuple]:
         for z in range(gap[2], gap[3])
     ]
     a, b = max(spec.cbox[0] - th, 0), min(spec.cbox[1] + th, nx)
+    m = nx // devices
+    slabs = [(d * m, (d + 1) * m if d < devices - 1 else nx) for d in range(devices)]
     out = []
     for segments in (((a, b),), ((0, a), (b, nx))):
         rows = []
-        for lo, hi in segments:
-            if hi > lo:
-                cuts = cut_march(lo, hi, nx, th, best_pieces(len(yz), hi - lo, th, slots))
-                rows += [c + m for c in yz for m in cuts]
+        for s0, s1 in slabs:
+            for lo, hi in ((max(lo, s0), min(hi, s1)) for lo, hi in segments):
+                if hi > lo:
+                    cuts = cut_march(lo, hi, nx, th, best_pieces(len(yz), hi - lo, th, slots))
+                    rows += [c + x for c in yz for x in cuts]
         out.append(tuple(rows))
     return out[0], out[1]

@@ -389,7 +389,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         rows, trows = trows + rows, ()
     boxrows = ()
     if gap is not None:
-        boxrows, litrows = hole_rows(spec, gap, ctas)
+        boxrows, litrows = hole_rows(spec, gap, ctas, devices)
         trows = trows + litrows
     if not rows and not xrows and not trows and not boxrows:
         return None
