@@ -148,13 +148,17 @@ def _hole_case():
 
 
 @emulated
-def test_emulated_hole_in_the_bulk_equals_the_xla_step(monkeypatch):
+@pytest.mark.parametrize("box_rows", [None, 4])
+def test_emulated_hole_in_the_bulk_equals_the_xla_step(box_rows, monkeypatch):
     """PEC walls (no CPML kernel): the bulk kernel, with the backgrounds as literals, leaves
     out the tiles whose windows meet the box; their marches over the box run in a kernel of
     their own, the rest of their x range and the bulk's last wave (few CTA slots here) in the
-    tail. Equal to the XLA step, probes in each kernel's cells included."""
+    tail. Equal to the XLA step, probes in each kernel's cells included; also with four
+    window rows a thread in the box's kernel (the last pass, TH = 1, has windows of 6 rows:
+    the bulk's two)."""
     monkeypatch.setattr(cuda, "COEF_RING", True)
     monkeypatch.setattr(split, "SLOTS", 7)
+    monkeypatch.setattr(split, "BOX_ROWS_PER_THREAD", box_rows)
     sim = _hole_case()
     with precision_scope():
         plan, arrays, _ = _setup(sim, 4)
@@ -165,6 +169,7 @@ def test_emulated_hole_in_the_bulk_equals_the_xla_step(monkeypatch):
     assert (gap[1] - gap[0]) * (gap[3] - gap[2]) < 6 * 5 / 2  # most tiles in the bulk
     assert bulk.tiles[4] < 6 * 5  # the bulk's last wave goes to the tail
     assert [f.pml for f, _ in fixes] == [(0, 0, 0)] and not fixes[0][0].cbox_bg
+    assert fixes[0][0].ry == (box_rows or bulk.ry)
     _compare(sim, 13, th=2, tile=(40, 4, 4), kernel="emulate")
 
 
