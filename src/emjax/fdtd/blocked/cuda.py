@@ -234,8 +234,12 @@ PROFILE_REGS = True
 #: steady pairs lost in the whole pass (H100, one lease each, a dipole and a probe at the
 #: centre: 512^3 70.2 G cell/s against 76.1 without them, 1024^3 76.4 against 86.7, 256^3
 #: 40.5 against 40.7), though the kernel alone on zeros runs as fast with them (512^3: 3.43
-#: against 3.47 ms, the dipole in it too): why is not known. On 2 GPUs' slabs the same kernel
-#: gains from them (2 x H200, 512^3: 156.6 against 136.5), so they keep "plain".
+#: against 3.47 ms, the dipole in it too). That was measured while the kernels reloaded
+#: ``ca`` and ``cb`` at each use, and the kernels timed alone had them compiled in. Now the
+#: values are read once per thread, and the pass's kernels take no longer in it than alone
+#: (H100: 6.66 ms a pass against 6.89 summed). The pairs have not been timed again since. On
+#: 2 GPUs' slabs the same kernel gains from them (2 x H200, 512^3: 156.6 against 136.5), so
+#: they keep "plain".
 STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}}
 
 
