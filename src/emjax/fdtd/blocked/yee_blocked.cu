@@ -240,8 +240,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     const int par = decltype(mode)::ipar >= 0 ? decltype(mode)::ipar : (i & 1);
     const bool act = ALL_ACTIVE || active;
 #if NRING
+    const int slot1 = (i + 1) % (TH + 1);  // plane X0 + i's slot; level s reads slot1 - s's
     if (act && (ST || i < NXW)) {  // plane X0 + i: its first E update is level 1's next iteration
-      const int slot = (i + 1) % (TH + 1);
+      const int slot = slot1;
       FOR_K {
         const long at = col[k] + (long)i * plane;
 #if CBOX  // inside the coefficients' box: its arrays; outside: the background
@@ -406,7 +407,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           for (int c = 0; c < 3; ++c) tce[k][c] = tf_here ? tf_corr(tinc, s, 1, c, p, gyk, gz) : (REAL)0;
 #endif
 #if NRING
-          const int slot = (i - s + 1) % (TH + 1);  // plane p's coefficients (i - s + 1 >= 1)
+          const int slot = slot1 - s + (slot1 < s ? TH + 1 : 0);  // plane p's: (i - s + 1) % (TH + 1)
 #endif
 #if RING_CA >= 0
 #define CAE(c) RING(slot, RING_CA + (CA_KIND == 2 ? (c) : 0), k)
