@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import collections
 import glob
+import importlib.util
 import os
 import re
 import shutil
@@ -33,7 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+if importlib.util.find_spec("emjax") is None:  # the checkout's, unless one is on the path (PYTHONPATH)
+    sys.path.insert(0, str(ROOT / "src"))
 
 
 def _tool(name: str) -> str | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import sys
@@ -34,7 +35,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+if importlib.util.find_spec("emjax") is None:  # the checkout's, unless one is on the path (PYTHONPATH)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from emjax.backend import device_description  # noqa: E402
 from emjax.bench import git_commit  # noqa: E402
