@@ -3,6 +3,8 @@ through a y/z window with TH-deep halos, equal to the XLA step to rounding. On t
 same kernel text runs emulated (host threads and barriers); on a GPU it runs through NVRTC
 and XLA's kernel call."""
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -393,6 +395,26 @@ def test_source_text_names_every_buffer():
     for name, _ in cuda.inputs(spec) + cuda.outputs(spec):
         assert f"*__restrict__ {name}" in text
     assert "#define TH 2" in text and "#define WY 9" in text
+
+
+def test_indices_are_32_bit_where_every_array_fits(monkeypatch):
+    """32-bit indices where the largest array the kernel indexes holds fewer than 2^31
+    values: 1024^3 fields do, 1024^3 per-component coefficients (3 values a cell) do not."""
+
+    def spec(n, cb):
+        walls, pml, kappa = (True,) * 3, (10,) * 3, (False,) * 3
+        return cuda.Spec(
+            "float32", (n,) * 3, 4, (24, 24), 1.0, 0.5, 1.0, cb, None, walls, pml, kappa, (), (), 2
+        )
+
+    assert "#define IDXT int" in cuda.source(spec(1024, 0.5))
+    assert "#define IDXT long" in cuda.source(spec(1024, "comp"))
+    assert "#define IDXT int" in cuda.source(spec(512, "comp"))
+    assert cuda.index_type(replace(spec(512, "comp"), nxa=3000)) == "long"  # 3 x 3000 x 512^2
+    assert cuda.index_type(replace(spec(512, 0.5), poles=(4, 2, 2, 0, 3))) == "int"  # 12 x 512^3
+    assert cuda.index_type(replace(spec(512, 0.5), poles=(6, 2, 2, 0, 3))) == "long"  # 18 x 512^3
+    monkeypatch.setattr(cuda, "INDEX_INT32", False)
+    assert "#define IDXT long" in cuda.source(spec(512, 0.5))
 
 
 def test_per_cell_coefficients_staged_in_shared_memory(monkeypatch):

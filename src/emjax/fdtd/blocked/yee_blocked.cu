@@ -25,8 +25,9 @@
 // reference): plain differences wrap, the CPML's own difference reads 0 past the wall.
 
 // the arrays hold NXA planes from the grid's plane xoff (a shard's slab: xoff at run time)
-#define IDX(x, y, z) (((long)((x) - xoff) * NY + (y)) * NZ + (z))
-#define NCELL ((long)NXA * NY * NZ)
+// IDXT: int where every array the kernel indexes holds fewer than 2^31 values, else long
+#define IDX(x, y, z) (((IDXT)((x) - xoff) * NY + (y)) * NZ + (z))
+#define NCELL ((IDXT)NXA * NY * NZ)
 
 // the coefficients CA, CB, KEEP (c, x, y, z): yee_helpers.cuh; the CPML's psi indices,
 // chains and correction: yee_cpml.cuh; the march (steady iterations, where along x, task
@@ -60,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   // (and chains); iteration i copies plane X0 + i into slot (i + 1) % (TH + 1), which level
   // s reads in iteration i + s (its plane p = X0 + i' - s): no slot is overwritten while a
   // level still reads it, and each thread reads only the cells it copied (no barrier)
-  REAL *ring = smem + (long)RING_OFF * W;
+  REAL *ring = smem + (IDXT)RING_OFF * W;
 #define RING(slot, v, k) ring[((slot) * NRING + (v)) * W + cell[k]]
 #endif
 
@@ -119,7 +120,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   const int dzm = (lz > 0) ? -1 : 0, dzp = (lz < WZ - 1) ? 1 : 0;  // clamped at the window
   int ly[RY], gy[RY], cell[RY], dym[RY], dyp[RY];
   bool own[RY];
-  long col[RY];
+  IDXT col[RY];
   FOR_K {
     ly[k] = r + k * (WY / RY);
     gy[k] = ((y0 - TH + ly[k]) % NY + NY) % NY;
@@ -134,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     dyp[k] = (ly[k] < WY - 1) ? WZ : 0;
     col[k] = IDX(X0, gy[k], gz);
   }
-  const long plane = (long)NY * NZ;
+  const IDXT plane = (IDXT)NY * NZ;
 #if NBOX
   unsigned long long yzm[RY];  // per row: the monitor boxes its (y, z) falls in
   FOR_K {
@@ -188,13 +189,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #if CHAIN_SMEM  // each such axis's block: (ring slot, psi slot) planes of W values
   FOR_K {
 #if PML0 && CHAIN_SMEM0
-    chx[k] = smem + 12 * W + (long)CH_AXIS0 * 4 * TH * W + cell[k];
+    chx[k] = smem + 12 * W + (IDXT)CH_AXIS0 * 4 * TH * W + cell[k];
 #endif
 #if PML1 && CHAIN_SMEM1
-    chy[k] = smem + 12 * W + (long)CH_AXIS1 * 4 * TH * W + cell[k];
+    chy[k] = smem + 12 * W + (IDXT)CH_AXIS1 * 4 * TH * W + cell[k];
 #endif
 #if PML2 && CHAIN_SMEM2
-    chz[k] = smem + 12 * W + (long)CH_AXIS2 * 4 * TH * W + cell[k];
+    chz[k] = smem + 12 * W + (IDXT)CH_AXIS2 * 4 * TH * W + cell[k];
 #endif
   }
 #endif
@@ -209,7 +210,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
   // asynchronously into shared memory, slot (i + 1) & 1 of 6 values a window cell (a
   // thread reads back only what it copied: no barrier)
 #if STAGE
-  REAL *stage = smem + (long)STAGE_OFF * W;
+  REAL *stage = smem + (IDXT)STAGE_OFF * W;
 #define STG(slot, f, k) stage[((slot) * 6 + (f)) * W + cell[k]]
 #define NEXT_PLANE(slot, at)                                                         \
   FOR_K {                                                                           \
@@ -244,10 +245,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
     if (act && (ST || i < NXW)) {  // plane X0 + i: its first E update is level 1's next iteration
       const int slot = slot1;
       FOR_K {
-        const long at = col[k] + (long)i * plane;
+        const IDXT at = col[k] + (IDXT)i * plane;
 #if CBOX  // inside the coefficients' box: its arrays; outside: the background
         const bool inb = INBOX(X0 + i, gy[k], gz);
-        const long bat = inb ? BIDX(X0 + i, gy[k], gz) : 0;
+        const IDXT bat = inb ? BIDX(X0 + i, gy[k], gz) : 0;
 #endif
 #if RING_CA >= 0
         RING_FILL(RING_CA, CA_KIND, ca, CA_BGV)
@@ -283,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #else
         FOR_K {
           if (act && (ST || i + 1 < NXW)) {
-            const long at = col[k] + (i + 1) * plane;
+            const IDXT at = col[k] + (i + 1) * plane;
             nxt[k][0] = ex[at]; nxt[k][1] = ey[at]; nxt[k][2] = ez[at];
             nxt[k][3] = hx[at]; nxt[k][4] = hy[at]; nxt[k][5] = hz[at];
           }
@@ -308,7 +309,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
         if (X_ISNX(q, ql)) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall);
           // a shard without plane 0 takes 0 (what the wall leaves after the first step)
           const bool has0 = xoff <= 0 && xoff + NXA > 0;
-          const long at0 = col[k] - (long)X0 * plane;  // IDX(0, gy, gz)
+          const IDXT at0 = col[k] - (IDXT)X0 * plane;  // IDX(0, gy, gz)
           ef[k][1] = (s == 1 && active && has0) ? ey[at0] : (REAL)0;
           ef[k][2] = (s == 1 && active && has0) ? ez[at0] : (REAL)0;
         }
@@ -319,7 +320,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           if (INSLAB(p, NX, L0)) {
             const REAL mH = (p == NX - 1) ? (REAL)0 : (REAL)1;
             const REAL b = pH0[p], c = pH0[NX + p], kp = pH0[2 * NX + p];
-            const long pi = PIDX0(p, gy[k], gz);
+            const IDXT pi = PIDX0(p, gy[k], gz);
             dxEz += cpml_term(chx[k], i, par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_2, pout_H0_2, pi, own[k] && out_p);
             dxEy += cpml_term(chx[k], i, par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
@@ -362,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           if (INSLAB(p, NX, L0)) {
             const REAL mE = (p == 0) ? (REAL)0 : (REAL)1;
             const REAL b = pE0[p], c = pE0[NX + p], kp = pE0[2 * NX + p];
-            const long pi = PIDX0(p, gy[k], gz);
+            const IDXT pi = PIDX0(p, gy[k], gz);
             dxHz += cpml_term(chx[k], i, par, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_2, pout_E0_2, pi, own[k] && out_p);
             dxHy += cpml_term(chx[k], i, par, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
@@ -378,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL b = pE1[g], c = pE1[NY + g], kp = pE1[2 * NY + g];
 #endif
             const REAL m = (g == 0) ? (REAL)0 : (REAL)1;
-            const long pi = PIDX1(p, g, gz);
+            const IDXT pi = PIDX1(p, g, gz);
             dyHz += cpml_term(chy[k], i, par, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_2, pout_E1_2, pi, own[k] && out_p);
             dyHx += cpml_term(chy[k], i, par, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
@@ -393,7 +394,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL bEz = pE2[gz], cEz = pE2[NZ + gz], kEz = pE2[2 * NZ + gz];
 #endif
             const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1;
-            const long pi = PIDX2(p, gy[k], gz);
+            const IDXT pi = PIDX2(p, gy[k], gz);
             dzHy += cpml_term(chz[k], i, par, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_1, pout_E2_1, pi, own[k] && out_p);
             dzHx += cpml_term(chz[k], i, par, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
@@ -420,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
 #define CBE(c) CB(c, p, gyk, gz)
 #endif
 #if NJ
-          const long atj = col[k] + (long)(p - X0) * plane;
+          const IDXT atj = col[k] + (IDXT)(p - X0) * plane;
 #define JPREV(b) ((s == 1) ? jin[b][atj] : chj[k].v[par ^ 1][s - 1][b])
 #endif
 #if NPOLE  // Ampere's law: -(1/2) sum (1 + k) J^{s-1}, J^{s-1} of this plane
@@ -526,13 +527,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
           REAL eyp_z = BUF(set, 1, cz), ezp_y = BUF(set, 2, cy);
 #if WALLWIN == 1  // past the last row, the wall's: E^{s-1}(y = 0), the input, then 0 (the wall)
           if (gy[k] == NY - 1) {
-            const long at0 = col[k] + (long)(q - X0) * plane - (long)gy[k] * NZ;  // IDX(q, 0, gz)
+            const IDXT at0 = col[k] + (IDXT)(q - X0) * plane - (IDXT)gy[k] * NZ;  // IDX(q, 0, gz)
             exp_y = (s == 1) ? ex[at0] : (REAL)0;
             ezp_y = (s == 1) ? ez[at0] : (REAL)0;
           }
 #elif WALLWIN == 2  // past the last z, E^{s-1}(z = 0) likewise
           if (gz == NZ - 1) {
-            const long at0 = col[k] + (long)(q - X0) * plane - gz;  // IDX(q, gy, 0)
+            const IDXT at0 = col[k] + (IDXT)(q - X0) * plane - gz;  // IDX(q, gy, 0)
             exp_z = (s == 1) ? ex[at0] : (REAL)0;
             eyp_z = (s == 1) ? ey[at0] : (REAL)0;
           }
@@ -548,7 +549,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL b = pH1[g], c = pH1[NY + g], kp = pH1[2 * NY + g];
 #endif
             const REAL m = (g == NY - 1) ? (REAL)0 : (REAL)1;
-            const long pi = PIDX1(q, g, gz);
+            const IDXT pi = PIDX1(q, g, gz);
             dyEz += cpml_term(chy[k], i, par, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_2, pout_H1_2, pi, own[k] && out_q);
             dyEx += cpml_term(chy[k], i, par, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
@@ -563,7 +564,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
             const REAL bHz = pH2[gz], cHz = pH2[NZ + gz], kHz = pH2[2 * NZ + gz];
 #endif
             const REAL mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
-            const long pi = PIDX2(q, gy[k], gz);
+            const IDXT pi = PIDX2(q, gy[k], gz);
             dzEy += cpml_term(chz[k], i, par, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_1, pout_H2_1, pi, own[k] && out_q);
             dzEx += cpml_term(chz[k], i, par, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
@@ -580,7 +581,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
         hprev[s][k][0] = hc[k][1]; hprev[s][k][1] = hc[k][2];
         if (s == TH) {
           if (own[k] && do_e && out_p) {
-            const long at = col[k] + (long)(p - X0) * plane;
+            const IDXT at = col[k] + (IDXT)(p - X0) * plane;
             ex_out[at] = en[k][0]; ey_out[at] = en[k][1]; ez_out[at] = en[k][2];
             hx_out[at] = hc[k][0]; hy_out[at] = hc[k][1]; hz_out[at] = hc[k][2];
           }

@@ -5,9 +5,9 @@
 // index of a cell in a packed psi array along axis a: the lo slab's L cells, then the hi
 // slab's (the caller checks that the cell is in one of them)
 #define SLAB(g, n, L) ((g) < (L) ? (g) : (g) - (n) + 2 * (L))
-#define PIDX0(x, y, z) (((long)SLAB(x, NX, L0) * NY + (y)) * NZ + (z))
-#define PIDX1(x, y, z) (((long)((x) - xoff) * 2 * L1 + SLAB(y, NY, L1)) * NZ + (z))
-#define PIDX2(x, y, z) (((long)((x) - xoff) * NY + (y)) * 2 * L2 + SLAB(z, NZ, L2))
+#define PIDX0(x, y, z) (((IDXT)SLAB(x, NX, L0) * NY + (y)) * NZ + (z))
+#define PIDX1(x, y, z) (((IDXT)((x) - xoff) * 2 * L1 + SLAB(y, NY, L1)) * NZ + (z))
+#define PIDX2(x, y, z) (((IDXT)((x) - xoff) * NY + (y)) * 2 * L2 + SLAB(z, NZ, L2))
 #define INSLAB(g, n, L) ((g) < (L) || (g) >= (n) - (L))
 
 // the psi chains, one per CPML axis (so a cell outside the y and z slabs touches none of

@@ -4,8 +4,8 @@
 
 #if NJ  // Drude and Lorentz poles (blocked/poles.py): their state carried level to level
 #define POLE_COEF(arr, kind, m, c, x, y, z)                                            \
-  ((kind) == 1 ? arr[(long)(m) * NCELL + IDX(x, y, z)]                                 \
-               : (kind) == 2 ? arr[((long)(m) * 3 + (c)) * NCELL + IDX(x, y, z)] : arr[m])
+  ((kind) == 1 ? arr[(IDXT)(m) * NCELL + IDX(x, y, z)]                                 \
+               : (kind) == 2 ? arr[((IDXT)(m) * 3 + (c)) * NCELL + IDX(x, y, z)] : arr[m])
 // the state's slots: Drude pole m's J_c at 3 m + c; Lorentz pole m's P_c now and one step
 // before at 3 NPOLE + 6 m + 2 c (+ 1)
 struct JChain {
@@ -81,8 +81,8 @@ __device__ __forceinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, in
 #if CBOX
 #define INBOX(x, y, z) \
   ((unsigned)((x) - CB_X0) < CB_NX && (unsigned)((y) - CB_Y0) < CB_NY && (unsigned)((z) - CB_Z0) < CB_NZ)
-#define BIDX(x, y, z) (((long)((x) - CB_XA) * CB_NY + (y) - CB_Y0) * CB_NZ + (z) - CB_Z0)
-#define BNCELL ((long)CB_NXA * CB_NY * CB_NZ)
+#define BIDX(x, y, z) (((IDXT)((x) - CB_XA) * CB_NY + (y) - CB_Y0) * CB_NZ + (z) - CB_Z0)
+#define BNCELL ((IDXT)CB_NXA * CB_NY * CB_NZ)
 #define BGV(key, c) ((c) == 0 ? (REAL)key##_BG0 : (c) == 1 ? (REAL)key##_BG1 : (REAL)key##_BG2)
 #define CA_BGV(c) BGV(CA, c)
 #define CB_BGV(c) BGV(CB, c)
@@ -91,18 +91,18 @@ __device__ __forceinline__ REAL tf_corr(const REAL *__restrict__ tinc, int s, in
 #define COEF(arr, kind, bgv, c, x, y, z) bgv(c)
 #else
 #define COEF(arr, kind, bgv, c, x, y, z) \
-  (INBOX(x, y, z) ? arr[((kind) == 2 ? (long)(c) * BNCELL : 0) + BIDX(x, y, z)] : bgv(c))
+  (INBOX(x, y, z) ? arr[((kind) == 2 ? (IDXT)(c) * BNCELL : 0) + BIDX(x, y, z)] : bgv(c))
 #endif
 // the ring's plane of one coefficient: its box values, or the background
 #define RING_FILL(v0, kind, arr, bgv)                                                   \
   for (int c = 0; c < ((kind) == 2 ? 3 : 1); ++c) {                                    \
-    if (inb) cp_async1(&RING(slot, (v0) + c, k), arr + (long)c * BNCELL + bat);         \
+    if (inb) cp_async1(&RING(slot, (v0) + c, k), arr + (IDXT)c * BNCELL + bat);         \
     else RING(slot, (v0) + c, k) = bgv(c);                                             \
   }
 #else
-#define COEF(arr, kind, bgv, c, x, y, z) arr[((kind) == 2 ? (long)(c) * NCELL : 0) + IDX(x, y, z)]
+#define COEF(arr, kind, bgv, c, x, y, z) arr[((kind) == 2 ? (IDXT)(c) * NCELL : 0) + IDX(x, y, z)]
 #define RING_FILL(v0, kind, arr, bgv) \
-  for (int c = 0; c < ((kind) == 2 ? 3 : 1); ++c) cp_async1(&RING(slot, (v0) + c, k), arr + (long)c * NCELL + at);
+  for (int c = 0; c < ((kind) == 2 ? 3 : 1); ++c) cp_async1(&RING(slot, (v0) + c, k), arr + (IDXT)c * NCELL + at);
 #endif
 #if CA_KIND == 1 || CA_KIND == 2
 #define CA(c, x, y, z) COEF(ca, CA_KIND, CA_BGV, c, x, y, z)
