@@ -12,7 +12,8 @@ from test_blocked import _compare, _cpml_dielectric, _setup
 
 from emjax import fdtd
 from emjax.backend import precision_scope
-from emjax.fdtd.blocked import coef_box, cuda, cuda_advance, emulation, split
+from emjax.fdtd.blocked import bulk as bulk_mod
+from emjax.fdtd.blocked import coef_box, cuda, cuda_advance, emulation, split, tiling
 from emjax.fdtd.grid import CPML
 
 emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
@@ -148,23 +149,26 @@ def _hole_case():
 
 
 @emulated
-@pytest.mark.parametrize("box_rows", [None, 4])
-def test_emulated_hole_in_the_bulk_equals_the_xla_step(box_rows, monkeypatch):
+@pytest.mark.parametrize("box_rows, mixed", [(None, False), (4, False), (None, True)])
+def test_emulated_hole_in_the_bulk_equals_the_xla_step(box_rows, mixed, monkeypatch):
     """PEC walls (no CPML kernel): the bulk kernel, with the backgrounds as literals, leaves
     out the tiles whose windows meet the box; their marches over the box run in a kernel of
     their own, the rest of their x range and the bulk's last wave (few CTA slots here) in the
     tail. Equal to the XLA step, probes in each kernel's cells included; also with four
     window rows a thread in the box's kernel (the last pass, TH = 1, has windows of 6 rows:
-    the bulk's two)."""
+    the bulk's two), and with the marches in pieces of two lengths (bulk.MIXED_PIECES)."""
     monkeypatch.setattr(cuda, "COEF_RING", True)
-    monkeypatch.setattr(split, "SLOTS", 7)
+    monkeypatch.setattr(split, "SLOTS", 5 if mixed else 7)  # 5: two lengths pay off
     monkeypatch.setattr(split, "BOX_ROWS_PER_THREAD", box_rows)
+    monkeypatch.setattr(bulk_mod, "MIXED_PIECES", mixed)
     sim = _hole_case()
     with precision_scope():
         plan, arrays, _ = _setup(sim, 4)
         spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (4, 4), cbox=coef_box.find(plan, arrays))
     bulk, tail, fixes, _ = split.split(spec)
     gap = bulk.tiles[5:]
+    _, rest = bulk_mod.hole_rows(spec, gap, split.slots())  # the hole's marches away from the box
+    assert len({r[9] - r[8] for r in rest}) == (2 if mixed else 1)
     assert bulk.cbox_bg and tail.cbox_bg and gap != (0, 0, 0, 0)
     assert (gap[1] - gap[0]) * (gap[3] - gap[2]) < 6 * 5 / 2  # most tiles in the bulk
     assert bulk.tiles[4] < 6 * 5  # the bulk's last wave goes to the tail
@@ -211,3 +215,22 @@ def test_slabs_hold_every_plane_and_read_the_box_only_over_its_x_range(monkeypat
     assert "#define CB_X0 18" in local and "#define CB_NX 4" in local and "#define CB_XA xoff" in local
     with pytest.raises(ValueError, match="slab"):  # one device's box on a slab's kernel
         cuda.source(replace(spec, cbox_slabs=False, nxa=20 + 2 * th, xhalo=th))
+
+
+def test_mixed_pieces_fill_the_last_wave():
+    """Pieces of two lengths, the longer first, finish sooner than every march cut alike
+    where the marches do not fill whole waves (144 marches of 132 planes on 132 SMs: 3 pieces
+    each make 432 CTAs, a last wave of 36)."""
+    assert tiling.list_makespan([3, 3, 3], 2) == 6 and tiling.list_makespan([5, 1, 1, 1, 1, 1], 2) == 5
+    n, length, th, slots = 144, 132, 4, 132
+    ks = tiling.mixed_pieces(n, length, th, slots)
+    assert len(ks) == n and ks == sorted(ks) and len(set(ks)) == 2 and min(length // k for k in ks) >= 4 * th
+
+    def makespan(ks):
+        return tiling.list_makespan(
+            sorted((length / k + 3 * th for k in ks for _ in range(k)), reverse=True), slots
+        )
+
+    uniform = tiling.best_pieces(n, length, th, slots)
+    assert makespan(ks) < 0.9 * makespan([uniform] * n)
+    assert makespan([uniform] * n) == tiling.march_cost(n, uniform, length, th, slots)

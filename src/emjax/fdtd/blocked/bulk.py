@@ -11,6 +11,7 @@ from .tiling import (
     covered,
     cut_march,
     march_cost,
+    mixed_pieces,
     regular_tiles,
     slab_chunks,
     tiles_of,
@@ -23,6 +24,11 @@ BALANCE_TAIL = True
 #: per-cell coefficients in a box (:mod:`.coef_box`): the tiles whose windows meet it in a
 #: kernel of their own, the rest of the bulk with the backgrounds as literals (:func:`hole`)
 HOLE = True
+#: the hole's marches in pieces of two lengths (:func:`.tiling.mixed_pieces`) instead of every
+#: march alike (:func:`.tiling.best_pieces`): by the pieces' model (planes + 3 TH each, 132
+#: SMs), a slab's 144 box marches of 132 planes 224 -> 190, one device's of 264 planes 389 ->
+#: 344; off until timed on a GPU
+MIXED_PIECES = False
 
 
 def bulk_tiles(spec: Spec, cpml_block: tuple | None = None) -> tuple:
@@ -122,8 +128,9 @@ def tail(
 def hole_rows(spec: Spec, gap: tuple, slots: int, devices: int = 1) -> tuple[tuple, tuple]:
     """The :func:`hole`'s tiles as task rows: (the marches over the box's x range and TH
     planes each side, the marches over the rest of x, whose windows miss the box), each in
-    the x pieces that fill ``slots`` CTAs best, on each of ``devices`` x slabs apart (no
-    march crosses a slab's boundary: the pieces fill each device's SMs)."""
+    the x pieces that fill ``slots`` CTAs best (with :data:`MIXED_PIECES`, some marches in one
+    piece more than others, the longer pieces first), on each of ``devices`` x slabs
+    apart (no march crosses a slab's boundary: the pieces fill each device's SMs)."""
     nx, th = spec.shape[0], spec.th
     ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
     yz = [
@@ -140,7 +147,8 @@ def hole_rows(spec: Spec, gap: tuple, slots: int, devices: int = 1) -> tuple[tup
         for s0, s1 in slabs:
             for lo, hi in ((max(lo, s0), min(hi, s1)) for lo, hi in segments):
                 if hi > lo:
-                    cuts = cut_march(lo, hi, nx, th, best_pieces(len(yz), hi - lo, th, slots))
-                    rows += [c + x for c in yz for x in cuts]
+                    ks = mixed_pieces(len(yz), hi - lo, th, slots) if MIXED_PIECES else None
+                    ks = ks or [best_pieces(len(yz), hi - lo, th, slots)] * len(yz)
+                    rows += [c + x for c, k in zip(yz, ks) for x in cut_march(lo, hi, nx, th, k)]
         out.append(tuple(rows))
     return out[0], out[1]

@@ -4,6 +4,7 @@ cover the CPML's faces, and how many x pieces fill the SMs best."""
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from .cuda import Spec
@@ -108,6 +109,34 @@ def march_cost(n: int, p: int, length: int, th: int, slots: int) -> float:
 def best_pieces(n: int, length: int, th: int, slots: int) -> int:
     """Pieces along x of ``n`` marches over ``length`` planes that fill ``slots`` CTAs best."""
     return min(range(1, 65), key=lambda p: (march_cost(n, p, length, th, slots), p))
+
+
+def list_makespan(costs: list, slots: int) -> float:
+    """The time ``slots`` CTAs at once take for pieces of these costs, each started, in
+    order, as soon as one ends (the GPU's block scheduler, one CTA an SM)."""
+    loads = [0.0] * min(slots, len(costs))
+    heapq.heapify(loads)
+    for c in costs:
+        heapq.heappush(loads, heapq.heappop(loads) + c)
+    return max(loads, default=0.0)
+
+
+def mixed_pieces(n: int, length: int, th: int, slots: int) -> list[int]:
+    """Pieces along x of each of ``n`` marches over ``length`` planes, some marches in one
+    piece more than others, the longer pieces first: the count of pieces whose
+    :func:`list_makespan` is least (a piece costs its planes and 3 TH), so that the last wave
+    of the SMs need not be a short one (:func:`best_pieces` cuts every march alike)."""
+    best, got = None, [best_pieces(n, length, th, slots)] * n
+    for total in range(n, 64 * n + 1):
+        p, r = divmod(total, n)
+        if p and length // (p + (r > 0)) < 4 * th:  # pieces of at least 4 TH planes
+            break
+        ks = [p + 1] * r + [p] * (n - r)
+        costs = sorted((length / k + 3 * th for k in ks for _ in range(k)), reverse=True)
+        t = list_makespan(costs, slots)
+        if best is None or t < best - 1e-9:
+            best, got = t, ks
+    return sorted(got)
 
 
 def cut_march(a: int, b: int, nx: int, th: int, k: int) -> list[tuple[int, int, int, int]]:
