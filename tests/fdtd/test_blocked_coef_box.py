@@ -149,7 +149,14 @@ def _hole_case():
 
 
 @emulated
-@pytest.mark.parametrize("box_rows, mixed", [(None, False), (4, False), (None, True)])
+@pytest.mark.parametrize(
+    "box_rows, mixed",  # the settings that are off by default: slow
+    [
+        (None, False),
+        pytest.param(4, False, marks=pytest.mark.slow),
+        pytest.param(None, True, marks=pytest.mark.slow),
+    ],
+)
 def test_emulated_hole_in_the_bulk_equals_the_xla_step(box_rows, mixed, monkeypatch):
     """PEC walls (no CPML kernel): the bulk kernel, with the backgrounds as literals, leaves
     out the tiles whose windows meet the box; their marches over the box run in a kernel of
