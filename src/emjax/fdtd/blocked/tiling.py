@@ -126,15 +126,21 @@ def mixed_pieces(n: int, length: int, th: int, slots: int) -> list[int]:
     piece more than others, the longer pieces first: the count of pieces whose
     :func:`list_makespan` is least (a piece costs its planes and 3 TH), so that the last wave
     of the SMs need not be a short one (:func:`best_pieces` cuts every march alike)."""
-    best, got = None, [best_pieces(n, length, th, slots)] * n
+
+    def makespan(ks):
+        return list_makespan(sorted((length / k + 3 * th for k in ks for _ in range(k)), reverse=True), slots)
+
+    got = [best_pieces(n, length, th, slots)] * n
+    best = makespan(got)
     for total in range(n, 64 * n + 1):
         p, r = divmod(total, n)
-        if p and length // (p + (r > 0)) < 4 * th:  # pieces of at least 4 TH planes
+        if length // (p + (r > 0)) < 4 * th:  # pieces of at least 4 TH planes
             break
+        if (n * length + 3 * th * total) / slots >= best:
+            break  # every SM's share of the work alone takes longer from here on
         ks = [p + 1] * r + [p] * (n - r)
-        costs = sorted((length / k + 3 * th for k in ks for _ in range(k)), reverse=True)
-        t = list_makespan(costs, slots)
-        if best is None or t < best - 1e-9:
+        t = makespan(ks)
+        if t < best - 1e-9:
             best, got = t, ks
     return sorted(got)
 
