@@ -147,8 +147,10 @@ def hole_rows(spec: Spec, gap: tuple, slots: int, devices: int = 1) -> tuple[tup
         for s0, s1 in slabs:
             for lo, hi in ((max(lo, s0), min(hi, s1)) for lo, hi in segments):
                 if hi > lo:
-                    ks = mixed_pieces(len(yz), hi - lo, th, slots) if MIXED_PIECES else None
-                    ks = ks or [best_pieces(len(yz), hi - lo, th, slots)] * len(yz)
+                    if MIXED_PIECES:
+                        ks = mixed_pieces(len(yz), hi - lo, th, slots)
+                    else:
+                        ks = [best_pieces(len(yz), hi - lo, th, slots)] * len(yz)
                     rows += [c + x for c, k in zip(yz, ks) for x in cut_march(lo, hi, nx, th, k)]
         out.append(tuple(rows))
     return out[0], out[1]
