@@ -152,9 +152,9 @@ def _hole_case():
 @pytest.mark.parametrize(
     "box_rows, mixed",  # the settings that are off by default: slow
     [
-        (None, False),
-        pytest.param(4, False, marks=pytest.mark.slow),
-        pytest.param(None, True, marks=pytest.mark.slow),
+        (None, True),
+        pytest.param(4, True, marks=pytest.mark.slow),
+        pytest.param(None, False, marks=pytest.mark.slow),
     ],
 )
 def test_emulated_hole_in_the_bulk_equals_the_xla_step(box_rows, mixed, monkeypatch):
