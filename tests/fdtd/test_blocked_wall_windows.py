@@ -108,3 +108,32 @@ def test_face_rows_one_row_a_thread_beside_the_bulks_two(monkeypatch):
     (out, _, _), (ref, _) = _from_random_state(sim, (12, 6, 6), 5)
     for f in ("E", "H"):
         assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
+
+
+@pytest.mark.slow  # settings that are off by default
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+@pytest.mark.parametrize("along, own_axis", [(4, True), (None, True), (4, False)])
+def test_face_rows_shorter_along_the_face_and_chains_of_their_own_axis(monkeypatch, along, own_axis):
+    """``split.FACE_ALONG``: the face rows own fewer cells along the face than the bulk's tile
+    (more windows); ``split.FACE_CHAINS_OWN_AXIS``: only the face's axis keeps its psi
+    chains in shared memory, the corners' and the x ends' in local memory; two CTAs an SM
+    (``split.FACE_MIN_CTAS``). From a random state the pass equals the XLA step to 1e-12."""
+    monkeypatch.setattr(cpml_split, "FACE_ALONG", along)
+    monkeypatch.setattr(cpml_split, "FACE_CHAINS_OWN_AXIS", own_axis)
+    monkeypatch.setattr(cpml_split, "FACE_MIN_CTAS", 2)
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    jax.clear_caches()
+    sim = _cpml_all_faces((12, 30, 26))
+    plan, arrays, _ = _setup(sim, 5)
+    _, _, fixes, rows = cpml_split.split(cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (6, 6)))
+    (ys, yi), (zs, zi) = fixes[:2]
+    assert ys.block[1] == zs.block[0] == (along or 6) and ys.min_ctas == zs.min_ctas == 2
+    assert "MIN_CTAS 2" in cuda.source(ys)
+    assert (ys.chain_smem, ys.chain_axes) == ((False, (False, True, False)) if own_axis else (True, ys.chain_axes))
+    assert {rows[i][5] - rows[i][4] for i in yi} <= {along or 6, 26 % (along or 6)}  # own z cells
+    (out, _, _), (ref, _) = _from_random_state(sim, (12, 6, 6), 7)
+    for f in ("E", "H"):
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
+    for k in ref["psi"]:
+        scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
+        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k

@@ -106,6 +106,9 @@ class Spec:
     # the next plane's fields copied asynchronously into shared memory (two slots of 6 values
     # a window cell, after the ring) instead of read into registers (:data:`STAGE_NEXT`)
     stage: bool = False
+    # CTAs an SM should hold at once (``__launch_bounds__``'s second value: the compiler
+    # keeps the registers to 64 K / (threads x this))
+    min_ctas: int = 1
 
     @property
     def box_cells(self) -> int:
@@ -391,6 +394,7 @@ def source(spec: Spec) -> str:
         "WY": spec.window[0],
         "WZ": spec.window[1],
         "NTHREADS": spec.threads,
+        "MIN_CTAS": spec.min_ctas,
         "RY": spec.ry,
         "INV_DX": _literal(1.0 / spec.dx),
         "DT": _literal(spec.dt),

@@ -130,10 +130,11 @@ def aligned_tasks(
     def marches(n: int) -> list:  # the x range in the pieces that fill the SMs best
         if pieces is not None:
             return x_chunks(nx, th, pieces)
-        return slab_chunks(nx, th, best_pieces(n, nx // devices, th, slots()), devices)
+        return slab_chunks(nx, th, best_pieces(n, nx // devices, th, slots() * FACE_MIN_CTAS), devices)
 
     yfaces, zfaces = [], []
     wy, wz = walls_of(spec)  # windows that end at the wall start TH later at y = 0 (z = 0)
+    by, bz = FACE_ALONG or by, FACE_ALONG or bz
     if Ly:
         zs = tiles_from(0, nz, bz)
         whole = marches(2 * len(zs))
@@ -213,11 +214,20 @@ WALL_WINDOWS = True
 #: may fill the ring's limit). Float64 at TH = 3, tiles of 16: all three axes' chains take
 #: 185 KB, so they stay in local memory (608 bytes a thread) under this limit
 CHAIN_SMEM_LIMIT = 160 * 1024
-#: the face rows' kernels' window rows per thread (None: the bulk's). One row a thread
-#: doubles their warps (float32 at 512^3: 640 threads of 96 registers, nothing spilled, where
-#: two rows take 320 threads of 168). Measured on an H100 at 512^3 with a CPML: 79.51 G cell/s
-#: against 78.18 in one lease, within the day's spread of the default (79.66-80.55): not kept
-FACE_ROWS_PER_THREAD = None
+#: the face rows' kernels' window rows per thread (None: the bulk's), their own cells along
+#: the face (None: the bulk's tile), the CTAs an SM should hold of them (``__launch_bounds__``:
+#: the compiler keeps their registers to fit; their marches' x pieces then fill that many CTAs
+#: an SM), and whether only the face's own axis keeps its psi chains in shared memory (the
+#: corners' and the x ends' chains in local memory). Measured on an H200 at 512^3 float32
+#: with a CPML (G cell/s; two rows a thread, all chains in shared memory: 82.5): one row a
+#: thread and the own axis's chains 90.7 (640 threads of 95 registers, 70 KB of shared
+#: memory, where 320 threads took 168 and 150 KB); either alone 79.3 (the chains), 79.5
+#: (one row, on an H100 against 78.2); with 16 cells along the face 83.3, and two CTAs an
+#: SM 84.2; float64 42.0 either way
+FACE_ROWS_PER_THREAD = 1
+FACE_ALONG = None
+FACE_MIN_CTAS = 1
+FACE_CHAINS_OWN_AXIS = True
 #: the window rows per thread of the kernel that marches a coefficients' box (:func:`.bulk.hole`;
 #: None, or a count that does not divide its window's rows: the bulk's). Measured on an H100
 #: at 512^3 with a CPML and a block of eps per component over the middle half of each axis:
@@ -376,8 +386,9 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         rows = yrows + zrows
         wy, wz = walls_of(spec)
         fry = FACE_ROWS_PER_THREAD
-        yspec = _windows(whole, (al[1][0], spec.block[1]), 1 if wy else 0, fry)
-        zspec = _windows(whole, (spec.block[0], al[1][1]), 2 if wz else 0, fry)
+        by, bz = FACE_ALONG or spec.block[0], FACE_ALONG or spec.block[1]
+        yspec = replace(_windows(whole, (al[1][0], bz), 1 if wy else 0, fry), min_ctas=FACE_MIN_CTAS)
+        zspec = replace(_windows(whole, (by, al[1][1]), 2 if wz else 0, fry), min_ctas=FACE_MIN_CTAS)
         wins = [(yspec, "y")] * len(yrows) + [(zspec, "z")] * len(zrows) + [(whole, "x")] * len(xrows)
     else:
         rows = tasks(cspec, pieces) if any(spec.pml) else ()
@@ -443,6 +454,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
             fixes.append((replace(spec, **plain, ntask=len(idx), record=rec, ry=ry), tuple(idx)))
             continue
         mask, meets = key
+        tag = mask[3] if len(mask) > 3 else None
         mask = mask[:3]
         pml = tuple(L if m else 0 for L, m in zip(spec.pml, mask))
         kappa = tuple(k and bool(m) for k, m in zip(spec.kappa, mask))
@@ -450,6 +462,8 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         sp = replace(own, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
         limit = sp.smem_limit if own.block != spec.block else CHAIN_SMEM_LIMIT
         sp = replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask), limit))
+        if CHAINS_IN_SMEM and FACE_CHAINS_OWN_AXIS and tag in ("y", "z"):
+            sp = replace(sp, chain_smem=False, chain_axes=(False, tag == "y", tag == "z"))
         if CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem:
             sp = replace(sp, chain_axes=chain_axes(sp, mask, sp.smem_limit))
         fixes.append((sp, tuple(idx)))

@@ -33,7 +33,7 @@
 // chains and correction: yee_cpml.cuh; the march (steady iterations, where along x, task
 // rows, the x planes' and spent rows' tests), monitor boxes, asynchronous copies: yee_march.cuh
 
-extern "C" __global__ void __launch_bounds__(NTHREADS) yee_blocked(PARAMS) {
+extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PARAMS) {
 #ifdef EMJAX_EMULATE
   REAL *smem = reinterpret_cast<REAL *>(emu_smem);
 #else
