@@ -247,9 +247,10 @@ def main(argv=None):
     ap.add_argument(
         "--face-rows",
         nargs="+",
-        default=["bulk"],
-        choices=["bulk", "1", "2"],
-        help="window rows per thread of the CPML's face rows' kernels (split.FACE_ROWS_PER_THREAD)",
+        default=["default"],
+        choices=["default", "bulk", "1", "2"],
+        help="window rows per thread of the CPML's face rows' kernels (split.FACE_ROWS_PER_THREAD; "
+        "default: the module's, bulk: the bulk kernel's)",
     )
     ap.add_argument("--monitors", action="store_true", help="a flux box (6 DFT planes, 3 frequencies)")
     ap.add_argument(
@@ -324,6 +325,9 @@ def main(argv=None):
                         for sg in a.stage
                         for fr in a.face_rows
                     ]
+                    from emjax.fdtd.blocked import split as cpml_split
+
+                    face_rows0 = cpml_split.FACE_ROWS_PER_THREAD  # the module's default
                     for cfg, split, ck, ring, cb, chains, skip, stdy, stage, frows in combos:
                         if split == "off" and boundary == "pec":
                             continue
@@ -337,7 +341,8 @@ def main(argv=None):
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         steady(stdy)
                         cuda_kernel.STAGE_NEXT = stage == "on"
-                        cpml_split.FACE_ROWS_PER_THREAD = None if frows == "bulk" else int(frows)
+                        rows_of = {"default": face_rows0, "bulk": None}
+                        cpml_split.FACE_ROWS_PER_THREAD = rows_of[frows] if frows in rows_of else int(frows)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
                         th, b, ry = (int(v) for v in cfg.split(","))
                         row = {

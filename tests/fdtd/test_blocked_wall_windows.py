@@ -129,7 +129,8 @@ def test_face_rows_shorter_along_the_face_and_chains_of_their_own_axis(monkeypat
     (ys, yi), (zs, zi) = fixes[:2]
     assert ys.block[1] == zs.block[0] == (along or 6) and ys.min_ctas == zs.min_ctas == 2
     assert "MIN_CTAS 2" in cuda.source(ys)
-    assert (ys.chain_smem, ys.chain_axes) == ((False, (False, True, False)) if own_axis else (True, ys.chain_axes))
+    want = (False, (False, True, False)) if own_axis else (True, ys.chain_axes)
+    assert (ys.chain_smem, ys.chain_axes) == want
     assert {rows[i][5] - rows[i][4] for i in yi} <= {along or 6, 26 % (along or 6)}  # own z cells
     (out, _, _), (ref, _) = _from_random_state(sim, (12, 6, 6), 7)
     for f in ("E", "H"):
