@@ -138,3 +138,27 @@ def test_face_rows_shorter_along_the_face_and_chains_of_their_own_axis(monkeypat
     for k in ref["psi"]:
         scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
         assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+
+
+@pytest.mark.slow  # settings that are off by default
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+def test_x_rows_one_row_a_thread_with_their_chains_in_local_memory(monkeypatch):
+    """``split.X_ROWS_PER_THREAD = 1`` and ``split.X_CHAINS_IN_SMEM = False``: the x-CPML's
+    rows one window row a thread, their psi chains in local memory; from a random state the
+    pass equals the XLA step to 1e-12, psi included."""
+    monkeypatch.setattr(cpml_split, "X_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(cpml_split, "X_CHAINS_IN_SMEM", False)
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    jax.clear_caches()
+    sim = _cpml_all_faces((30, 30, 26))
+    plan, arrays, _ = _setup(sim, 5)
+    bulk, _, fixes, _ = cpml_split.split(cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (6, 6)))
+    xs = [f for f, _ in fixes if f.pml == (f.pml[0], 0, 0) and f.pml[0]]
+    assert xs and all(f.ry == 1 and not f.chain_smem and not any(f.smem_chains) for f in xs)
+    assert bulk.ry == 2
+    (out, _, _), (ref, _) = _from_random_state(sim, (30, 6, 6), 11)
+    for f in ("E", "H"):
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
+    for k in ref["psi"]:
+        scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
+        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k

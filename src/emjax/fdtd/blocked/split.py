@@ -228,6 +228,11 @@ FACE_ROWS_PER_THREAD = 1
 FACE_ALONG = None
 FACE_MIN_CTAS = 1
 FACE_CHAINS_OWN_AXIS = True
+#: the x-CPML's rows' kernels (the x ends of the interior's tiles, and of the bulk's last
+#: wave with :data:`X_TAIL`): window rows per thread (None: the bulk's), and their psi
+#: chains in shared memory (off: in local memory)
+X_ROWS_PER_THREAD = None
+X_CHAINS_IN_SMEM = True
 #: the window rows per thread of the kernel that marches a coefficients' box (:func:`.bulk.hole`;
 #: None, or a count that does not divide its window's rows: the bulk's). Measured on an H100
 #: at 512^3 with a CPML and a block of eps per component over the middle half of each axis:
@@ -389,7 +394,8 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         by, bz = FACE_ALONG or spec.block[0], FACE_ALONG or spec.block[1]
         yspec = replace(_windows(whole, (al[1][0], bz), 1 if wy else 0, fry), min_ctas=FACE_MIN_CTAS)
         zspec = replace(_windows(whole, (by, al[1][1]), 2 if wz else 0, fry), min_ctas=FACE_MIN_CTAS)
-        wins = [(yspec, "y")] * len(yrows) + [(zspec, "z")] * len(zrows) + [(whole, "x")] * len(xrows)
+        xspec = whole if X_ROWS_PER_THREAD is None else _windows(whole, whole.block, 0, X_ROWS_PER_THREAD)
+        wins = [(yspec, "y")] * len(yrows) + [(zspec, "z")] * len(zrows) + [(xspec, "x")] * len(xrows)
     else:
         rows = tasks(cspec, pieces) if any(spec.pml) else ()
         wins = [(cspec, None)] * len(rows)
@@ -402,7 +408,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         # (their x rows left out): the x rows then fill whole waves of the SMs
         done = {(r[0], r[1]) for r in trows}
         xrows = tuple(r for r in xrows if (r[0], r[1]) not in done)
-        wins = [(whole, "xt")] * len(trows) + wins[: len(rows)] + [(whole, "x")] * len(xrows)
+        wins = [(xspec, "xt")] * len(trows) + wins[: len(rows)] + [(xspec, "x")] * len(xrows)
         rows, trows = trows + rows, ()
     boxrows = ()
     if gap is not None:
@@ -462,6 +468,8 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         sp = replace(own, pml=pml, kappa=kappa, ntask=len(idx), record=rec, cbox_bg=not meets)
         limit = sp.smem_limit if own.block != spec.block else CHAIN_SMEM_LIMIT
         sp = replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask), limit))
+        if tag in ("x", "xt") and not X_CHAINS_IN_SMEM:
+            sp = replace(sp, chain_smem=False)
         if CHAINS_IN_SMEM and FACE_CHAINS_OWN_AXIS and tag in ("y", "z"):
             sp = replace(sp, chain_smem=False, chain_axes=(False, tag == "y", tag == "z"))
         if CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem:
