@@ -152,3 +152,44 @@ def test_which_kernels_take_steady_iterations_and_where():
     assert not free(0, 29) and free(15, 29)
     wrap = replace(base, boxes=(("E", 2, (28, 0, 0), (4, 12, 11)),))
     assert cuda.steady_free(wrap) == "false"
+
+
+@emulated
+@pytest.mark.parametrize("th", [2, 3])
+def test_emulated_steady_iterations_in_a_loop_of_their_own(monkeypatch, th):
+    """``cuda.STEADY_LOOP``: the steady pairs in an inner loop, general iterations between
+    (the sources' and the middle probe's planes): PEC walls, TH even and odd; and a CPML,
+    whose bulk between the face rows then takes steady pairs too."""
+    monkeypatch.setattr(cuda, "STEADY_LOOP", True)
+    assert "#define STEADY_LOOP 1" in cuda.source(
+        cuda.Spec(
+            "float32",
+            (21, 12, 11),
+            th,
+            (4, 4),
+            1.0,
+            0.5,
+            1.0,
+            0.5,
+            None,
+            (True,) * 3,
+            (0,) * 3,
+            (False,) * 3,
+            (),
+            (),
+        )
+    )
+    _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
+    monkeypatch.setattr(cuda, "STEADY", {**cuda.STEADY, "between": {4: 2, 8: 2}})
+    _compare32(_sim(CPML(thickness=2), shape=(26, 22, 21)), 3 * th + 1, th, (8, 4, 4))
+
+
+@emulated
+def test_emulation_reports_a_steady_loop_out_of_step(monkeypatch):
+    """The inner loop's test of the parities left out: after the middle probe's general
+    iterations (TH odd) a pair starts on the wrong set, and the emulation raises."""
+    monkeypatch.setattr(cuda, "STEADY_LOOP", True)
+    good = "(STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1))) &&"
+    _break(monkeypatch, good, "true &&")
+    with pytest.raises(RuntimeError, match="raced"):
+        _compare32(_sim(PEC()), 7, 3, (8, 4, 4))

@@ -262,6 +262,15 @@ def index_type(spec: Spec) -> str:
 #: 2 GPUs' slabs the same kernel gains from them (2 x H200, 512^3: 156.6 against 136.5), so
 #: they keep "plain".
 STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}}
+#: the steady iterations in a loop of their own inside the march's (off: one loop whose turn
+#: is a steady pair or a general iteration, so that the registers the pair carries must meet
+#: the general iteration's at every turn). By the machine code (ptxas 13, sm_90, 512^3
+#: float32, TH = 4, tiles of 24, two iterations of the loop): with a CPML, the bulk between
+#: the face rows as now (general iterations) 1641 instructions, 281 of them moves; with steady
+#: pairs in one loop 1736 for a pair and a general iteration; in a loop of their own 864, 33
+#: moves (4 bytes spilled). PEC walls: 1289 for a pair in their own loop, 2232 for a pair and a
+#: general iteration in one. Not yet timed on a GPU: off
+STEADY_LOOP = False
 
 
 def steady_n(spec: Spec) -> int:
@@ -409,6 +418,7 @@ def source(spec: Spec) -> str:
         "TZ_OFF": span[1][0],
         "TZ_LEN": span[1][1],
         "STEADY_N": steady_n(spec),
+        "STEADY_LOOP": int(STEADY_LOOP),
         "GENERAL_UNROLL": general_unroll(spec, all_smem),
         "PREFETCH_LEVEL": min(PREFETCH_LEVEL, spec.th),
         "NTASK": spec.ntask,

@@ -119,6 +119,25 @@ __device__ __forceinline__ void march(It &&iteration, const int &task, const int
 #if STEADY_N == 0  // one iteration's code for the whole march, unrolled GENERAL_UNROLL times
 #pragma unroll GENERAL_UNROLL
   for (int i = 0; i < NXW + TH; ++i) iteration(i, Mode<false, -1, -1>{});
+#elif STEADY_LOOP  // the steady iterations in a loop of their own inside the general one
+  for (int i = 0; i < NXW + TH;) {
+    // (the parities a steady iteration assumes: a general one in between, where a plane
+    // is not free, realigns them)
+    while (i >= TH && i + STEADY_N - 1 <= NXW - 2 &&
+           (STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1))) &&
+           STEADY_FREE(X0 + i - TH, X0 + i + STEADY_N - 2)) {
+#if STEADY_N == 2
+      iteration(i, Mode<true, P0, TH & 1>{});
+      iteration(i + 1, Mode<true, (P0 + TH) & 1, (TH + 1) & 1>{});
+#else
+      iteration(i, Mode<true, TH % 2 ? -1 : P0, -1>{});
+#endif
+      i += STEADY_N;
+    }
+    if (i >= NXW + TH) break;
+    iteration(i, Mode<false, -1, -1>{});
+    ++i;
+  }
 #else
   for (int i = 0; i < NXW + TH;) {
     // (the parities a steady iteration assumes: a general one in between, where a plane
