@@ -154,6 +154,7 @@ def test_which_kernels_take_steady_iterations_and_where():
     assert cuda.steady_free(wrap) == "false"
 
 
+@pytest.mark.slow  # a setting that is off by default
 @emulated
 @pytest.mark.parametrize("th", [2, 3])
 def test_emulated_steady_iterations_in_a_loop_of_their_own(monkeypatch, th):
@@ -184,6 +185,7 @@ def test_emulated_steady_iterations_in_a_loop_of_their_own(monkeypatch, th):
     _compare32(_sim(CPML(thickness=2), shape=(26, 22, 21)), 3 * th + 1, th, (8, 4, 4))
 
 
+@pytest.mark.slow
 @emulated
 def test_emulation_reports_a_steady_loop_out_of_step(monkeypatch):
     """The inner loop's test of the parities left out: after the middle probe's general
