@@ -85,8 +85,11 @@ CPML_KERNELS = {
 # iteration's code for the whole march in every kernel; "cpml1" / "cpml2": one / two steady
 # iterations at a time in the CPML kernels too; "plain64-0" / "plain64-2": none / two at a
 # time in the float64 kernels without CPML code; "between2": two at a time also in the
-# one-device bulk between the CPML's face rows (the default before 2026-11-28). "between"
-# takes "plain"'s setting where a variant does not name it.
+# one-device bulk between the CPML's face rows (the default before 2026-11-28); "loop-...":
+# the steady iterations in a loop of their own (cuda.STEADY_LOOP), with two at a time between
+# the face rows ("loop-between2"), and one at a time in the face rows' kernels too
+# ("loop-between2-faces1"). "between" takes "plain"'s setting and "faces" "cpml"'s where a
+# variant does not name them.
 STEADY = {
     "default": None,
     "none": {"plain": {4: 0, 8: 0}, "cpml": {4: 0, 8: 0}},
@@ -95,15 +98,32 @@ STEADY = {
     "plain64-0": {"plain": {4: 2, 8: 0}, "cpml": {4: 0, 8: 0}},
     "plain64-2": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}},
     "between2": {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 2, 8: 2}},
+    "loop": {"loop": True},
+    "loop-between2": {"loop": True, "plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 2, 8: 2}},
+    "loop-between2-faces1": {
+        "loop": True,
+        "plain": {4: 2, 8: 2},
+        "cpml": {4: 0, 8: 0},
+        "between": {4: 2, 8: 2},
+        "faces": {4: 1, 8: 1},
+    },
 }
+_STEADY0 = dict(cuda_kernel.STEADY)
+_LOOP0 = cuda_kernel.STEADY_LOOP
 for _s in STEADY.values():
     if _s is not None:
-        _s.setdefault("between", dict(_s["plain"]))
-_STEADY0 = dict(cuda_kernel.STEADY)
+        if "plain" in _s:
+            _s.setdefault("between", dict(_s["plain"]))
+        if "cpml" in _s:
+            _s.setdefault("faces", dict(_s["cpml"]))
+        for _k, _v in _STEADY0.items():
+            _s.setdefault(_k, dict(_v))
 
 
 def steady(name):
-    cuda_kernel.STEADY = dict(_STEADY0) if STEADY[name] is None else STEADY[name]
+    v = STEADY[name]
+    cuda_kernel.STEADY = dict(_STEADY0) if v is None else {k: x for k, x in v.items() if k != "loop"}
+    cuda_kernel.STEADY_LOOP = _LOOP0 if v is None else v.get("loop", _LOOP0)
 
 
 def cpml_kernels(name):

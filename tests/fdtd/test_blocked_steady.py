@@ -138,6 +138,9 @@ def test_which_kernels_take_steady_iterations_and_where():
     assert cuda.steady_n(between) == 0 and cuda.steady_n(replace(between, dtype="float64")) == 2
     assert cuda.steady_n(replace(between, nxa=38, xhalo=4)) == 2
     assert cuda.steady_free(base) == "true"
+    # the CPML's face rows (windows that end at a wall) by their own setting
+    faces = replace(base, pml=(2, 2, 2), wall=1)
+    assert cuda.steady_n(faces) == cuda.STEADY["faces"][4] and cuda.steady_n(replace(faces, wall=0)) == 0
     spec = replace(
         base,
         sources=(((5, 1, 1), 0), (None, 1)),
@@ -182,6 +185,9 @@ def test_emulated_steady_iterations_in_a_loop_of_their_own(monkeypatch, th):
     )
     _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
     monkeypatch.setattr(cuda, "STEADY", {**cuda.STEADY, "between": {4: 2, 8: 2}})
+    _compare32(_sim(CPML(thickness=2), shape=(26, 22, 21)), 3 * th + 1, th, (8, 4, 4))
+    # and the face rows' kernels one steady iteration at a time
+    monkeypatch.setattr(cuda, "STEADY", {**cuda.STEADY, "faces": {4: 1, 8: 1}})
     _compare32(_sim(CPML(thickness=2), shape=(26, 22, 21)), 3 * th + 1, th, (8, 4, 4))
 
 

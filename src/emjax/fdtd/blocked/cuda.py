@@ -260,8 +260,11 @@ def index_type(spec: Spec) -> str:
 #: values are read once per thread, and the pass's kernels take no longer in it than alone
 #: (H100: 6.66 ms a pass against 6.89 summed). The pairs have not been timed again since. On
 #: 2 GPUs' slabs the same kernel gains from them (2 x H200, 512^3: 156.6 against 136.5), so
-#: they keep "plain".
-STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}}
+#: they keep "plain". ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`);
+#: by ptxas (float32 at 512^3, one row a thread), one steady iteration at a time in a loop of
+#: its own (:data:`STEADY_LOOP`) takes 909 instructions where a general one takes 1235, with
+#: nothing spilled (two at a time spill 564 bytes); not yet timed on a GPU.
+STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}, "faces": {4: 0, 8: 0}}
 #: the steady iterations in a loop of their own inside the march's (off: one loop whose turn
 #: is a steady pair or a general iteration, so that the registers the pair carries must meet
 #: the general iteration's at every turn). By the machine code (ptxas 13, sm_90, 512^3
@@ -277,8 +280,8 @@ def steady_n(spec: Spec) -> int:
     """STEADY_N of ``spec``'s kernel (:data:`STEADY`)."""
     arrays = spec.pec is not None or any(getattr(spec, k) in ("grid", "comp") for k in ("ca", "cb"))
     extra = any(spec.pml) or (arrays and not spec.cbox_bg) or spec.tfsf is not None or spec.poles is not None
-    if extra:
-        return STEADY["cpml"][spec.itemsize]
+    if extra:  # the CPML's face rows (windows that end at a wall) apart from the other kernels
+        return STEADY["faces" if spec.wall and any(spec.pml) else "cpml"][spec.itemsize]
     between = spec.span is not None and spec.nxa is None
     return STEADY["between" if between else "plain"][spec.itemsize]
 
