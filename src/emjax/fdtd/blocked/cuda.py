@@ -263,7 +263,10 @@ def index_type(spec: Spec) -> str:
 #: they keep "plain". ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`);
 #: by ptxas (float32 at 512^3, one row a thread), one steady iteration at a time in a loop of
 #: its own (:data:`STEADY_LOOP`) takes 909 instructions where a general one takes 1235, with
-#: nothing spilled (two at a time spill 564 bytes); not yet timed on a GPU.
+#: nothing spilled (two at a time spill 564 bytes); likewise ``STEADY["cpml"]`` at one: the
+#: x-CPML's rows 1178 against 1479 (32 bytes spilled), float64's CPML kernel (TH = 3, tiles
+#: of 16) 968 against 1144. Not yet timed on a GPU; the host emulation's tests pass with all
+#: of these on.
 STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}, "faces": {4: 0, 8: 0}}
 #: the steady iterations in a loop of their own inside the march's (off: one loop whose turn
 #: is a steady pair or a general iteration, so that the registers the pair carries must meet
