@@ -13,6 +13,7 @@ nothing and runs 1.4-1.5x faster on an H100.
     python benchmarks/fdtd_ptxas.py --precision double --boundary cpml --configs 2,24,1 3,16,1
     python benchmarks/fdtd_ptxas.py --configs 4,24,2 --cpml-block 16x16
     python benchmarks/fdtd_ptxas.py --configs 4,24,2 --sass
+    python benchmarks/fdtd_ptxas.py --configs 4,24,2 --sass --set "cuda.STEADY_LOOP=True"
 
 Each row: the kernel (bulk, tail or a CPML kernel with its axes), threads per CTA, registers,
 stack and spill bytes, shared memory.
@@ -96,10 +97,12 @@ def ptxas_info(report: str) -> dict:
     }
 
 
-def loop_and_levels(code: str) -> tuple:
-    """The march's loop in ``nvdisasm``'s text (the longest backward branch): its size in
-    instructions, the instructions between consecutive barriers in it, and its most
-    frequent instructions."""
+def loops(code: str) -> list:
+    """The loops with barriers in ``nvdisasm``'s text (backward branches over at least one
+    ``BAR``), innermost first: per loop its size in instructions, the instructions between
+    consecutive barriers, its register moves and its most frequent instructions. A march
+    whose steady iterations run in a loop of their own (``cuda.STEADY_LOOP``) shows that
+    loop first, then the march's."""
     ins, labels, pending = [], {}, []
     for ln in code.splitlines():
         lab = re.match(r"^(\.L_x_\d+):", ln)
@@ -112,19 +115,39 @@ def loop_and_levels(code: str) -> tuple:
             labels.update((name, addr) for name in pending)
             pending = []
             ins.append((addr, m.group(3), m.group(4)))
-    loop = (0, 0)
+    found = set()
     for addr, op, rest in ins:
         target = re.search(r"\((\.L_x_\d+)\)", rest) if op == "BRA" else None
-        if (
-            target
-            and labels.get(target.group(1), addr) < addr
-            and addr - labels[target.group(1)] > loop[1] - loop[0]
-        ):
-            loop = (labels[target.group(1)], addr)
-    body = [op for a, op, _ in ins if loop[0] <= a <= loop[1]]
-    bars = [i for i, op in enumerate(body) if op.startswith("BAR")]
-    ops = collections.Counter(op.split(".")[0] for op in body)
-    return len(body), [b - a for a, b in zip(bars, bars[1:])], ops.most_common(8)
+        if target and labels.get(target.group(1), addr) < addr:
+            found.add((labels[target.group(1)], addr))
+    out = []
+    for lo, hi in sorted(found, key=lambda r: r[1] - r[0]):
+        body = [op for a, op, _ in ins if lo <= a <= hi]
+        bars = [i for i, op in enumerate(body) if op.startswith("BAR")]
+        if not bars:
+            continue
+        ops = collections.Counter(op.split(".")[0] for op in body)
+        moves = sum(1 for op in body if op == "MOV" or op.startswith("IMAD.MOV"))
+        out.append((len(body), [b - a for a, b in zip(bars, bars[1:])], moves, ops.most_common(8)))
+    return out
+
+
+def apply_settings(settings: list) -> None:
+    """``module.NAME=VALUE`` settings of ``emjax.fdtd.blocked``'s modules (as
+    ``fdtd_settings.py --set``; VALUE a Python expression over the modules)."""
+    import importlib
+
+    for setting in settings:
+        for item in filter(None, (x.strip() for x in setting.split(";"))):
+            if "=" not in item or "." not in item.split("=", 1)[0]:
+                raise SystemExit(f"--set: {item!r} is not module.NAME=VALUE")
+            name, value = item.split("=", 1)
+            mod, attr = name.strip().rsplit(".", 1)
+            m = importlib.import_module("emjax.fdtd.blocked." + mod)
+            if not hasattr(m, attr):
+                raise SystemExit(f"--set: {mod} has no setting {attr}")
+            names = {k: importlib.import_module("emjax.fdtd.blocked." + k) for k in ("bulk", "cuda", "split")}
+            setattr(m, attr, eval(value, {}, names))
 
 
 def main(argv=None):
@@ -135,7 +158,8 @@ def main(argv=None):
     ap.add_argument("--configs", nargs="+", default=["4,24,2"], help="TH,tile,rows per thread")
     ap.add_argument("--cpml-block", default="auto", help="the CPML kernels' windows' own cells, YxZ")
     ap.add_argument("--arch", default="sm_90")
-    ap.add_argument("--sass", action="store_true", help="also the march's loop and levels (nvdisasm)")
+    ap.add_argument("--sass", action="store_true", help="also the march's loops and levels (nvdisasm)")
+    ap.add_argument("--set", action="append", default=[], help="module.NAME=VALUE settings (repeatable)")
     args = ap.parse_args(argv)
 
     import jax
@@ -148,6 +172,7 @@ def main(argv=None):
     from emjax.fdtd.bench import benchmark_simulation
     from emjax.fdtd.blocked import cuda, cuda_advance, split
 
+    apply_settings(args.set)
     dtype = jnp.float64 if args.precision == "double" else jnp.float32
     if args.cpml_block != "auto":
         split.CPML_BLOCK = tuple(int(v) for v in args.cpml_block.split("x"))
@@ -174,9 +199,9 @@ def main(argv=None):
                 f"shared {sp.smem_bytes // 1024:>3} KB  chains in shared memory: {smem_chains}",
                 flush=True,
             )
-            if code is not None:
-                size, levels, top = loop_and_levels(code)
-                print(f"{'':>8} loop {size} instructions; between barriers {levels}; {top}", flush=True)
+            for size, levels, moves, top in loops(code) if code is not None else ():
+                line = f"loop {size} instructions, {moves} moves; between barriers {levels}; {top}"
+                print(f"{'':>8} {line}", flush=True)
 
 
 if __name__ == "__main__":

@@ -262,8 +262,8 @@ def index_type(spec: Spec) -> str:
 #: 2 GPUs' slabs the same kernel gains from them (2 x H200, 512^3: 156.6 against 136.5), so
 #: they keep "plain". ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`);
 #: by ptxas (float32 at 512^3, one row a thread), one steady iteration at a time in a loop of
-#: its own (:data:`STEADY_LOOP`) takes 909 instructions where a general one takes 1235, with
-#: nothing spilled (two at a time spill 564 bytes); likewise ``STEADY["cpml"]`` at one: the
+#: its own (:data:`STEADY_LOOP`) takes 909 instructions where a general one takes 1235 (the
+#: z faces' kernel spills 16 bytes; two at a time spill 564); likewise ``STEADY["cpml"]`` at one: the
 #: x-CPML's rows 1178 against 1479 (32 bytes spilled), float64's CPML kernel (TH = 3, tiles
 #: of 16) 968 against 1144. Not yet timed on a GPU; the host emulation's tests pass with all
 #: of these on.
