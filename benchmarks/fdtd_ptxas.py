@@ -160,6 +160,12 @@ def main(argv=None):
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--sass", action="store_true", help="also the march's loops and levels (nvdisasm)")
     ap.add_argument("--set", action="append", default=[], help="module.NAME=VALUE settings (repeatable)")
+    ap.add_argument(
+        "--material",
+        default="vacuum",
+        choices=["vacuum", "sphere-diagonal"],
+        help="what fills the box, as emjax bench fdtd's (sphere-diagonal: the box's kernels too)",
+    )
     args = ap.parse_args(argv)
 
     import jax
@@ -170,25 +176,27 @@ def main(argv=None):
 
     from emjax.fdtd import step as engine
     from emjax.fdtd.bench import benchmark_simulation
-    from emjax.fdtd.blocked import cuda, cuda_advance, split
+    from emjax.fdtd.blocked import coef_box, cuda, cuda_advance, split
 
     apply_settings(args.set)
     dtype = jnp.float64 if args.precision == "double" else jnp.float32
     if args.cpml_block != "auto":
         split.CPML_BLOCK = tuple(int(v) for v in args.cpml_block.split("x"))
-    sim, _ = benchmark_simulation(args.n, args.precision, args.boundary, 2, "vacuum", 10, None)
+    sim, _ = benchmark_simulation(args.n, args.precision, args.boundary, 2, args.material, 10, None)
     arrays, pml = engine.coefficients(sim, dtype)
     plan = engine.make_plan(sim, 8, dtype, arrays, pml)
     for cfg in args.configs:
         th, tile, ry = (int(v) for v in cfg.split(","))
-        spec = replace(cuda_advance.make_spec(plan, arrays, dtype, th, (tile, tile)), ry=ry)
+        cbox = coef_box.find(plan, arrays) if args.material != "vacuum" else None
+        spec = replace(cuda_advance.make_spec(plan, arrays, dtype, th, (tile, tile), cbox=cbox), ry=ry)
         parts = split.split(spec) if any(spec.pml) else None
         kernels = [("bulk", spec)] if parts is None else [("bulk", parts[0])]
         if parts is not None and parts[1] is not None:
             kernels.append(("tail", parts[1]))
         if parts is not None:
             for f, _ in parts[2]:
-                kernels.append(("cpml " + "".join("xyz"[a] for a, L in enumerate(f.pml) if L), f))
+                axes = "".join("xyz"[a] for a, L in enumerate(f.pml) if L)
+                kernels.append(("cpml " + axes if axes else "box", f))
         for name, sp in kernels:
             report, code = compile_kernel(cuda.source(sp), args.arch, args.sass)
             info = ptxas_info(report)

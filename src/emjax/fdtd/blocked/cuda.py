@@ -265,8 +265,9 @@ def index_type(spec: Spec) -> str:
 #: its own (:data:`STEADY_LOOP`) takes 909 instructions where a general one takes 1235 (the
 #: z faces' kernel spills 16 bytes; two at a time spill 564); likewise ``STEADY["cpml"]`` at one: the
 #: x-CPML's rows 1178 against 1479 (32 bytes spilled), float64's CPML kernel (TH = 3, tiles
-#: of 16) 968 against 1144. Not yet timed on a GPU; the host emulation's tests pass with all
-#: of these on.
+#: of 16) 968 against 1144, a sphere's box kernel (per-cell arrays) 652 against 1078 (and the
+#: literal tail's pairs 845 for two, spilling 116 bytes). Not yet timed on a GPU; the host
+#: emulation's tests pass with all of these on.
 STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}, "faces": {4: 0, 8: 0}}
 #: the steady iterations in a loop of their own inside the march's (off: one loop whose turn
 #: is a steady pair or a general iteration, so that the registers the pair carries must meet
