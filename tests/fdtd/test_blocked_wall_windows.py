@@ -160,3 +160,19 @@ def test_x_rows_one_row_a_thread_with_their_chains_in_local_memory(monkeypatch):
     for k in ref["psi"]:
         scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
         assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+
+
+def test_face_rows_own_axis_chains_only_where_they_fit():
+    """The face rows keep their own axis's psi chains in shared memory where they fit beside
+    the buffers (TH = 4); where they do not (TH = 8, the z faces' windows of 40 x 32 cells)
+    every chain goes to local memory, and no kernel asks for more shared memory than it may."""
+    walls, kappa, pml = (True,) * 3, (False,) * 3, (10, 10, 10)
+    chains = {}
+    for th in (4, 8):
+        coef = (1.0, 0.5, 1.0, 0.5, None)
+        spec = cuda.Spec("float32", (128,) * 3, th, (24, 24), *coef, walls, pml, kappa, (), ())
+        _, _, fixes, _ = cpml_split.split(spec)
+        assert all(f.smem_bytes <= f.smem_limit for f, _ in fixes)
+        chains[th] = [f.smem_chains for f, _ in fixes[:2]]
+    assert chains[4] == [(False, True, False), (False, False, True)]
+    assert chains[8] == [(False, True, False), (False, False, False)]

@@ -471,7 +471,8 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         if tag in ("x", "xt") and not X_CHAINS_IN_SMEM:
             sp = replace(sp, chain_smem=False)
         if CHAINS_IN_SMEM and FACE_CHAINS_OWN_AXIS and tag in ("y", "z"):
-            sp = replace(sp, chain_smem=False, chain_axes=(False, tag == "y", tag == "z"))
+            fits = chains_fit(sp, 1, limit)  # (else every chain in local memory)
+            sp = replace(sp, chain_smem=False, chain_axes=(False, fits and tag == "y", fits and tag == "z"))
         if CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem:
             sp = replace(sp, chain_axes=chain_axes(sp, mask, sp.smem_limit))
         fixes.append((sp, tuple(idx)))
