@@ -165,14 +165,18 @@ def test_x_rows_one_row_a_thread_with_their_chains_in_local_memory(monkeypatch):
 def test_face_rows_own_axis_chains_only_where_they_fit():
     """The face rows keep their own axis's psi chains in shared memory where they fit beside
     the buffers (TH = 4); where they do not (TH = 8, the z faces' windows of 40 x 32 cells)
-    every chain goes to local memory, and no kernel asks for more shared memory than it may."""
+    every chain goes to local memory; no kernel asks for more shared memory than it may, or
+    for more than 1024 threads (the y faces' windows of 26 x 40 cells take two rows a thread
+    there, not one)."""
     walls, kappa, pml = (True,) * 3, (False,) * 3, (10, 10, 10)
     chains = {}
     for th in (4, 8):
         coef = (1.0, 0.5, 1.0, 0.5, None)
-        spec = cuda.Spec("float32", (128,) * 3, th, (24, 24), *coef, walls, pml, kappa, (), ())
+        spec = cuda.Spec("float32", (128,) * 3, th, (24, 24), *coef, walls, pml, kappa, (), (), ry=2)
         _, _, fixes, _ = cpml_split.split(spec)
-        assert all(f.smem_bytes <= f.smem_limit for f, _ in fixes)
+        assert all(f.smem_bytes <= f.smem_limit and f.threads <= 1024 for f, _ in fixes)
         chains[th] = [f.smem_chains for f, _ in fixes[:2]]
+        rows8 = [f.ry for f, _ in fixes[:2]]
     assert chains[4] == [(False, True, False), (False, False, True)]
     assert chains[8] == [(False, True, False), (False, False, False)]
+    assert rows8 == [2, 2]

@@ -327,12 +327,19 @@ def chain_axes(spec: Spec, mask: tuple, limit: int) -> tuple:
     return tuple(out)
 
 
+#: the threads a CTA may hold
+MAX_THREADS = 1024
+
+
 def _windows(spec: Spec, block: tuple, wall: int = 0, ry: int | None = None) -> Spec:
     """``spec`` with windows of ``block`` own cells (``ry`` rows per thread, default the
     spec's, where they divide), ending at the walls of axis ``wall`` (:attr:`.cuda.Spec.wall`)."""
     out = replace(spec, block=tuple(block), wall=wall)
     ry = spec.ry if ry is None else ry
-    return replace(out, ry=ry if out.window[0] % ry == 0 else 1)
+    out = replace(out, ry=ry if out.window[0] % ry == 0 else 1)
+    while out.threads > MAX_THREADS:  # (a CTA holds at most 1024 threads): more rows a thread
+        out = replace(out, ry=next(r for r in range(out.ry + 1, out.window[0] + 1) if out.window[0] % r == 0))
+    return out
 
 
 def walls_of(spec: Spec) -> tuple:
