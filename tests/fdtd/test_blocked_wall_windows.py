@@ -180,3 +180,18 @@ def test_face_rows_own_axis_chains_only_where_they_fit():
     assert chains[4] == [(False, True, False), (False, False, True)]
     assert chains[8] == [(False, True, False), (False, False, False)]
     assert rows8 == [2, 2]
+
+
+def test_a_large_odd_window_takes_more_rows_a_thread():
+    """Tiles of 25 at TH = 4 make windows of 33 x 33 cells: one row a thread would ask for
+    1120 threads, so the spec takes three rows a thread (384); asked for one row, it says so
+    in one line."""
+    from emjax.errors import ConfigError
+
+    sim = _cpml_all_faces((12, 40, 40))
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 4, (25, 25))
+    assert spec.window == (33, 33) and spec.ry == 3 and spec.threads == 384
+    assert cuda_advance.make_spec(plan, arrays, jnp.float64, 4, (24, 24)).ry == 2
+    with pytest.raises(ConfigError, match="rows per thread 1: a window of 33 x 33 cells needs 1120 threads"):
+        cuda_advance.make_spec(plan, arrays, jnp.float64, 4, (25, 25, 1))

@@ -54,9 +54,16 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = N
     cfg = config(plan)
     shape = tuple(plan.shape)
     by, bz = (min(int(b), n) for b, n in zip(block[:2], shape[1:]))
-    ry = int(block[2]) if len(block) > 2 else (2 if (by + 2 * th) % 2 == 0 else 1)
+    wy, wz = by + 2 * th, bz + 2 * th
+    ry = int(block[2]) if len(block) > 2 else (2 if wy % 2 == 0 else 1)
     if (by + 2 * th) % ry:
         raise ConfigError(f"rows per thread {ry} must divide the window's {by + 2 * th} rows (tile + 2 th)")
+    threads = lambda r: 32 * -(-wy * wz // r // 32)  # noqa: E731 (a CTA holds at most 1024)
+    if len(block) <= 2:  # more rows a thread where the window's cells would ask for more threads
+        ry = next(r for r in range(ry, wy + 1) if wy % r == 0 and threads(r) <= 1024)
+    elif threads(ry) > 1024:
+        need = f"a window of {wy} x {wz} cells needs {threads(ry)} threads"
+        raise ConfigError(f"rows per thread {ry}: {need}, more than the 1024 a CTA holds")
     pec = None
     if plan.has_pec:
         pec = "grid" if np.shape(arrays["pec_keep"]) == shape else "comp"
