@@ -163,26 +163,12 @@ def test_which_kernels_take_steady_iterations_and_where():
 def test_emulated_steady_iterations_in_a_loop_of_their_own(monkeypatch, th):
     """``cuda.STEADY_LOOP``: the steady pairs in an inner loop, general iterations between
     (the sources' and the middle probe's planes): PEC walls, TH even and odd; and a CPML,
-    whose bulk between the face rows then takes steady pairs too."""
+    whose bulk between the face rows then takes steady pairs too, and its face rows one
+    steady iteration at a time."""
     monkeypatch.setattr(cuda, "STEADY_LOOP", True)
-    assert "#define STEADY_LOOP 1" in cuda.source(
-        cuda.Spec(
-            "float32",
-            (21, 12, 11),
-            th,
-            (4, 4),
-            1.0,
-            0.5,
-            1.0,
-            0.5,
-            None,
-            (True,) * 3,
-            (0,) * 3,
-            (False,) * 3,
-            (),
-            (),
-        )
-    )
+    coef, walls, kappa = (1.0, 0.5, 1.0, 0.5, None), (True,) * 3, (False,) * 3
+    spec = cuda.Spec("float32", (21, 12, 11), th, (4, 4), *coef, walls, (0,) * 3, kappa, (), ())
+    assert "#define STEADY_LOOP 1" in cuda.source(spec)
     _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
     monkeypatch.setattr(cuda, "STEADY", {**cuda.STEADY, "between": {4: 2, 8: 2}})
     _compare32(_sim(CPML(thickness=2), shape=(26, 22, 21)), 3 * th + 1, th, (8, 4, 4))
