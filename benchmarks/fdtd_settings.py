@@ -28,9 +28,10 @@ mods = {m: importlib.import_module("emjax.fdtd.blocked." + m)
 for item in filter(None, (x.strip() for x in sys.argv[1].split(";"))):
     name, value = item.split("=", 1)
     mod, attr = name.strip().rsplit(".", 1)
-    if not hasattr(mods[mod], attr):
+    m = importlib.import_module("emjax.fdtd.blocked." + mod)
+    if not hasattr(m, attr):
         raise SystemExit(f"--set: {mod} has no setting {attr}")
-    setattr(mods[mod], attr, eval(value, {}, dict(mods)))
+    setattr(m, attr, eval(value, {}, dict(mods)))
 from emjax.cli import main
 sys.exit(main(["bench", "fdtd", "--json"] + sys.argv[2:]))
 """
