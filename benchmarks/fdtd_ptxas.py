@@ -132,24 +132,6 @@ def loops(code: str) -> list:
     return out
 
 
-def apply_settings(settings: list) -> None:
-    """``module.NAME=VALUE`` settings of ``emjax.fdtd.blocked``'s modules (as
-    ``fdtd_settings.py --set``; VALUE a Python expression over the modules)."""
-    import importlib
-
-    for setting in settings:
-        for item in filter(None, (x.strip() for x in setting.split(";"))):
-            if "=" not in item or "." not in item.split("=", 1)[0]:
-                raise SystemExit(f"--set: {item!r} is not module.NAME=VALUE")
-            name, value = item.split("=", 1)
-            mod, attr = name.strip().rsplit(".", 1)
-            m = importlib.import_module("emjax.fdtd.blocked." + mod)
-            if not hasattr(m, attr):
-                raise SystemExit(f"--set: {mod} has no setting {attr}")
-            names = {k: importlib.import_module("emjax.fdtd.blocked." + k) for k in ("bulk", "cuda", "split")}
-            setattr(m, attr, eval(value, {}, names))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=128, help="the grid's N (N^3; the code hardly depends on it)")
@@ -173,12 +155,14 @@ def main(argv=None):
     if args.precision == "double":
         jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
+    from fdtd_settings import apply  # (this script's folder)
 
     from emjax.fdtd import step as engine
     from emjax.fdtd.bench import benchmark_simulation
     from emjax.fdtd.blocked import coef_box, cuda, cuda_advance, split
 
-    apply_settings(args.set)
+    for setting in args.set:
+        apply(setting)
     dtype = jnp.float64 if args.precision == "double" else jnp.float32
     if args.cpml_block != "auto":
         split.CPML_BLOCK = tuple(int(v) for v in args.cpml_block.split("x"))

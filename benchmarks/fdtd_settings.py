@@ -20,32 +20,45 @@ import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 _CHILD = """
-import importlib, sys
-mods = {m: importlib.import_module("emjax.fdtd.blocked." + m)
-        for m in ("bulk", "cuda", "split", "shards", "tiling", "coef_box", "halos")}
-for item in filter(None, (x.strip() for x in sys.argv[1].split(";"))):
-    name, value = item.split("=", 1)
-    mod, attr = name.strip().rsplit(".", 1)
-    m = importlib.import_module("emjax.fdtd.blocked." + mod)
-    if not hasattr(m, attr):
-        raise SystemExit(f"--set: {mod} has no setting {attr}")
-    setattr(m, attr, eval(value, {}, dict(mods)))
+import sys
+sys.path.insert(0, sys.argv[1])
+from fdtd_settings import apply
 from emjax.cli import main
-sys.exit(main(["bench", "fdtd", "--json"] + sys.argv[2:]))
+apply(sys.argv[2])
+sys.exit(main(["bench", "fdtd", "--json"] + sys.argv[3:]))
 """
+_MODULES = ("bulk", "cuda", "split", "shards", "tiling", "coef_box", "halos")
+
+
+def _items(setting: str) -> list:
+    """(module, name, VALUE's text) per ``module.NAME=VALUE`` of ``setting``; one line naming
+    what is wrong where an item is no such pair or names no setting."""
+    out = []
+    for item in filter(None, (x.strip() for x in setting.split(";"))):
+        if "=" not in item or "." not in item.split("=", 1)[0]:
+            raise SystemExit(f"--set: {item!r} is not module.NAME=VALUE")
+        name, value = item.split("=", 1)
+        mod, attr = name.strip().rsplit(".", 1)
+        m = importlib.import_module("emjax.fdtd.blocked." + mod)
+        if not hasattr(m, attr):
+            raise SystemExit(f"--set: {mod} has no setting {attr}")
+        out.append((m, attr, value))
+    return out
 
 
 def check(setting: str) -> None:
     """Fail early, in one line, on a setting that names no module or no setting."""
-    for item in filter(None, (x.strip() for x in setting.split(";"))):
-        if "=" not in item or "." not in item.split("=", 1)[0]:
-            raise SystemExit(f"--set: {item!r} is not module.NAME=VALUE")
-        mod, attr = item.split("=", 1)[0].strip().rsplit(".", 1)
-        m = importlib.import_module("emjax.fdtd.blocked." + mod)
-        if not hasattr(m, attr):
-            raise SystemExit(f"--set: {mod} has no setting {attr}")
+    _items(setting)
+
+
+def apply(setting: str) -> None:
+    """Set ``setting``'s values (Python expressions over the blocked kernel's modules)."""
+    names = {k: importlib.import_module("emjax.fdtd.blocked." + k) for k in _MODULES}
+    for m, attr, value in _items(setting):
+        setattr(m, attr, eval(value, {}, names))
 
 
 def main(argv=None) -> int:
@@ -65,7 +78,7 @@ def main(argv=None) -> int:
     for _ in range(a.repeat):
         for s in settings:
             try:
-                cmd = [sys.executable, "-c", _CHILD, s, *rest]
+                cmd = [sys.executable, "-c", _CHILD, str(Path(__file__).resolve().parent), s, *rest]
                 run = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
             except subprocess.TimeoutExpired:
                 print(json.dumps({"setting": s, "error": f"over {a.timeout} s"}), flush=True)

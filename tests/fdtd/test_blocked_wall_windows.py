@@ -44,6 +44,15 @@ def _from_random_state(sim, tile, seed):
     return (out, rec, finite), (ref, rec_ref)
 
 
+def _assert_fields_and_psi_equal(out, ref):
+    """E and H to 1e-12 of their largest values, each psi to 1e-12 of its own largest."""
+    for f in ("E", "H"):
+        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
+    for k in ref["psi"]:
+        scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
+        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+
+
 def test_face_windows_end_at_the_walls(monkeypatch):
     """y faces' windows 4 + 2 rows (own 4, TH = 2 inside) for 4 + 4; z faces' 4 + 2 along z;
     the low faces' rows start TH later (the window's first cell is the wall's); the x rows
@@ -70,11 +79,7 @@ def test_random_state_through_wall_windows_equals_the_xla_step(monkeypatch, wall
     sim, _ = _split(monkeypatch, walls)
     (out, rec, finite), (ref, rec_ref) = _from_random_state(sim, (12, 5, 6), 3)
     assert bool(finite)
-    for f in ("E", "H"):
-        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
-    for k in ref["psi"]:
-        scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
-        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+    _assert_fields_and_psi_equal(out, ref)
     assert _rel(rec, rec_ref) <= 1e-12
 
 
@@ -131,11 +136,7 @@ def test_face_rows_shorter_along_the_face_and_chains_of_their_own_axis(monkeypat
     assert (ys.chain_smem, ys.chain_axes) == want
     assert {rows[i][5] - rows[i][4] for i in yi} <= {along or 6, 26 % (along or 6)}  # own z cells
     (out, _, _), (ref, _) = _from_random_state(sim, (12, 6, 6), 7)
-    for f in ("E", "H"):
-        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
-    for k in ref["psi"]:
-        scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
-        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+    _assert_fields_and_psi_equal(out, ref)
 
 
 @pytest.mark.slow  # settings that are off by default
@@ -155,11 +156,7 @@ def test_x_rows_one_row_a_thread_with_their_chains_in_local_memory(monkeypatch):
     assert xs and all(f.ry == 1 and not f.chain_smem and not any(f.smem_chains) for f in xs)
     assert bulk.ry == 2
     (out, _, _), (ref, _) = _from_random_state(sim, (30, 6, 6), 11)
-    for f in ("E", "H"):
-        assert _rel(np.stack(out[f]), np.stack(ref[f])) <= 1e-12, f
-    for k in ref["psi"]:
-        scale = max(np.abs(np.asarray(ref["psi"][k])).max(), 1e-300)
-        assert np.abs(np.asarray(out["psi"][k]) - np.asarray(ref["psi"][k])).max() <= 1e-12 * scale, k
+    _assert_fields_and_psi_equal(out, ref)
 
 
 def test_face_rows_own_axis_chains_only_where_they_fit():

@@ -44,6 +44,22 @@ COEF_RING = True
 RING_SMEM_LIMIT = 200 * 1024
 
 
+#: the threads a CTA may hold
+MAX_THREADS = 1024
+
+
+def threads_of(window: tuple, ry: int) -> int:
+    """A CTA's threads for a window of (WY, WZ) cells at ``ry`` rows a thread (whole warps)."""
+    return 32 * math.ceil(window[0] * window[1] / ry / 32)
+
+
+def fit_rows(window: tuple, ry: int) -> int:
+    """The fewest rows a thread, from ``ry`` up, that divide the window's rows and leave a
+    CTA at most :data:`MAX_THREADS` threads."""
+    rows = (r for r in range(ry, window[0] + 1) if window[0] % r == 0)
+    return next(r for r in rows if threads_of(window, r) <= MAX_THREADS)
+
+
 @dataclass(frozen=True)
 class Spec:
     """Everything the generated kernel is specialised on (a cache key)."""
@@ -125,7 +141,7 @@ class Spec:
 
     @property
     def threads(self) -> int:
-        return 32 * math.ceil(self.window[0] * self.window[1] / self.ry / 32)
+        return threads_of(self.window, self.ry)
 
     @property
     def grid(self) -> tuple:

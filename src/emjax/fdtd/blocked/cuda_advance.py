@@ -58,12 +58,11 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = N
     ry = int(block[2]) if len(block) > 2 else (2 if wy % 2 == 0 else 1)
     if (by + 2 * th) % ry:
         raise ConfigError(f"rows per thread {ry} must divide the window's {by + 2 * th} rows (tile + 2 th)")
-    threads = lambda r: 32 * -(-wy * wz // r // 32)  # noqa: E731 (a CTA holds at most 1024)
     if len(block) <= 2:  # more rows a thread where the window's cells would ask for more threads
-        ry = next(r for r in range(ry, wy + 1) if wy % r == 0 and threads(r) <= 1024)
-    elif threads(ry) > 1024:
-        need = f"a window of {wy} x {wz} cells needs {threads(ry)} threads"
-        raise ConfigError(f"rows per thread {ry}: {need}, more than the 1024 a CTA holds")
+        ry = cuda.fit_rows((wy, wz), ry)
+    elif cuda.threads_of((wy, wz), ry) > cuda.MAX_THREADS:
+        need = f"a window of {wy} x {wz} cells needs {cuda.threads_of((wy, wz), ry)} threads"
+        raise ConfigError(f"rows per thread {ry}: {need}, more than the {cuda.MAX_THREADS} a CTA holds")
     pec = None
     if plan.has_pec:
         pec = "grid" if np.shape(arrays["pec_keep"]) == shape else "comp"

@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from . import xvirtual
 from .bulk import bulk_tiles, hole, hole_rows, meets_box, tail
-from .cuda import Spec
+from .cuda import Spec, fit_rows
 from .tiling import (
     best_pieces,
     cover,
@@ -125,7 +125,7 @@ def aligned_tasks(
     (nx, ny, nz), th = spec.shape, spec.th
     Lx, Ly, Lz = spec.pml
     cy, cz = block
-    by, bz = spec.block
+    by, bz = face_along(spec)
 
     def marches(n: int) -> list:  # the x range in the pieces that fill the SMs best
         if pieces is not None:
@@ -134,7 +134,6 @@ def aligned_tasks(
 
     yfaces, zfaces = [], []
     wy, wz = walls_of(spec)  # windows that end at the wall start TH later at y = 0 (z = 0)
-    by, bz = FACE_ALONG or by, FACE_ALONG or bz
     if Ly:
         zs = tiles_from(0, nz, bz)
         whole = marches(2 * len(zs))
@@ -327,19 +326,18 @@ def chain_axes(spec: Spec, mask: tuple, limit: int) -> tuple:
     return tuple(out)
 
 
-#: the threads a CTA may hold
-MAX_THREADS = 1024
-
-
 def _windows(spec: Spec, block: tuple, wall: int = 0, ry: int | None = None) -> Spec:
     """``spec`` with windows of ``block`` own cells (``ry`` rows per thread, default the
     spec's, where they divide), ending at the walls of axis ``wall`` (:attr:`.cuda.Spec.wall`)."""
     out = replace(spec, block=tuple(block), wall=wall)
     ry = spec.ry if ry is None else ry
-    out = replace(out, ry=ry if out.window[0] % ry == 0 else 1)
-    while out.threads > MAX_THREADS:  # (a CTA holds at most 1024 threads): more rows a thread
-        out = replace(out, ry=next(r for r in range(out.ry + 1, out.window[0] + 1) if out.window[0] % r == 0))
-    return out
+    return replace(out, ry=fit_rows(out.window, ry if out.window[0] % ry == 0 else 1))
+
+
+def face_along(spec: Spec) -> tuple:
+    """The face rows' own cells along their faces: (along y for the z faces, along z for the
+    y faces), :data:`FACE_ALONG` or the bulk's tile."""
+    return FACE_ALONG or spec.block[0], FACE_ALONG or spec.block[1]
 
 
 def walls_of(spec: Spec) -> tuple:
@@ -398,7 +396,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         rows = yrows + zrows
         wy, wz = walls_of(spec)
         fry = FACE_ROWS_PER_THREAD
-        by, bz = FACE_ALONG or spec.block[0], FACE_ALONG or spec.block[1]
+        by, bz = face_along(spec)
         yspec = replace(_windows(whole, (al[1][0], bz), 1 if wy else 0, fry), min_ctas=FACE_MIN_CTAS)
         zspec = replace(_windows(whole, (by, al[1][1]), 2 if wz else 0, fry), min_ctas=FACE_MIN_CTAS)
         xspec = whole if X_ROWS_PER_THREAD is None else _windows(whole, whole.block, 0, X_ROWS_PER_THREAD)
