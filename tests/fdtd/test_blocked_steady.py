@@ -61,8 +61,9 @@ def test_emulated_float32_steady_pairs(th):
 
 @emulated
 def test_emulated_float32_cpml_bulk_and_faces():
-    """A CPML: the bulk's steady pairs beside the CPML kernels' march of general iterations."""
-    assert _steady_n(2, (2, 2, 2)) == 0
+    """A CPML: the bulk's steady pairs beside the CPML kernels' steady iterations, one at a
+    time in their own loop."""
+    assert _steady_n(2, (2, 2, 2)) == 1
     _compare32(_sim(CPML(thickness=2), shape=(20, 22, 21)), 5, 2, (8, 4, 4))
 
 
@@ -108,10 +109,13 @@ def test_emulation_reports_a_race_on_the_buffer_sets(monkeypatch):
         _compare32(_sim(PEC()), 5, 2, (8, 4, 4))
 
 
+@pytest.mark.slow  # a setting that is off by default
 @emulated
 def test_emulation_reports_steady_pairs_out_of_step(monkeypatch):
-    """TH odd: after the general iterations of the middle probe's planes, a steady pair that
-    did not wait for its parities (one more general iteration) uses the wrong set."""
+    """One loop for the steady pairs and the general iterations (``cuda.STEADY_LOOP`` off), TH
+    odd: after the general iterations of the middle probe's planes, a steady pair that did not
+    wait for its parities (one more general iteration) uses the wrong set."""
+    monkeypatch.setattr(cuda, "STEADY_LOOP", False)
     good = "const bool aligned = STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1));"
     _break(monkeypatch, good, "const bool aligned = true;")
     with pytest.raises(RuntimeError, match="raced"):
@@ -129,18 +133,18 @@ def test_which_kernels_take_steady_iterations_and_where():
         "float32", (30, 12, 11), 4, (4, 4), 1.0, 0.5, 1.0, 0.5, None, walls, (0, 0, 0), kappa, (), ()
     )
     assert cuda.steady_n(base) == 2 and cuda.steady_n(replace(base, dtype="float64")) == 2
-    assert cuda.steady_n(replace(base, pml=(2, 0, 0))) == 0
-    assert cuda.steady_n(replace(base, cb="grid")) == 0 and cuda.steady_n(replace(base, pec="comp")) == 0
+    assert cuda.steady_n(replace(base, pml=(2, 0, 0))) == 1  # one at a time
+    assert cuda.steady_n(replace(base, cb="grid")) == 1 and cuda.steady_n(replace(base, pec="comp")) == 1
     assert cuda.steady_n(replace(base, cb="grid", cbox_bg=True)) == 2
     assert cuda.steady_n(replace(base, ca="array", cb="array")) == 2  # one traced value each
-    # the bulk between a one-device pass's aligned face rows (float32: none); on a slab, pairs
+    # the bulk between a one-device pass's aligned face rows, and on a slab: pairs
     between = replace(base, span=((2, 10), (2, 9)))
-    assert cuda.steady_n(between) == 0 and cuda.steady_n(replace(between, dtype="float64")) == 2
+    assert cuda.steady_n(between) == 2 and cuda.steady_n(replace(between, dtype="float64")) == 2
     assert cuda.steady_n(replace(between, nxa=38, xhalo=4)) == 2
     assert cuda.steady_free(base) == "true"
     # the CPML's face rows (windows that end at a wall) by their own setting
     faces = replace(base, pml=(2, 2, 2), wall=1)
-    assert cuda.steady_n(faces) == cuda.STEADY["faces"][4] and cuda.steady_n(replace(faces, wall=0)) == 0
+    assert cuda.steady_n(faces) == cuda.STEADY["faces"][4] and cuda.steady_n(replace(faces, wall=0)) == 1
     spec = replace(
         base,
         sources=(((5, 1, 1), 0), (None, 1)),
@@ -160,29 +164,24 @@ def test_which_kernels_take_steady_iterations_and_where():
 @pytest.mark.slow  # a setting that is off by default
 @emulated
 @pytest.mark.parametrize("th", [2, 3])
-def test_emulated_steady_iterations_in_a_loop_of_their_own(monkeypatch, th):
-    """``cuda.STEADY_LOOP``: the steady pairs in an inner loop, general iterations between
-    (the sources' and the middle probe's planes): PEC walls, TH even and odd; and a CPML,
-    whose bulk between the face rows then takes steady pairs too, and its face rows one
-    steady iteration at a time."""
-    monkeypatch.setattr(cuda, "STEADY_LOOP", True)
+def test_emulated_steady_iterations_in_the_general_loop(monkeypatch, th):
+    """``cuda.STEADY_LOOP`` off: a steady pair or a general iteration at each turn of one loop.
+    PEC walls, TH even and odd; and a CPML, with the settings before the loop of their own
+    (general iterations in the bulk between the face rows and in the CPML's kernels)."""
+    monkeypatch.setattr(cuda, "STEADY_LOOP", False)
     coef, walls, kappa = (1.0, 0.5, 1.0, 0.5, None), (True,) * 3, (False,) * 3
     spec = cuda.Spec("float32", (21, 12, 11), th, (4, 4), *coef, walls, (0,) * 3, kappa, (), ())
-    assert "#define STEADY_LOOP 1" in cuda.source(spec)
+    assert "#define STEADY_LOOP 0" in cuda.source(spec)
     _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
-    monkeypatch.setattr(cuda, "STEADY", {**cuda.STEADY, "between": {4: 2, 8: 2}})
-    _compare32(_sim(CPML(thickness=2), shape=(26, 22, 21)), 3 * th + 1, th, (8, 4, 4))
-    # and the face rows' kernels one steady iteration at a time
-    monkeypatch.setattr(cuda, "STEADY", {**cuda.STEADY, "faces": {4: 1, 8: 1}})
+    old = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}, "faces": {4: 0, 8: 0}}
+    monkeypatch.setattr(cuda, "STEADY", old)
     _compare32(_sim(CPML(thickness=2), shape=(26, 22, 21)), 3 * th + 1, th, (8, 4, 4))
 
 
-@pytest.mark.slow
 @emulated
 def test_emulation_reports_a_steady_loop_out_of_step(monkeypatch):
     """The inner loop's test of the parities left out: after the middle probe's general
     iterations (TH odd) a pair starts on the wrong set, and the emulation raises."""
-    monkeypatch.setattr(cuda, "STEADY_LOOP", True)
     good = "(STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1))) &&"
     _break(monkeypatch, good, "true &&")
     with pytest.raises(RuntimeError, match="raced"):

@@ -261,39 +261,26 @@ def index_type(spec: Spec) -> str:
 #: per kind of kernel, by the item size: 2 (two at a time: the carried registers renamed,
 #: the buffer set and the chains' slots known at compile time), 1, or 0 (none: one
 #: iteration's code for the whole march, :func:`general_unroll` times unrolled).
-#: ``STEADY["plain"]`` for kernels with neither CPML code nor per-cell arrays (coefficients,
-#: poles, a TF/SF box), ``STEADY["cpml"]`` for the others: their registers do not hold two
-#: steady iterations (float32 at 512^3: 16-400 bytes a thread spilled, sm_90). Measured on an
-#: H100 at 512^3 against the kernels before them, in one lease: float32 with PEC walls 116.0 G
-#: cell/s against 100.7, with a CPML 70.4 against 72.1; float64 with PEC walls 49.8 against
-#: 33.4, with a CPML 37.2 against 36.2 (BENCHMARKS.md, 2026-11-28). ``STEADY["between"]``:
-#: the bulk between the aligned face rows of a one-device pass (float32 with a CPML). Its
-#: steady pairs lost in the whole pass (H100, one lease each, a dipole and a probe at the
-#: centre: 512^3 70.2 G cell/s against 76.1 without them, 1024^3 76.4 against 86.7, 256^3
-#: 40.5 against 40.7), though the kernel alone on zeros runs as fast with them (512^3: 3.43
-#: against 3.47 ms, the dipole in it too). That was measured while the kernels reloaded
-#: ``ca`` and ``cb`` at each use, and the kernels timed alone had them compiled in. Now the
-#: values are read once per thread, and the pass's kernels take no longer in it than alone
-#: (H100: 6.66 ms a pass against 6.89 summed). The pairs have not been timed again since. On
-#: 2 GPUs' slabs the same kernel gains from them (2 x H200, 512^3: 156.6 against 136.5), so
-#: they keep "plain". ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`);
-#: by ptxas (float32 at 512^3, one row a thread), one steady iteration at a time in a loop of
-#: its own (:data:`STEADY_LOOP`) takes 909 instructions where a general one takes 1235 (the
-#: z faces' kernel spills 16 bytes; two at a time spill 564); likewise ``STEADY["cpml"]`` at one: the
-#: x-CPML's rows 1178 against 1479 (32 bytes spilled), float64's CPML kernel (TH = 3, tiles
-#: of 16) 968 against 1144, a sphere's box kernel (per-cell arrays) 652 against 1078 (and the
-#: literal tail's pairs 845 for two, spilling 116 bytes). Not yet timed on a GPU; the host
-#: emulation's tests pass with all of these on.
-STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}, "faces": {4: 0, 8: 0}}
+#: ``STEADY["plain"]``: kernels with neither CPML code nor per-cell arrays (coefficients,
+#: poles, a TF/SF box); ``STEADY["cpml"]``: the others, whose registers do not hold two steady
+#: iterations (float32 at 512^3: 16-400 bytes a thread spilled, sm_90), so one at a time;
+#: ``STEADY["between"]``: the bulk between the aligned face rows of a one-device pass;
+#: ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`). By ptxas
+#: (float32, 512^3, TH = 4, tiles of 24, sm_90), with the steady iterations in a loop of their
+#: own (:data:`STEADY_LOOP`): the bulk between the face rows 864 instructions for a steady pair
+#: against 1641 for two general iterations; the face rows one steady iteration 909 against
+#: 1235; the x-CPML's rows 1178 against 1479; a sphere's box kernel 652 against 1078;
+#: float64's CPML kernel (TH = 3, tiles of 16) 968 against 1144. Timed on an H200 at 512^3,
+#: a dipole in a 10-cell CPML, in one lease (BENCHMARKS.md, 2026-11-28): none of these 90.6 G
+#: cell/s, the loop alone 90.6, with the bulk's pairs 99.2, with the face rows' 102.1, with the
+#: other CPML kernels' 103.7; an eps 2.25 sphere 79.4 -> 88.4; float64 42.0 -> 42.7.
+STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 1, 8: 1}, "between": {4: 2, 8: 2}, "faces": {4: 1, 8: 1}}
 #: the steady iterations in a loop of their own inside the march's (off: one loop whose turn
 #: is a steady pair or a general iteration, so that the registers the pair carries must meet
-#: the general iteration's at every turn). By the machine code (ptxas 13, sm_90, 512^3
-#: float32, TH = 4, tiles of 24, two iterations of the loop): with a CPML, the bulk between
-#: the face rows as now (general iterations) 1641 instructions, 281 of them moves; with steady
-#: pairs in one loop 1736 for a pair and a general iteration; in a loop of their own 864, 33
-#: moves (4 bytes spilled). PEC walls: 1289 for a pair in their own loop, 2232 for a pair and a
-#: general iteration in one. Not yet timed on a GPU: off
-STEADY_LOOP = False
+#: the general iteration's at every turn: 1736 instructions for a pair and a general iteration
+#: where the loop of their own takes 864 for a pair, ptxas as above; PEC walls 2232 against
+#: 1289).
+STEADY_LOOP = True
 
 
 def steady_n(spec: Spec) -> int:
