@@ -123,7 +123,8 @@ for _s in STEADY.values():
 def steady(name):
     v = STEADY[name]
     cuda_kernel.STEADY = dict(_STEADY0) if v is None else {k: x for k, x in v.items() if k != "loop"}
-    cuda_kernel.STEADY_LOOP = _LOOP0 if v is None else v.get("loop", _LOOP0)
+    # the variants other than "loop-..." as they were written: one loop (cuda.STEADY_LOOP off)
+    cuda_kernel.STEADY_LOOP = dict(_LOOP0) if v is None else dict.fromkeys(_LOOP0, v.get("loop", False))
 
 
 def cpml_kernels(name):

@@ -115,7 +115,7 @@ def test_emulation_reports_steady_pairs_out_of_step(monkeypatch):
     """One loop for the steady pairs and the general iterations (``cuda.STEADY_LOOP`` off), TH
     odd: after the general iterations of the middle probe's planes, a steady pair that did not
     wait for its parities (one more general iteration) uses the wrong set."""
-    monkeypatch.setattr(cuda, "STEADY_LOOP", False)
+    monkeypatch.setattr(cuda, "STEADY_LOOP", dict.fromkeys(cuda.STEADY_LOOP, False))
     good = "const bool aligned = STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1));"
     _break(monkeypatch, good, "const bool aligned = true;")
     with pytest.raises(RuntimeError, match="raced"):
@@ -168,7 +168,7 @@ def test_emulated_steady_iterations_in_the_general_loop(monkeypatch, th):
     """``cuda.STEADY_LOOP`` off: a steady pair or a general iteration at each turn of one loop.
     PEC walls, TH even and odd; and a CPML, with the settings before the loop of their own
     (general iterations in the bulk between the face rows and in the CPML's kernels)."""
-    monkeypatch.setattr(cuda, "STEADY_LOOP", False)
+    monkeypatch.setattr(cuda, "STEADY_LOOP", dict.fromkeys(cuda.STEADY_LOOP, False))
     coef, walls, kappa = (1.0, 0.5, 1.0, 0.5, None), (True,) * 3, (False,) * 3
     spec = cuda.Spec("float32", (21, 12, 11), th, (4, 4), *coef, walls, (0,) * 3, kappa, (), ())
     assert "#define STEADY_LOOP 0" in cuda.source(spec)
@@ -182,6 +182,7 @@ def test_emulated_steady_iterations_in_the_general_loop(monkeypatch, th):
 def test_emulation_reports_a_steady_loop_out_of_step(monkeypatch):
     """The inner loop's test of the parities left out: after the middle probe's general
     iterations (TH odd) a pair starts on the wrong set, and the emulation raises."""
+    monkeypatch.setattr(cuda, "STEADY_LOOP", dict.fromkeys(cuda.STEADY_LOOP, True))
     good = "(STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1))) &&"
     _break(monkeypatch, good, "true &&")
     with pytest.raises(RuntimeError, match="raced"):
