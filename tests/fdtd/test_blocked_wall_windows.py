@@ -100,17 +100,22 @@ def test_a_cpml_on_z_alone_takes_z_wall_windows(monkeypatch):
 
 
 def test_face_rows_one_row_a_thread_beside_the_bulks_two(monkeypatch):
-    """By default (``split.FACE_ROWS_PER_THREAD = 1``, ``split.FACE_CHAINS_OWN_AXIS``) the face
-    rows' kernels take one window row a thread while the bulk takes two, and keep only their
-    own axis's psi chains in shared memory (the random-state test above runs them against the
-    XLA step)."""
+    """By default (``split.FACE_ROWS_PER_THREAD = 1``) the face rows' kernels take one window
+    row a thread while the bulk takes two, and keep every axis's psi chains in shared memory
+    where they fit (the random-state test above runs them against the XLA step); where they
+    do not, as many as fit, the face's own axis first."""
     monkeypatch.setattr(cpml_split, "ALIGNED", True)
     sim = _cpml_all_faces((12, 30, 26))
     plan, arrays, _ = _setup(sim, 5)
     bulk, _, fixes, _ = cpml_split.split(cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (6, 6)))
     assert bulk.ry == 2 and [f.ry for f, _ in fixes[:2]] == [1, 1] and fixes[0][0].wall == 1
-    assert [f.smem_chains for f, _ in fixes[:2]] == [(False, True, False), (False, False, True)]
-    assert not fixes[0][0].chain_smem and fixes[0][0].chain_axes == (False, True, False)
+    assert [f.smem_chains for f, _ in fixes[:2]] == [(True, True, True)] * 2 and fixes[0][0].chain_smem
+    # room for one axis's chains: the face's own; for two: the other face's next
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (6, 6))
+    for room, want in ((1, [(0, 1, 0), (0, 0, 1)]), (2, [(0, 1, 1)] * 2)):
+        monkeypatch.setattr(cpml_split, "chains_fit", lambda sp, axes, limit=0, room=room: axes <= room)
+        got = [f.smem_chains for f, _ in cpml_split.split(spec)[2][:2]]
+        assert got == [tuple(map(bool, w)) for w in want], room
 
 
 @pytest.mark.slow  # settings that are off by default
@@ -159,10 +164,11 @@ def test_x_rows_one_row_a_thread_with_their_chains_in_local_memory(monkeypatch):
     _assert_fields_and_psi_equal(out, ref)
 
 
-def test_face_rows_own_axis_chains_only_where_they_fit():
-    """The face rows keep their own axis's psi chains in shared memory where they fit beside
-    the buffers (TH = 4); where they do not (TH = 8, the z faces' windows of 40 x 32 cells)
-    every chain goes to local memory; no kernel asks for more shared memory than it may, or
+def test_face_rows_chains_only_where_they_fit():
+    """The face rows keep every axis's psi chains in shared memory where they fit beside the
+    buffers (TH = 4); at TH = 8 the y faces keep their own axis's, and where not even that
+    fits (the z faces' windows of 40 x 32 cells) every chain goes to local memory; no kernel
+    asks for more shared memory than it may, or
     for more than 1024 threads (the y faces' windows of 26 x 40 cells take two rows a thread
     there, not one)."""
     walls, kappa, pml = (True,) * 3, (False,) * 3, (10, 10, 10)
@@ -174,7 +180,7 @@ def test_face_rows_own_axis_chains_only_where_they_fit():
         assert all(f.smem_bytes <= f.smem_limit and f.threads <= 1024 for f, _ in fixes)
         chains[th] = [f.smem_chains for f, _ in fixes[:2]]
         rows8 = [f.ry for f, _ in fixes[:2]]
-    assert chains[4] == [(False, True, False), (False, False, True)]
+    assert chains[4] == [(True, True, True)] * 2
     assert chains[8] == [(False, True, False), (False, False, False)]
     assert rows8 == [2, 2]
 

@@ -222,11 +222,16 @@ CHAIN_SMEM_LIMIT = 160 * 1024
 #: thread and the own axis's chains 90.7 (640 threads of 95 registers, 70 KB of shared
 #: memory, where 320 threads took 168 and 150 KB); either alone 79.3 (the chains), 79.5
 #: (one row, on an H100 against 78.2); with 16 cells along the face 83.3, and two CTAs an
-#: SM 84.2; float64 42.0 either way
+#: SM 84.2; float64 42.0 either way. Later, with the steady iterations in loops of their own
+#: (:data:`.cuda.STEADY_LOOP`), all three axes' chains in shared memory (where they do not
+#: fit, as many as do, the face's own axis first) beat the own axis's alone: H200, 512^3,
+#: one lease, 104.6 against 102.4 G cell/s; the y faces' kernel alone 0.88 ms against 1.01,
+#: whose CTAs over the z-CPML's corners had taken 0.95 ms and the others 0.68 (one wave of
+#: CTAs: the slowest sets the time)
 FACE_ROWS_PER_THREAD = 1
 FACE_ALONG = None
 FACE_MIN_CTAS = 1
-FACE_CHAINS_OWN_AXIS = True
+FACE_CHAINS_OWN_AXIS = False
 #: the x-CPML's rows' kernels (the x ends of the interior's tiles, and of the bulk's last
 #: wave with :data:`X_TAIL`): window rows per thread (None: the bulk's), and their psi
 #: chains in shared memory (off: in local memory)
@@ -315,12 +320,12 @@ def chains_fit(spec: Spec, axes: int, limit: int = 160 * 1024) -> bool:
     return spec.th > 1 and ((12 + spec.stage_values) * w + 4 * spec.th * w * axes) * spec.itemsize <= limit
 
 
-def chain_axes(spec: Spec, mask: tuple, limit: int) -> tuple:
+def chain_axes(spec: Spec, mask: tuple, limit: int, order: tuple = (1, 2, 0)) -> tuple:
     """Per axis (x, y, z): whether its psi chains go to shared memory, as many of ``mask``'s
-    axes as fit under ``limit`` beside the buffers (:func:`chains_fit`), y first, then z,
-    then x."""
+    axes as fit under ``limit`` beside the buffers (:func:`chains_fit`), in ``order`` (y
+    first, then z, then x)."""
     out = [False] * 3
-    for a in (1, 2, 0):
+    for a in order:
         if mask[a] and chains_fit(spec, sum(out) + 1, limit):
             out[a] = True
     return tuple(out)
@@ -475,9 +480,11 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         sp = replace(sp, chain_smem=CHAINS_IN_SMEM and chains_fit(sp, sum(mask), limit))
         if tag in ("x", "xt") and not X_CHAINS_IN_SMEM:
             sp = replace(sp, chain_smem=False)
-        if CHAINS_IN_SMEM and FACE_CHAINS_OWN_AXIS and tag in ("y", "z"):
-            fits = chains_fit(sp, 1, limit)  # (else every chain in local memory)
-            sp = replace(sp, chain_smem=False, chain_axes=(False, fits and tag == "y", fits and tag == "z"))
+        if CHAINS_IN_SMEM and tag in ("y", "z") and (FACE_CHAINS_OWN_AXIS or not sp.chain_smem):
+            # the face's own axis first, then (all three do not fit) the other face's, x's
+            own = 1 if tag == "y" else 2
+            order = (own,) if FACE_CHAINS_OWN_AXIS else (own, 3 - own, 0)
+            sp = replace(sp, chain_smem=False, chain_axes=chain_axes(sp, mask, limit, order))
         if CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem:
             sp = replace(sp, chain_axes=chain_axes(sp, mask, sp.smem_limit))
         fixes.append((sp, tuple(idx)))
