@@ -30,7 +30,7 @@ from emjax.cli import main
 apply(sys.argv[2])
 sys.exit(main(["bench", "fdtd", "--json"] + sys.argv[3:]))
 """
-_MODULES = ("bulk", "cuda", "split", "shards", "tiling", "coef_box", "halos")
+_MODULES = ("bulk", "cuda", "split", "shards", "tiling", "coef_box", "halos", "choice")
 
 
 def _items(setting: str) -> list:
