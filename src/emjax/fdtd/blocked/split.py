@@ -166,6 +166,13 @@ X_TAIL = True
 PIECES = 4
 #: CTAs resident at once (None: the GPU's SMs, one CTA each)
 SLOTS = None
+#: the CTAs an SM should hold of the bulk kernel and its tail (``__launch_bounds__``: the
+#: compiler keeps their registers to fit; the tail's wave counts that many CTAs an SM). By
+#: ptxas (sm_90, 512^3): float64 at TH = 2, tiles of 16, the next plane staged in shared
+#: memory, two CTAs of 416 threads in 72 registers (12 bytes spilled) where one takes 108;
+#: float32 at TH = 4, tiles of 16, one row a thread: 56 registers (120 bytes spilled) for 91.
+#: Not yet timed: one
+BULK_MIN_CTAS = 1
 #: the CPML kernel's own cells per window in (y, z): None takes :data:`CPML_BLOCK_DEFAULT`
 #: by precision and TH, "bulk" the bulk's tile. Smaller windows let the psi chains of all
 #: three axes sit in shared memory (float32, TH = 4, (16, 16): no spills, against about
@@ -411,7 +418,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         wins = [(cspec, None)] * len(rows)
     tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
-    ctas = slots()
+    ctas = slots() * BULK_MIN_CTAS
     kept, trows = tail(spec, tiles, ctas, gap, devices)
     if al is not None and xrows and trows and gap is None and X_TAIL and devices == 1:
         # the tail's tiles march the x-CPML too, in a kernel of its own ahead of the faces'
@@ -456,6 +463,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     if BULK_WITHOUT_CPML_WALLS:
         plain["walls"] = tuple(w and not L for w, L in zip(spec.walls, spec.pml))
     lit = dict(cbox_bg=gap is not None)
+    lit["min_ctas"] = BULK_MIN_CTAS  # (the bulk and its tail)
     bulk = replace(spec, **plain, **lit, record=rest, tiles=(*tiles, kept, *(gap or (0, 0, 0, 0))))
     tail_spec = None
     if trows:
