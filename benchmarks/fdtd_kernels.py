@@ -88,8 +88,9 @@ CPML_KERNELS = {
 # one-device bulk between the CPML's face rows (the default before 2026-11-28); "loop-...":
 # the steady iterations in a loop of their own (cuda.STEADY_LOOP), with two at a time between
 # the face rows ("loop-between2"), and one at a time in the face rows' kernels too
-# ("loop-between2-faces1"). "between" takes "plain"'s setting and "faces" "cpml"'s where a
-# variant does not name them.
+# ("loop-between2-faces1"); these turn the loop on for every kind, "plain" too (the default
+# keeps it off there), the others off for every kind. "between" takes "plain"'s setting and
+# "faces" "cpml"'s where a variant does not name them.
 STEADY = {
     "default": None,
     "none": {"plain": {4: 0, 8: 0}, "cpml": {4: 0, 8: 0}},

@@ -101,8 +101,8 @@ def loops(code: str) -> list:
     """The loops with barriers in ``nvdisasm``'s text (backward branches over at least one
     ``BAR``), innermost first: per loop its size in instructions, the instructions between
     consecutive barriers, its register moves and its most frequent instructions. A march
-    whose steady iterations run in a loop of their own (``cuda.STEADY_LOOP``) shows that
-    loop first, then the march's."""
+    whose steady iterations run in a loop of their own (``cuda.STEADY_LOOP``, by kind of
+    kernel) shows that loop first, then the march's."""
     ins, labels, pending = [], {}, []
     for ln in code.splitlines():
         lab = re.match(r"^(\.L_x_\d+):", ln)

@@ -1,5 +1,5 @@
 """The blocked kernel's steady iterations (every level runs, no guards, the buffer set and the
-chains' slots at compile time) in float32, where they run two at a time, against the XLA step;
+chains' slots at compile time) in float32, two or one at a time, against the XLA step;
 and the host emulation's race check of the shared-memory buffers, which a wrong set parity
 trips."""
 
@@ -27,7 +27,7 @@ def _sim(boundary, shape=(21, 12, 11)):
     )
     # and a probe in the middle: the steady pairs resume after it (realigned, TH odd)
     probes = (fdtd.Probe((4, 6, 5), 1), fdtd.Probe((12, 3, 8), 0, "H"))
-    # vacuum: kernels with per-cell coefficient arrays take no steady iterations
+    # vacuum: kernels with per-cell coefficient arrays take one steady iteration at a time
     return fdtd.GridSimulation(g, eps=1.0, sources=srcs, probes=probes)
 
 
@@ -109,20 +109,19 @@ def test_emulation_reports_a_race_on_the_buffer_sets(monkeypatch):
         _compare32(_sim(PEC()), 5, 2, (8, 4, 4))
 
 
-@pytest.mark.slow  # a setting that is off by default
 @emulated
 def test_emulation_reports_steady_pairs_out_of_step(monkeypatch):
-    """One loop for the steady pairs and the general iterations (``cuda.STEADY_LOOP`` off), TH
-    odd: after the general iterations of the middle probe's planes, a steady pair that did not
-    wait for its parities (one more general iteration) uses the wrong set."""
-    monkeypatch.setattr(cuda, "STEADY_LOOP", dict.fromkeys(cuda.STEADY_LOOP, False))
+    """One loop for the steady pairs and the general iterations (``cuda.STEADY_LOOP`` off, as
+    for PEC walls), TH odd: after the general iterations of the middle probe's planes, a
+    steady pair that did not wait for its parities (one more general iteration) uses the
+    wrong set."""
     good = "const bool aligned = STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1));"
     _break(monkeypatch, good, "const bool aligned = true;")
     with pytest.raises(RuntimeError, match="raced"):
         _compare32(_sim(PEC()), 7, 3, (8, 4, 4))
 
 
-def test_which_kernels_take_steady_iterations_and_where():
+def test_which_kernels_take_steady_iterations_and_where(monkeypatch):
     """Steady pairs in the kernels without CPML code, per-cell arrays (but literals for a
     coefficient box's background), poles or a TF/SF box; the planes of point sources,
     recorded probes and monitor boxes are not free for them (a box that wraps: none is)."""
@@ -142,9 +141,24 @@ def test_which_kernels_take_steady_iterations_and_where():
     assert cuda.steady_n(between) == 2 and cuda.steady_n(replace(between, dtype="float64")) == 2
     assert cuda.steady_n(replace(between, nxa=38, xhalo=4)) == 2
     assert cuda.steady_free(base) == "true"
+    # the kinds, and which of them run their steady iterations in a loop of their own
+    kinds = {
+        "plain": [base, replace(base, cb="grid", cbox_bg=True), replace(between, nxa=38, xhalo=4)],
+        "between": [between],
+        "cpml": [replace(base, pml=(2, 0, 0)), replace(base, cb="grid")],
+    }
+    for kind, specs in kinds.items():
+        for sp in specs:
+            assert cuda.steady_kind(sp) == kind
+            assert f"#define STEADY_LOOP {int(cuda.STEADY_LOOP[kind])}" in cuda.source(sp)
+    assert [cuda.STEADY_LOOP[k] for k in ("plain", "between", "cpml", "faces")] == [False, True, True, True]
+    monkeypatch.setattr(cuda, "STEADY_LOOP", True)  # a bool: every kind
+    assert "#define STEADY_LOOP 1" in cuda.source(base)
+    monkeypatch.undo()
     # the CPML's face rows (windows that end at a wall) by their own setting
     faces = replace(base, pml=(2, 2, 2), wall=1)
-    assert cuda.steady_n(faces) == cuda.STEADY["faces"][4] and cuda.steady_n(replace(faces, wall=0)) == 1
+    assert cuda.steady_kind(faces) == "faces" and cuda.steady_kind(replace(faces, wall=0)) == "cpml"
+    assert "#define STEADY_LOOP 1" in cuda.source(faces) and cuda.steady_n(faces) == 1
     spec = replace(
         base,
         sources=(((5, 1, 1), 0), (None, 1)),
@@ -170,8 +184,8 @@ def test_emulated_steady_iterations_in_the_general_loop(monkeypatch, th):
     (general iterations in the bulk between the face rows and in the CPML's kernels)."""
     monkeypatch.setattr(cuda, "STEADY_LOOP", dict.fromkeys(cuda.STEADY_LOOP, False))
     coef, walls, kappa = (1.0, 0.5, 1.0, 0.5, None), (True,) * 3, (False,) * 3
-    spec = cuda.Spec("float32", (21, 12, 11), th, (4, 4), *coef, walls, (0,) * 3, kappa, (), ())
-    assert "#define STEADY_LOOP 0" in cuda.source(spec)
+    spec = cuda.Spec("float32", (21, 12, 11), th, (4, 4), *coef, walls, (2,) * 3, kappa, (), ())
+    assert "#define STEADY_LOOP 0" in cuda.source(spec)  # (a CPML kernel: on by default)
     _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
     old = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}, "faces": {4: 0, 8: 0}}
     monkeypatch.setattr(cuda, "STEADY", old)

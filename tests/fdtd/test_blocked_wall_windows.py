@@ -203,10 +203,12 @@ def test_a_large_odd_window_takes_more_rows_a_thread():
 @pytest.mark.slow  # a setting that is off by default
 @pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 def test_bulk_two_ctas_an_sm(monkeypatch):
-    """``split.BULK_MIN_CTAS = 2``: the bulk kernel asks for two CTAs an SM (the CPML's
-    kernels keep one), and its last wave is counted at two CTAs an SM (as one CTA an SM on
-    twice the SMs); from a random state the pass equals the XLA step to 1e-12."""
+    """``split.BULK_MIN_CTAS = 2``: the bulk kernel and its tail ask for two CTAs an SM (the
+    CPML's kernels keep one), and the bulk's last wave is counted at two CTAs an SM (as one
+    CTA an SM on twice the SMs), unless the x-CPML's kernel marches it (``split.X_TAIL``);
+    from a random state the pass equals the XLA step to 1e-12."""
     monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    monkeypatch.setattr(cpml_split, "X_TAIL", False)
     sim = _cpml_all_faces((30, 30, 26))
     plan, arrays, _ = _setup(sim, 5)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (6, 6))
@@ -215,9 +217,12 @@ def test_bulk_two_ctas_an_sm(monkeypatch):
     monkeypatch.setattr(cpml_split, "SLOTS", 4)  # (one CTA an SM: 12 kept, no tail)
     monkeypatch.setattr(cpml_split, "BULK_MIN_CTAS", 2)
     jax.clear_caches()
-    bulk, _, fixes, rows = cpml_split.split(spec)
-    assert bulk.min_ctas == 2 and "#define MIN_CTAS 2" in cuda.source(bulk)
+    bulk, tail, fixes, _ = cpml_split.split(spec)
+    assert bulk.min_ctas == tail.min_ctas == 2 and "#define MIN_CTAS 2" in cuda.source(bulk)
     assert all(f.min_ctas == 1 for f, _ in fixes)
     assert bulk.tiles == one[0].tiles and bulk.tiles[4] == 8  # the tiles the bulk keeps
     (out, _, _), (ref, _) = _from_random_state(sim, (30, 6, 6), 13)
     _assert_fields_and_psi_equal(out, ref)
+    # the x-CPML's kernel (one CTA an SM) marching the last wave: counted at one an SM
+    monkeypatch.setattr(cpml_split, "X_TAIL", True)
+    assert cpml_split.split(spec)[0].tiles[4] == 12

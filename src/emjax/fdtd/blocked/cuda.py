@@ -275,15 +275,15 @@ def index_type(spec: Spec) -> str:
 #: cell/s, the loop alone 90.6, with the bulk's pairs 99.2, with the face rows' 102.1, with the
 #: other CPML kernels' 103.7; an eps 2.25 sphere 79.4 -> 88.4; float64 42.0 -> 42.7.
 STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 1, 8: 1}, "between": {4: 2, 8: 2}, "faces": {4: 1, 8: 1}}
-#: per kind of kernel (as :data:`STEADY`), the steady iterations in a loop of their own
-#: inside the march's (off: one loop whose turn is a steady pair or a general iteration, so
-#: that the registers the pair carries must meet the general iteration's at every turn: 1736
-#: instructions for a pair and a general iteration where the loop of their own takes 864 for
-#: a pair, ptxas as above). Off for "plain": the PEC walls' kernel lost with it (H200, 512^3
-#: float32, one lease: 118.5 against 152.6 G cell/s, though by ptxas its pair takes 1289
-#: instructions against 2232 for a pair and a general iteration); with a CPML, off for the
-#: other kinds one at a time: between 103.2, faces 102.6, cpml 101.4 against 102.3 (within
-#: a run's spread).
+#: per kind of kernel (as :data:`STEADY`; a bool: every kind), the steady iterations in a
+#: loop of their own inside the march's (off: one loop whose turn is a steady pair or a
+#: general iteration, so that the registers the pair carries must meet the general
+#: iteration's at every turn: 1736 instructions for a pair and a general iteration where the
+#: loop of their own takes 864 for a pair, ptxas as above). Off for "plain": the PEC walls'
+#: kernel lost with it (H200, 512^3 float32, one lease: 118.5 against 152.6 G cell/s, though
+#: by ptxas its pair takes 1289 instructions against 2232 for a pair and a general
+#: iteration); with a CPML, off for the other kinds one at a time: between 103.2, faces
+#: 102.6, cpml 101.4 against 102.3 (within a run's spread).
 STEADY_LOOP = {"plain": False, "cpml": True, "between": True, "faces": True}
 
 
@@ -437,7 +437,7 @@ def source(spec: Spec) -> str:
         "TZ_OFF": span[1][0],
         "TZ_LEN": span[1][1],
         "STEADY_N": steady_n(spec),
-        "STEADY_LOOP": int(STEADY_LOOP[steady_kind(spec)]),
+        "STEADY_LOOP": int(STEADY_LOOP if isinstance(STEADY_LOOP, bool) else STEADY_LOOP[steady_kind(spec)]),
         "GENERAL_UNROLL": general_unroll(spec, all_smem),
         "PREFETCH_LEVEL": min(PREFETCH_LEVEL, spec.th),
         "NTASK": spec.ntask,

@@ -171,7 +171,8 @@ SLOTS = None
 #: ptxas (sm_90, 512^3): float64 at TH = 2, tiles of 16, the next plane staged in shared
 #: memory, two CTAs of 416 threads in 72 registers (12 bytes spilled) where one takes 108;
 #: float32 at TH = 4, tiles of 16, one row a thread: 56 registers (120 bytes spilled) for 91.
-#: Not yet timed: one
+#: (The box's kernel and, with :data:`X_TAIL`, the x-CPML's kernel that marches the last wave
+#: keep one CTA an SM, and their rows are cut for that.) Not yet timed: one
 BULK_MIN_CTAS = 1
 #: the CPML kernel's own cells per window in (y, z): None takes :data:`CPML_BLOCK_DEFAULT`
 #: by precision and TH, "bulk" the bulk's tile. Smaller windows let the psi chains of all
@@ -230,11 +231,11 @@ CHAIN_SMEM_LIMIT = 160 * 1024
 #: memory, where 320 threads took 168 and 150 KB); either alone 79.3 (the chains), 79.5
 #: (one row, on an H100 against 78.2); with 16 cells along the face 83.3, and two CTAs an
 #: SM 84.2; float64 42.0 either way. Later, with the steady iterations in loops of their own
-#: (:data:`.cuda.STEADY_LOOP`), all three axes' chains in shared memory (where they do not
-#: fit, as many as do, the face's own axis first) beat the own axis's alone: H200, 512^3,
-#: one lease, 104.6 against 102.4 G cell/s; the y faces' kernel alone 0.88 ms against 1.01,
-#: whose CTAs over the z-CPML's corners had taken 0.95 ms and the others 0.68 (one wave of
-#: CTAs: the slowest sets the time)
+#: (:data:`.cuda.STEADY_LOOP`), all three axes' chains in shared memory beat the own axis's
+#: alone: H200, 512^3 (where all three fit), one lease, 104.6 against 102.4 G cell/s; the y
+#: faces' kernel alone 0.88 ms against 1.01, whose CTAs over the z-CPML's corners had taken
+#: 0.95 ms and the others 0.68 (one wave of CTAs: the slowest sets the time). Where all three
+#: do not fit, as many as do, the face's own axis first (not timed)
 FACE_ROWS_PER_THREAD = 1
 FACE_ALONG = None
 FACE_MIN_CTAS = 1
@@ -418,9 +419,10 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         wins = [(cspec, None)] * len(rows)
     tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
-    ctas = slots() * BULK_MIN_CTAS
-    kept, trows = tail(spec, tiles, ctas, gap, devices)
-    if al is not None and xrows and trows and gap is None and X_TAIL and devices == 1:
+    xtail = al is not None and bool(xrows) and gap is None and X_TAIL and devices == 1
+    # the bulk's last wave at the CTAs an SM of the kernel that marches it (the x-CPML's: one)
+    kept, trows = tail(spec, tiles, slots() * (1 if xtail else BULK_MIN_CTAS), gap, devices)
+    if xtail and trows:
         # the tail's tiles march the x-CPML too, in a kernel of its own ahead of the faces'
         # (their x rows left out): the x rows then fill whole waves of the SMs
         done = {(r[0], r[1]) for r in trows}
@@ -429,7 +431,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         rows, trows = trows + rows, ()
     boxrows = ()
     if gap is not None:
-        boxrows, litrows = hole_rows(spec, gap, ctas, devices)
+        boxrows, litrows = hole_rows(spec, gap, slots(), devices)  # (the box's kernel: one an SM)
         trows = trows + litrows
     if not rows and not xrows and not trows and not boxrows:
         return None
@@ -490,10 +492,10 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
             sp = replace(sp, chain_smem=False)
         if CHAINS_IN_SMEM and tag in ("y", "z") and (FACE_CHAINS_OWN_AXIS or not sp.chain_smem):
             # the face's own axis first, then (all three do not fit) the other face's, x's
-            own = 1 if tag == "y" else 2
-            order = (own,) if FACE_CHAINS_OWN_AXIS else (own, 3 - own, 0)
-            sp = replace(sp, chain_smem=False, chain_axes=chain_axes(sp, mask, limit, order))
-        if CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem:
+            face = 1 if tag == "y" else 2
+            first = (face,) if FACE_CHAINS_OWN_AXIS else (face, 3 - face, 0)
+            sp = replace(sp, chain_smem=False, chain_axes=chain_axes(sp, mask, limit, first))
+        elif CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem:
             sp = replace(sp, chain_axes=chain_axes(sp, mask, sp.smem_limit))
         fixes.append((sp, tuple(idx)))
     return bulk, tail_spec, fixes, rows + trows
