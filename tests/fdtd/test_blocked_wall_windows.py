@@ -226,3 +226,32 @@ def test_bulk_two_ctas_an_sm(monkeypatch):
     # the x-CPML's kernel (one CTA an SM) marching the last wave: counted at one an SM
     monkeypatch.setattr(cpml_split, "X_TAIL", True)
     assert cpml_split.split(spec)[0].tiles[4] == 12
+
+
+@pytest.mark.slow  # a setting that is off by default
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+def test_corner_windows_in_one_more_piece(monkeypatch):
+    """``split.FACE_CORNER_PIECES``: the y faces' windows over the z-CPML march x in one more
+    piece than the others where that fills no more waves of CTAs (24 CTAs: 20 rows, and the
+    corners' 4 more); from a random state the pass equals the XLA step to 1e-12."""
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    monkeypatch.setattr(cpml_split, "SLOTS", 24)
+    sim = _cpml_all_faces((40, 30, 26))
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (6, 6))
+
+    def pieces():  # per own z range of the y faces' windows: its x pieces
+        _, _, fixes, rows = cpml_split.split(spec)
+        yi = next(idx for f, idx in fixes if f.wall == 1)
+        out = {}
+        for i in yi:
+            out.setdefault(rows[i][4:6], set()).add(rows[i][6:])
+        return {own: len(m) for own, m in out.items()}
+
+    assert set(pieces().values()) == {2}
+    monkeypatch.setattr(cpml_split, "FACE_CORNER_PIECES", True)
+    jax.clear_caches()
+    got = pieces()
+    assert {own: n for own, n in got.items() if n == 3} == {(0, 6): 3, (24, 26): 3}, got
+    (out, _, _), (ref, _) = _from_random_state(sim, (40, 6, 6), 17)
+    _assert_fields_and_psi_equal(out, ref)

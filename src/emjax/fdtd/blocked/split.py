@@ -127,18 +127,26 @@ def aligned_tasks(
     cy, cz = block
     by, bz = face_along(spec)
 
-    def marches(n: int) -> list:  # the x range in the pieces that fill the SMs best
+    ctas = slots() * FACE_MIN_CTAS
+
+    def marches(n: int, more: int = 0) -> list:  # the x range in the pieces that fill the SMs best
         if pieces is not None:
             return x_chunks(nx, th, pieces)
-        return slab_chunks(nx, th, best_pieces(n, nx // devices, th, slots() * FACE_MIN_CTAS), devices)
+        return slab_chunks(nx, th, best_pieces(n, nx // devices, th, ctas) + more, devices)
 
     yfaces, zfaces = [], []
     wy, wz = walls_of(spec)  # windows that end at the wall start TH later at y = 0 (z = 0)
     if Ly:
         zs = tiles_from(0, nz, bz)
         whole = marches(2 * len(zs))
+        corner = {z for z in zs if Lz and (z[1] < Lz or z[2] > nz - Lz)}  # (windows over the z-CPML)
+        per = 2 * len(zs) * len(whole) // devices  # a device's CTAs
+        fits = per + 2 * len(corner) <= -(-per // ctas) * ctas  # one more piece each, same waves
+        more = marches(2 * len(zs), 1) if FACE_CORNER_PIECES and pieces is None and fits else whole
         for y in ((th if wy else 0, 0, cy), (ny - cy, ny - cy, ny)):
-            yfaces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in zs for m in whole]
+            yfaces += [
+                (y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in zs for m in (more if z in corner else whole)
+            ]
     if Lz:
         ys = tiles_from(*span[0], by)  # the interior's y: the y faces' rows own the corners
         whole = marches(2 * len(ys))
@@ -240,6 +248,13 @@ FACE_ROWS_PER_THREAD = 1
 FACE_ALONG = None
 FACE_MIN_CTAS = 1
 FACE_CHAINS_OWN_AXIS = False
+#: the y faces' windows over the z-CPML (the corners, whose CTAs take the longest: 0.95 ms
+#: against 0.68 for the others, H200, 512^3, all in one wave) in one more x piece each where
+#: that fills no more waves of CTAs than before. At 512^3 with the bulk's tile along the face
+#: there is no room (132 CTAs); at 768^3 and 1024^3 there is. With :data:`FACE_ALONG` = 25 at
+#: 512^3 there would be (126 CTAs and 4 more), but windows of 672 threads take 80 registers
+#: and spill 48-64 bytes (ptxas, sm_90). Not yet timed: off
+FACE_CORNER_PIECES = False
 #: the x-CPML's rows' kernels (the x ends of the interior's tiles, and of the bulk's last
 #: wave with :data:`X_TAIL`): window rows per thread (None: the bulk's), and their psi
 #: chains in shared memory (off: in local memory)
