@@ -121,7 +121,8 @@ def aligned_tasks(
     of the interior's tiles (the bulk's windows, which reach no y or z CPML cell). Without
     ``pieces``, each face kernel's marches come in the x pieces that fill the SMs best, on
     ``devices`` x slabs (:mod:`.shards`) those of a slab's planes in each slab
-    (:func:`.tiling.slab_chunks`)."""
+    (:func:`.tiling.slab_chunks`); with :data:`FACE_CORNER_PIECES`, one more for the y faces'
+    windows over the z-CPML where the waves of CTAs allow."""
     (nx, ny, nz), th = spec.shape, spec.th
     Lx, Ly, Lz = spec.pml
     cy, cz = block
