@@ -168,9 +168,8 @@ def test_face_rows_chains_only_where_they_fit():
     """The face rows keep every axis's psi chains in shared memory where they fit beside the
     buffers (TH = 4); at TH = 8 the y faces keep their own axis's, and where not even that
     fits (the z faces' windows of 40 x 32 cells) every chain goes to local memory; no kernel
-    asks for more shared memory than it may, or
-    for more than 1024 threads (the y faces' windows of 26 x 40 cells take two rows a thread
-    there, not one)."""
+    asks for more shared memory than it may, or for more than 1024 threads (the y faces'
+    windows of 26 x 40 cells take two rows a thread there, not one)."""
     walls, kappa, pml = (True,) * 3, (False,) * 3, (10, 10, 10)
     chains = {}
     for th in (4, 8):

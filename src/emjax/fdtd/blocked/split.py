@@ -480,8 +480,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     plain = dict(pml=(0, 0, 0), kappa=(False, False, False))
     if BULK_WITHOUT_CPML_WALLS:
         plain["walls"] = tuple(w and not L for w, L in zip(spec.walls, spec.pml))
-    lit = dict(cbox_bg=gap is not None)
-    lit["min_ctas"] = BULK_MIN_CTAS  # (the bulk and its tail)
+    lit = dict(cbox_bg=gap is not None, min_ctas=BULK_MIN_CTAS)  # (the bulk and its tail)
     bulk = replace(spec, **plain, **lit, record=rest, tiles=(*tiles, kept, *(gap or (0, 0, 0, 0))))
     tail_spec = None
     if trows:
