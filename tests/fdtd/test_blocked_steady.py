@@ -175,6 +175,32 @@ def test_which_kernels_take_steady_iterations_and_where(monkeypatch):
     assert cuda.steady_free(wrap) == "false"
 
 
+def test_the_level_that_reads_the_next_plane_by_precision(monkeypatch):
+    """The next plane is read at level 3 in float32 and 2 in float64 (at most TH); an int
+    setting holds for every precision."""
+    from dataclasses import replace
+
+    walls, kappa = (True,) * 3, (False,) * 3
+    f32 = cuda.Spec(
+        "float32", (30, 12, 11), 4, (4, 4), 1.0, 0.5, 1.0, 0.5, None, walls, (2, 2, 2), kappa, (), ()
+    )
+    f64 = replace(f32, dtype="float64", th=3)
+    assert cuda.prefetch_level(f32) == 3 and cuda.prefetch_level(f64) == 2
+    assert cuda.prefetch_level(replace(f32, th=2)) == 2
+    assert "#define PREFETCH_LEVEL 2" in cuda.source(f64)
+    monkeypatch.setattr(cuda, "PREFETCH_LEVEL", 1)
+    assert cuda.prefetch_level(f32) == 1 and "#define PREFETCH_LEVEL 1" in cuda.source(f64)
+
+
+@emulated
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_emulated_float64_at_each_read_level(monkeypatch, level):
+    """float64 at TH = 3 (a CPML on some faces, per-cell eps and sigma, a dipole and
+    probes): the next plane read at each level gives the XLA step's fields."""
+    monkeypatch.setattr(cuda, "PREFETCH_LEVEL", {4: 3, 8: level})
+    _compare(_cpml_dielectric(), 7, th=3, tile=(16, 5, 4), kernel="emulate")
+
+
 @pytest.mark.slow  # a setting that is off by default
 @emulated
 @pytest.mark.parametrize("th", [2, 3])

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .nvrtc import compile_ptx, nvrtc  # noqa: F401  (choice asks cuda.nvrtc(); tests replace it)
+from .nvrtc import compile_ptx, nvrtc, smem_optin  # noqa: F401  (choice asks cuda.nvrtc(); tests replace it)
 
 HERE = Path(__file__).parent
 FIELDS = ("ex", "ey", "ez", "hx", "hy", "hz")
@@ -200,22 +200,12 @@ class Spec:
         return (12 + self.chains + ring + self.stage_values) * w * self.itemsize
 
 
-#: shared memory a block may opt into, KB, by compute capability (CUDA's table); others 99
-_SMEM_OPTIN_KB = {(7, 0): 96, (7, 5): 64, (8, 0): 163, (8, 7): 163, (9, 0): 227, (10, 0): 227}
-
-
 def smem_limit() -> int:
     """The shared memory (bytes) a CTA of the ring may take on this process's first GPU: the
-    device's opt-in maximum less 1 KB, at most :data:`RING_SMEM_LIMIT` (no GPU: the latter,
-    for the host emulation)."""
-    try:
-        import jax
-
-        cc = str(jax.devices("gpu")[0].compute_capability)
-    except Exception:  # no GPU backend: the emulation
-        return RING_SMEM_LIMIT
-    major, minor = (int(v) for v in cc.split(".")[:2])
-    return min(_SMEM_OPTIN_KB.get((major, minor), 99) * 1024 - 1024, RING_SMEM_LIMIT)
+    device's opt-in maximum less 1 KB (:func:`.nvrtc.smem_optin`), at most
+    :data:`RING_SMEM_LIMIT` (no GPU: the latter, for the host emulation)."""
+    optin = smem_optin()
+    return RING_SMEM_LIMIT if optin is None else min(optin - 1024, RING_SMEM_LIMIT)
 
 
 def ring_setting() -> tuple:
@@ -332,14 +322,24 @@ def steady_free(spec: Spec) -> str:
 
 #: the next plane's fields copied asynchronously into shared memory (cp.async) instead of read
 #: into registers: 6 values a window cell fewer in registers, 6 shared-memory reads a cell and
-#: iteration more (:attr:`Spec.stage`; read by :func:`.cuda_advance.make_spec`)
+#: iteration more (:attr:`Spec.stage`; read by :func:`.cuda_advance.make_spec`). H200, 512^3
+#: with a CPML (G cell/s): float32 95.3 against 106.0 (and at one row a thread, 1024 threads of
+#: 64 registers, 80.2 against 93.5), float64 34.1 against 42.7
 STAGE_NEXT = False
 
 #: the level at whose start each iteration reads the next plane's fields (1: the first; later
-#: levels keep the values in registers for less of the iteration). H100, 512^3 float32 with
-#: a CPML, each kernel alone: the face rows' kernels 1.342 / 1.089 ms at 3 against 1.369 /
-#: 1.230 at 1, the bulk 3.461 against 3.510; with PEC walls 113.4 G cell/s against 98.4
-PREFETCH_LEVEL = 3
+#: levels keep them in registers for less of the iteration), by bytes per value (an int: every
+#: precision). float32: 3 (H100, 512^3, a CPML: the bulk 3.461 ms a pass against 3.510 at 1;
+#: PEC walls 113.4 G cell/s against 98.4). float64, TH = 3 (H200, 512^3, G cell/s at 3 / 2 /
+#: 1): a CPML 42.7 / 45.5 / 46.4, an eps sphere 40.3 / 42.3 / 42.2, PEC walls 55.4 / 61.4 / 42.3
+PREFETCH_LEVEL = {4: 3, 8: 2}
+
+
+def prefetch_level(spec: Spec) -> int:
+    """The level whose start reads the next plane in ``spec``'s kernel (:data:`PREFETCH_LEVEL`)."""
+    lv = PREFETCH_LEVEL if isinstance(PREFETCH_LEVEL, int) else PREFETCH_LEVEL[spec.itemsize]
+    return min(lv, spec.th)
+
 
 #: inputs of int32 (the rest are of the spec's dtype)
 INTS = ("xr", "tasks")
@@ -445,7 +445,7 @@ def source(spec: Spec) -> str:
         "STEADY_N": steady_n(spec),
         "STEADY_LOOP": int(steady_loop(spec)),
         "GENERAL_UNROLL": general_unroll(spec, all_smem),
-        "PREFETCH_LEVEL": min(PREFETCH_LEVEL, spec.th),
+        "PREFETCH_LEVEL": prefetch_level(spec),
         "NTASK": spec.ntask,
         "IDXT": index_type(spec),
     }

@@ -1,6 +1,6 @@
 """NVRTC through ``ctypes``: the blocked kernel's CUDA source to PTX at run time. The library
 comes from the ``nvidia-cuda-nvrtc`` wheel that JAX's CUDA extras install, or from the CUDA
-toolkit (``CUDA_HOME``)."""
+toolkit (``CUDA_HOME``); and the device's shared-memory limit the kernels are sized for."""
 
 from __future__ import annotations
 
@@ -82,3 +82,20 @@ def _nvrtc_check(lib):
             raise RuntimeError(f"NVRTC: {lib.nvrtcGetErrorString(rc).decode()}")
 
     return check
+
+
+#: shared memory a block may opt into, KB, by compute capability (CUDA's table); others 99
+_SMEM_OPTIN_KB = {(7, 0): 96, (7, 5): 64, (8, 0): 163, (8, 7): 163, (9, 0): 227, (10, 0): 227}
+
+
+def smem_optin() -> int | None:
+    """The shared memory (bytes) a block may opt into on this process's first GPU; None
+    without a GPU backend."""
+    try:
+        import jax
+
+        cc = str(jax.devices("gpu")[0].compute_capability)
+    except Exception:  # no GPU backend: the emulation
+        return None
+    major, minor = (int(v) for v in cc.split(".")[:2])
+    return _SMEM_OPTIN_KB.get((major, minor), 99) * 1024
