@@ -204,7 +204,10 @@ GROUP_BY_AXES = False
 CHAINS_IN_SMEM = True
 #: where the chains of all of a CPML kernel's axes do not fit in shared memory, those of as
 #: many axes as fit there (y, then z, then x: the faces' rows first), the rest in local
-#: memory (off: all of them in local memory)
+#: memory (off: all of them in local memory). Under the device's limit, not
+#: :data:`CHAIN_SMEM_LIMIT`: by ptxas (sm_90), float64's CPML kernel at TH = 3, tiles of 16,
+#: then holds all three axes' chains in 181 KB of shared memory, no stack, where it keeps
+#: 576 bytes a thread in local memory without it. Not yet timed: off
 CHAIN_AXES_APART = False
 #: the rows that reach the x-CPML alone (the x ends of the tiles no y or z window covers) in
 #: a kernel of their own, compiled for that axis: its psi chains fit in shared memory, the
