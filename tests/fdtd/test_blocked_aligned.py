@@ -67,6 +67,77 @@ def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots, x_tail):
     _compare(sim, 5, th=2, tile=(nx, 5, 6), kernel="emulate")
 
 
+def _x_ends_vacuum(nx=24):
+    """A CPML on every face, vacuum (no coefficients' box, whose kernel would march the
+    tiles again), dipoles and probes near both x ends."""
+    g = fdtd.Grid((nx, 30, 26), 1.0, boundary=CPML(thickness=2), precision="double")
+    pulse = fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5)
+    at = ((4, 15, 13), (4, 12, 10), (nx - 5, 12, 10), (nx - 5, 15, 13))  # (y and z: every psi)
+    srcs = tuple(fdtd.PointDipole(p, 1 + i % 2, pulse) for i, p in enumerate(at))
+    probes = (fdtd.Probe((5, 15, 13), 2), fdtd.Probe((nx - 4, 12, 10), 1))
+    return fdtd.GridSimulation(g, sources=srcs, probes=probes)
+
+
+def _x_inside(monkeypatch, march=None):
+    """The pass's spec and bulk kernel of :func:`_x_ends_vacuum` (``split.ALIGNED``, 11 CTAs at once),
+    its march replaced by ``march(spec, xmarch)`` where given."""
+    from dataclasses import replace
+
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    monkeypatch.setattr(cpml_split, "SLOTS", 11)
+    monkeypatch.setattr(cpml_split, "BULK_X_INSIDE", True)
+    real = cpml_split.split
+
+    def changed(spec, *a, **k):
+        parts = real(spec, *a, **k)
+        if parts[0].xmarch is None:
+            return parts
+        return (replace(parts[0], xmarch=march(spec, parts[0].xmarch)), *parts[1:])
+
+    if march is not None:
+        monkeypatch.setattr(cpml_split, "split", changed)
+    jax.clear_caches()
+    sim = _x_ends_vacuum()
+    plan, arrays, _ = _setup(sim, 9)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
+    return sim, spec, real(spec)[0]
+
+
+@emulated
+def test_emulated_bulk_marches_inside_the_x_cpml(monkeypatch):
+    """``split.BULK_X_INSIDE``: on one device with the face rows aligned the bulk marches
+    [L, NX - L) and writes [L + TH, NX - L - TH); the x rows own the rest of x: equal to
+    the XLA step, with dipoles and probes near both x ends. Off, or where one x row marches
+    all of x, the bulk marches all of it."""
+    from dataclasses import replace
+
+    from emjax.fdtd.blocked import split as cpml_split
+
+    sim, spec, bulk = _x_inside(monkeypatch)
+    assert bulk.xmarch == (2, 20, 4, 20) and bulk.tiles[4] > 0  # (some tiles are the bulk's)
+    spec = replace(spec, span=bulk.span)  # (as the split has it: the interior's tiles)
+    assert cpml_split.bulk_x_inside(spec, True, 1) == (2, 20, 4, 20)
+    assert cpml_split.bulk_x_inside(replace(spec, shape=(12, 30, 26)), True, 1) is None
+    assert cpml_split.bulk_x_inside(spec, True, 2) is None  # (slabs: their own x ranges)
+    assert cpml_split.bulk_x_inside(spec, False, 1) is None  # (no x rows)
+    _compare(sim, 9, th=2, tile=(24, 5, 6), kernel="emulate")
+    monkeypatch.setattr(cpml_split, "BULK_X_INSIDE", False)
+    assert cpml_split.bulk_x_inside(spec, True, 1) is None
+
+
+@pytest.mark.slow  # shows that the check above can fail
+@emulated
+def test_emulated_bulk_march_too_short_for_its_planes_fails(monkeypatch):
+    """A bulk whose march starts TH planes later and ends TH earlier but writes the same
+    planes: those next to the march's ends are spoiled, and the fields differ."""
+    sim, _, _ = _x_inside(monkeypatch, lambda spec, m: (m[0] + spec.th, m[1] - 2 * spec.th, m[2], m[3]))
+    with pytest.raises(AssertionError):
+        _compare(sim, 9, th=2, tile=(24, 5, 6), kernel="emulate")
+
+
 def test_aligned_faces_start_the_bulk_on_a_sector():
     """The face rows' depth: at least L + TH, along z a whole number of 32-byte sectors (8
     float32 cells); of those up to a tile deeper, the one whose cells cost least (the bulk's
@@ -82,6 +153,30 @@ def test_aligned_faces_start_the_bulk_on_a_sector():
     # 1024 and 256: the least depths (a tile column slid back costs less than more face cells)
     assert [face_depth(n, 24, 14, a) for n in (256, 1024) for a in (1, 8)] == [14, 16, 14, 16]
     assert all(face_depth(n, b, r, 8) % 8 == 0 for n in (96, 512, 777) for b in (16, 24) for r in (5, 14))
+
+
+@gpu
+def test_gpu_bulk_marches_inside_the_x_cpml(monkeypatch):
+    """``split.BULK_X_INSIDE`` on a 64^3 grid with an 8-cell CPML on every face, float64,
+    TH = 3, 61 steps, dipoles near both x ends, the bulk given tiles (2 CTAs at once): to
+    1e-12 of the XLA step."""
+    from emjax.fdtd.blocked import split as cpml_split
+
+    for name, value in (("ALIGNED", True), ("SLOTS", 2), ("BULK_X_INSIDE", True)):
+        monkeypatch.setattr(cpml_split, name, value)
+    jax.clear_caches()
+    n = 64
+    g = fdtd.Grid((n,) * 3, 1.0, boundary=CPML(thickness=8), precision="double")
+    pulse = fdtd.GaussianPulse(frequency=0.08, bandwidth=0.5)
+    at = ((10, 30, 27), (10, 25, 33), (n - 11, 25, 33), (n - 11, 30, 27))
+    srcs = tuple(fdtd.PointDipole(p, 1 + i % 2, pulse) for i, p in enumerate(at))
+    sim = fdtd.GridSimulation(
+        g, sources=srcs, probes=(fdtd.Probe((12, 30, 27), 2), fdtd.Probe((n - 12, 25, 33), 1))
+    )
+    try:
+        _compare(sim, 61, th=3, tile=(n, 16, 16), kernel="cuda")
+    finally:
+        jax.clear_caches()
 
 
 @gpu

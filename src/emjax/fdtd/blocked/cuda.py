@@ -125,6 +125,9 @@ class Spec:
     # CTAs an SM should hold at once (``__launch_bounds__``'s second value: the compiler
     # keeps the registers to 64 K / (threads x this))
     min_ctas: int = 1
+    # one device, the regular tiling: the march's planes [x0, x0 + nxw) and those it writes
+    # [ox0, ox1), compiled in (:data:`.split.BULK_X_INSIDE`); None: all of x
+    xmarch: tuple | None = None
 
     @property
     def box_cells(self) -> int:
@@ -436,6 +439,7 @@ def source(spec: Spec) -> str:
         "NPROBE": len(spec.probes),
         "NXA": spec.ashape[0],
         "XR_STATIC": int(spec.nxa is None),
+        **dict(zip(("XM_X0", "XM_NXW", "XM_OX0", "XM_OX1"), spec.xmarch or (0, spec.shape[0]) * 2)),
         "XR_WHOLE": int(spec.nxa is not None and not any(spec.pml)),
         "XH": spec.xhalo,
         "TY_OFF": span[0][0],

@@ -290,6 +290,22 @@ BULK_WITHOUT_CPML_WALLS = True
 #: kernel of all three axes keeps the faces' x-end pieces and the corners, and its time is
 #: one CTA's (0.23 ms saved), while the small grid costs 0.81 ms a pass.
 X_ENDS_VIRTUAL = False
+#: on one device with the face rows aligned, the bulk's march stops at the x-CPML: the x
+#: rows recompute and own its L + TH planes at each end, so the bulk marches [L, NX - L)
+#: and writes [L + TH, NX - L - TH) (:func:`bulk_x_inside`): at 512^3 with a 10-cell CPML,
+#: 492 planes of 512. Not yet timed: off
+BULK_X_INSIDE = False
+
+
+def bulk_x_inside(spec: Spec, xrows: bool, devices: int) -> tuple | None:
+    """The bulk kernel's march (x0, nxw, ox0, ox1) under :data:`BULK_X_INSIDE` where the x
+    rows (``xrows``: there are some) own the x-CPML's ends (:func:`.tiling.x_ends`), else None."""
+    (nx, _, _), L, th = spec.shape, spec.pml[0], spec.th
+    if not (BULK_X_INSIDE and xrows and L and devices == 1 and spec.nxa is None and spec.span is not None):
+        return None
+    if 2 * (L + 2 * th) >= nx:  # one x row over the whole x range
+        return None
+    return (L, nx - 2 * L, L + th, nx - L - th)
 
 
 def virtual_of(cspec: Spec):
@@ -439,6 +455,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         wins = [(cspec, None)] * len(rows)
     tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
+    xmarch = bulk_x_inside(spec, bool(xrows), devices)
     xtail = al is not None and bool(xrows) and gap is None and X_TAIL and devices == 1
     # the bulk's last wave at the CTAs an SM of the kernel that marches it (the x-CPML's: one)
     kept, trows = tail(spec, tiles, slots() * (1 if xtail else BULK_MIN_CTAS), gap, devices)
@@ -485,7 +502,8 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     if BULK_WITHOUT_CPML_WALLS:
         plain["walls"] = tuple(w and not L for w, L in zip(spec.walls, spec.pml))
     lit = dict(cbox_bg=gap is not None, min_ctas=BULK_MIN_CTAS)  # (the bulk and its tail)
-    bulk = replace(spec, **plain, **lit, record=rest, tiles=(*tiles, kept, *(gap or (0, 0, 0, 0))))
+    btiles = (*tiles, kept, *(gap or (0, 0, 0, 0)))
+    bulk = replace(spec, **plain, **lit, record=rest, tiles=btiles, xmarch=xmarch)
     tail_spec = None
     if trows:
         tail_rec = tuple(m for m in sorted(in_tail) if m not in last)

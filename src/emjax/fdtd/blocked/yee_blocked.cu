@@ -98,7 +98,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
   const int oy0 = TY_OFF + ty * BY, oy1 = TY_OFF + min((ty + 1) * BY, TY_LEN);
   const int oz0 = TZ_OFF + tz * BZ, oz1 = TZ_OFF + min((tz + 1) * BZ, TZ_LEN);
 #if XR_STATIC
-  const int X0 = 0, NXW = NX, OX0 = 0, OX1 = NX;
+  const int X0 = XM_X0, NXW = XM_NXW, OX0 = XM_OX0, OX1 = XM_OX1;  // (all of x but in a bulk
+  // whose x rows own the x-CPML's planes: split.BULK_X_INSIDE)
 #elif XR_WHOLE  // a shard's slab without CPML code: march all its planes (halos included;
   // past the grid's ends they hold the ring's wrapped planes, which the x walls cut off)
   const int X0 = xoff, NXW = NXA;  // the tests below in the march's own count (X_OWN):
