@@ -107,17 +107,22 @@ def _x_inside(monkeypatch, march=None):
 
 
 @emulated
-def test_emulated_bulk_marches_inside_the_x_cpml(monkeypatch):
+@pytest.mark.parametrize("x_tail", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_emulated_bulk_marches_inside_the_x_cpml(monkeypatch, x_tail):
     """``split.BULK_X_INSIDE``: on one device with the face rows aligned the bulk marches
     [L, NX - L) and writes [L + TH, NX - L - TH); the x rows own the rest of x: equal to
-    the XLA step, with dipoles and probes near both x ends. Off, or where one x row marches
+    the XLA step, with dipoles and probes near both x ends; the bulk's last wave in a kernel
+    with the x-CPML's code (``X_TAIL``) or as its own tail. Off, or where one x row marches
     all of x, the bulk marches all of it."""
     from dataclasses import replace
 
+    from emjax.fdtd.blocked import cuda
     from emjax.fdtd.blocked import split as cpml_split
 
+    monkeypatch.setattr(cpml_split, "X_TAIL", x_tail)
     sim, spec, bulk = _x_inside(monkeypatch)
     assert bulk.xmarch == (2, 20, 4, 20) and bulk.tiles[4] > 0  # (some tiles are the bulk's)
+    assert "#define XM_X0 2\n#define XM_NXW 20\n#define XM_OX0 4\n#define XM_OX1 20" in cuda.source(bulk)
     spec = replace(spec, span=bulk.span)  # (as the split has it: the interior's tiles)
     assert cpml_split.bulk_x_inside(spec, True, 1) == (2, 20, 4, 20)
     assert cpml_split.bulk_x_inside(replace(spec, shape=(12, 30, 26)), True, 1) is None
@@ -173,6 +178,11 @@ def test_gpu_bulk_marches_inside_the_x_cpml(monkeypatch):
     sim = fdtd.GridSimulation(
         g, sources=srcs, probes=(fdtd.Probe((12, 30, 27), 2), fdtd.Probe((n - 12, 25, 33), 1))
     )
+    from emjax.fdtd.blocked import cuda_advance
+
+    plan, arrays, _ = _setup(sim, 61)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 3, (16, 16))
+    assert cpml_split.split(spec)[0].xmarch == (8, 48, 11, 53)  # (on, and the bulk has tiles)
     try:
         _compare(sim, 61, th=3, tile=(n, 16, 16), kernel="cuda")
     finally:

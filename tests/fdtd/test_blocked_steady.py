@@ -194,10 +194,14 @@ def test_the_level_that_reads_the_next_plane_by_precision(monkeypatch):
 
 @emulated
 @pytest.mark.parametrize("level", [1, 2, 3])
-def test_emulated_float64_at_each_read_level(monkeypatch, level):
+@pytest.mark.parametrize("stage", [False, True])
+def test_emulated_float64_at_each_read_level(monkeypatch, level, stage):
     """float64 at TH = 3 (a CPML on some faces, per-cell eps and sigma, a dipole and
-    probes): the next plane read at each level gives the XLA step's fields."""
+    probes): the kernel that reads the next plane at each level compiles and gives the XLA
+    step's fields, the plane in registers or staged in shared memory (on the host the copies
+    land at once: when they land is the GPU tests' to check)."""
     monkeypatch.setattr(cuda, "PREFETCH_LEVEL", {4: 3, 8: level})
+    monkeypatch.setattr(cuda, "STAGE_NEXT", stage)
     _compare(_cpml_dielectric(), 7, th=3, tile=(16, 5, 4), kernel="emulate")
 
 

@@ -105,9 +105,10 @@ def auto_reason(plan, dtype) -> str | None:
 #: value make deeper TH or wider tiles spill): 27.8 G cell/s with a CPML (34.65 with the CPML
 #: kernels' windows as the bulk's tiles), 33.0 without, against TH = 2 with tiles of 24
 #: (19.4 / 21.9) or of 20 (23.4 / 25.0), the next where TH must divide a window's passes.
-#: Again on an H200 with a CPML, later kernels (G cell/s): float32 (4, 24, 2) 106.0, (4, 24, 1)
-#: 93.5 (1024 threads of 64 registers), (4, 20, 1) 77.7, (5, 22, 2) 68.8, (3, 26, 2) 66.6,
-#: (4, 28, 2) 39.9; float64 (3, 16, 1) 42.7, (3, 18, 1) 29.7, (4, 16, 1) 24.5
+#: Again on an H200 with a CPML, later kernels (G cell/s; the next plane read at level 3):
+#: float32 (4, 24, 2) 106.0, (4, 24, 1) 93.5 (1024 threads of 64 registers), (4, 20, 1) 77.7,
+#: (5, 22, 2) 68.8, (3, 26, 2) 66.6, (4, 28, 2) 39.9; float64 (3, 16, 1) 42.7, (3, 18, 1) 29.7,
+#: (4, 16, 1) 24.5
 TILINGS = {4: ((4, 24, 2),), 8: ((3, 16, 1), (2, 20, 1))}
 
 

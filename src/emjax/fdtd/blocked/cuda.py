@@ -327,7 +327,7 @@ def steady_free(spec: Spec) -> str:
 #: into registers: 6 values a window cell fewer in registers, 6 shared-memory reads a cell and
 #: iteration more (:attr:`Spec.stage`; read by :func:`.cuda_advance.make_spec`). H200, 512^3
 #: with a CPML (G cell/s): float32 95.3 against 106.0 (and at one row a thread, 1024 threads of
-#: 64 registers, 80.2 against 93.5), float64 34.1 against 42.7
+#: 64 registers, 80.2 against 93.5), float64 34.1 against 42.7 (both at PREFETCH_LEVEL 3)
 STAGE_NEXT = False
 
 #: the level at whose start each iteration reads the next plane's fields (1: the first; later

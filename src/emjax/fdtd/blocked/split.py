@@ -182,7 +182,8 @@ SLOTS = None
 #: float32 at TH = 4, tiles of 16, one row a thread: 56 registers (120 bytes spilled) for 91.
 #: (The box's kernel and, with :data:`X_TAIL`, the x-CPML's kernel that marches the last wave
 #: keep one CTA an SM, and their rows are cut for that.) Timed on an H200 (512^3, a CPML),
-#: that float64 setting: 25.8 G cell/s against 42.7 for the default, so one
+#: that float64 setting whole (TH = 2, staged, two CTAs): 25.8 G cell/s against 42.7 (TH = 3,
+#: the next plane read at level 3); min_ctas alone not yet. One
 BULK_MIN_CTAS = 1
 #: the CPML kernel's own cells per window in (y, z): None takes :data:`CPML_BLOCK_DEFAULT`
 #: by precision and TH, "bulk" the bulk's tile. Smaller windows let the psi chains of all
@@ -206,7 +207,7 @@ CHAINS_IN_SMEM = True
 #: many axes as fit there (y, then z, then x: the faces' rows first), the rest in local
 #: memory (off: all of them in local memory). Under the device's limit, not
 #: :data:`CHAIN_SMEM_LIMIT`: by ptxas (sm_90), float64's CPML kernel at TH = 3, tiles of 16,
-#: then holds all three axes' chains in 181 KB of shared memory, no stack, where it keeps
+#: then holds all three axes' chains in 181 KiB of shared memory, no stack, where it keeps
 #: 576 bytes a thread in local memory without it. Not yet timed: off
 CHAIN_AXES_APART = False
 #: the rows that reach the x-CPML alone (the x ends of the tiles no y or z window covers) in
