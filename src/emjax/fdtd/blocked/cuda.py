@@ -204,9 +204,8 @@ class Spec:
 
 
 def smem_limit() -> int:
-    """The shared memory (bytes) a CTA of the ring may take on this process's first GPU: the
-    device's opt-in maximum less 1 KB (:func:`.nvrtc.smem_optin`), at most
-    :data:`RING_SMEM_LIMIT` (no GPU: the latter, for the host emulation)."""
+    """Shared memory (bytes) a CTA may take on the first GPU: its opt-in maximum less 1 KB, at
+    most :data:`RING_SMEM_LIMIT` (no GPU: the latter, for the host emulation)."""
     optin = smem_optin()
     return RING_SMEM_LIMIT if optin is None else min(optin - 1024, RING_SMEM_LIMIT)
 
@@ -334,13 +333,17 @@ STAGE_NEXT = False
 #: levels keep them in registers for less of the iteration), by bytes per value (an int: every
 #: precision). float32: 3 (H100, 512^3, a CPML: the bulk 3.461 ms a pass against 3.510 at 1;
 #: PEC walls 113.4 G cell/s against 98.4). float64, TH = 3 (H200, 512^3, G cell/s at 3 / 2 /
-#: 1): a CPML 42.7 / 45.5 / 46.4, an eps sphere 40.3 / 42.3 / 42.2, PEC walls 55.4 / 61.4 / 42.3
-PREFETCH_LEVEL = {4: 3, 8: 2}
+#: 1): a CPML 42.7 / 45.5 / 46.4, an eps sphere 40.3 / 42.3 / 42.2, PEC walls 55.4 / 61.4 / 42.3.
+#: ``PREFETCH_OPEN``: by bytes per value, the level of kernels without CPML code or walls (a
+#: CPML run's bulk), where given. Not yet timed (fitting the runs, {8: 1}: about 48.7)
+PREFETCH_LEVEL, PREFETCH_OPEN = {4: 3, 8: 2}, {}
 
 
 def prefetch_level(spec: Spec) -> int:
     """The level whose start reads the next plane in ``spec``'s kernel (:data:`PREFETCH_LEVEL`)."""
     lv = PREFETCH_LEVEL if isinstance(PREFETCH_LEVEL, int) else PREFETCH_LEVEL[spec.itemsize]
+    if steady_kind(spec) in ("plain", "between") and not any(spec.walls):
+        lv = PREFETCH_OPEN.get(spec.itemsize, lv)
     return min(lv, spec.th)
 
 
