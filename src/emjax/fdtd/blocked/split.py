@@ -304,7 +304,7 @@ def bulk_x_inside(spec: Spec, xrows: bool, devices: int) -> tuple | None:
     (nx, _, _), L, th = spec.shape, spec.pml[0], spec.th
     if not (BULK_X_INSIDE and xrows and L and devices == 1 and spec.nxa is None and spec.span is not None):
         return None
-    if 2 * (L + 2 * th) >= nx:  # one x row over the whole x range
+    if len(x_ends(nx, L, th)) == 1:  # one x row over the whole x range
         return None
     return (L, nx - 2 * L, L + th, nx - L - th)
 
