@@ -133,6 +133,41 @@ def test_emulated_bulk_marches_inside_the_x_cpml(monkeypatch, x_tail):
     assert cpml_split.bulk_x_inside(spec, True, 1) is None
 
 
+@emulated
+def test_emulated_hole_marches_inside_the_x_cpml(monkeypatch):
+    """With a box of per-cell coefficients and ``split.BULK_X_INSIDE``, the marches of the
+    tiles whose windows meet the box (:func:`.bulk.hole_rows`) keep, away from the box, to
+    the planes the bulk writes, [L + TH, NX - L - TH): the x rows own the rest. Equal to the
+    XLA step, with a dipole and probes in those tiles near both x ends."""
+    from emjax.fdtd.blocked import bulk as bulk_mod
+    from emjax.fdtd.blocked import coef_box, cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    for name, value in (("ALIGNED", True), ("SLOTS", 5), ("BULK_X_INSIDE", True)):
+        monkeypatch.setattr(cpml_split, name, value)
+    jax.clear_caches()
+    shape = (26, 30, 26)
+    g = fdtd.Grid(shape, 1.0, boundary=CPML(thickness=2), precision="double")
+    eps = np.ones((3,) + shape)
+    eps[:, 11:15, 13:17, 11:15] = 2.5
+    pulse = fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5)
+    srcs = (fdtd.PointDipole((4, 15, 13), 1, pulse), fdtd.PointDipole((21, 14, 12), 2, pulse))
+    probes = (fdtd.Probe((5, 15, 12), 2), fdtd.Probe((20, 16, 14), 1, "H"), fdtd.Probe((13, 14, 12), 0))
+    sim = fdtd.GridSimulation(g, eps=eps, sources=srcs, probes=probes)
+    with precision_scope():
+        plan, arrays, _ = _setup(sim, 9)
+        found = coef_box.find(plan, arrays)
+        spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6), cbox=found)
+    bulk = cpml_split.split(spec)[0]
+    gap = bulk.tiles[5:]
+    assert bulk.xmarch == (2, 22, 4, 22) and gap != (0, 0, 0, 0)
+    box, rest = bulk_mod.hole_rows(spec, gap, cpml_split.slots(), 1, bulk.xmarch)
+    assert min(r[8] for r in rest) == 4 and max(r[9] for r in rest) == 22 and box
+    _, whole = bulk_mod.hole_rows(spec, gap, cpml_split.slots())
+    assert min(r[8] for r in whole) == 0 and max(r[9] for r in whole) == 26
+    _compare(sim, 9, th=2, tile=(26, 5, 6), kernel="emulate")
+
+
 @pytest.mark.slow  # shows that the check above can fail
 @emulated
 def test_emulated_bulk_march_too_short_for_its_planes_fails(monkeypatch):

@@ -68,10 +68,11 @@ def _spec_512(dtype, th, block):
 )
 def test_chain_axes_at_512(monkeypatch, dtype, th, block, axes):
     """The one CPML kernel of all axes (the face rows not aligned) at 512^3 as an H100
-    compiles it (200 KB of shared memory): with the split on, the faces' axes first; off,
-    the chains of all axes in local memory."""
+    compiles it (200 KB of shared memory): with the split on (the default), the faces' axes
+    first; off, the chains of all axes in local memory."""
     monkeypatch.setattr(cpml_split, "SLOTS", 132)
     monkeypatch.setattr(cpml_split, "ALIGNED", False)
+    monkeypatch.setattr(cpml_split, "CHAIN_AXES_APART", False)
     spec = _spec_512(dtype, th, block)
     fixes = cpml_split.split(spec)[2]
     assert fixes and all(not f.chain_smem and not any(f.smem_chains) for f, _ in fixes)

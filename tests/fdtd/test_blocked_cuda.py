@@ -354,6 +354,7 @@ def test_cpml_kernels_by_axes_at_512(monkeypatch):
     monkeypatch.setattr(cpml_split, "SLOTS", 132)
     monkeypatch.setattr(cpml_split, "GROUP_BY_AXES", True)
     monkeypatch.setattr(cpml_split, "ALIGNED", False)
+    monkeypatch.setattr(cpml_split, "CHAIN_AXES_APART", False)  # (tested apart)
     bulk, tail, fixes, rows = cpml_split.split(spec)
     # 400 tiles: 3 waves of 132 on an H100, the last 4 tiles in 32 x pieces (one more wave)
     assert bulk.tiles == (1, 21, 1, 21, 396, 0, 0, 0, 0) and not any(bulk.pml) and tail.ntask == 4 * 32

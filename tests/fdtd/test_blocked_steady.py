@@ -177,8 +177,8 @@ def test_which_kernels_take_steady_iterations_and_where(monkeypatch):
 
 def test_the_level_that_reads_the_next_plane_by_precision(monkeypatch):
     """The next plane is read at level 3 in float32 and 2 in float64 (at most TH); the
-    kernels without CPML code or walls take ``PREFETCH_OPEN``'s where it has their precision;
-    an int setting holds for every precision."""
+    kernels without CPML code or walls take ``PREFETCH_OPEN``'s where it has their precision
+    (float64: 1); an int setting holds for every precision."""
     from dataclasses import replace
 
     walls, kappa = (True,) * 3, (False,) * 3
@@ -191,12 +191,11 @@ def test_the_level_that_reads_the_next_plane_by_precision(monkeypatch):
     assert "#define PREFETCH_LEVEL 2" in cuda.source(f64)
     # kernels without CPML code or walls (a CPML run's bulk) by a setting of their own
     bulk = replace(f64, pml=(0, 0, 0), walls=(False,) * 3)
-    assert cuda.prefetch_level(bulk) == 2
-    monkeypatch.setattr(cuda, "PREFETCH_OPEN", {8: 1})
     assert cuda.prefetch_level(bulk) == 1 and "#define PREFETCH_LEVEL 1" in cuda.source(bulk)
     assert cuda.prefetch_level(replace(bulk, walls=(True, False, False))) == 2
     assert cuda.prefetch_level(f64) == 2 and cuda.prefetch_level(replace(bulk, dtype="float32", th=4)) == 3
     monkeypatch.setattr(cuda, "PREFETCH_OPEN", {})
+    assert cuda.prefetch_level(bulk) == 2
     monkeypatch.setattr(cuda, "PREFETCH_LEVEL", 1)
     assert cuda.prefetch_level(f32) == 1 and "#define PREFETCH_LEVEL 1" in cuda.source(f64)
 

@@ -126,9 +126,13 @@ def tail(
     return real[len(real) - left], rows
 
 
-def hole_rows(spec: Spec, gap: tuple, slots: int, devices: int = 1) -> tuple[tuple, tuple]:
+def hole_rows(
+    spec: Spec, gap: tuple, slots: int, devices: int = 1, xmarch: tuple | None = None
+) -> tuple[tuple, tuple]:
     """The :func:`hole`'s tiles as task rows: (the marches over the box's x range and TH
-    planes each side, the marches over the rest of x, whose windows miss the box), each in
+    planes each side, the marches over the rest of x, whose windows miss the box; with the
+    bulk's ``xmarch`` (:func:`.split.bulk_x_inside`), the rest only within the planes the
+    bulk writes: the x rows own the others), each in
     the x pieces that fill ``slots`` CTAs best (with :data:`MIXED_PIECES`, some marches in one
     piece more than others, the longer pieces first), on each of ``devices`` x slabs
     apart (no march crosses a slab's boundary: the pieces fill each device's SMs)."""
@@ -142,8 +146,9 @@ def hole_rows(spec: Spec, gap: tuple, slots: int, devices: int = 1) -> tuple[tup
     a, b = max(spec.cbox[0] - th, 0), min(spec.cbox[1] + th, nx)
     m = nx // devices
     slabs = [(d * m, (d + 1) * m if d < devices - 1 else nx) for d in range(devices)]
+    x0, x1 = (xmarch[2], xmarch[3]) if xmarch else (0, nx)
     out = []
-    for segments in (((a, b),), ((0, a), (b, nx))):
+    for segments in (((a, b),), ((x0, a), (b, x1))):
         rows = []
         for s0, s1 in slabs:
             for lo, hi in ((max(lo, s0), min(hi, s1)) for lo, hi in segments):
