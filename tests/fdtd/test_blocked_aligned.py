@@ -134,17 +134,23 @@ def test_emulated_bulk_marches_inside_the_x_cpml(monkeypatch, x_tail):
 
 
 @emulated
-def test_emulated_hole_marches_inside_the_x_cpml(monkeypatch):
+@pytest.mark.parametrize("one_launch", [False, True])
+def test_emulated_hole_marches_inside_the_x_cpml(monkeypatch, one_launch):
     """With a box of per-cell coefficients and ``split.BULK_X_INSIDE``, the marches of the
     tiles whose windows meet the box (:func:`.bulk.hole_rows`) keep, away from the box, to
     the planes the bulk writes, [L + TH, NX - L - TH): the x rows own the rest. Equal to the
-    XLA step, with a dipole and probes in those tiles near both x ends."""
+    XLA step, with a dipole and probes in those tiles near both x ends. With
+    ``bulk.HOLE_ONE_LAUNCH`` the bulk's tiles run as whole marches in the tail's kernel with
+    the hole's, each away from the box in one piece, the longest first."""
+    from dataclasses import replace
+
     from emjax.fdtd.blocked import bulk as bulk_mod
     from emjax.fdtd.blocked import coef_box, cuda_advance
     from emjax.fdtd.blocked import split as cpml_split
 
     for name, value in (("ALIGNED", True), ("SLOTS", 5), ("BULK_X_INSIDE", True)):
         monkeypatch.setattr(cpml_split, name, value)
+    monkeypatch.setattr(bulk_mod, "HOLE_ONE_LAUNCH", one_launch)
     jax.clear_caches()
     shape = (26, 30, 26)
     g = fdtd.Grid(shape, 1.0, boundary=CPML(thickness=2), precision="double")
@@ -158,13 +164,22 @@ def test_emulated_hole_marches_inside_the_x_cpml(monkeypatch):
         plan, arrays, _ = _setup(sim, 9)
         found = coef_box.find(plan, arrays)
         spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6), cbox=found)
-    bulk = cpml_split.split(spec)[0]
+    bulk, tail, _, rows = cpml_split.split(spec)
     gap = bulk.tiles[5:]
     assert bulk.xmarch == (2, 22, 4, 22) and gap != (0, 0, 0, 0)
-    box, rest = bulk_mod.hole_rows(spec, gap, cpml_split.slots(), 1, bulk.xmarch)
+    spec = replace(spec, span=bulk.span)  # (as the split has it: the interior's tiles)
+    box, rest = bulk_mod.hole_rows(spec, gap, cpml_split.slots(), 1, bulk.xmarch, one_launch)
     assert min(r[8] for r in rest) == 4 and max(r[9] for r in rest) == 22 and box
     _, whole = bulk_mod.hole_rows(spec, gap, cpml_split.slots())
     assert min(r[8] for r in whole) == 0 and max(r[9] for r in whole) == 26
+    trows = rows[len(rows) - tail.ntask :]
+    if one_launch:  # the bulk launches nothing; its tiles lead the tail's rows
+        bulk_tiles = bulk_mod.tile_rows(spec, bulk.tiles[:4], 10**9, gap, bulk.xmarch)
+        assert bulk.tiles[4] == 0 and set(trows) == set(bulk_tiles) | set(rest)
+        assert [r[7] for r in trows] == sorted((r[7] for r in trows), reverse=True)
+        assert trows[0][6:] == (2, 22, 4, 22) and len(bulk_tiles) > 0
+    else:
+        assert bulk.tiles[4] > 0 and set(rest) <= set(trows)
     _compare(sim, 9, th=2, tile=(26, 5, 6), kernel="emulate")
 
 

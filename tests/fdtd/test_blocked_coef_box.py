@@ -150,24 +150,27 @@ def _hole_case():
 
 @emulated
 @pytest.mark.parametrize(
-    "box_rows, mixed",  # the settings that are off by default: slow
+    "box_rows, mixed, one",  # the settings that are off by default: slow
     [
-        (None, True),
-        pytest.param(4, True, marks=pytest.mark.slow),
-        pytest.param(None, False, marks=pytest.mark.slow),
+        (None, True, False),
+        pytest.param(4, True, False, marks=pytest.mark.slow),
+        pytest.param(None, False, False, marks=pytest.mark.slow),
+        pytest.param(None, True, True, marks=pytest.mark.slow),
     ],
 )
-def test_emulated_hole_in_the_bulk_equals_the_xla_step(box_rows, mixed, monkeypatch):
+def test_emulated_hole_in_the_bulk_equals_the_xla_step(box_rows, mixed, one, monkeypatch):
     """PEC walls (no CPML kernel): the bulk kernel, with the backgrounds as literals, leaves
     out the tiles whose windows meet the box; their marches over the box run in a kernel of
     their own, the rest of their x range and the bulk's last wave (few CTA slots here) in the
     tail. Equal to the XLA step, probes in each kernel's cells included; also with four
     window rows a thread in the box's kernel (the last pass, TH = 1, has windows of 6 rows:
-    the bulk's two), and with the marches in pieces of two lengths (bulk.MIXED_PIECES)."""
+    the bulk's two), and with the marches in pieces of two lengths (bulk.MIXED_PIECES); with
+    the bulk's tiles in the tail's launch (bulk.HOLE_ONE_LAUNCH), whole x marches first."""
     monkeypatch.setattr(cuda, "COEF_RING", True)
     monkeypatch.setattr(split, "SLOTS", 5 if mixed else 7)  # 5: two lengths pay off
     monkeypatch.setattr(split, "BOX_ROWS_PER_THREAD", box_rows)
     monkeypatch.setattr(bulk_mod, "MIXED_PIECES", mixed)
+    monkeypatch.setattr(bulk_mod, "HOLE_ONE_LAUNCH", one)
     sim = _hole_case()
     with precision_scope():
         plan, arrays, _ = _setup(sim, 4)
@@ -179,16 +182,31 @@ def test_emulated_hole_in_the_bulk_equals_the_xla_step(box_rows, mixed, monkeypa
     assert bulk.cbox_bg and tail.cbox_bg and gap != (0, 0, 0, 0)
     assert (gap[1] - gap[0]) * (gap[3] - gap[2]) < 6 * 5 / 2  # most tiles in the bulk
     assert bulk.tiles[4] < 6 * 5  # the bulk's last wave goes to the tail
+    if one:  # every tile in the tail's launch, the whole x marches first
+        assert bulk.tiles[4] == 0 and {r[7] for r in _tail_rows(tail, _rows(spec))[:3]} == {40}
     assert [f.pml for f, _ in fixes] == [(0, 0, 0)] and not fixes[0][0].cbox_bg
     assert fixes[0][0].ry == (box_rows or bulk.ry)
     _compare(sim, 13, th=2, tile=(40, 4, 4), kernel="emulate")
 
 
+def _rows(spec):
+    return split.split(spec)[3]
+
+
+def _tail_rows(tail, rows):
+    return rows[len(rows) - tail.ntask :]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", ["away", "hole"])
+@pytest.mark.parametrize("case", ["away", "hole", "hole-one-launch"])
 def test_gpu_box_and_hole_equal_the_xla_step(case, monkeypatch):
-    """The two emulated cases above on the GPU: float64 to 1e-12 of the largest value."""
-    monkeypatch.setattr(split, "SLOTS", 7 if case == "hole" else None)
+    """The two emulated cases above on the GPU (the hole also with the bulk's tiles in the
+    tail's launch, ``bulk.HOLE_ONE_LAUNCH``): float64 to 1e-12 of the largest value."""
+    monkeypatch.setattr(split, "SLOTS", 7 if case != "away" else None)
+    monkeypatch.setattr(bulk_mod, "HOLE_ONE_LAUNCH", case == "hole-one-launch")
+    import jax
+
+    jax.clear_caches()  # (the setting is read while tracing)
     if case == "away":
         _compare(_away(), 41, th=3, tile=(16, 4, 4), kernel="cuda")
     else:

@@ -30,6 +30,13 @@ HOLE = True
 #: 344. Timed on H200s, an eps 2.25 sphere of radius 128 in 512^3 cells: one GPU 70.8 -> 72.3
 #: G cell/s, two 131.3 -> 135.9
 MIXED_PIECES = True
+#: with a :func:`hole`, the bulk's tiles as whole marches in the tail's kernel (the same code,
+#: a task table) with the hole's marches away from the box (each in one piece), longest
+#: first, in one launch: the SMs the bulk's last wave leaves, and the short marches' last
+#: wave, fill with the rest (H200, 512^3 float32, the eps 2.25 sphere: the bulk's 256 tiles
+#: took two waves of 0.87 ms, 124 CTAs in the second; the hole's 672 short marches 0.76 ms
+#: apart). One device. Not yet timed: off
+HOLE_ONE_LAUNCH = False
 
 
 def bulk_tiles(spec: Spec, cpml_block: tuple | None = None) -> tuple:
@@ -127,12 +134,12 @@ def tail(
 
 
 def hole_rows(
-    spec: Spec, gap: tuple, slots: int, devices: int = 1, xmarch: tuple | None = None
+    spec: Spec, gap: tuple, slots: int, devices: int = 1, xmarch: tuple | None = None, whole: bool = False
 ) -> tuple[tuple, tuple]:
     """The :func:`hole`'s tiles as task rows: (the marches over the box's x range and TH
     planes each side, the marches over the rest of x, whose windows miss the box; with the
     bulk's ``xmarch`` (:func:`.split.bulk_x_inside`), the rest only within the planes the
-    bulk writes: the x rows own the others), each in
+    bulk writes: the x rows own the others; ``whole``: those each in one march), each in
     the x pieces that fill ``slots`` CTAs best (with :data:`MIXED_PIECES`, some marches in one
     piece more than others, the longer pieces first), on each of ``devices`` x slabs
     apart (no march crosses a slab's boundary: the pieces fill each device's SMs)."""
@@ -148,15 +155,33 @@ def hole_rows(
     slabs = [(d * m, (d + 1) * m if d < devices - 1 else nx) for d in range(devices)]
     x0, x1 = (xmarch[2], xmarch[3]) if xmarch else (0, nx)
     out = []
-    for segments in (((a, b),), ((x0, a), (b, x1))):
+    for rest, segments in enumerate((((a, b),), ((x0, a), (b, x1)))):
         rows = []
         for s0, s1 in slabs:
             for lo, hi in ((max(lo, s0), min(hi, s1)) for lo, hi in segments):
                 if hi > lo:
-                    if MIXED_PIECES:
+                    if whole and rest:
+                        ks = [1] * len(yz)
+                    elif MIXED_PIECES:
                         ks = mixed_pieces(len(yz), hi - lo, th, slots)
                     else:
                         ks = [best_pieces(len(yz), hi - lo, th, slots)] * len(yz)
                     rows += [c + x for c, k in zip(yz, ks) for x in cut_march(lo, hi, nx, th, k)]
         out.append(tuple(rows))
     return out[0], out[1]
+
+
+def tile_rows(spec: Spec, tiles: tuple, kept: int, gap: tuple, xmarch: tuple | None) -> tuple:
+    """The task rows of the bulk's tiles (those before ``kept`` in its launch order, but the
+    ``gap``'s), each one march over the bulk's x range (``xmarch``, or all of x):
+    :data:`HOLE_ONE_LAUNCH`'s."""
+    ty0, ty1, tz0, tz1 = tiles
+    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
+    nx = spec.shape[0]
+    march = tuple(xmarch) if xmarch else (0, nx, 0, nx)
+    order = [(y, z) for y in range(ty0, ty1) for z in range(tz0, tz1)][:kept]
+    return tuple(
+        (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + march
+        for y, z in order
+        if not (gap[0] <= y < gap[1] and gap[2] <= z < gap[3])
+    )

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from . import bulk as bulk_mod
 from . import xvirtual
 from .bulk import bulk_tiles, hole, hole_rows, meets_box, tail
 from .cuda import Spec, fit_rows
@@ -472,8 +473,14 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         rows, trows = trows + rows, ()
     boxrows = ()
     if gap is not None:
-        boxrows, litrows = hole_rows(spec, gap, slots(), devices, xmarch)  # (the box's kernel: one an SM)
+        one = bulk_mod.HOLE_ONE_LAUNCH and devices == 1
+        boxrows, litrows = hole_rows(spec, gap, slots(), devices, xmarch, one)  # (the box's: one an SM)
         trows = trows + litrows
+        if one:  # the bulk's tiles too, in one launch, the longest marches first
+            trows = tuple(
+                sorted(bulk_mod.tile_rows(spec, tiles, kept, gap, xmarch) + trows, key=lambda r: -r[7])
+            )
+            kept = 0
     if not rows and not xrows and not trows and not boxrows:
         return None
     groups: dict = {}
