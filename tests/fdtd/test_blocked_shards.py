@@ -18,13 +18,15 @@ from emjax.fdtd.blocked import shards
 from emjax.fdtd.grid import CPML, PEC
 from emjax.layout import Layout
 
-def sim(nx, with_probes=True, xwall=False, eps="random"):
+def sim(nx, with_probes=True, xwall=False, eps="random", x_ends=False):
     bx = PEC() if xwall else CPML(thickness=3)
     g = fdtd.Grid((nx, 14, 13), 1.0, boundary=(bx, CPML(thickness=2), CPML(thickness=2)), precision="double")
     pulse = lambda f: fdtd.GaussianPulse(frequency=f, bandwidth=0.5)
     # dipoles in a halo (x = 11, 12 on 2 and 3 devices), in the x- and y-CPML, at the far end
     srcs = (fdtd.PointDipole((11, 7, 6), 1, pulse(0.15)), fdtd.PointDipole((2, 12, 1), 0, pulse(0.12)),
             fdtd.PointDipole((nx - 3, 3, 6), 2, pulse(0.1)), fdtd.PointDipole((16, 5, 7), 0, pulse(0.13)))
+    if x_ends:  # and by the x-CPML in the interior's tiles, next to the planes its rows own
+        srcs += (fdtd.PointDipole((6, 7, 6), 1, pulse(0.14)), fdtd.PointDipole((nx - 7, 6, 5), 2, pulse(0.11)))
     probes = (fdtd.Probe((1, 6, 6), 2), fdtd.Probe((12, 7, 7), 0, "H"), fdtd.Probe((nx - 2, 4, 11), 1))
     rng = np.random.default_rng(0)
     if eps == "random":
@@ -37,8 +39,8 @@ def sim(nx, with_probes=True, xwall=False, eps="random"):
     mons = (M.DFTPlane(0, 12, (0.1, 0.15)), M.DFTPlane(2, 6, (0.12,), lo=(2, 3, 0), hi=(nx - 2, 12, 0)))
     return fdtd.GridSimulation(g, eps=eps, sources=srcs, probes=probes if with_probes else (), monitors=mons)
 
-def check(n, split, steps=7, nx=24, th=2, with_probes=True, xwall=False, eps="random"):
-    s = sim(nx, with_probes, xwall, eps)
+def check(n, split, steps=7, nx=24, th=2, with_probes=True, xwall=False, eps="random", x_ends=False):
+    s = sim(nx, with_probes, xwall, eps, x_ends)
     arrays, pml = engine.coefficients(s, jnp.float64)
     plan1 = engine.make_plan(s, steps, jnp.float64, arrays, pml)
     state = engine.initial_state(s, plan1, jnp.float64, None)
@@ -109,6 +111,15 @@ else:
     assert shards.GROUPS == "before-x" and shards.last_spares_sends(spec, 2, 2)
     check(2, True, steps=9)
     check(2, True, steps=9, eps="block3")  # the box's marches cut per slab (bulk.hole_rows)
+    # each slab's bulk leaves out the x-CPML's planes at its end of the grid (its x rows own them)
+    from dataclasses import replace
+    cpml_split.BULK_X_INSIDE_SLABS = True
+    lsp = replace(spec, nxa=16, xhalo=2)  # (a slab's, as the shards make it)
+    assert cpml_split.split(lsp, None, 2)[0].xin == 3 and cpml_split.split(lsp, None, 3)[0].xin == 0
+    jax.clear_caches()
+    check(2, True, steps=9, x_ends=True)
+    check(2, True, steps=9, eps="block3", x_ends=True)
+    cpml_split.BULK_X_INSIDE_SLABS = False
     cpml_split.ALIGNED = None
 s = sim(25)
 arrays, pml = engine.coefficients(s, jnp.float64)
@@ -139,7 +150,8 @@ def test_slabs_on_three_devices_and_the_cpml_inside_the_kernel_emulated():
     exchange per direction (11 steps); with the face rows aligned, 3 with every halo sent
     before the x-CPML's kernel (also with a scatterer's coefficients over their y-z box; on
     2, one array of them), 2 with the bulk's part of the send planes first, 2 with the bulk's
-    last tile in x pieces per slab."""
+    last tile in x pieces per slab, 2 whose bulks leave out the x-CPML's planes
+    (``split.BULK_X_INSIDE_SLABS``)."""
     assert run_with_devices(3, "import sys; sys.argv.append('more')\n" + CASE).strip().endswith("ok")
 
 
@@ -158,11 +170,20 @@ def _two_gpus_equal_one(sim, steps=203, chunk=None, tol=1e-12):
 
 
 @pytest.mark.gpu
-def test_two_gpus_float32_aligned_faces_equal_one_device_run():
+@pytest.mark.parametrize("inside", [False, True])
+def test_two_gpus_float32_aligned_faces_equal_one_device_run(monkeypatch, inside):
     """Float32 on 2 GPUs: the CPML's face rows aligned, every halo sent before the x-CPML's
-    kernel (the defaults), 203 steps, to 1e-5 of one device's XLA step."""
+    kernel (the defaults), 203 steps, to 1e-5 of one device's XLA step; also with each
+    slab's bulk leaving out the x-CPML's planes (``split.BULK_X_INSIDE_SLABS``), dipoles by
+    both x ends."""
     if len(jax.devices("gpu")) < 2:
         pytest.skip("needs 2 GPUs")
+    from dataclasses import replace
+
+    from emjax.fdtd.blocked import split as cpml_split
+
+    monkeypatch.setattr(cpml_split, "BULK_X_INSIDE_SLABS", inside)
+    jax.clear_caches()
     from emjax import fdtd
     from emjax.fdtd import step as engine
     from emjax.fdtd.blocked import cuda_advance, shards, split
@@ -170,12 +191,18 @@ def test_two_gpus_float32_aligned_faces_equal_one_device_run():
     from emjax.layout import Layout
 
     g = fdtd.Grid((64, 64, 64), 1.0, boundary=CPML(thickness=8), precision="single")
-    src = fdtd.PointDipole((20, 30, 27), 2, fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5))
-    sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((33, 24, 20), 2),))
+    pulse = fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5)
+    at = ((20, 30, 27), (10, 30, 27), (53, 33, 29))
+    sim = fdtd.GridSimulation(
+        g,
+        sources=tuple(fdtd.PointDipole(p, 2 - i % 2, pulse) for i, p in enumerate(at)),
+        probes=(fdtd.Probe((33, 24, 20), 2), fdtd.Probe((12, 30, 27), 2), fdtd.Probe((51, 33, 29), 1)),
+    )
     arrays, pml = engine.coefficients(sim, np.float32)
     plan = engine.make_plan(sim, 8, np.float32, arrays, pml, layout=Layout.of(2))
     spec = cuda_advance.make_spec(plan, arrays, np.float32, 4, (24, 24))
     assert split.aligned(spec) is not None and shards.last_spares_sends(spec, 2, 4)
+    assert split.split(replace(spec, nxa=40, xhalo=4), None, 2)[0].xin == (8 if inside else 0)
     _two_gpus_equal_one(sim, tol=1e-5)
 
 

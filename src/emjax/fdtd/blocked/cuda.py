@@ -284,6 +284,7 @@ def source(spec: Spec) -> str:
         **dict(zip(("XM_X0", "XM_NXW", "XM_OX0", "XM_OX1"), spec.xmarch or (0, spec.shape[0]) * 2)),
         "XR_WHOLE": int(spec.nxa is not None and not any(spec.pml)),
         "XH": spec.xhalo,
+        "XIN": spec.xin,
         "TY_OFF": span[0][0],
         "TY_LEN": span[0][1],
         "TZ_OFF": span[1][0],

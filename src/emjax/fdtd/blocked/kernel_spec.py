@@ -95,6 +95,9 @@ class Spec:
     # one device, the regular tiling: the march's planes [x0, x0 + nxw) and those it writes
     # [ox0, ox1), compiled in (:data:`.split.BULK_X_INSIDE`); None: all of x
     xmarch: tuple | None = None
+    # two x slabs, a bulk without x walls: the planes each leaves out at the grid's x end it
+    # holds (the x-CPML's L, whose L + TH planes the x rows own: :data:`.split.BULK_X_INSIDE_SLABS`)
+    xin: int = 0
 
     @property
     def box_cells(self) -> int:

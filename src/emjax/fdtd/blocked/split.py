@@ -313,6 +313,23 @@ def bulk_x_inside(spec: Spec, xrows: bool, devices: int) -> tuple | None:
     return (L, nx - 2 * L, L + th, nx - L - th)
 
 
+#: :data:`BULK_X_INSIDE` on two x slabs (:mod:`.shards`): each slab's bulk leaves out the
+#: x-CPML's L planes at its end of the grid (and writes from L + TH), which the x rows own;
+#: the march keeps one length on both slabs, compiled in. Not yet timed: off
+BULK_X_INSIDE_SLABS = False
+
+
+def slab_x_inside(spec: Spec, xrows: bool, devices: int) -> int:
+    """The planes (the x-CPML's L) each of two slabs' bulk leaves out at its end of the grid
+    under :data:`BULK_X_INSIDE_SLABS` where the x rows own the x-CPML's ends, else 0."""
+    nx, L, th = spec.shape[0], spec.pml[0], spec.th
+    if not (BULK_X_INSIDE_SLABS and BULK_WITHOUT_CPML_WALLS and xrows and L and devices == 2):
+        return 0
+    if spec.nxa is None or spec.xhalo != th or len(x_ends(nx, L, th)) == 1 or L + 2 * th > nx // 2:
+        return 0
+    return L
+
+
 def virtual_of(cspec: Spec):
     """:func:`.xvirtual.plan` for the CPML kernel's windows ``cspec`` where
     :data:`X_ENDS_VIRTUAL` (not with :data:`ALIGNED`), else None."""
@@ -461,6 +478,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     tiles = bulk_tiles(spec, cspec.block)
     gap = hole(spec, tiles)
     xmarch = bulk_x_inside(spec, bool(xrows), devices)
+    xin = slab_x_inside(spec, bool(xrows), devices)
     xtail = al is not None and bool(xrows) and gap is None and X_TAIL and devices == 1
     # the bulk's last wave at the CTAs an SM of the kernel that marches it (the x-CPML's: one)
     kept, trows = tail(spec, tiles, slots() * (1 if xtail else BULK_MIN_CTAS), gap, devices)
@@ -514,7 +532,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         plain["walls"] = tuple(w and not L for w, L in zip(spec.walls, spec.pml))
     lit = dict(cbox_bg=gap is not None, min_ctas=BULK_MIN_CTAS)  # (the bulk and its tail)
     btiles = (*tiles, kept, *(gap or (0, 0, 0, 0)))
-    bulk = replace(spec, **plain, **lit, record=rest, tiles=btiles, xmarch=xmarch)
+    bulk = replace(spec, **plain, **lit, record=rest, tiles=btiles, xmarch=xmarch, xin=xin)
     tail_spec = None
     if trows:
         tail_rec = tuple(m for m in sorted(in_tail) if m not in last)

@@ -102,8 +102,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
   // whose x rows own the x-CPML's planes: split.BULK_X_INSIDE)
 #elif XR_WHOLE  // a shard's slab without CPML code: march all its planes (halos included;
   // past the grid's ends they hold the ring's wrapped planes, which the x walls cut off)
-  const int X0 = xoff, NXW = NXA;  // the tests below in the march's own count (X_OWN):
   const bool x_first = xoff + XH == 0, x_last = xoff + NXA - XH == NX;  // H100: 12% faster
+  // (the tests below in the march's own count, X_OWN); XIN: two slabs leave out the x-CPML's
+  // XIN planes at their ends of the grid, which their x rows own (split.BULK_X_INSIDE_SLABS)
+  const int X0 = xoff + (XIN && x_first ? XH + XIN : 0), NXW = NXA - (XIN ? XH + XIN : 0);
 #else
   const int X0 = xr[1], NXW = xr[2], OX0 = xr[3], OX1 = xr[4];
 #endif

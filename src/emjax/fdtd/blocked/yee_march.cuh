@@ -20,9 +20,10 @@
 // the march's tests of plane x = X0 + l (l: the march's own count): whether the kernel
 // writes it, and whether it is the grid's plane 0 or NX (the x walls)
 #if XR_WHOLE && !NTASK
-// a shard's slab: its own planes are l in [XH, NXA - XH) (XH halo planes), the grid's
-// plane 0 is l = XH on the first slab, plane NX is l = NXA - XH on the last
-#define X_OWN(x, l) ((l) >= XH && (l) < NXA - XH)
+// a shard's slab: its own planes are l in [XH, NXW - XH) (XH halo planes; NXW = NXA, or
+// less XH + XIN on two slabs that leave out the x-CPML), the grid's plane 0 is l = XH on the
+// first slab, plane NX is l = NXA - XH on the last
+#define X_OWN(x, l) ((l) >= XH && (l) < NXW - XH)
 #define X_IS0(x, l) (x_first && (l) == XH)
 #define X_ISNX(x, l) (x_last && (l) == NXA - XH)
 #else
