@@ -26,7 +26,8 @@ def sim(nx, with_probes=True, xwall=False, eps="random", x_ends=False):
     srcs = (fdtd.PointDipole((11, 7, 6), 1, pulse(0.15)), fdtd.PointDipole((2, 12, 1), 0, pulse(0.12)),
             fdtd.PointDipole((nx - 3, 3, 6), 2, pulse(0.1)), fdtd.PointDipole((16, 5, 7), 0, pulse(0.13)))
     if x_ends:  # and by the x-CPML in the interior's tiles, next to the planes its rows own
-        srcs += (fdtd.PointDipole((6, 7, 6), 1, pulse(0.14)), fdtd.PointDipole((nx - 7, 6, 5), 2, pulse(0.11)))
+        near = (((6, 7, 6), 1, 0.14), ((nx - 7, 6, 5), 2, 0.11))
+        srcs += tuple(fdtd.PointDipole(p, c, pulse(f)) for p, c, f in near)
     probes = (fdtd.Probe((1, 6, 6), 2), fdtd.Probe((12, 7, 7), 0, "H"), fdtd.Probe((nx - 2, 4, 11), 1))
     rng = np.random.default_rng(0)
     if eps == "random":
