@@ -40,8 +40,21 @@ def sim(nx, with_probes=True, xwall=False, eps="random", x_ends=False):
     mons = (M.DFTPlane(0, 12, (0.1, 0.15)), M.DFTPlane(2, 6, (0.12,), lo=(2, 3, 0), hi=(nx - 2, 12, 0)))
     return fdtd.GridSimulation(g, eps=eps, sources=srcs, probes=probes if with_probes else (), monitors=mons)
 
-def check(n, split, steps=7, nx=24, th=2, with_probes=True, xwall=False, eps="random", x_ends=False):
-    s = sim(nx, with_probes, xwall, eps, x_ends)
+def wide_box(nx):
+    # (nx, 30, 26), a CPML on every face, a block of eps per component in the middle of y
+    # and z: bulk tiles both in its hole and out of it
+    g = fdtd.Grid((nx, 30, 26), 1.0, boundary=CPML(thickness=2), precision="double")
+    e = np.ones((3, nx, 30, 26))
+    e[:, 9:15, 13:17, 11:15] = 2.5
+    pulse = fdtd.GaussianPulse(frequency=0.12, bandwidth=0.5)
+    at = ((10, 15, 13), (5, 6, 20), (12, 7, 10), (13, 22, 17))  # (in the hole, by it, out of it)
+    srcs = tuple(fdtd.PointDipole(p, 1 + i % 2, pulse) for i, p in enumerate(at))
+    from emjax.fdtd import monitors as M
+    mons = (M.DFTPlane(0, 12, (0.12,)),)
+    return fdtd.GridSimulation(g, eps=e, sources=srcs, probes=(fdtd.Probe((13, 14, 12), 2),), monitors=mons)
+
+def check(n, split, steps=7, nx=24, th=2, with_probes=True, xwall=False, eps="random", x_ends=False, s=None):
+    s = s or sim(nx, with_probes, xwall, eps, x_ends)
     arrays, pml = engine.coefficients(s, jnp.float64)
     plan1 = engine.make_plan(s, steps, jnp.float64, arrays, pml)
     state = engine.initial_state(s, plan1, jnp.float64, None)
@@ -122,6 +135,13 @@ else:
     check(2, True, steps=9, eps="block3", x_ends=True)
     cpml_split.BULK_X_INSIDE_SLABS = False
     cpml_split.ALIGNED = None
+    # the bulk's tiles in the tail's launch with the hole's marches, on each slab (float64's
+    # layout: the pass cut for one device, each slab's rows clipped to it)
+    from emjax.fdtd.blocked import bulk as bulk_mod
+    bulk_mod.HOLE_ONE_LAUNCH = True
+    jax.clear_caches()
+    check(2, True, steps=8, th=3, eps="block3", s=wide_box(24))
+    bulk_mod.HOLE_ONE_LAUNCH = False
 s = sim(25)
 arrays, pml = engine.coefficients(s, jnp.float64)
 bad = engine.make_plan(s, 4, jnp.float64, arrays, pml, layout=Layout.of(2))

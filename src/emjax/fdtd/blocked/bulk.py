@@ -35,7 +35,8 @@ MIXED_PIECES = True
 #: first, in one launch: the SMs the bulk's last wave leaves, and the short marches' last
 #: wave, fill with the rest (H200, 512^3 float32, the eps 2.25 sphere: the bulk's 256 tiles
 #: took two waves of 0.87 ms, 124 CTAs in the second; the hole's 672 short marches 0.76 ms
-#: apart). One device. Not yet timed: off
+#: apart). Where the pass is cut for one device (also on slabs without the aligned face
+#: rows: each slab's table rows clipped to it). Not yet timed: off
 HOLE_ONE_LAUNCH = False
 
 

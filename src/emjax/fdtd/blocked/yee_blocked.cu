@@ -100,8 +100,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #if XR_STATIC
   const int X0 = XM_X0, NXW = XM_NXW, OX0 = XM_OX0, OX1 = XM_OX1;  // (all of x but in a bulk
   // whose x rows own the x-CPML's planes: split.BULK_X_INSIDE)
-#elif XR_WHOLE  // a shard's slab without CPML code: march all its planes (halos included;
-  // past the grid's ends they hold the ring's wrapped planes, which the x walls cut off)
+#elif XR_WHOLE  // a shard's slab without CPML code: march its planes (halos included; past
+  // the grid's ends they hold the ring's wrapped planes, which the x walls cut off)
   const bool x_first = xoff + XH == 0, x_last = xoff + NXA - XH == NX;  // H100: 12% faster
   // (the tests below in the march's own count, X_OWN); XIN: two slabs leave out the x-CPML's
   // XIN planes at their ends of the grid, which their x rows own (split.BULK_X_INSIDE_SLABS)

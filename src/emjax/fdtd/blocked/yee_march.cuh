@@ -21,8 +21,11 @@
 // writes it, and whether it is the grid's plane 0 or NX (the x walls)
 #if XR_WHOLE && !NTASK
 // a shard's slab: its own planes are l in [XH, NXW - XH) (XH halo planes; NXW = NXA, or
-// less XH + XIN on two slabs that leave out the x-CPML), the grid's plane 0 is l = XH on the
-// first slab, plane NX is l = NXA - XH on the last
+// less XH + XIN on two slabs that leave out the x-CPML); without XIN the grid's plane 0 is
+// l = XH on the first slab, plane NX is l = NXA - XH on the last (XIN: no x walls)
+#if XIN && WALL0
+#error "XIN: a bulk without x walls only"
+#endif
 #define X_OWN(x, l) ((l) >= XH && (l) < NXW - XH)
 #define X_IS0(x, l) (x_first && (l) == XH)
 #define X_ISNX(x, l) (x_last && (l) == NXA - XH)
