@@ -102,6 +102,22 @@ def meets_box(spec: Spec, row: tuple) -> bool:
     )
 
 
+def _order(tiles: tuple) -> list:
+    """The regular tiles (ty0, ty1, tz0, tz1) as (y, z) indices in the bulk's launch order."""
+    ty0, ty1, tz0, tz1 = tiles
+    return [(y, z) for y in range(ty0, ty1) for z in range(tz0, tz1)]
+
+
+def _in_gap(gap: tuple | None, y: int, z: int) -> bool:
+    return gap is not None and gap[0] <= y < gap[1] and gap[2] <= z < gap[3]
+
+
+def _yz(spec: Spec):
+    """Tile (y, z) -> a task row's first six values: window origin and own cells in y and z."""
+    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
+    return lambda y, z: (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2])
+
+
 def tail(
     spec: Spec, tiles: tuple, slots: int, gap: tuple | None = None, devices: int = 1
 ) -> tuple[int, tuple]:
@@ -110,14 +126,8 @@ def tail(
     second launch in x pieces (:func:`.tiling.x_chunks`) instead, as many as fill the SMs best
     (on each of ``devices`` x slabs). ``gap``: the :func:`hole` the bulk leaves out. Returns
     (the first launch computes the tiles before this index in its order, the tail's rows)."""
-    ty0, ty1, tz0, tz1 = tiles
-    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
-    order = [(y, z) for y in range(ty0, ty1) for z in range(tz0, tz1)]
-    real = [
-        i
-        for i, (y, z) in enumerate(order)
-        if gap is None or not (gap[0] <= y < gap[1] and gap[2] <= z < gap[3])
-    ]
+    order = _order(tiles)
+    real = [i for i, (y, z) in enumerate(order) if not _in_gap(gap, y, z)]
     left = len(real) % slots if BALANCE_TAIL and len(real) > slots else 0
     if not left:
         return len(order), ()
@@ -126,8 +136,9 @@ def tail(
     best = best_pieces(left, length, th, slots)
     if march_cost(left, best, length, th, slots) >= length:  # no faster than one whole march
         return len(order), ()
+    head = _yz(spec)
     rows = tuple(
-        (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + m
+        head(y, z) + m
         for y, z in (order[i] for i in real[len(real) - left :])
         for m in slab_chunks(nx, th, best, devices)
     )
@@ -145,12 +156,8 @@ def hole_rows(
     piece more than others, the longer pieces first), on each of ``devices`` x slabs
     apart (no march crosses a slab's boundary: the pieces fill each device's SMs)."""
     nx, th = spec.shape[0], spec.th
-    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
-    yz = [
-        (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2])
-        for y in range(gap[0], gap[1])
-        for z in range(gap[2], gap[3])
-    ]
+    head = _yz(spec)
+    yz = [head(y, z) for y, z in _order(gap)]
     a, b = max(spec.cbox[0] - th, 0), min(spec.cbox[1] + th, nx)
     m = nx // devices
     slabs = [(d * m, (d + 1) * m if d < devices - 1 else nx) for d in range(devices)]
@@ -176,13 +183,6 @@ def tile_rows(spec: Spec, tiles: tuple, kept: int, gap: tuple, xmarch: tuple | N
     """The task rows of the bulk's tiles (those before ``kept`` in its launch order, but the
     ``gap``'s), each one march over the bulk's x range (``xmarch``, or all of x):
     :data:`HOLE_ONE_LAUNCH`'s."""
-    ty0, ty1, tz0, tz1 = tiles
-    ty, tz = tiles_of(spec, 0), tiles_of(spec, 1)
-    nx = spec.shape[0]
+    nx, head = spec.shape[0], _yz(spec)
     march = tuple(xmarch) if xmarch else (0, nx, 0, nx)
-    order = [(y, z) for y in range(ty0, ty1) for z in range(tz0, tz1)][:kept]
-    return tuple(
-        (ty[y][0], tz[z][0], ty[y][1], ty[y][2], tz[z][1], tz[z][2]) + march
-        for y, z in order
-        if not (gap[0] <= y < gap[1] and gap[2] <= z < gap[3])
-    )
+    return tuple(head(y, z) + march for y, z in _order(tiles)[:kept] if not _in_gap(gap, y, z))
