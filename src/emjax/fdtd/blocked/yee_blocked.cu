@@ -98,8 +98,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
   const int oy0 = TY_OFF + ty * BY, oy1 = TY_OFF + min((ty + 1) * BY, TY_LEN);
   const int oz0 = TZ_OFF + tz * BZ, oz1 = TZ_OFF + min((tz + 1) * BZ, TZ_LEN);
 #if XR_STATIC
-  const int X0 = XM_X0, NXW = XM_NXW, OX0 = XM_OX0, OX1 = XM_OX1;  // (all of x but in a bulk
-  // whose x rows own the x-CPML's planes: split.BULK_X_INSIDE)
+  const int X0 = XM_X0, NXW = XM_NXW, OX0 = XM_OX0, OX1 = XM_OX1;  // (split.BULK_X_INSIDE)
 #elif XR_WHOLE  // a shard's slab without CPML code: march its planes (halos included; past
   // the grid's ends they hold the ring's wrapped planes, which the x walls cut off)
   const bool x_first = xoff + XH == 0, x_last = xoff + NXA - XH == NX;  // H100: 12% faster
@@ -241,6 +240,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
   // level count and of i (the buffer set and the chains' slots: constant offsets)
   auto iteration = [&](const int i, auto mode) {
     constexpr bool ST = decltype(mode)::steady;
+    constexpr bool INNER = ST && STEADY_INNER;  // no plane at an x wall (yee_march.cuh)
     const int par = decltype(mode)::ipar >= 0 ? decltype(mode)::ipar : (i & 1);
     const bool act = ALL_ACTIVE || active;
 #if NRING
@@ -302,6 +302,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
       const bool do_e = act && (ST || (ql >= 1 && ql <= NXW));  // E update, H completion on q - 1
       const bool do_h = act && (ST || ql <= NXW - 1);           // H start on plane q
       const int p = q - 1;
+      const int cring = chain_slot(i, s);  // the psi chains' slot in shared memory (yee_cpml.cuh)
 #if TFSF
       const bool tf_px = TF_NEAR(p, NX, TF_G0_LO, TF_G0_HI);
 #endif
@@ -309,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
       REAL hc[RY][3];
       FOR_K {
         hc[k][0] = hp[s][k][0]; hc[k][1] = hp[s][k][1]; hc[k][2] = hp[s][k][2];
-        if (X_ISNX(q, ql)) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall);
+        if (!INNER && X_ISNX(q, ql)) {  // E^{s-1}(NX) is the wrapped plane 0: the input, then 0 (the wall);
           // a shard without plane 0 takes 0 (what the wall leaves after the first step)
           const bool has0 = xoff <= 0 && xoff + NXA > 0;
           const IDXT at0 = col[k] - (IDXT)X0 * plane;  // IDX(0, gy, gz)
@@ -321,12 +322,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
           REAL dxEz = (ef[k][2] - eo[s][k][2]) * inv_dx, dxEy = (ef[k][1] - eo[s][k][1]) * inv_dx;
 #if PML0
           if (INSLAB(p, NX, L0)) {
-            const REAL mH = (p == NX - 1) ? (REAL)0 : (REAL)1;
+            const REAL mH = (!INNER && p == NX - 1) ? (REAL)0 : (REAL)1;
             const REAL b = pH0[p], c = pH0[NX + p], kp = pH0[2 * NX + p];
             const IDXT pi = PIDX0(p, gy[k], gz);
-            dxEz += cpml_term(chx[k], i, par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
+            dxEz += cpml_term(chx[k], cring, par, s, 1, (ef[k][2] * mH - eo[s][k][2]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_2, pout_H0_2, pi, own[k] && out_p);
-            dxEy += cpml_term(chx[k], i, par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
+            dxEy += cpml_term(chx[k], cring, par, s, 0, (ef[k][1] * mH - eo[s][k][1]) * inv_dx, b, c, kp,
                               KAPPA0, pin_H0_1, pout_H0_1, pi, own[k] && out_p);
           }
 #endif
@@ -357,19 +358,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
           const int cy = cell[k] + dym[k], cz = cell[k] + dzm;
           const REAL hxm_y = BUF(set, 3, cy), hxm_z = BUF(set, 3, cz);
           const REAL hym_z = BUF(set, 4, cz), hzm_y = BUF(set, 5, cy);
-          const REAL hym_x = X_IS0(p, ql - 1) ? (REAL)0 : hprev[s][k][0];
-          const REAL hzm_x = X_IS0(p, ql - 1) ? (REAL)0 : hprev[s][k][1];
+          const REAL hym_x = (!INNER && X_IS0(p, ql - 1)) ? (REAL)0 : hprev[s][k][0];
+          const REAL hzm_x = (!INNER && X_IS0(p, ql - 1)) ? (REAL)0 : hprev[s][k][1];
           REAL dyHz = (hc[k][2] - hzm_y) * inv_dx, dzHy = (hc[k][1] - hym_z) * inv_dx;
           REAL dzHx = (hc[k][0] - hxm_z) * inv_dx, dxHz = (hc[k][2] - hzm_x) * inv_dx;
           REAL dxHy = (hc[k][1] - hym_x) * inv_dx, dyHx = (hc[k][0] - hxm_y) * inv_dx;
 #if PML0
           if (INSLAB(p, NX, L0)) {
-            const REAL mE = (p == 0) ? (REAL)0 : (REAL)1;
+            const REAL mE = (!INNER && p == 0) ? (REAL)0 : (REAL)1;
             const REAL b = pE0[p], c = pE0[NX + p], kp = pE0[2 * NX + p];
             const IDXT pi = PIDX0(p, gy[k], gz);
-            dxHz += cpml_term(chx[k], i, par, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
+            dxHz += cpml_term(chx[k], cring, par, s, 3, (hc[k][2] - hzm_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_2, pout_E0_2, pi, own[k] && out_p);
-            dxHy += cpml_term(chx[k], i, par, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
+            dxHy += cpml_term(chx[k], cring, par, s, 2, (hc[k][1] - hym_x * mE) * inv_dx, b, c, kp, KAPPA0,
                               pin_E0_1, pout_E0_1, pi, own[k] && out_p);
           }
 #endif
@@ -383,9 +384,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #endif
             const REAL m = (g == 0) ? (REAL)0 : (REAL)1;
             const IDXT pi = PIDX1(p, g, gz);
-            dyHz += cpml_term(chy[k], i, par, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
+            dyHz += cpml_term(chy[k], cring, par, s, 3, (hc[k][2] - hzm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_2, pout_E1_2, pi, own[k] && out_p);
-            dyHx += cpml_term(chy[k], i, par, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
+            dyHx += cpml_term(chy[k], cring, par, s, 2, (hc[k][0] - hxm_y * m) * inv_dx, b, c, kp, KAPPA1,
                               pin_E1_0, pout_E1_0, pi, own[k] && out_p);
           }
 #endif
@@ -398,9 +399,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #endif
             const REAL mEz = (gz == 0) ? (REAL)0 : (REAL)1;
             const IDXT pi = PIDX2(p, gy[k], gz);
-            dzHy += cpml_term(chz[k], i, par, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
+            dzHy += cpml_term(chz[k], cring, par, s, 3, (hc[k][1] - hym_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_1, pout_E2_1, pi, own[k] && out_p);
-            dzHx += cpml_term(chz[k], i, par, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
+            dzHx += cpml_term(chz[k], cring, par, s, 2, (hc[k][0] - hxm_z * mEz) * inv_dx, bEz, cEz, kEz,
                               KAPPA2, pin_E2_0, pout_E2_0, pi, own[k] && out_p);
           }
 #endif
@@ -459,7 +460,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
           en[k][1] = CAE(1) * eo[s][k][1] + CBE(1) * (dzHx - dxHz TF_E(1) J_E(1) L_E(1));
           en[k][2] = CAE(2) * eo[s][k][2] + CBE(2) * (dxHy - dyHx TF_E(2) J_E(2) L_E(2));
 #if WALL0
-          if (X_IS0(p, ql - 1)) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
+          if (!INNER && X_IS0(p, ql - 1)) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
 #if WALL1
           if (gyk == 0) { en[k][0] = (REAL)0; en[k][2] = (REAL)0; }
@@ -553,9 +554,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #endif
             const REAL m = (g == NY - 1) ? (REAL)0 : (REAL)1;
             const IDXT pi = PIDX1(q, g, gz);
-            dyEz += cpml_term(chy[k], i, par, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
+            dyEz += cpml_term(chy[k], cring, par, s, 1, (ezp_y * m - ef[k][2]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_2, pout_H1_2, pi, own[k] && out_q);
-            dyEx += cpml_term(chy[k], i, par, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
+            dyEx += cpml_term(chy[k], cring, par, s, 0, (exp_y * m - ef[k][0]) * inv_dx, b, c, kp, KAPPA1,
                               pin_H1_0, pout_H1_0, pi, own[k] && out_q);
           }
 #endif
@@ -568,9 +569,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #endif
             const REAL mHz = (gz == NZ - 1) ? (REAL)0 : (REAL)1;
             const IDXT pi = PIDX2(q, gy[k], gz);
-            dzEy += cpml_term(chz[k], i, par, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
+            dzEy += cpml_term(chz[k], cring, par, s, 1, (eyp_z * mHz - ef[k][1]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_1, pout_H2_1, pi, own[k] && out_q);
-            dzEx += cpml_term(chz[k], i, par, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
+            dzEx += cpml_term(chz[k], cring, par, s, 0, (exp_z * mHz - ef[k][0]) * inv_dx, bHz, cHz, kHz,
                               KAPPA2, pin_H2_0, pout_H2_0, pi, own[k] && out_q);
           }
 #endif

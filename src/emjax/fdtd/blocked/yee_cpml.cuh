@@ -18,10 +18,19 @@
 // In shared memory (ChainS, per axis where CHAIN_SMEMa): after the two buffer sets, a block
 // per such axis of TH x 4 values per window cell (a thread's own cells: no barrier): plane
 // p's psi stays in slot p % TH from level 1 (iteration p + 1) to level TH, each level
-// updating it in place (the levels of one iteration are on TH different planes).
+// updating it in place (the levels of one iteration are on TH different planes). The
+// caller passes the level's slot, ``ring``: (it - s) mod TH (:func:`chain_slot`), worked
+// out once a level for every chain (a modulo per use took 7 instructions twice a level).
 typedef REAL *ChainS;
-__device__ __forceinline__ REAL &ch_old(ChainS ch, int it, int, int s, int slot) {
-  return ch[((((it) - (s) + TH) % TH) * 4 + (slot)) * (WY * WZ)];
+__device__ __forceinline__ int chain_slot(int it, int s) {  // it - s + TH >= 0 where it runs
+#if CHAIN_SMEM
+  return (int)((unsigned)(it - s + TH) % (unsigned)TH);
+#else
+  return it;  // (ChainL ignores it)
+#endif
+}
+__device__ __forceinline__ REAL &ch_old(ChainS ch, int ring, int, int, int slot) {
+  return ch[((ring) * 4 + (slot)) * (WY * WZ)];
 }
 __device__ __forceinline__ REAL &ch_new(ChainS ch, int it, int par, int s, int slot) {
   return ch_old(ch, it, par, s, slot);

@@ -100,6 +100,12 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
+// a march on the whole grid (arrays of NX planes from 0) starts its steady iterations at
+// i = TH + 1: their planes p = X0 + i - s (s <= TH) are past 0, and q + 1 <= X0 + NXW - 1 < NX,
+// so that they leave out the tests of the x walls' planes (INNER in yee_blocked.cu)
+#define STEADY_INNER XR_STATIC
+#define STEADY_FIRST (TH + STEADY_INNER)
+
 // an iteration's kind: steady (no guards) or not, and the parities of the running level count
 // (tpar) and of i (ipar) where known at compile time (else -1)
 template <bool S, int TP, int IP>
@@ -127,7 +133,7 @@ __device__ __forceinline__ void march(It &&iteration, const int &task, const int
   for (int i = 0; i < NXW + TH;) {
     // (the parities a steady iteration assumes: a general one in between, where a plane
     // is not free, realigns them)
-    while (i >= TH && i + STEADY_N - 1 <= NXW - 2 &&
+    while (i >= STEADY_FIRST && i + STEADY_N - 1 <= NXW - 2 &&
            (STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1))) &&
            STEADY_FREE(X0 + i - TH, X0 + i + STEADY_N - 2)) {
 #if STEADY_N == 2
@@ -147,7 +153,7 @@ __device__ __forceinline__ void march(It &&iteration, const int &task, const int
     // (the parities a steady iteration assumes: a general one in between, where a plane
     // is not free, realigns them)
     const bool aligned = STEADY_N == 1 || ((task & 1) == P0 && (i & 1) == (TH & 1));
-    if (i >= TH && i + STEADY_N - 1 <= NXW - 2 && aligned && STEADY_FREE(X0 + i - TH, X0 + i + STEADY_N - 2)) {
+    if (i >= STEADY_FIRST && i + STEADY_N - 1 <= NXW - 2 && aligned && STEADY_FREE(X0 + i - TH, X0 + i + STEADY_N - 2)) {
 #if STEADY_N == 2
       iteration(i, Mode<true, P0, TH & 1>{});
       iteration(i + 1, Mode<true, (P0 + TH) & 1, (TH + 1) & 1>{});
