@@ -95,7 +95,8 @@ def index_type(spec: Spec) -> str:
 #: poles, a TF/SF box); ``STEADY["cpml"]``: the others, whose registers do not hold two steady
 #: iterations (float32 at 512^3: 16-400 bytes a thread spilled, sm_90), so one at a time;
 #: ``STEADY["between"]``: the bulk between the aligned face rows of a one-device pass;
-#: ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`). By ptxas
+#: ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`);
+#: ``STEADY["box"]``: a coefficient box's own kernel (per-cell arrays, no CPML). By ptxas
 #: (float32, 512^3, TH = 4, tiles of 24, sm_90), with the steady iterations in a loop of their
 #: own (:data:`STEADY_LOOP`): the bulk between the face rows 864 instructions for a steady pair
 #: against 1641 for two general iterations; the face rows one steady iteration 909 against
@@ -104,7 +105,7 @@ def index_type(spec: Spec) -> str:
 #: a dipole in a 10-cell CPML, in one lease (BENCHMARKS.md, 2026-11-28): none of these 90.6 G
 #: cell/s, the loop alone 90.6, with the bulk's pairs 99.2, with the face rows' 102.1, with the
 #: other CPML kernels' 103.7; an eps 2.25 sphere 79.4 -> 88.4; float64 42.0 -> 42.7.
-STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 1, 8: 1}, "between": {4: 2, 8: 2}, "faces": {4: 1, 8: 1}}
+STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 1, 8: 1}, "between": {4: 2, 8: 2}, "faces": {4: 1, 8: 1}, "box": {4: 1, 8: 1}}
 #: per kind of kernel (as :data:`STEADY`; a bool: every kind), the steady iterations in a
 #: loop of their own inside the march's (off: one loop whose turn is a steady pair or a
 #: general iteration, so that the registers the pair carries must meet the general
@@ -114,7 +115,7 @@ STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 1, 8: 1}, "between": {4: 2, 8: 2}, 
 #: by ptxas its pair takes 1289 instructions against 2232 for a pair and a general
 #: iteration); with a CPML, off for the other kinds one at a time: between 103.2, faces
 #: 102.6, cpml 101.4 against 102.3 (within a run's spread).
-STEADY_LOOP = {"plain": False, "cpml": True, "between": True, "faces": True}
+STEADY_LOOP = {"plain": False, "cpml": True, "between": True, "faces": True, "box": True}
 
 
 def steady_kind(spec: Spec) -> str:
@@ -122,7 +123,10 @@ def steady_kind(spec: Spec) -> str:
     arrays = spec.pec is not None or any(getattr(spec, k) in ("grid", "comp") for k in ("ca", "cb"))
     extra = any(spec.pml) or (arrays and not spec.cbox_bg) or spec.tfsf is not None or spec.poles is not None
     if extra:  # the CPML's face rows (windows that end at a wall) apart from the other kernels
-        return "faces" if spec.wall and any(spec.pml) else "cpml"
+        if spec.wall and any(spec.pml):
+            return "faces"
+        plain_box = spec.cbox is not None and spec.tfsf is None and spec.poles is None
+        return "box" if plain_box and not any(spec.pml) else "cpml"
     between = spec.span is not None and spec.nxa is None
     return "between" if between else "plain"
 
