@@ -67,6 +67,33 @@ def test_emulated_aligned_bulk_and_face_rows(monkeypatch, slots, x_tail):
     _compare(sim, 5, th=2, tile=(nx, 5, 6), kernel="emulate")
 
 
+@emulated
+def test_emulated_corners_in_the_z_faces_rows(monkeypatch):
+    """``split.CORNERS_Z``: the z faces' rows own the cells in both the y and the z slabs (over
+    every y), the y faces' rows the y slabs over the interior's z only; dipoles in the
+    corners (both slabs) and next to them."""
+    from emjax.fdtd.blocked import cuda_advance
+    from emjax.fdtd.blocked import split as cpml_split
+
+    for name, value in (("ALIGNED", True), ("SLOTS", None), ("CORNERS_Z", True)):
+        monkeypatch.setattr(cpml_split, name, value)
+    jax.clear_caches()
+    g = fdtd.Grid((12, 30, 26), 1.0, boundary=CPML(thickness=2), precision="double")
+    pulse = fdtd.GaussianPulse(frequency=0.1, bandwidth=0.5)
+    at = ((6, 1, 1), (6, 28, 24), (5, 3, 2), (6, 2, 13), (7, 15, 24))  # corners, by them, faces
+    srcs = tuple(fdtd.PointDipole(p, i % 3, pulse) for i, p in enumerate(at))
+    sim = fdtd.GridSimulation(g, sources=srcs, probes=(fdtd.Probe((6, 1, 2), 0), fdtd.Probe((6, 3, 24), 2)))
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
+    bulk, _, fixes, rows = cpml_split.split(spec)
+    yface, zface = ([rows[i] for i in fixes[j][1]] for j in (0, 1))
+    assert {(r[2], r[3]) for r in yface} == {(0, 4), (26, 30)}
+    assert min(r[4] for r in yface) == 4 and max(r[5] for r in yface) == 22  # the interior's z
+    assert {(r[4], r[5]) for r in zface} == {(0, 4), (22, 26)}
+    assert min(r[2] for r in zface) == 0 and max(r[3] for r in zface) == 30  # every y
+    _compare(sim, 5, th=2, tile=(12, 5, 6), kernel="emulate")
+
+
 def _x_ends_vacuum(nx=24):
     """A CPML on every face, vacuum (no coefficients' box, whose kernel would march the
     tiles again), dipoles and probes near both x ends."""
@@ -240,13 +267,17 @@ def test_gpu_bulk_marches_inside_the_x_cpml(monkeypatch):
 
 
 @gpu
-@pytest.mark.parametrize("precision", ["double", "single"])
-def test_gpu_aligned_bulk_and_face_rows(monkeypatch, precision):
+@pytest.mark.parametrize(
+    "precision, corners_z", [("double", False), ("single", False), ("double", True), ("single", True)]
+)
+def test_gpu_aligned_bulk_and_face_rows(monkeypatch, precision, corners_z):
     """``split.ALIGNED`` on a 48^3 grid with a CPML on every face after 60 steps in passes
-    of 4: float64 to 1e-12, float32 to 1e-5."""
+    of 4: float64 to 1e-12, float32 to 1e-5; the corners in the y or (``CORNERS_Z``) the z
+    faces' rows."""
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    monkeypatch.setattr(cpml_split, "CORNERS_Z", corners_z)
     jax.clear_caches()
     try:
         if precision == "double":

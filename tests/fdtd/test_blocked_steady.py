@@ -145,13 +145,20 @@ def test_which_kernels_take_steady_iterations_and_where(monkeypatch):
     kinds = {
         "plain": [base, replace(base, cb="grid", cbox_bg=True), replace(between, nxa=38, xhalo=4)],
         "between": [between],
+        "tail": [replace(between, ntask=5)],
+        "box": [replace(base, cb="grid", cbox=(2, 8, 2, 8, 2, 8), cbg=(("cb", (0.5,) * 3),))],
         "cpml": [replace(base, pml=(2, 0, 0)), replace(base, cb="grid")],
     }
     for kind, specs in kinds.items():
         for sp in specs:
             assert cuda.steady_kind(sp) == kind
             assert f"#define STEADY_LOOP {int(cuda.STEADY_LOOP[kind])}" in cuda.source(sp)
-    assert [cuda.STEADY_LOOP[k] for k in ("plain", "between", "cpml", "faces")] == [False, True, True, True]
+    assert [cuda.STEADY_LOOP[k] for k in ("plain", "between", "cpml", "faces", "box", "tail")] == [False] + [
+        True
+    ] * 5
+    # the bulk's marches from a table one at a time in float32 (a pair spills), pairs in float64
+    assert cuda.steady_n(replace(between, ntask=5)) == 1
+    assert cuda.steady_n(replace(between, ntask=5, dtype="float64")) == 2
     monkeypatch.setattr(cuda, "STEADY_LOOP", True)  # a bool: every kind
     assert "#define STEADY_LOOP 1" in cuda.source(base)
     monkeypatch.undo()
@@ -226,6 +233,7 @@ def test_emulated_steady_iterations_in_the_general_loop(monkeypatch, th):
     assert "#define STEADY_LOOP 0" in cuda.source(spec)  # (a CPML kernel: on by default)
     _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
     old = {"plain": {4: 2, 8: 2}, "cpml": {4: 0, 8: 0}, "between": {4: 0, 8: 2}, "faces": {4: 0, 8: 0}}
+    old.update(box=old["cpml"], tail=old["between"])
     monkeypatch.setattr(cuda, "STEADY", old)
     _compare32(_sim(CPML(thickness=2), shape=(26, 22, 21)), 3 * th + 1, th, (8, 4, 4))
 

@@ -96,7 +96,12 @@ def index_type(spec: Spec) -> str:
 #: iterations (float32 at 512^3: 16-400 bytes a thread spilled, sm_90), so one at a time;
 #: ``STEADY["between"]``: the bulk between the aligned face rows of a one-device pass;
 #: ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`);
-#: ``STEADY["box"]``: a coefficient box's own kernel (per-cell arrays, no CPML). By ptxas
+#: ``STEADY["box"]``: a coefficient box's own kernel (per-cell arrays, no CPML);
+#: ``STEADY["tail"]``: the bulk's marches from a task table (:func:`.bulk.tail`), one at a
+#: time in float32: a pair spilled 116 bytes a thread in the sphere's tail, whose task rows
+#: hold more registers (the loop 27 local loads and stores), one at a time none (H200, 512^3,
+#: float32, one lease: an eps 2.25 sphere 95.08 -> 98.22 G cell/s, vacuum 112.96 -> 112.99;
+#: the box's own kernel in pairs 92.44 against 94.58). By ptxas
 #: (float32, 512^3, TH = 4, tiles of 24, sm_90), with the steady iterations in a loop of their
 #: own (:data:`STEADY_LOOP`): the bulk between the face rows 864 instructions for a steady pair
 #: against 1641 for two general iterations; the face rows one steady iteration 909 against
@@ -105,7 +110,14 @@ def index_type(spec: Spec) -> str:
 #: a dipole in a 10-cell CPML, in one lease (BENCHMARKS.md, 2026-11-28): none of these 90.6 G
 #: cell/s, the loop alone 90.6, with the bulk's pairs 99.2, with the face rows' 102.1, with the
 #: other CPML kernels' 103.7; an eps 2.25 sphere 79.4 -> 88.4; float64 42.0 -> 42.7.
-STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 1, 8: 1}, "between": {4: 2, 8: 2}, "faces": {4: 1, 8: 1}, "box": {4: 1, 8: 1}}
+STEADY = {
+    "plain": {4: 2, 8: 2},
+    "cpml": {4: 1, 8: 1},
+    "between": {4: 2, 8: 2},
+    "faces": {4: 1, 8: 1},
+    "box": {4: 1, 8: 1},
+    "tail": {4: 1, 8: 2},
+}
 #: per kind of kernel (as :data:`STEADY`; a bool: every kind), the steady iterations in a
 #: loop of their own inside the march's (off: one loop whose turn is a steady pair or a
 #: general iteration, so that the registers the pair carries must meet the general
@@ -115,7 +127,7 @@ STEADY = {"plain": {4: 2, 8: 2}, "cpml": {4: 1, 8: 1}, "between": {4: 2, 8: 2}, 
 #: by ptxas its pair takes 1289 instructions against 2232 for a pair and a general
 #: iteration); with a CPML, off for the other kinds one at a time: between 103.2, faces
 #: 102.6, cpml 101.4 against 102.3 (within a run's spread).
-STEADY_LOOP = {"plain": False, "cpml": True, "between": True, "faces": True, "box": True}
+STEADY_LOOP = {"plain": False, "cpml": True, "between": True, "faces": True, "box": True, "tail": True}
 
 
 def steady_kind(spec: Spec) -> str:
@@ -128,7 +140,9 @@ def steady_kind(spec: Spec) -> str:
         plain_box = spec.cbox is not None and spec.tfsf is None and spec.poles is None
         return "box" if plain_box and not any(spec.pml) else "cpml"
     between = spec.span is not None and spec.nxa is None
-    return "between" if between else "plain"
+    if between:
+        return "tail" if spec.ntask else "between"
+    return "plain"
 
 
 def steady_n(spec: Spec) -> int:
@@ -185,7 +199,7 @@ PREFETCH_LEVEL, PREFETCH_OPEN = {4: 3, 8: 2}, {8: 1}
 def prefetch_level(spec: Spec) -> int:
     """The level whose start reads the next plane in ``spec``'s kernel (:data:`PREFETCH_LEVEL`)."""
     lv = PREFETCH_LEVEL if isinstance(PREFETCH_LEVEL, int) else PREFETCH_LEVEL[spec.itemsize]
-    if steady_kind(spec) in ("plain", "between") and not any(spec.walls):
+    if steady_kind(spec) in ("plain", "between", "tail") and not any(spec.walls):
         lv = PREFETCH_OPEN.get(spec.itemsize, lv)
     return min(lv, spec.th)
 

@@ -138,8 +138,9 @@ def aligned_tasks(
 
     yfaces, zfaces = [], []
     wy, wz = walls_of(spec)  # windows that end at the wall start TH later at y = 0 (z = 0)
+    corners_z = CORNERS_Z and Lz  # (the z faces' rows own the corners)
     if Ly:
-        zs = tiles_from(0, nz, bz)
+        zs = tiles_from(*span[1], bz) if corners_z else tiles_from(0, nz, bz)
         whole = marches(2 * len(zs))
         corner = {z for z in zs if Lz and (z[1] < Lz or z[2] > nz - Lz)}  # (windows over the z-CPML)
         per = 2 * len(zs) * len(whole) // devices  # a device's CTAs
@@ -150,7 +151,8 @@ def aligned_tasks(
                 (y[0], z[0], y[1], y[2], z[1], z[2]) + m for z in zs for m in (more if z in corner else whole)
             ]
     if Lz:
-        ys = tiles_from(*span[0], by)  # the interior's y: the y faces' rows own the corners
+        # the interior's y (the y faces' rows own the corners), or with CORNERS_Z all of y
+        ys = tiles_from(0, ny, by) if corners_z and Ly else tiles_from(*span[0], by)
         whole = marches(2 * len(ys))
         for z in ((th if wz else 0, 0, cz), (nz - cz, nz - cz, nz)):
             zfaces += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for y in ys for m in whole]
@@ -163,6 +165,16 @@ def aligned_tasks(
                 xrows += [(y[0], z[0], y[1], y[2], z[1], z[2]) + m for m in marches]
     return tuple(yfaces), tuple(zfaces), tuple(xrows)
 
+
+#: with :data:`ALIGNED`, the CPML's corners along x (cells in both the y and the z slabs) owned
+#: by the z faces' rows over every y, the y faces' rows over the interior's z only (off: the
+#: y faces' over every z). A y face's window over the z-CPML runs the z-CPML's code in each of
+#: its warps (a warp is a row along z), where a z face's window runs the y-CPML's code only in
+#: the warps of its rows in the y slab; at 512^3 the y faces' windows (132 CTAs, 12 at the
+#: corners) took 0.82 ms a pass against the z faces' 0.59 (120 CTAs; H200, float32). Timed
+#: (H200, 512^3, float32, one lease): vacuum 112.96 either way, an eps 2.25 sphere 98.58
+#: against 98.22: off
+CORNERS_Z = False
 
 #: with :data:`ALIGNED` and an x-CPML on one device, the bulk's last wave (:func:`.bulk.tail`) in a
 #: kernel with the x-CPML's code ahead of the faces' kernels, its tiles' x rows left out, so
