@@ -319,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
         }
         // a. H^s(q-1): the x differences, -dt (-dx Ez) on Hy and -dt (dx Ey) on Hz
         if (do_e && LIVE(k, s)) {
-          REAL dxEz = (ef[k][2] - eo[s][k][2]) * inv_dx, dxEy = (ef[k][1] - eo[s][k][1]) * inv_dx;
+          REAL dxEz = (ef[k][2] - eo[s][k][2]) * DXS, dxEy = (ef[k][1] - eo[s][k][1]) * DXS;
 #if PML0
           if (INSLAB(p, NX, L0)) {
             const REAL mH = (!INNER && p == NX - 1) ? (REAL)0 : (REAL)1;
@@ -331,8 +331,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
                               KAPPA0, pin_H0_1, pout_H0_1, pi, own[k] && out_p);
           }
 #endif
-          hc[k][1] = hc[k][1] + dt * dxEz;
-          hc[k][2] = hc[k][2] - dt * dxEy;
+          hc[k][1] = hc[k][1] + DTS * dxEz;
+          hc[k][2] = hc[k][2] - DTS * dxEy;
 #if TFSF  // the TF/SF correction of H: the incident E at step n + s - 1
           if (tf_yz[k] && tf_px)
 #pragma unroll
@@ -360,9 +360,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
           const REAL hym_z = BUF(set, 4, cz), hzm_y = BUF(set, 5, cy);
           const REAL hym_x = (!INNER && X_IS0(p, ql - 1)) ? (REAL)0 : hprev[s][k][0];
           const REAL hzm_x = (!INNER && X_IS0(p, ql - 1)) ? (REAL)0 : hprev[s][k][1];
-          REAL dyHz = (hc[k][2] - hzm_y) * inv_dx, dzHy = (hc[k][1] - hym_z) * inv_dx;
-          REAL dzHx = (hc[k][0] - hxm_z) * inv_dx, dxHz = (hc[k][2] - hzm_x) * inv_dx;
-          REAL dxHy = (hc[k][1] - hym_x) * inv_dx, dyHx = (hc[k][0] - hxm_y) * inv_dx;
+          REAL dyHz = (hc[k][2] - hzm_y) * DXS, dzHy = (hc[k][1] - hym_z) * DXS;
+          REAL dzHx = (hc[k][0] - hxm_z) * DXS, dxHz = (hc[k][2] - hzm_x) * DXS;
+          REAL dxHy = (hc[k][1] - hym_x) * DXS, dyHx = (hc[k][0] - hxm_y) * DXS;
 #if PML0
           if (INSLAB(p, NX, L0)) {
             const REAL mE = (!INNER && p == 0) ? (REAL)0 : (REAL)1;
@@ -456,9 +456,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #else
 #define L_E(c)
 #endif
-          en[k][0] = CAE(0) * eo[s][k][0] + CBE(0) * (dyHz - dzHy TF_E(0) J_E(0) L_E(0));
-          en[k][1] = CAE(1) * eo[s][k][1] + CBE(1) * (dzHx - dxHz TF_E(1) J_E(1) L_E(1));
-          en[k][2] = CAE(2) * eo[s][k][2] + CBE(2) * (dxHy - dyHx TF_E(2) J_E(2) L_E(2));
+          en[k][0] = CAE(0) * eo[s][k][0] + CBS(0) * (dyHz - dzHy TF_E(0) J_E(0) L_E(0));
+          en[k][1] = CAE(1) * eo[s][k][1] + CBS(1) * (dzHx - dxHz TF_E(1) J_E(1) L_E(1));
+          en[k][2] = CAE(2) * eo[s][k][2] + CBS(2) * (dxHy - dyHx TF_E(2) J_E(2) L_E(2));
 #if WALL0
           if (!INNER && X_IS0(p, ql - 1)) { en[k][1] = (REAL)0; en[k][2] = (REAL)0; }
 #endif
@@ -542,8 +542,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
             eyp_z = (s == 1) ? ey[at0] : (REAL)0;
           }
 #endif
-          REAL dyEz = (ezp_y - ef[k][2]) * inv_dx, dzEy = (eyp_z - ef[k][1]) * inv_dx;
-          REAL dzEx = (exp_z - ef[k][0]) * inv_dx, dyEx = (exp_y - ef[k][0]) * inv_dx;
+          REAL dyEz = (ezp_y - ef[k][2]) * DXS, dzEy = (eyp_z - ef[k][1]) * DXS;
+          REAL dzEx = (exp_z - ef[k][0]) * DXS, dyEx = (exp_y - ef[k][0]) * DXS;
 #if PML1
           if (INSLAB(gy[k], NY, L1)) {
             const int g = gy[k];
@@ -575,9 +575,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
                               KAPPA2, pin_H2_0, pout_H2_0, pi, own[k] && out_q);
           }
 #endif
-          hn[0] = hin[k][0] - dt * (dyEz - dzEy);
-          hn[1] = hin[k][1] - dt * dzEx;
-          hn[2] = hin[k][2] + dt * dyEx;
+          hn[0] = hin[k][0] - DTS * (dyEz - dzEy);
+          hn[1] = hin[k][1] - DTS * dzEx;
+          hn[2] = hin[k][2] + DTS * dyEx;
         }
         // carry: this level's state for the next iteration, the next level's inputs
         eo[s][k][0] = ef[k][0]; eo[s][k][1] = ef[k][1]; eo[s][k][2] = ef[k][2];

@@ -14,6 +14,18 @@ struct JChain {
 #define LSLOT(m, c) (3 * NPOLE + 6 * (m) + 2 * (c))
 #endif
 
+// the differences' scale: with FOLD_DX (a kernel whose curl is the differences alone: no
+// CPML, TF/SF or poles), 1/dx goes with dt and cb, once, instead of with each difference
+#if FOLD_DX
+#define DXS ((REAL)1)
+#define DTS ((REAL)DT * (REAL)INV_DX)
+#define CBS(c) (CBE(c) * (REAL)INV_DX)
+#else
+#define DXS inv_dx
+#define DTS dt
+#define CBS(c) CBE(c)
+#endif
+
 #if TFSF
 // The TF/SF box (emjax.fdtd.tfsf; blocked/incidence.py): a node at i (row 0) or i + 1/2
 // (row 1) along axis a is in the box when TF_LO_TABLE[row][a] <= i <= TF_HI_TABLE[row][a];
