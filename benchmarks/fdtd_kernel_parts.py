@@ -46,7 +46,7 @@ def kernels(n, dtype, th, tile, rows, pml, dipole=None, coef="array"):
     spec = Spec(
         dtype, (n,) * 3, th, (tile, tile), 1.0, 0.5, 1.0, 0.5, None, walls, (pml,) * 3, kappa, src, prb
     )
-    spec = replace(spec, ry=rows, coef_ring=ring[0], smem_limit=ring[1], stage=bool(cuda.STAGE_NEXT))
+    spec = replace(spec, ry=rows, coef_ring=ring[0], smem_limit=ring[1])
     if coef == "array":
         spec = replace(spec, ca="array", cb="array")
     parts = split.split(spec)

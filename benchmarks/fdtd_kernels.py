@@ -260,13 +260,6 @@ def main(argv=None):
         help="the march's steady iterations compiled apart (cuda.STEADY): see STEADY above",
     )
     ap.add_argument(
-        "--stage",
-        nargs="+",
-        default=["off"],
-        choices=["off", "on"],
-        help="on: the next plane's fields copied into shared memory, not registers (cuda.STAGE_NEXT)",
-    )
-    ap.add_argument(
         "--face-rows",
         nargs="+",
         default=["default"],
@@ -335,7 +328,7 @@ def main(argv=None):
                         }
                     )
                     combos = [
-                        (c, sp, ck, r, cb, ch, sk, st, sg, fr)
+                        (c, sp, ck, r, cb, ch, sk, st, fr)
                         for c in a.configs
                         for sp in a.split
                         for ck in a.cpml_kernels
@@ -344,13 +337,12 @@ def main(argv=None):
                         for ch in a.chain_axes
                         for sk in a.skip_rows
                         for st in a.steady
-                        for sg in a.stage
                         for fr in a.face_rows
                     ]
                     from emjax.fdtd.blocked import split as cpml_split
 
                     face_rows0 = cpml_split.FACE_ROWS_PER_THREAD  # the module's default
-                    for cfg, split, ck, ring, cb, chains, skip, stdy, stage, frows in combos:
+                    for cfg, split, ck, ring, cb, chains, skip, stdy, frows in combos:
                         if split == "off" and boundary == "pec":
                             continue
                         if split == "off" and (ck != a.cpml_kernels[0] or cb != a.cpml_block[0]):
@@ -362,7 +354,6 @@ def main(argv=None):
                         cuda_kernel.SKIP_SPENT_ROWS = None if skip == "auto" else skip == "on"
                         cpml_kernels(ck)  # (clears JAX's caches: the split is read while tracing)
                         steady(stdy)
-                        cuda_kernel.STAGE_NEXT = stage == "on"
                         rows_of = {"default": face_rows0, "bulk": None}
                         cpml_split.FACE_ROWS_PER_THREAD = rows_of[frows] if frows in rows_of else int(frows)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
@@ -380,7 +371,6 @@ def main(argv=None):
                             "chain_axes": chains,
                             "skip_rows": skip,
                             "steady": stdy,
-                            "stage": stage,
                             "face_rows": frows,
                         }
                         fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731

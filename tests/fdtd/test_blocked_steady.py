@@ -76,18 +76,6 @@ def test_emulated_sources_stay_out_of_steady_iterations(monkeypatch):
         _compare32(_sim(PEC()), 7, 2, (8, 4, 4))
 
 
-@emulated
-@pytest.mark.parametrize("th", [2, 3])
-def test_emulated_next_plane_staged_in_shared_memory(monkeypatch, th):
-    """The next plane's fields copied into shared memory (two slots by the plane's parity)
-    instead of registers: float32 PEC with steady pairs, and float64 with a CPML, per-cell
-    eps and sigma (the coefficient ring's copies in the same groups), equal to the XLA step.
-    (The host copies at once: the waits for the copies are the GPU tests'.)"""
-    monkeypatch.setattr(cuda, "STAGE_NEXT", True)
-    _compare32(_sim(PEC()), 3 * th + 1, th, (8, 4, 4))
-    _compare(_cpml_dielectric(), 7, th=th, tile=(16, 5, 4), kernel="emulate")
-
-
 def _break(monkeypatch, good, bad):
     real = emulation.source
 
@@ -209,14 +197,11 @@ def test_the_level_that_reads_the_next_plane_by_precision(monkeypatch):
 
 @emulated
 @pytest.mark.parametrize("level", [1, 2, 3])
-@pytest.mark.parametrize("stage", [False, True])
-def test_emulated_float64_at_each_read_level(monkeypatch, level, stage):
+def test_emulated_float64_at_each_read_level(monkeypatch, level):
     """float64 at TH = 3 (a CPML on some faces, per-cell eps and sigma, a dipole and
     probes): the kernel that reads the next plane at each level compiles and gives the XLA
-    step's fields, the plane in registers or staged in shared memory (on the host the copies
-    land at once: when they land is the GPU tests' to check)."""
+    step's fields."""
     monkeypatch.setattr(cuda, "PREFETCH_LEVEL", {4: 3, 8: level})
-    monkeypatch.setattr(cuda, "STAGE_NEXT", stage)
     _compare(_cpml_dielectric(), 7, th=3, tile=(16, 5, 4), kernel="emulate")
 
 

@@ -178,13 +178,6 @@ def steady_free(spec: Spec) -> str:
     return " && ".join(f"((hi) < {a} || (lo) > {b})" for a, b in sorted(set(spans))) or "true"
 
 
-#: the next plane's fields copied asynchronously into shared memory (cp.async) instead of read
-#: into registers: 6 values a window cell fewer in registers, 6 shared-memory reads a cell and
-#: iteration more (:attr:`Spec.stage`; read by :func:`.cuda_advance.make_spec`). H200, 512^3
-#: with a CPML (G cell/s): float32 95.3 against 106.0 (and at one row a thread, 1024 threads of
-#: 64 registers, 80.2 against 93.5), float64 34.1 against 42.7 (both at PREFETCH_LEVEL 3)
-STAGE_NEXT = False
-
 #: the level at whose start each iteration reads the next plane's fields (1: the first; later
 #: levels keep them in registers for less of the iteration), by bytes per value (an int: every
 #: precision). float32: 3 (H100, 512^3, a CPML: the bulk 3.461 ms a pass against 3.510 at 1;
@@ -348,8 +341,6 @@ def source(spec: Spec) -> str:
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())
     d["RING_OFF"] = 12 + spec.chains
-    d["STAGE"] = int(spec.stage)
-    d["STAGE_OFF"] = 12 + spec.chains + (spec.th + 1) * sum(ring.values())
     off = 0
     for key in ("ca", "cb", "pec"):
         d[f"RING_{key.upper()}"] = off if key in ring else -1

@@ -86,9 +86,6 @@ class Spec:
     # 1 (y) or 2 (z): every window of this kernel ends at one of that axis's walls (a CPML
     # face's rows): TH halo cells on the inner side only, none past the wall; 0: both sides
     wall: int = 0
-    # the next plane's fields copied asynchronously into shared memory (two slots of 6 values
-    # a window cell, after the ring) instead of read into registers (:data:`.cuda.STAGE_NEXT`)
-    stage: bool = False
     # CTAs an SM should hold at once (``__launch_bounds__``'s second value: the compiler
     # keeps the registers to 64 K / (threads x this))
     min_ctas: int = 1
@@ -148,7 +145,7 @@ class Spec:
         if not self.coef_ring or self.cbox_bg:
             return ()
         w = self.window[0] * self.window[1]
-        out, used = [], (12 + self.chains + self.stage_values) * w * self.itemsize
+        out, used = [], (12 + self.chains) * w * self.itemsize
         for key in ("cb", "ca", "pec"):
             n = (
                 {"grid": 1, "comp": 3}.get(getattr(self, key), 0)
@@ -162,12 +159,7 @@ class Spec:
         return tuple(out)
 
     @property
-    def stage_values(self) -> int:
-        """Values per window cell of the next plane's slots (:attr:`stage`)."""
-        return 12 if self.stage else 0
-
-    @property
     def smem_bytes(self) -> int:
         w = self.window[0] * self.window[1]
         ring = (self.th + 1) * sum(n for _, n in self.ring)
-        return (12 + self.chains + ring + self.stage_values) * w * self.itemsize
+        return (12 + self.chains + ring) * w * self.itemsize

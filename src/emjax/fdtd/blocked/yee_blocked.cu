@@ -208,23 +208,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
       hprev[s][k][0] = hprev[s][k][1] = (REAL)0;
     }
 
-  // plane i + 1 is read while plane i is worked on: into registers, or (STAGE) copied
-  // asynchronously into shared memory, slot (i + 1) & 1 of 6 values a window cell (a
-  // thread reads back only what it copied: no barrier)
-#if STAGE
-  REAL *stage = smem + (IDXT)STAGE_OFF * W;
-#define STG(slot, f, k) stage[((slot) * 6 + (f)) * W + cell[k]]
-#define NEXT_PLANE(slot, at)                                                         \
-  FOR_K {                                                                           \
-    const REAL *src[6] = {ex, ey, ez, hx, hy, hz};                                  \
-    _Pragma("unroll") for (int f = 0; f < 6; ++f) cp_async1(&STG(slot, f, k), src[f] + (at)); \
-  }
-#define NEXT(f, k) STG(par, f, k)
-  if (active) {
-    NEXT_PLANE(0, col[k])
-  }
-  cp_async_commit();
-#else
+  // plane i + 1 is read into registers while plane i is worked on
   REAL nxt[RY][6];
   FOR_K {
     if (active) {
@@ -233,7 +217,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
     }
   }
 #define NEXT(f, k) nxt[k][f]
-#endif
   int task = 0;  // running level count: the shared-memory set alternates with it
   // one iteration of the march; ``Mode`` says whether it is a steady one (every level runs,
   // every cell updates: no guards) and, where known at compile time, the parities of the
@@ -264,9 +247,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #endif
       }
     }
-    cp_async_commit_wait1();  // (and the stage's copies of plane i, committed before)
-#elif STAGE
-    cp_async_wait_all();
+    cp_async_commit_wait1();
 #endif
     REAL ef[RY][3], hin[RY][3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
     FOR_K {
@@ -279,12 +260,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #pragma unroll
     for (int s = 1; s <= TH; ++s) {
       if (s == PREFETCH_LEVEL) {  // plane i + 1, read while the levels from this one work
-#if STAGE
-        if (act && (ST || i + 1 < NXW)) {
-          NEXT_PLANE((par ^ 1), col[k] + (i + 1) * plane)
-        }
-        cp_async_commit();
-#else
         FOR_K {
           if (act && (ST || i + 1 < NXW)) {
             const IDXT at = col[k] + (i + 1) * plane;
@@ -292,7 +267,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
             nxt[k][3] = hx[at]; nxt[k][4] = hy[at]; nxt[k][5] = hz[at];
           }
         }
-#endif
       }
       if (!ST && (i < s - 1 || i > NXW - 1 + s)) continue;  // uniform over the CTA
       const int ql = i - s + 1;                             // the march's own plane count

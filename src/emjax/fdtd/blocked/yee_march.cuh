@@ -94,11 +94,6 @@ __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
-__device__ __forceinline__ void cp_async_wait_all() {
-#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 0;\n" ::);
-#endif
-}
 
 // a march on the whole grid (arrays of NX planes from 0) starts its steady iterations at
 // i = TH + 1: their planes p = X0 + i - s (s <= TH) are past 0, and q + 1 <= X0 + NXW - 1 < NX,
