@@ -197,6 +197,12 @@ def prefetch_level(spec: Spec) -> int:
     return min(lv, spec.th)
 
 
+#: the psi that level 1 takes copied (cp.async) into its chain's slot in shared memory an
+#: iteration ahead, beside the coefficient ring's copies, instead of read from memory at level
+#: 1 and used at once (a global load's latency in each iteration's first level); chains in
+#: shared memory then hold TH + 1 planes (:attr:`.kernel_spec.Spec.psi_pref`). Not yet timed: off
+PSI_PREFETCH = False
+
 #: in kernels whose curl is the differences alone (:func:`fold_dx`), 1/dx multiplies dt and
 #: cb (literals where those are) instead of each difference: by ptxas (sm_90, float32, 512^3,
 #: a 10-cell CPML, dx = 0.05) the bulk's steady loop takes 996 instructions without it (8
@@ -334,6 +340,8 @@ def source(spec: Spec) -> str:
     d.update(poles.defines(spec))
     d.update(coef_box.defines(spec, _literal))
     d["CHAIN_SMEM"] = int(any(spec.smem_chains))
+    d["PSI_PREF"] = int(bool(spec.psi_pref) and any(spec.smem_chains))
+    d["CH_SLOTS"] = spec.th + d["PSI_PREF"]
     skip = SKIP_SPENT_ROWS if SKIP_SPENT_ROWS is not None else SKIP_SPENT_DEFAULT.get(spec.itemsize, False)
     d["SKIP_SPENT"] = int(skip and not spec.wall)  # (its spent rows assume halos on both sides)
     d["WALLWIN"] = spec.wall

@@ -87,6 +87,7 @@ def make_spec(plan, arrays, dtype, th: int, block: tuple, ring: tuple | None = N
         poles=poles.spec_entry(plan, arrays),
         coef_ring=bool(ring[0]),
         smem_limit=int(ring[1]),
+        psi_pref=bool(cuda.PSI_PREFETCH),
         cbox=None if cbox is None else cbox[0],
         cbg=() if cbox is None else cbox[1],
         cbox_slabs=cbox is not None and len(cbox) > 2 and bool(cbox[2]),

@@ -86,6 +86,9 @@ class Spec:
     # 1 (y) or 2 (z): every window of this kernel ends at one of that axis's walls (a CPML
     # face's rows): TH halo cells on the inner side only, none past the wall; 0: both sides
     wall: int = 0
+    # the psi a level 1 takes copied into its chain slot in shared memory an iteration ahead
+    # (a slot more per chain; :data:`.cuda.PSI_PREFETCH`), not read from memory at level 1
+    psi_pref: bool = False
     # CTAs an SM should hold at once (``__launch_bounds__``'s second value: the compiler
     # keeps the registers to 64 K / (threads x this))
     min_ctas: int = 1
@@ -133,9 +136,14 @@ class Spec:
         return tuple(bool(L) and bool(c) for L, c in zip(self.pml, pick))
 
     @property
+    def chain_slots(self) -> int:
+        """Planes a psi chain in shared memory holds: TH, and one more with :attr:`psi_pref`."""
+        return self.th + bool(self.psi_pref)
+
+    @property
     def chains(self) -> int:
         """Values per window cell of the psi chains in shared memory."""
-        return 4 * self.th * sum(self.smem_chains)
+        return 4 * self.chain_slots * sum(self.smem_chains)
 
     @property
     def ring(self) -> tuple:

@@ -395,7 +395,7 @@ def touches(spec: Spec, row: tuple) -> tuple:
 def chains_fit(spec: Spec, axes: int, limit: int = 160 * 1024) -> bool:
     """Whether ``axes`` CPML axes' psi chains fit in shared memory beside the buffers."""
     w = spec.window[0] * spec.window[1]
-    return spec.th > 1 and (12 * w + 4 * spec.th * w * axes) * spec.itemsize <= limit
+    return spec.th > 1 and (12 * w + 4 * spec.chain_slots * w * axes) * spec.itemsize <= limit
 
 
 def chain_axes(spec: Spec, mask: tuple, limit: int, order: tuple = (1, 2, 0)) -> tuple:

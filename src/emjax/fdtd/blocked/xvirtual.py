@@ -152,7 +152,7 @@ def plan(spec: Spec, cspec: Spec, slots: int) -> Plan | None:
         **lits,
     )
     w = (own + 2 * th) * (bz + 2 * th)  # one axis's chains in shared memory where they fit
-    vs = replace(vs, chain_smem=th > 1 and (12 + 4 * th) * w * vs.itemsize <= 160 * 1024)
+    vs = replace(vs, chain_smem=th > 1 and (12 + 4 * vs.chain_slots) * w * vs.itemsize <= 160 * 1024)
     return Plan(vs, d, y0, y1, z0, z1, rows)
 
 

@@ -191,13 +191,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #if CHAIN_SMEM  // each such axis's block: (ring slot, psi slot) planes of W values
   FOR_K {
 #if PML0 && CHAIN_SMEM0
-    chx[k] = smem + 12 * W + (IDXT)CH_AXIS0 * 4 * TH * W + cell[k];
+    chx[k] = smem + 12 * W + (IDXT)CH_AXIS0 * 4 * CH_SLOTS * W + cell[k];
 #endif
 #if PML1 && CHAIN_SMEM1
-    chy[k] = smem + 12 * W + (IDXT)CH_AXIS1 * 4 * TH * W + cell[k];
+    chy[k] = smem + 12 * W + (IDXT)CH_AXIS1 * 4 * CH_SLOTS * W + cell[k];
 #endif
 #if PML2 && CHAIN_SMEM2
-    chz[k] = smem + 12 * W + (IDXT)CH_AXIS2 * 4 * TH * W + cell[k];
+    chz[k] = smem + 12 * W + (IDXT)CH_AXIS2 * 4 * CH_SLOTS * W + cell[k];
 #endif
   }
 #endif
@@ -247,6 +247,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #endif
       }
     }
+#endif
+#if PSI_PREF  // (yee_cpml.cuh)
+    PSI_PREFETCH(i, ST, act)
+#endif
+#if NRING || PSI_PREF
     cp_async_commit_wait1();
 #endif
     REAL ef[RY][3], hin[RY][3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
@@ -570,5 +575,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
       }
     }
   };
+#if PSI_PREF
+  PSI_PREFETCH(-1, false, ALL_ACTIVE || active)
+  cp_async_commit();
+#endif
   march(iteration, task, X0, NXW);  // (yee_march.cuh)
 }

@@ -21,10 +21,13 @@
 // updating it in place (the levels of one iteration are on TH different planes). The
 // caller passes the level's slot, ``ring``: (it - s) mod TH (:func:`chain_slot`), worked
 // out once a level for every chain (a modulo per use took 7 instructions twice a level).
+// With PSI_PREF the ring has CH_SLOTS = TH + 1 slots, and iteration it copies the psi that
+// level 1 takes in iteration it + 1 into slot it (PSI_PREFETCH): no level uses that slot in
+// iteration it, and its last user (level TH, iteration it - 1) has read it.
 typedef REAL *ChainS;
 __device__ __forceinline__ int chain_slot(int it, int s) {  // it - s + TH >= 0 where it runs
 #if CHAIN_SMEM
-  return (int)((unsigned)(it - s + TH) % (unsigned)TH);
+  return (int)((unsigned)(it - s + CH_SLOTS) % (unsigned)CH_SLOTS);
 #else
   return it;  // (ChainL ignores it)
 #endif
@@ -62,12 +65,22 @@ typedef ChainS Chain2;
 typedef ChainL Chain2;
 #endif
 
+// whether a chain's level 1 finds its psi in its slot (PSI_PREF) rather than in memory
+template <class Chain>
+struct Prefetched {
+  static constexpr bool on = false;
+};
+template <>
+struct Prefetched<ChainS> {
+  static constexpr bool on = PSI_PREF;
+};
+
 // one CPML correction: psi' = b psi + c vs, term = (1/kappa - 1) vs + psi' (or psi')
 template <class Chain>
 __device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int par, int s, int slot, REAL vs,
                                           REAL b, REAL c, REAL km1, int kappa,
                                           const REAL *pin, REAL *pout, long pidx, bool own) {
-  REAL old = (s == 1) ? pin[pidx] : ch_old(ch, it, par, s, slot);
+  REAL old = (s == 1 && !Prefetched<Chain>::on) ? pin[pidx] : ch_old(ch, it, par, s, slot);
   REAL p = b * old + c * vs;
   if (s == TH) {
     if (own) pout[pidx] = p;
@@ -76,3 +89,49 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int par, int s, int
   }
   return kappa ? km1 * vs + p : p;
 }
+
+// PSI_PREF: iteration it's copies into the chains' slot it % CH_SLOTS of what level 1 takes in
+// iteration it + 1: the E psi of plane X0 + it (and the x-CPML's H psi, completed on that
+// plane) and the y and z CPMLs' H psi of plane X0 + it + 1 (H starts there), for the thread's
+// cells in each slab (st: a steady iteration's, a: the thread's cells are its own); it = -1
+// before the march (H of plane X0). Slots as in cpml_term's calls.
+#define PSI_COPY(ch, slot, arr, at) cp_async1(&ch_old(ch, pslot, 0, 0, slot), arr + (at))
+#define PSI_PREFETCH(it, st, a)                                                                    \
+  {                                                                                           \
+    const int pslot = (int)((unsigned)((it) + CH_SLOTS) % (unsigned)CH_SLOTS);                \
+    const bool e_in = (it) >= 0 && ((st) || (it) < NXW), h_in = (st) || (it) + 1 < NXW;      \
+    const int pe = X0 + (it), ph = pe + 1;                                                    \
+    FOR_K {                                                                                   \
+      if (a) {                                                                                \
+        PSI_X(k) PSI_Y(k) PSI_Z(k)                                                            \
+      }                                                                                       \
+    }                                                                                         \
+  }
+#if PML0 && CHAIN_SMEM0
+#define PSI_X(k)                                                                               \
+  if (e_in && INSLAB(pe, NX, L0)) {                                                            \
+    const IDXT pi = PIDX0(pe, gy[k], gz);                                                      \
+    PSI_COPY(chx[k], 0, pin_H0_1, pi); PSI_COPY(chx[k], 1, pin_H0_2, pi);                      \
+    PSI_COPY(chx[k], 2, pin_E0_1, pi); PSI_COPY(chx[k], 3, pin_E0_2, pi);                      \
+  }
+#else
+#define PSI_X(k)
+#endif
+#if PML1 && CHAIN_SMEM1
+#define PSI_Y(k)                                                                               \
+  if (INSLAB(gy[k], NY, L1)) {                                                                 \
+    if (e_in) { PSI_COPY(chy[k], 3, pin_E1_2, PIDX1(pe, gy[k], gz)); PSI_COPY(chy[k], 2, pin_E1_0, PIDX1(pe, gy[k], gz)); } \
+    if (h_in) { PSI_COPY(chy[k], 1, pin_H1_2, PIDX1(ph, gy[k], gz)); PSI_COPY(chy[k], 0, pin_H1_0, PIDX1(ph, gy[k], gz)); } \
+  }
+#else
+#define PSI_Y(k)
+#endif
+#if PML2 && CHAIN_SMEM2
+#define PSI_Z(k)                                                                               \
+  if (INSLAB(gz, NZ, L2)) {                                                                    \
+    if (e_in) { PSI_COPY(chz[k], 3, pin_E2_1, PIDX2(pe, gy[k], gz)); PSI_COPY(chz[k], 2, pin_E2_0, PIDX2(pe, gy[k], gz)); } \
+    if (h_in) { PSI_COPY(chz[k], 1, pin_H2_1, PIDX2(ph, gy[k], gz)); PSI_COPY(chz[k], 0, pin_H2_0, PIDX2(ph, gy[k], gz)); } \
+  }
+#else
+#define PSI_Z(k)
+#endif
