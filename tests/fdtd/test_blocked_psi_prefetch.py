@@ -42,10 +42,10 @@ def test_prefetch_takes_a_slot_more_per_chain(monkeypatch):
 @pytest.mark.parametrize("case", ["general", "aligned", "some axes"])
 def test_emulated_prefetched_psi_equals_the_xla_step(case, monkeypatch):
     """The CPML kernel of a y and a low-z CPML with per-cell eps and sigma (TH = 3, 7 steps:
-    a pass of 1 at the end); the face rows aligned with a CPML on every face and dipoles by both
-x ends (TH = 2); and
-    chains of the y and z axes in shared memory, x's in registers (the x ones not
-    prefetched), dipoles by each face."""
+        a pass of 1 at the end); the face rows aligned with a CPML on every face and dipoles by both
+    x ends (TH = 2); and
+        chains of the y and z axes in shared memory, x's in registers (the x ones not
+        prefetched), dipoles by each face."""
     monkeypatch.setattr(cuda, "PSI_PREFETCH", True)
     jax.clear_caches()  # the settings are read while tracing
     try:
