@@ -41,7 +41,7 @@ def test_emulated_chains_of_some_axes_in_shared_memory(monkeypatch, axes):
     fixes = cpml_split.split(spec)[2]
     for f, _ in fixes:
         want = tuple(bool(L) and a for L, a in zip(f.pml, axes))
-        assert not f.chain_smem and f.smem_chains == want and f.chains == 4 * th * sum(want)
+        assert not f.chain_smem and f.smem_chains == want and f.chains == 4 * f.chain_slots * sum(want)
         text = cuda.source(f)
         for a in range(3):
             assert f"#define CHAIN_SMEM{a} {int(want[a])}" in text

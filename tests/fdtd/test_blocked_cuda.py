@@ -269,7 +269,7 @@ def test_emulated_psi_ring_in_shared_memory_deeper_than_two_steps(monkeypatch, t
     plan, arrays, _ = _setup(sim, steps)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, th, (5, 4))
     fixes = cpml_split.split(spec)[2]
-    assert all(f.chain_smem and f.chains == 4 * th * sum(map(bool, f.pml)) for f, _ in fixes)
+    assert all(f.chain_smem and f.chains == 4 * f.chain_slots * sum(map(bool, f.pml)) for f, _ in fixes)
     _compare(sim, steps, th=th, tile=(14, 5, 4), kernel="emulate")
 
 
