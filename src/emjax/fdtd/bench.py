@@ -28,6 +28,7 @@ def fdtd_benchmark(
     devices: int | None = None,
     shape: tuple | None = None,
     kernel: str = "auto",
+    dx: float = 1.0,
 ) -> dict:
     """Cell updates per second of the FDTD step on an N^3 grid with a z-dipole at the centre.
 
@@ -40,7 +41,8 @@ def fdtd_benchmark(
     which the blocked kernel runs), or "sphere-drude" (a Drude sphere, subpixel: its
     interface nodes are two-pole media in the box).
     ``devices``: run on that many devices (``fdtd.run(layout=devices)``, slabs along x);
-    ``shape``: a grid other than N^3 (the scaling runs' (k N, N, N)).
+    ``shape``: a grid other than N^3 (the scaling runs' (k N, N, N)); ``dx``: the cell size
+    (lengths in units of it: the same cells, sources and media at any ``dx``).
     ``kernel``: the step (:func:`emjax.fdtd.run`'s ``kernel``); the row's ``kernel`` says which
     ran (the bytes model is the XLA step's whichever ran). ``steps``: per device call; the
     run makes one call that compiles, then three timed (``timed_steps`` in the row).
@@ -55,7 +57,7 @@ def fdtd_benchmark(
     from .. import fdtd
 
     prec = backend.precision(precision)
-    sim, raster_s = benchmark_simulation(size, precision, boundary, order, material, pml_thickness, shape)
+    sim, raster_s = benchmark_simulation(size, precision, boundary, order, material, pml_thickness, shape, dx)
     grid, sub = sim.grid, sim.subpixel
     t0 = time.perf_counter()
     fdtd.run(
@@ -84,6 +86,7 @@ def fdtd_benchmark(
         "boundary": boundary,
         "order": order,
         "material": material,
+        "dx": dx,
         "cells_per_s": r.cells_per_second,
         "kernel": r.kernel,
         "seconds": r.seconds,
@@ -229,16 +232,19 @@ def benchmark_simulation(
     material: str = "vacuum",
     pml_thickness: int = 10,
     shape: tuple | None = None,
+    dx: float = 1.0,
 ) -> tuple:
     """(the GridSimulation :func:`fdtd_benchmark` times, seconds its scene took to rasterize
-    or None)."""
+    or None). Lengths scale with ``dx`` and frequencies with 1 / ``dx``: the same cells,
+    pulse and media at any cell size."""
     from .. import fdtd
 
     prec = backend.precision(precision)
-    bd = {"cpml": fdtd.CPML(pml_thickness), "pec": fdtd.PEC(), "periodic": fdtd.Periodic()}[boundary]
+    cpml = fdtd.CPML(pml_thickness, alpha_max=fdtd.CPML.alpha_max / dx)  # (a rate: 1 / length)
+    bd = {"cpml": cpml, "pec": fdtd.PEC(), "periodic": fdtd.Periodic()}[boundary]
     grid = fdtd.Grid(
         tuple(shape) if shape is not None else (size,) * 3,
-        dx=1.0,
+        dx=dx,
         order=order,
         boundary=bd,
         precision=prec.name,
@@ -254,33 +260,35 @@ def benchmark_simulation(
     elif material == "drude":
         from ..materials import Dispersive, DrudePole
 
-        disp = (Dispersive(eps_inf=1.0, poles=(DrudePole(omega_p=1.0, gamma=0.05),)), block)
+        disp = (Dispersive(eps_inf=1.0, poles=(DrudePole(omega_p=1.0 / dx, gamma=0.05 / dx),)), block)
     elif material.startswith("sphere"):
         from .. import geometry, scene
         from ..materials import Drude
 
-        mat = Drude(1.0, omega_p=0.3, gamma=0.01) if material == "sphere-drude" else 2.25
+        mat = Drude(1.0, omega_p=0.3 / dx, gamma=0.01 / dx) if material == "sphere-drude" else 2.25
         # one sphere per N^3 cube along x (a weak-scaling grid (k N, N, N) holds k of them)
         sc = scene.Scene(
             [
-                scene.Object(geometry.Sphere(), mat, center=(c + j * size, c, c), size=size / 2)
+                scene.Object(
+                    geometry.Sphere(), mat, center=((c + j * size) * dx, c * dx, c * dx), size=size / 2 * dx
+                )
                 for j in range(max(grid.shape[0] // size, 1))
             ]
         )
         averaging = {"sphere": "staircase", "sphere-diagonal": "diagonal"}.get(material, "subpixel")
         phys = fdtd.Simulation(
-            size=grid.shape,
-            resolution=1.0,
+            size=tuple(n * dx for n in grid.shape),
+            resolution=1.0 / dx,
             scene=sc,
             boundary=fdtd.Periodic(),  # only to place the scene on this grid's cells
-            center=tuple(n / 2 for n in grid.shape),
+            center=tuple(n / 2 * dx for n in grid.shape),
             averaging=averaging,
         )
         t0 = time.perf_counter()
         spec, _ = phys.to_grid()
         raster_s = time.perf_counter() - t0
         eps, sub, disp = spec.eps, spec.subpixel, spec.dispersive
-    src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05, bandwidth=0.05))
+    src = fdtd.PointDipole((c, c, c), 2, fdtd.GaussianPulse(frequency=0.05 / dx, bandwidth=0.05 / dx))
     sim = fdtd.GridSimulation(
         grid, eps=eps, dispersive=disp, sources=(src,), probes=(fdtd.Probe((c, c + 3, c), 2),), subpixel=sub
     )

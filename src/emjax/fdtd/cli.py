@@ -69,6 +69,13 @@ def add_bench(bench) -> None:
     )
     b.add_argument("--order", type=int, default=2, choices=[2, 4], help="order of the spatial stencil (2)")
     b.add_argument(
+        "--dx",
+        type=float,
+        default=1.0,
+        help="cell size; lengths in its units and frequencies in 1 / its units, so that every "
+        "--dx runs the same cells, pulse and media (1)",
+    )
+    b.add_argument(
         "--material",
         default="vacuum",
         choices=[
@@ -368,7 +375,7 @@ def run_bench(args, argv) -> int:
     if args.devices:
         modes = _scaling_modes(args.scaling)
         kw = dict(precision=args.precision, boundary=args.boundary, order=args.order, material=args.material)
-        kw["kernel"] = args.kernel
+        kw.update(kernel=args.kernel, dx=args.dx)
         for n in args.size:
             for r in fdtd_scaling(n, args.devices, args.steps, modes, **kw):
                 if args.json:
@@ -383,7 +390,14 @@ def run_bench(args, argv) -> int:
         return 0
     for n in args.size:
         r = fdtd_benchmark(
-            n, args.steps, args.precision, args.boundary, args.order, args.material, kernel=args.kernel
+            n,
+            args.steps,
+            args.precision,
+            args.boundary,
+            args.order,
+            args.material,
+            kernel=args.kernel,
+            dx=args.dx,
         )
         if args.json:
             print(json.dumps(r), flush=True)
@@ -418,6 +432,7 @@ def _check_bench_options(args) -> None:
     from .bench import max_size, min_size
 
     require_int("--steps", args.steps, 1, MAX_BENCH_STEPS)
+    require_range("--dx", args.dx, 0, 1e6, open_lo=True, why="the cell size")
     copies = 1
     if args.devices is not None:
         require_int("--devices", args.devices, 1, len(jax.devices()), why="the devices JAX sees")
@@ -426,6 +441,10 @@ def _check_bench_options(args) -> None:
     if args.out_of_core:
         for th in args.th:
             require_int("--th", th, 1, MAX_TH)
+        if args.dx != 1.0:
+            raise ConfigError(
+                f"--dx applies to the in-memory runs, not --out-of-core (its grid's is 0.05), got {args.dx}"
+            )
     hi, why = max_size(args.precision, args.boundary, args.order, args.material, copies, args.out_of_core)
     lo = min_size(args.boundary, args.material)
     for n in args.size:
