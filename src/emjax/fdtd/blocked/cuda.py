@@ -96,12 +96,14 @@ def index_type(spec: Spec) -> str:
 #: iterations (float32 at 512^3: 16-400 bytes a thread spilled, sm_90), so one at a time;
 #: ``STEADY["between"]``: the bulk between the aligned face rows of a one-device pass;
 #: ``STEADY["faces"]``: the CPML's face rows' kernels (:data:`.split.WALL_WINDOWS`);
-#: ``STEADY["box"]``: a coefficient box's own kernel (per-cell arrays, no CPML);
+#: ``STEADY["box"]``: kernels without CPML that read a coefficient box's arrays (the box's
+#: own, or a bulk without a hole);
 #: ``STEADY["tail"]``: the bulk's marches from a task table (:func:`.bulk.tail`), one at a
 #: time in float32: a pair spilled 116 bytes a thread in the sphere's tail, whose task rows
 #: hold more registers (the loop 27 local loads and stores), one at a time none (H200, 512^3,
 #: float32, one lease: an eps 2.25 sphere 95.08 -> 98.22 G cell/s, vacuum 112.96 -> 112.99;
-#: the box's own kernel in pairs 92.44 against 94.58). By ptxas
+#: the box's own kernel in pairs 92.44 against 94.58; float64's tail, without aligned face
+#: rows, is a "plain" kernel). By ptxas
 #: (float32, 512^3, TH = 4, tiles of 24, sm_90), with the steady iterations in a loop of their
 #: own (:data:`STEADY_LOOP`): the bulk between the face rows 864 instructions for a steady pair
 #: against 1641 for two general iterations; the face rows one steady iteration 909 against

@@ -191,8 +191,9 @@ SLOTS = None
 #: the CTAs an SM should hold of the bulk kernel and its tail (``__launch_bounds__``: the
 #: compiler keeps their registers to fit; the tail's wave counts that many CTAs an SM). By
 #: ptxas (sm_90, 512^3): float64 at TH = 2, tiles of 16, the next plane staged in shared
-#: memory, two CTAs of 416 threads in 72 registers (12 bytes spilled) where one takes 108;
-#: float32 at TH = 4, tiles of 16, one row a thread: 56 registers (120 bytes spilled) for 91.
+#: memory (a setting since removed), two CTAs of 416 threads in 72 registers (12 bytes
+#: spilled) where one takes 108; float32 at TH = 4, tiles of 16, one row a thread: 56
+#: registers (120 bytes spilled) for 91.
 #: (The box's kernel and, with :data:`X_TAIL`, the x-CPML's kernel that marches the last wave
 #: keep one CTA an SM, and their rows are cut for that.) Timed on an H200 (512^3, a CPML),
 #: that float64 setting whole (TH = 2, staged, two CTAs): 25.8 G cell/s against 42.7 (TH = 3,

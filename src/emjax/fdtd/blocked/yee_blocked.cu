@@ -19,8 +19,8 @@
 // Level s's outputs E^s(q-1), H^s(q-1) are level s+1's inputs on its plane q' = q - 1.
 // Level TH's are written back for the tile's own cells. The CPML's psi of level s is
 // read from level s-1 of the same thread (a per-thread chain: in registers double-buffered
-// by iteration parity, in shared memory a ring of TH planes) or, at level 1, from memory;
-// level TH writes it back.
+// by iteration parity, in shared memory a ring of CH_SLOTS planes) or, at level 1, from
+// memory (PSI_PREF: copied into the ring an iteration ahead); level TH writes it back.
 // Differences and CPML corrections are those of emjax.fdtd.step (tile.py is the
 // reference): plain differences wrap, the CPML's own difference reads 0 past the wall.
 

@@ -16,8 +16,8 @@
 // (< TH) leaves its psi for level s + 1, which takes it in the next iteration.
 
 // In shared memory (ChainS, per axis where CHAIN_SMEMa): after the two buffer sets, a block
-// per such axis of TH x 4 values per window cell (a thread's own cells: no barrier): plane
-// p's psi stays in slot p % TH from level 1 (iteration p + 1) to level TH, each level
+// per such axis of CH_SLOTS x 4 values per window cell (a thread's own cells: no barrier):
+// plane p's psi stays in slot (p - X0) mod CH_SLOTS from level 1 to level TH, each level
 // updating it in place (the levels of one iteration are on TH different planes). The
 // caller passes the level's slot, ``ring``: (it - s) mod TH (:func:`chain_slot`), worked
 // out once a level for every chain (a modulo per use took 7 instructions twice a level).
@@ -93,7 +93,7 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int par, int s, int
 // PSI_PREF: iteration it's copies into the chains' slot it % CH_SLOTS of what level 1 takes in
 // iteration it + 1: the E psi of plane X0 + it (and the x-CPML's H psi, completed on that
 // plane) and the y and z CPMLs' H psi of plane X0 + it + 1 (H starts there), for the thread's
-// cells in each slab (st: a steady iteration's, a: the thread's cells are its own); it = -1
+// cells in each slab (st: a steady iteration's, a: the thread has window cells, halo ones too); it = -1
 // before the march (H of plane X0). Slots as in cpml_term's calls.
 #define PSI_COPY(ch, slot, arr, at) cp_async1(&ch_old(ch, pslot, 0, 0, slot), arr + (at))
 #define PSI_PREFETCH(it, st, a)                                                                    \

@@ -86,7 +86,7 @@ __device__ __forceinline__ void cp_async1(REAL *dst, const REAL *src) {
 __device__ __forceinline__ void cp_async_commit_wait1() {  // all but the newest group landed
 #if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::);
-  asm volatile("cp.async.wait_group 1;\n" ::);
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // (no shared load moves above it)
 #endif
 }
 __device__ __forceinline__ void cp_async_commit() {
@@ -111,7 +111,7 @@ struct Mode {
 // every thread of the CTA has window columns (no idle threads in the last warp)
 #define ALL_ACTIVE (WY * WZ == RY * NTHREADS)
 
-// The march: iterations [TH, NXW - 2] are steady, but those on planes with point sources,
+// The march: iterations [STEADY_FIRST, NXW - 2] are steady, but those on planes with point sources,
 // probes or monitor boxes (STEADY_FREE of the planes they work on: their code stays out of
 // the steady ones, and so do its registers); they run STEADY_N at a time (2: the carried
 // registers renamed instead of moved, and both parities known; 0: none is). A steady
