@@ -93,10 +93,10 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int par, int s, int
 // PSI_PREF: iteration it's copies into the chains' slot it % CH_SLOTS of what level 1 takes in
 // iteration it + 1: the E psi of plane X0 + it (and the x-CPML's H psi, completed on that
 // plane) and the y and z CPMLs' H psi of plane X0 + it + 1 (H starts there), for the thread's
-// cells in each slab (st: a steady iteration's, a: the thread has window cells, halo ones too); it = -1
-// before the march (H of plane X0). Slots as in cpml_term's calls.
+// cells in each slab (st: a steady iteration's; a: the thread has window cells, halo ones
+// too); it = -1 before the march (H of plane X0). Slots as in cpml_term's calls.
 #define PSI_COPY(ch, slot, arr, at) cp_async1(&ch_old(ch, pslot, 0, 0, slot), arr + (at))
-#define PSI_PREFETCH(it, st, a)                                                                    \
+#define PSI_PREFETCH(it, st, a)                                                               \
   {                                                                                           \
     const int pslot = (int)((unsigned)((it) + CH_SLOTS) % (unsigned)CH_SLOTS);                \
     const bool e_in = (it) >= 0 && ((st) || (it) < NXW), h_in = (st) || (it) + 1 < NXW;      \
@@ -120,8 +120,14 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int par, int s, int
 #if PML1 && CHAIN_SMEM1
 #define PSI_Y(k)                                                                               \
   if (INSLAB(gy[k], NY, L1)) {                                                                 \
-    if (e_in) { PSI_COPY(chy[k], 3, pin_E1_2, PIDX1(pe, gy[k], gz)); PSI_COPY(chy[k], 2, pin_E1_0, PIDX1(pe, gy[k], gz)); } \
-    if (h_in) { PSI_COPY(chy[k], 1, pin_H1_2, PIDX1(ph, gy[k], gz)); PSI_COPY(chy[k], 0, pin_H1_0, PIDX1(ph, gy[k], gz)); } \
+    if (e_in) {                                                                                \
+      PSI_COPY(chy[k], 3, pin_E1_2, PIDX1(pe, gy[k], gz));                                     \
+      PSI_COPY(chy[k], 2, pin_E1_0, PIDX1(pe, gy[k], gz));                                     \
+    }                                                                                          \
+    if (h_in) {                                                                                \
+      PSI_COPY(chy[k], 1, pin_H1_2, PIDX1(ph, gy[k], gz));                                     \
+      PSI_COPY(chy[k], 0, pin_H1_0, PIDX1(ph, gy[k], gz));                                     \
+    }                                                                                          \
   }
 #else
 #define PSI_Y(k)
@@ -129,8 +135,14 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int par, int s, int
 #if PML2 && CHAIN_SMEM2
 #define PSI_Z(k)                                                                               \
   if (INSLAB(gz, NZ, L2)) {                                                                    \
-    if (e_in) { PSI_COPY(chz[k], 3, pin_E2_1, PIDX2(pe, gy[k], gz)); PSI_COPY(chz[k], 2, pin_E2_0, PIDX2(pe, gy[k], gz)); } \
-    if (h_in) { PSI_COPY(chz[k], 1, pin_H2_1, PIDX2(ph, gy[k], gz)); PSI_COPY(chz[k], 0, pin_H2_0, PIDX2(ph, gy[k], gz)); } \
+    if (e_in) {                                                                                \
+      PSI_COPY(chz[k], 3, pin_E2_1, PIDX2(pe, gy[k], gz));                                     \
+      PSI_COPY(chz[k], 2, pin_E2_0, PIDX2(pe, gy[k], gz));                                     \
+    }                                                                                          \
+    if (h_in) {                                                                                \
+      PSI_COPY(chz[k], 1, pin_H2_1, PIDX2(ph, gy[k], gz));                                     \
+      PSI_COPY(chz[k], 0, pin_H2_0, PIDX2(ph, gy[k], gz));                                     \
+    }                                                                                          \
   }
 #else
 #define PSI_Z(k)
