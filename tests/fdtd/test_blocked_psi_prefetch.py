@@ -5,20 +5,14 @@ they land on a GPU is the GPU test's to check) and run on a GPU, against the XLA
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from test_blocked import _compare, _cpml_dielectric, _setup
-from test_blocked_aligned import _x_ends_vacuum
+from test_blocked_aligned import _x_ends_vacuum, gpu_float32_dipole_equals_xla
 from test_blocked_chains import _faces_case
 from test_blocked_cuda import _cpml_all_faces
 
-from emjax import fdtd
-from emjax.backend import precision_scope
-from emjax.fdtd import blocked
-from emjax.fdtd import step as engine
 from emjax.fdtd.blocked import cuda, cuda_advance, emulation
 from emjax.fdtd.blocked import split as cpml_split
-from emjax.fdtd.grid import CPML
 
 emulated = pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 
@@ -82,15 +76,6 @@ def test_gpu_prefetched_psi_equals_the_xla_step(monkeypatch, precision):
         if precision == "double":
             _compare(_cpml_all_faces((48, 48, 48)), 60, th=3, tile=(48, 16, 16), kernel="cuda")
             return
-        n = 48
-        g = fdtd.Grid((n,) * 3, 1.0, boundary=CPML(8), precision="single")
-        src = fdtd.PointDipole((20, 20, 20), 2, fdtd.GaussianPulse(frequency=0.08, bandwidth=0.5))
-        sim = fdtd.GridSimulation(g, sources=(src,), probes=(fdtd.Probe((24, 5, 20), 2),))
-        with precision_scope():
-            plan, arrays, state = _setup(sim, 60, jnp.float32)
-            ref, _, _ = engine.advance(plan, arrays, jax.tree_util.tree_map(jnp.copy, state), 60)
-            out, _, _ = blocked.advance(plan, arrays, state, 60, th=4, tile=(n, 24, 24), kernel="cuda")
-            E, Er = np.stack(out["E"]), np.stack(ref["E"])
-            assert np.abs(E - Er).max() <= 1e-5 * np.abs(Er).max()
+        gpu_float32_dipole_equals_xla()
     finally:
         jax.clear_caches()

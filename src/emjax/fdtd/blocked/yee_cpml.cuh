@@ -117,33 +117,25 @@ __device__ __forceinline__ REAL cpml_term(Chain &ch, int it, int par, int s, int
 #else
 #define PSI_X(k)
 #endif
-#if PML1 && CHAIN_SMEM1
-#define PSI_Y(k)                                                                               \
-  if (INSLAB(gy[k], NY, L1)) {                                                                 \
+// a y or z axis: E psi on plane pe (slots 3, 2), H psi on plane ph (slots 1, 0)
+#define PSI_YZ(ch, inslab, PIDX, e3, e2, h1, h0, k)                                            \
+  if (inslab) {                                                                                \
     if (e_in) {                                                                                \
-      PSI_COPY(chy[k], 3, pin_E1_2, PIDX1(pe, gy[k], gz));                                     \
-      PSI_COPY(chy[k], 2, pin_E1_0, PIDX1(pe, gy[k], gz));                                     \
+      PSI_COPY(ch, 3, e3, PIDX(pe, gy[k], gz));                                                \
+      PSI_COPY(ch, 2, e2, PIDX(pe, gy[k], gz));                                                \
     }                                                                                          \
     if (h_in) {                                                                                \
-      PSI_COPY(chy[k], 1, pin_H1_2, PIDX1(ph, gy[k], gz));                                     \
-      PSI_COPY(chy[k], 0, pin_H1_0, PIDX1(ph, gy[k], gz));                                     \
+      PSI_COPY(ch, 1, h1, PIDX(ph, gy[k], gz));                                                \
+      PSI_COPY(ch, 0, h0, PIDX(ph, gy[k], gz));                                                \
     }                                                                                          \
   }
+#if PML1 && CHAIN_SMEM1
+#define PSI_Y(k) PSI_YZ(chy[k], INSLAB(gy[k], NY, L1), PIDX1, pin_E1_2, pin_E1_0, pin_H1_2, pin_H1_0, k)
 #else
 #define PSI_Y(k)
 #endif
 #if PML2 && CHAIN_SMEM2
-#define PSI_Z(k)                                                                               \
-  if (INSLAB(gz, NZ, L2)) {                                                                    \
-    if (e_in) {                                                                                \
-      PSI_COPY(chz[k], 3, pin_E2_1, PIDX2(pe, gy[k], gz));                                     \
-      PSI_COPY(chz[k], 2, pin_E2_0, PIDX2(pe, gy[k], gz));                                     \
-    }                                                                                          \
-    if (h_in) {                                                                                \
-      PSI_COPY(chz[k], 1, pin_H2_1, PIDX2(ph, gy[k], gz));                                     \
-      PSI_COPY(chz[k], 0, pin_H2_0, PIDX2(ph, gy[k], gz));                                     \
-    }                                                                                          \
-  }
+#define PSI_Z(k) PSI_YZ(chz[k], INSLAB(gz, NZ, L2), PIDX2, pin_E2_1, pin_E2_0, pin_H2_1, pin_H2_0, k)
 #else
 #define PSI_Z(k)
 #endif
