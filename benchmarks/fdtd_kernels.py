@@ -185,6 +185,14 @@ def _timed(fn, sim, steps, dtype):
     )
 
 
+def parse_config(cfg: str) -> tuple:
+    """(TH, (y tile, z tile), rows per thread) of "TH,TILE,RY", TILE one size ("16") or
+    "YxZ" ("10x26")."""
+    th, tile, ry = cfg.split(",")
+    by, _, bz = tile.partition("x")
+    return int(th), (int(by), int(bz or by)), int(ry)
+
+
 def bytes_model(n, th, tile, itemsize, coef):
     if th is None:
         return (18 + coef) * itemsize
@@ -200,7 +208,10 @@ def main(argv=None):
     ap.add_argument("--precision", nargs="+", default=["single"])
     ap.add_argument("--material", nargs="+", default=["vacuum"])
     ap.add_argument(
-        "--configs", nargs="+", default=["4,24,2", "3,26,2", "2,28,2"], help="TH,tile,rows per thread"
+        "--configs",
+        nargs="+",
+        default=["4,24,2", "3,26,2", "2,28,2"],
+        help="TH,tile,rows per thread (tile: N or YxZ)",
     )
     ap.add_argument(
         "--split", nargs="+", default=["on"], choices=["on", "off"], help="the CPML as a kernel of its own"
@@ -357,12 +368,12 @@ def main(argv=None):
                         rows_of = {"default": face_rows0, "bulk": None}
                         cpml_split.FACE_ROWS_PER_THREAD = rows_of[frows] if frows in rows_of else int(frows)
                         cuda_kernel.COEF_RING = ring == "on"  # a static argument of the driver
-                        th, b, ry = (int(v) for v in cfg.split(","))
+                        th, (by, bz), ry = parse_config(cfg)
                         row = {
                             **case,
                             "path": "blocked-cuda",
                             "th": th,
-                            "tile": [b, b],
+                            "tile": [by, bz],
                             "rows_per_thread": ry,
                             "split_cpml": split == "on",
                             "cpml_kernels": ck if split == "on" else None,
@@ -373,13 +384,13 @@ def main(argv=None):
                             "steady": stdy,
                             "face_rows": frows,
                         }
-                        fn = lambda p, ar, st, k, th=th, b=b, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
+                        fn = lambda p, ar, st, k, th=th, by=by, bz=bz, ry=ry, n=n, sp=split: blocked.advance(  # noqa: E731
                             p,
                             ar,
                             st,
                             k,
                             th=th,
-                            tile=(n, b, b),
+                            tile=(n, by, bz),
                             kernel="cuda",
                             rows_per_thread=ry,
                             split_cpml=sp == "on",
@@ -389,7 +400,7 @@ def main(argv=None):
                         except Exception as e:  # noqa: BLE001
                             emit({**row, "error": str(e).splitlines()[0][:300]})
                             continue
-                        bpu = bytes_model(n, th, (b, b), item, coef)
+                        bpu = bytes_model(n, th, (by, bz), item, coef)
                         rate = n**3 * a.steps / s
                         rel = float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
                         emit(

@@ -137,7 +137,9 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=128, help="the grid's N (N^3; the code hardly depends on it)")
     ap.add_argument("--precision", default="single", choices=["single", "double"])
     ap.add_argument("--boundary", default="cpml", choices=["cpml", "pec"])
-    ap.add_argument("--configs", nargs="+", default=["4,24,2"], help="TH,tile,rows per thread")
+    ap.add_argument(
+        "--configs", nargs="+", default=["4,24,2"], help="TH,tile,rows per thread (tile: N or YxZ)"
+    )
     ap.add_argument("--cpml-block", default="auto", help="the CPML kernels' windows' own cells, YxZ")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--sass", action="store_true", help="also the march's loops and levels (nvdisasm)")
@@ -155,6 +157,7 @@ def main(argv=None):
     if args.precision == "double":
         jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
+    from fdtd_kernels import parse_config
     from fdtd_settings import apply  # (this script's folder)
 
     from emjax.fdtd import step as engine
@@ -170,9 +173,9 @@ def main(argv=None):
     arrays, pml = engine.coefficients(sim, dtype)
     plan = engine.make_plan(sim, 8, dtype, arrays, pml)
     for cfg in args.configs:
-        th, tile, ry = (int(v) for v in cfg.split(","))
+        th, tile, ry = parse_config(cfg)
         cbox = coef_box.find(plan, arrays) if args.material != "vacuum" else None
-        spec = replace(cuda_advance.make_spec(plan, arrays, dtype, th, (tile, tile), cbox=cbox), ry=ry)
+        spec = replace(cuda_advance.make_spec(plan, arrays, dtype, th, tile, cbox=cbox), ry=ry)
         parts = split.split(spec) if any(spec.pml) else None
         kernels = [("bulk", spec)] if parts is None else [("bulk", parts[0])]
         if parts is not None and parts[1] is not None:

@@ -224,6 +224,7 @@ def test_emulated_bulk_tail_in_pieces(monkeypatch):
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "SLOTS", 7)
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)  # (the layout of one CPML kernel)
     sim = _cpml_all_faces((24, 22, 18))
     plan, arrays, _ = _setup(sim, 5)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
@@ -241,6 +242,7 @@ def test_emulated_cpml_kernel_with_its_own_window(monkeypatch):
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "CPML_BLOCK", (3, 4))
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)  # (the layout of one CPML kernel)
     sim = _cpml_all_faces()
     plan, arrays, _ = _setup(sim, 5)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
@@ -317,6 +319,7 @@ def test_emulated_bulk_leaves_covered_tiles(monkeypatch):
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "GROUP_BY_AXES", True)
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)
     sim = _cpml_all_faces()
     plan, arrays, _ = _setup(sim, 5)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))

@@ -19,7 +19,7 @@ def test_rows_left_out_by_precision(monkeypatch):
 
 def test_aligned_by_precision(monkeypatch):
     """The face rows aligned by default in float32 (the 512^3 benchmark: the bulk over the
-    interior from 16 cells), not in float64; the flag set holds for both."""
+    interior from 16 cells) and in float64; the flag set holds for both."""
     from emjax.fdtd import step as engine
     from emjax.fdtd.bench import benchmark_simulation
     from emjax.fdtd.blocked import cuda_advance
@@ -32,8 +32,10 @@ def test_aligned_by_precision(monkeypatch):
         plan = engine.make_plan(sim, 8, dtype, arrays, pml)
         specs[dtype] = cuda_advance.make_spec(plan, arrays, dtype, 4, (24, 24))
     assert cpml_split.aligned(specs[jnp.float32]) == (((16, 480), (16, 480)), (16, 16))
+    assert cpml_split.aligned(specs[jnp.float64]) is not None
+    monkeypatch.setattr(cpml_split, "ALIGNED_DEFAULT", {4: True})
     assert cpml_split.aligned(specs[jnp.float64]) is None
     monkeypatch.setattr(cpml_split, "ALIGNED", True)
     assert cpml_split.aligned(specs[jnp.float64]) is not None
     monkeypatch.setattr(cpml_split, "ALIGNED", False)
-    assert cpml_split.aligned(specs[jnp.float32]) is None
+    assert cpml_split.aligned(specs[jnp.float32]) is None and cpml_split.aligned(specs[jnp.float64]) is None

@@ -106,12 +106,12 @@ def test_auto_keeps_xla_with_monitors_blocked_takes_them(monkeypatch):
 
 def test_default_tiling_by_precision_and_window_passes():
     """The measured best tilings: float32 TH = 4 (24 x 24, 2 rows per thread); float64 TH = 3
-    (16 x 16, one row), or TH = 2 (20 x 20) where a window's passes of th steps need a
+    (10 x 26, one row), or TH = 2 (20 x 20) where a window's passes of th steps need a
     divisor of th."""
     from emjax.fdtd.blocked import choice
 
     assert choice.default_tiling(np.float32) == (4, (1 << 30, 24, 24), 2)
-    assert choice.default_tiling(np.float64) == (3, (1 << 30, 16, 16), 1)
-    assert choice.default_tiling(np.float64, within=6) == (3, (1 << 30, 16, 16), 1)
+    assert choice.default_tiling(np.float64) == (3, (1 << 30, 10, 26), 1)
+    assert choice.default_tiling(np.float64, within=6) == (3, (1 << 30, 10, 26), 1)
     assert choice.default_tiling(np.float64, within=32) == (2, (1 << 30, 20, 20), 1)
     assert choice.default_tiling(np.float64, within=5)[0] == 3  # none divides: the best

@@ -108,8 +108,13 @@ def auto_reason(plan, dtype) -> str | None:
 #: Again on an H200 with a CPML, later kernels (G cell/s; the next plane read at level 3):
 #: float32 (4, 24, 2) 106.0, (4, 24, 1) 93.5 (1024 threads of 64 registers), (4, 20, 1) 77.7,
 #: (5, 22, 2) 68.8, (3, 26, 2) 66.6, (4, 28, 2) 39.9; float64 (3, 16, 1) 42.7, (3, 18, 1) 29.7,
-#: (4, 16, 1) 24.5
-TILINGS = {4: ((4, 24, 2),), 8: ((3, 16, 1), (2, 20, 1))}
+#: (4, 16, 1) 24.5. A tile is one size (square) or (y, z). Float64 later (H200, 512^3, one
+#: lease; the psi prefetch, the CPML's face rows aligned, :data:`.split.ALIGNED_DEFAULT`): tiles
+#: of 10 x 26, whose 16 x 32 windows make each warp one whole z row of the window (the 22 x 22
+#: windows of 16 x 16 spread a warp over two rows), 55.2 G cell/s against 52.7 for 16 x 16;
+#: PEC walls (no CPML) 70.1 against 63.2; (4, 14, 1) 44.6, (4, 12, 1) 36.6, (4, (8, 24), 1)
+#: 46.9, (3, (8, 26), 1) 48.8, (3, (12, 26), 1) 47.1 (576 threads: spills), (3, (10, 24), 1) 52.7
+TILINGS = {4: ((4, 24, 2),), 8: ((3, (10, 26), 1), (2, 20, 1))}
 
 
 def default_tiling(dtype, within: int | None = None) -> tuple:
@@ -117,7 +122,8 @@ def default_tiling(dtype, within: int | None = None) -> tuple:
     step count the TH must divide (the window's passes), where one of them does."""
     options = TILINGS[np.dtype(dtype).itemsize]
     th, b, ry = next((o for o in options if within is None or within % o[0] == 0), options[0])
-    return th, (1 << 30, b, b), ry
+    by, bz = (b, b) if np.isscalar(b) else b
+    return th, (1 << 30, by, bz), ry
 
 
 @dataclass(frozen=True)

@@ -240,8 +240,10 @@ X_SLABS_APART = False
 ALIGNED = None
 #: measured with a CPML, one GPU: float32 at 512^3 on an H100 67.3 G cell/s against 61.5, on
 #: an H200 68.7 against 63.5; on an H100 (24 steps) at 256^3 34.2 against 30.3, at 1024^3
-#: 81.9 against 82.8; float64 (TH = 3) at 512^3 on an H200 35.0 against 36.0
-ALIGNED_DEFAULT = {4: True}
+#: 81.9 against 82.8; float64 (TH = 3) at 512^3 on an H200 35.0 against 36.0. Later (H200,
+#: 512^3, one lease, with the CPML's psi prefetched): float64 with tiles of 16 x 16 52.7
+#: against 49.6, with tiles of 10 x 26 (:data:`.choice.TILINGS`) 55.2
+ALIGNED_DEFAULT = {4: True, 8: True}
 #: with :data:`ALIGNED`, the face rows' windows end at the walls (y and z): TH halo cells on
 #: the inner side only, where the others also compute TH cells past the wall that no own cell
 #: needs (at 512^3, windows of 20 x 32 cells for 24 x 32)
@@ -267,7 +269,13 @@ CHAIN_SMEM_LIMIT = 160 * 1024
 #: 0.95 ms and the others 0.68 (one wave of CTAs: the slowest sets the time). Where all three
 #: do not fit, as many as do, the face's own axis first (not timed)
 FACE_ROWS_PER_THREAD = 1
+#: None: by the precision and tile (:data:`FACE_ALONG_DEFAULT`); one size, or (along y for
+#: the z faces, along z for the y faces), None in either place for the bulk's tile
 FACE_ALONG = None
+#: by (item size, the bulk's tile): float64's tiles of 10 x 26 give the z faces 16 own cells
+#: along y (windows of 22 along y, where 10 own cells took windows of 16); H200, 512^3, one
+#: lease: 56.7 G cell/s against 55.2 (20 along y: 55.1, spilling)
+FACE_ALONG_DEFAULT = {(8, (10, 26)): (16, None)}
 FACE_MIN_CTAS = 1
 FACE_CHAINS_OWN_AXIS = False
 #: the y faces' windows over the z-CPML (the corners, whose CTAs take the longest: 0.95 ms
@@ -420,8 +428,12 @@ def _windows(spec: Spec, block: tuple, wall: int = 0, ry: int | None = None) -> 
 
 def face_along(spec: Spec) -> tuple:
     """The face rows' own cells along their faces: (along y for the z faces, along z for the
-    y faces), :data:`FACE_ALONG` or the bulk's tile."""
-    return FACE_ALONG or spec.block[0], FACE_ALONG or spec.block[1]
+    y faces), :data:`FACE_ALONG` (one size, or a pair: along y, along z) or the bulk's tile."""
+    along = FACE_ALONG
+    if along is None:
+        along = FACE_ALONG_DEFAULT.get((spec.itemsize, tuple(spec.block[:2])))
+    ay, az = along if isinstance(along, tuple) else (along, along)
+    return ay or spec.block[0], az or spec.block[1]
 
 
 def walls_of(spec: Spec) -> tuple:
