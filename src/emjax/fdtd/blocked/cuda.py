@@ -208,6 +208,11 @@ def prefetch_level(spec: Spec) -> int:
 #: to local memory); an eps 2.25 sphere 102.81, 102.84 (99.26-99.37 without, another lease)
 PSI_PREFETCH = True
 
+#: the window's outermost y rows of the fields that no own cell's cone of TH steps reaches
+#: left unread (``LOAD_NEXT`` in yee_march.cuh): of a window's 6 WY row loads a plane, 5 fewer
+#: (float64's windows of 16 rows: 5.2%); not in the y faces' windows that end at a wall
+HALO_TRIM = False
+
 #: in kernels whose curl is the differences alone (:func:`fold_dx`), 1/dx multiplies dt and
 #: cb (literals where those are) instead of each difference: by ptxas (sm_90, float32, 512^3,
 #: a 10-cell CPML, dx = 0.05) the bulk's steady loop takes 996 instructions without it (8
@@ -350,6 +355,7 @@ def source(spec: Spec) -> str:
     skip = SKIP_SPENT_ROWS if SKIP_SPENT_ROWS is not None else SKIP_SPENT_DEFAULT.get(spec.itemsize, False)
     d["SKIP_SPENT"] = int(skip and not spec.wall)  # (its spent rows assume halos on both sides)
     d["WALLWIN"] = spec.wall
+    d["HALO_TRIM"] = int(bool(HALO_TRIM) and spec.wall != 1)
     d["PROFILE_REGS"] = int(PROFILE_REGS and spec.wall != 0)
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())

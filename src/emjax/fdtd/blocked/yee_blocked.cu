@@ -211,10 +211,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
   // plane i + 1 is read into registers while plane i is worked on
   REAL nxt[RY][6];
   FOR_K {
-    if (active) {
-      nxt[k][0] = ex[col[k]]; nxt[k][1] = ey[col[k]]; nxt[k][2] = ez[col[k]];
-      nxt[k][3] = hx[col[k]]; nxt[k][4] = hy[col[k]]; nxt[k][5] = hz[col[k]];
-    }
+    for (int c = 0; c < 6; ++c) nxt[k][c] = (REAL)0;
+    if (active) LOAD_NEXT(k, col[k]);
   }
 #define NEXT(f, k) nxt[k][f]
   int task = 0;  // running level count: the shared-memory set alternates with it
@@ -268,8 +266,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
         FOR_K {
           if (act && (ST || i + 1 < NXW)) {
             const IDXT at = col[k] + (i + 1) * plane;
-            nxt[k][0] = ex[at]; nxt[k][1] = ey[at]; nxt[k][2] = ez[at];
-            nxt[k][3] = hx[at]; nxt[k][4] = hy[at]; nxt[k][5] = hz[at];
+            LOAD_NEXT(k, at);
           }
         }
       }

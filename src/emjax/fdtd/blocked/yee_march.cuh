@@ -111,6 +111,26 @@ struct Mode {
 // every thread of the CTA has window columns (no idle threads in the last warp)
 #define ALL_ACTIVE (WY * WZ == RY * NTHREADS)
 
+// a plane's six fields of row k at ``at`` into nxt[k]. HALO_TRIM (windows with TH halo rows on
+// both sides in y): no own cell's cone of TH steps reaches the window's last row of Ey, Hx, Hz
+// and Hy, nor its first row of Hy (the y differences: H's forward, E's backward), so those
+// loads are left out (their values, 0 or the plane before, feed only cells no one reads)
+#if HALO_TRIM
+#define LOAD_NEXT(k, at)                                                                      \
+  do {                                                                                        \
+    const bool far_ = ly[k] == WY - 1, near_ = ly[k] == 0;                                    \
+    nxt[k][0] = ex[at]; nxt[k][2] = ez[at];                                                   \
+    if (!far_) { nxt[k][1] = ey[at]; nxt[k][3] = hx[at]; nxt[k][5] = hz[at]; }                \
+    if (!far_ && !near_) nxt[k][4] = hy[at];                                                  \
+  } while (0)
+#else
+#define LOAD_NEXT(k, at)                                                                      \
+  do {                                                                                        \
+    nxt[k][0] = ex[at]; nxt[k][1] = ey[at]; nxt[k][2] = ez[at];                               \
+    nxt[k][3] = hx[at]; nxt[k][4] = hy[at]; nxt[k][5] = hz[at];                               \
+  } while (0)
+#endif
+
 // The march: iterations [STEADY_FIRST, NXW - 2] are steady, but those on planes with point sources,
 // probes or monitor boxes (STEADY_FREE of the planes they work on: their code stays out of
 // the steady ones, and so do its registers); they run STEADY_N at a time (2: the carried
