@@ -210,7 +210,10 @@ PSI_PREFETCH = True
 
 #: the window's outermost y rows of the fields that no own cell's cone of TH steps reaches
 #: left unread (``LOAD_NEXT`` in yee_march.cuh): of a window's 6 WY row loads a plane, 5 fewer
-#: (float64's windows of 16 rows: 5.2%); not in the y faces' windows that end at a wall
+#: (float64's windows of 16 rows: 5.2%); not in the y faces' windows that end at a wall. By
+#: ptxas float64's bulk loop grows 468 -> 490 instructions (the kept values' moves). H200,
+#: 512^3, a CPML, one lease: float32 121.49 against 120.74 G cell/s, float64 49.03 against
+#: 56.59 (not yet profiled: no spills by ptxas). Off
 HALO_TRIM = False
 
 #: in kernels whose curl is the differences alone (:func:`fold_dx`), 1/dx multiplies dt and
