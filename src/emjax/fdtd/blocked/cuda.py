@@ -17,7 +17,9 @@ launched from XLA, so that it runs inside ``jax.jit`` like any other operation.
 
 from __future__ import annotations
 
+import re
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -297,8 +299,12 @@ def _literal(v) -> str:
     return repr(float(v))
 
 
-def source(spec: Spec) -> str:
-    """The kernel's full source for ``spec``: generated header + ``yee_blocked.cu``."""
+def source(spec: Spec, nthreads: int | None = None) -> str:
+    """The kernel's full source for ``spec``: generated header + ``yee_blocked.cu``
+    (``nthreads``: a CTA's threads where a launch of several kernels takes more than this
+    one's; :func:`merged_source` where ``spec`` is such a launch)."""
+    if spec.merged:
+        return merged_source(spec)
     real = "float" if spec.dtype == "float32" else "double"
     nx, ny, nz = spec.shape
     span = spec.span or ((0, ny), (0, nz))
@@ -314,7 +320,7 @@ def source(spec: Spec) -> str:
         "BZ": spec.block[1],
         "WY": spec.window[0],
         "WZ": spec.window[1],
-        "NTHREADS": spec.threads,
+        "NTHREADS": nthreads or spec.threads,
         "MIN_CTAS": spec.min_ctas,
         "RY": spec.ry,
         "INV_DX": _literal(1.0 / spec.dx),
@@ -400,17 +406,51 @@ def source(spec: Spec) -> str:
             off += spec.th * int(np.prod(cnt))
         d["BOX_TABLE"] = ", ".join("{" + ", ".join(f"{v}L" for v in r) + "}" for r in rows)
         d["XMASK_TABLE"] = ", ".join(f"{m}ull" for m in xmask)
-    params = [f"const {'int' if name in INTS else real} *__restrict__ {name}" for name, _ in inputs(spec)]
-    # the outputs' buffers also come in as operands (XLA aliases them to the results, so a
-    # loop of passes ping-pongs between two copies of the state without copying)
-    params += [f"{real} *__restrict__ alias_{name}" for name, _ in aliased(spec)]
-    params += [f"{real} *__restrict__ {name}" for name, _ in outputs(spec)]
-    d["PARAMS"] = ", ".join(params)
+    d["PARAMS"] = ", ".join(kernel_params(spec))
     head = "\n".join(f"#define {k} {v}" for k, v in d.items())
     helpers = (HERE / "yee_helpers.cuh").read_text()  # TF/SF and Drude device code
     cpml = (HERE / "yee_cpml.cuh").read_text()  # the CPML's psi indices, chains, correction
     march = (HERE / "yee_march.cuh").read_text()  # boxes, asynchronous copies, iteration kinds
     return head + "\n" + helpers + cpml + march + (HERE / "yee_blocked.cu").read_text()
+
+
+def kernel_params(spec: Spec) -> list:
+    """The kernel's parameters, "type name": inputs, the outputs' buffers (which also come in
+    as operands: XLA aliases them to the results, so a loop of passes ping-pongs between two
+    copies of the state without copying), then the outputs."""
+    real = "float" if spec.dtype == "float32" else "double"
+    params = [f"const {'int' if name in INTS else real} *__restrict__ {name}" for name, _ in inputs(spec)]
+    params += [f"{real} *__restrict__ alias_{name}" for name, _ in aliased(spec)]
+    return params + [f"{real} *__restrict__ {name}" for name, _ in outputs(spec)]
+
+
+_ENTRY = 'extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PARAMS) {'
+
+
+def merged_source(spec: Spec) -> str:
+    """One kernel that runs each of ``spec.merged``'s kernels on its own rows of the launch's
+    table (CTAs in the table's order): each kernel's source in a namespace of its own as a
+    device function, its macros undefined after it, and an entry that picks one by the CTA's
+    index. The kernels take the same parameters (checked)."""
+    out, cases, first = [], [], 0
+    for j, part in enumerate(spec.merged):
+        if kernel_params(part) != kernel_params(replace(spec.merged[0], ntask=part.ntask)):
+            raise ValueError("kernels of one launch must take the same parameters")
+        text = source(part, nthreads=spec.threads)
+        if _ENTRY not in text:
+            raise AssertionError("yee_blocked.cu's kernel line changed")
+        text = text.replace(_ENTRY, "__device__ __forceinline__ void yee_part(PARAMS) {")
+        macros = sorted(set(re.findall(r"^\s*#\s*define\s+(\w+)", text, re.M)))
+        out.append(f"namespace emjax_part{j} {{\n{text}\n}}\n" + "".join(f"#undef {m}\n" for m in macros))
+        first += part.ntask
+        cases.append(f"if (blockIdx.x < {first}) emjax_part{j}::yee_part(ARGS); else")
+    names = [p.rsplit(" ", 1)[1] for p in kernel_params(spec)]
+    entry = (
+        f"#define ARGS {', '.join(names)}\n"
+        f'extern "C" __global__ void __launch_bounds__({spec.threads}, {spec.merged[0].min_ctas}) '
+        f"yee_blocked({', '.join(kernel_params(spec))}) {{\n  " + "\n  ".join(cases) + " {}\n}\n#undef ARGS\n"
+    )
+    return "".join(out) + entry
 
 
 # ----------------------------------------------------------------- the XLA custom call

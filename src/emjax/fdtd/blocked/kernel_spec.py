@@ -98,6 +98,10 @@ class Spec:
     # two x slabs, a bulk without x walls: the planes each leaves out at the grid's x end it
     # holds (the x-CPML's L, whose L + TH planes the x rows own: :data:`.split.BULK_X_INSIDE_SLABS`)
     xin: int = 0
+    # one launch of several kernels (:mod:`.launches`): their specs, each of its own ``ntask``
+    # rows, one after another in this launch's table (``ntask``: all of them); the CTA takes
+    # the most threads and shared memory of any of them. (): this spec's own kernel
+    merged: tuple = ()
 
     @property
     def box_cells(self) -> int:
@@ -114,6 +118,8 @@ class Spec:
 
     @property
     def threads(self) -> int:
+        if self.merged:
+            return max(m.threads for m in self.merged)
         return threads_of(self.window, self.ry)
 
     @property
@@ -168,6 +174,8 @@ class Spec:
 
     @property
     def smem_bytes(self) -> int:
+        if self.merged:
+            return max(m.smem_bytes for m in self.merged)
         w = self.window[0] * self.window[1]
         ring = (self.th + 1) * sum(n for _, n in self.ring)
         return (12 + self.chains + ring) * w * self.itemsize

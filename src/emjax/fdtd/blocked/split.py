@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import bulk as bulk_mod
-from . import xvirtual
+from . import launches, xvirtual
 from .bulk import bulk_tiles, hole, hole_rows, meets_box, tail
 from .cuda import Spec, fit_rows
 from .tiling import (
@@ -562,9 +562,10 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     if trows:
         tail_rec = tuple(m for m in sorted(in_tail) if m not in last)
         tail_spec = replace(spec, **plain, **lit, record=tail_rec, ntask=len(trows))
-    fixes = []
+    fixes, tags = [], []
     for g, (key, idx) in enumerate(order):
         rec = tuple(m for m, h in last.items() if h == g)
+        tags.append(key[0][3] if key != "box" and len(key[0]) > 3 else None)
         if key == "box":
             ry = BOX_ROWS_PER_THREAD or spec.ry
             ry = ry if spec.window[0] % ry == 0 else spec.ry  # (a last, shorter pass's windows)
@@ -590,4 +591,4 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
         elif CHAINS_IN_SMEM and CHAIN_AXES_APART and not sp.chain_smem and not x_off:
             sp = replace(sp, chain_axes=chain_axes(sp, mask, sp.smem_limit))
         fixes.append((sp, tuple(idx)))
-    return bulk, tail_spec, fixes, rows + trows
+    return bulk, tail_spec, launches.merge_faces(fixes, tags), rows + trows

@@ -1,0 +1,58 @@
+"""Several kernels of a pass in one launch (``launches.MERGE_FACES``): the CPML's y and z face
+rows' kernels, each compiled in a namespace of its own inside one entry that picks by the
+CTA's index. From a random state the pass equals the XLA step to 1e-12 (emulated)."""
+
+from dataclasses import replace
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_blocked import _setup
+from test_blocked_cuda import _cpml_all_faces
+from test_blocked_wall_windows import _assert_fields_and_psi_equal, _from_random_state
+
+from emjax.fdtd.blocked import cuda, cuda_advance, emulation, launches
+from emjax.fdtd.blocked import split as cpml_split
+
+
+def _faces(monkeypatch, merge: bool, shape=(12, 30, 26)):
+    monkeypatch.setattr(launches, "MERGE_FACES", merge)
+    monkeypatch.setattr(cpml_split, "ALIGNED", True)
+    jax.clear_caches()  # the settings are read while tracing
+    sim = _cpml_all_faces(shape)
+    plan, arrays, _ = _setup(sim, 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
+    return sim, cpml_split.split(spec)
+
+
+def test_the_faces_kernels_in_one_launch(monkeypatch):
+    """One fix where there were two: the y faces' rows then the z faces', the CTA the larger
+    of the two, each kernel's source in its namespace."""
+    _, (_, _, apart, rows) = _faces(monkeypatch, False)
+    _, (_, _, one, rows2) = _faces(monkeypatch, True)
+    assert rows2 == rows and len(one) == len(apart) - 1
+    (ys, yi), (zs, zi) = [f for f in apart if f[0].wall]
+    merged, idx = next(f for f in one if f[0].merged)
+    assert merged.merged == (ys, zs) and idx == yi + zi and merged.ntask == ys.ntask + zs.ntask
+    assert merged.grid == (len(idx), 1, 1)
+    assert merged.threads == max(ys.threads, zs.threads)
+    assert merged.smem_bytes == max(ys.smem_bytes, zs.smem_bytes)
+    text = cuda.source(merged)
+    assert text.count("namespace emjax_part") == 2 and f"if (blockIdx.x < {ys.ntask})" in text
+    assert f"__launch_bounds__({merged.threads}, " in text
+
+
+def test_kernels_of_other_parameters_are_refused(monkeypatch):
+    _, (_, _, apart, _) = _faces(monkeypatch, False)
+    (ys, _), (zs, _) = [f for f in apart if f[0].wall]
+    other = replace(zs, pml=(0,) + zs.pml[1:])  # (no x psi: other parameters)
+    with pytest.raises(ValueError, match="same parameters"):
+        cuda.source(replace(ys, ntask=ys.ntask + other.ntask, merged=(ys, other)))
+    assert launches.merge_faces([(ys, (0,)), (other, (1,))], ["y", "z"]) == [(ys, (0,)), (other, (1,))]
+
+
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+def test_one_launch_from_a_random_state_equals_the_xla_step(monkeypatch):
+    sim, _ = _faces(monkeypatch, True)
+    (out, _, _), (ref, _) = _from_random_state(sim, (12, 5, 6), 11)
+    _assert_fields_and_psi_equal(out, ref)
