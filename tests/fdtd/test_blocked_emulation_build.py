@@ -1,0 +1,30 @@
+"""The emulated kernel's build: ``emulate.h`` precompiled once per cache (GCC), each kernel
+built through it; where the precompiled header is unusable the build still succeeds from
+the header's text, and the kernels run the same."""
+
+import jax.numpy as jnp
+import pytest
+from test_blocked import _setup
+from test_blocked_cuda import _cpml_all_faces
+
+from emjax.fdtd.blocked import cuda_advance, emulation
+from emjax.fdtd.blocked import split as cpml_split
+
+
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+def test_kernels_build_through_the_precompiled_header_or_without(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMJAX_CACHE", str(tmp_path))
+    emulation._emulated_library_cached.cache_clear()
+    plan, arrays, _ = _setup(_cpml_all_faces(), 5)
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    bulk, _, fixes, _ = cpml_split.split(spec)
+    emulation._emulated_library(emulation.emulated_source(bulk))
+    gch = list(tmp_path.glob("*.h.gch"))
+    if not gch:  # a compiler that builds no precompiled header: the whole text each time
+        assert list(tmp_path.glob("yee_blocked_emu_*.so"))
+        return
+    gch[0].write_bytes(b"not a precompiled header")  # unusable: GCC falls back on the header
+    emulation._emulated_library_cached.cache_clear()
+    emulation._emulated_library(emulation.emulated_source(fixes[0][0]))
+    assert len(list(tmp_path.glob("yee_blocked_emu_*.so"))) == 2
+    assert not [p for p in tmp_path.iterdir() if p.suffix in (".cpp", ".tmp")]
