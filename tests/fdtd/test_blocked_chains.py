@@ -34,6 +34,7 @@ def test_emulated_chains_of_some_axes_in_shared_memory(monkeypatch, axes):
     monkeypatch.setattr(cpml_split, "CHAIN_AXES_APART", True)
     monkeypatch.setattr(cpml_split, "chains_fit", lambda *a, **k: False)  # not all of them
     monkeypatch.setattr(cpml_split, "chain_axes", lambda sp, mask, limit: axes)
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)  # (one CPML kernel)
     th, steps = 3, 14
     sim = _faces_case(th)
     plan, arrays, _ = _setup(sim, steps)

@@ -284,6 +284,7 @@ def test_emulated_x_slabs_in_a_kernel_of_their_own(monkeypatch):
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "X_SLABS_APART", True)
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)  # (the layout of one CPML kernel)
     sim = _cpml_all_faces()
     plan, arrays, _ = _setup(sim, 5)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
@@ -302,6 +303,7 @@ def test_emulated_face_marches_apart_from_the_x_ends(monkeypatch):
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "X_ENDS_APART", True)
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)  # (the layout of one CPML kernel)
     sim = _cpml_all_faces((24, 30, 26))
     plan, arrays, _ = _setup(sim, 5)
     spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))

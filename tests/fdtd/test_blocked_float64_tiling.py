@@ -14,7 +14,7 @@ from emjax import fdtd
 from emjax.backend import precision_scope
 from emjax.fdtd import blocked
 from emjax.fdtd import step as engine
-from emjax.fdtd.blocked import choice, cuda_advance, emulation
+from emjax.fdtd.blocked import choice, cuda, cuda_advance, emulation
 from emjax.fdtd.blocked import split as cpml_split
 from emjax.fdtd.grid import CPML
 
@@ -46,7 +46,11 @@ def test_float64_default_split_is_aligned_with_wider_z_face_windows():
 
 
 @pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
-def test_float64_default_tiling_from_a_random_state_equals_the_xla_step():
+@pytest.mark.parametrize("trim", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_float64_default_tiling_from_a_random_state_equals_the_xla_step(monkeypatch, trim):
+    """Also with ``cuda.HALO_TRIM`` (the rows no own cell's cone reaches left unread; the
+    z faces' windows too, with TH halo rows on both sides along y)."""
+    monkeypatch.setattr(cuda, "HALO_TRIM", trim)
     th, tile, ry = _default_tiling()
     sim = _cpml_all_faces(SHAPE)
     rng = np.random.default_rng(3)

@@ -2,15 +2,18 @@
 rows' kernels, each compiled in a namespace of its own inside one entry that picks by the
 CTA's index. From a random state the pass equals the XLA step to 1e-12 (emulated)."""
 
+import dataclasses
 from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from test_blocked import _setup
 from test_blocked_cuda import _cpml_all_faces
 from test_blocked_wall_windows import _assert_fields_and_psi_equal, _from_random_state
 
+from emjax import fdtd
 from emjax.fdtd.blocked import cuda, cuda_advance, emulation, launches
 from emjax.fdtd.blocked import split as cpml_split
 
@@ -48,11 +51,18 @@ def test_kernels_of_other_parameters_are_refused(monkeypatch):
     other = replace(zs, pml=(0,) + zs.pml[1:])  # (no x psi: other parameters)
     with pytest.raises(ValueError, match="same parameters"):
         cuda.source(replace(ys, ntask=ys.ntask + other.ntask, merged=(ys, other)))
+    monkeypatch.setattr(launches, "MERGE_FACES", True)
+    assert launches.merge_faces([(ys, (0,)), (zs, (1,))], ["y", "z"])[0][0].merged == (ys, zs)
     assert launches.merge_faces([(ys, (0,)), (other, (1,))], ["y", "z"]) == [(ys, (0,)), (other, (1,))]
 
 
 @pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
 def test_one_launch_from_a_random_state_equals_the_xla_step(monkeypatch):
+    """Fields, psi and the probes' records, probes in the y faces' and the z faces' rows."""
     sim, _ = _faces(monkeypatch, True)
-    (out, _, _), (ref, _) = _from_random_state(sim, (12, 5, 6), 11)
+    zprobe = fdtd.Probe((6, 15, 1), 0)  # a z face's cell over the interior's y
+    sim = dataclasses.replace(sim, probes=sim.probes + (zprobe,))
+    (out, rec, _), (ref, rec_ref) = _from_random_state(sim, (12, 5, 6), 11)
     _assert_fields_and_psi_equal(out, ref)
+    rec, rec_ref = np.asarray(rec), np.asarray(rec_ref)
+    assert np.abs(rec[:, -1]).max() > 0 and np.abs(rec - rec_ref).max() <= 1e-12 * np.abs(rec_ref).max()

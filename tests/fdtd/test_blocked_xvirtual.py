@@ -27,6 +27,7 @@ def test_emulated_x_ends_on_a_small_grid_marched_along_y(monkeypatch):
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "X_ENDS_VIRTUAL", True)
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)  # (the small grid is for one CPML kernel)
     shape = (24, 30, 26)
     g = fdtd.Grid(
         shape, 1.0, boundary=(CPML(thickness=2), CPML(thickness=2), CPML(thickness=2)), precision="double"
@@ -74,6 +75,7 @@ def test_gpu_x_ends_on_a_small_grid(monkeypatch, precision):
     from emjax.fdtd.blocked import split as cpml_split
 
     monkeypatch.setattr(cpml_split, "X_ENDS_VIRTUAL", True)
+    monkeypatch.setattr(cpml_split, "ALIGNED", False)  # (the aligned rows leave it no cells)
     g = fdtd.Grid((64, 64, 64), 1.0, boundary=CPML(thickness=8), precision=precision)
     src = (
         fdtd.PointDipole((17, 30, 33), 1, fdtd.GaussianPulse(frequency=0.12, bandwidth=0.5)),

@@ -319,7 +319,7 @@ X_ENDS_VIRTUAL = False
 #: rows recompute and own its L + TH planes at each end, so the bulk marches [L, NX - L)
 #: and writes [L + TH, NX - L - TH) (:func:`bulk_x_inside`): at 512^3 with a 10-cell CPML,
 #: 492 planes of 512. H200, 512^3 with a CPML (G cell/s): float32 112.6 against 106.0, an
-#: eps sphere 94.1 against 91.1 (float64's face rows are not aligned: it does not apply)
+#: eps sphere 94.1 against 91.1 (float64 since its face rows are aligned too)
 BULK_X_INSIDE = True
 
 
