@@ -14,7 +14,7 @@ from test_blocked_cuda import _cpml_all_faces
 from test_blocked_wall_windows import _assert_fields_and_psi_equal, _from_random_state
 
 from emjax import fdtd
-from emjax.fdtd.blocked import cuda, cuda_advance, emulation, launches
+from emjax.fdtd.blocked import choice, cuda, cuda_advance, emulation, launches
 from emjax.fdtd.blocked import split as cpml_split
 
 
@@ -66,3 +66,26 @@ def test_one_launch_from_a_random_state_equals_the_xla_step(monkeypatch):
     _assert_fields_and_psi_equal(out, ref)
     rec, rec_ref = np.asarray(rec), np.asarray(rec_ref)
     assert np.abs(rec[:, -1]).max() > 0 and np.abs(rec - rec_ref).max() <= 1e-12 * np.abs(rec_ref).max()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_gpu_one_launch_equals_the_xla_step(monkeypatch, precision):
+    """On a GPU (NVRTC builds the merged source): a 48^3 grid with a CPML on every face after
+    60 steps, the faces' kernels in one launch: float64 (the default tiling) every field,
+    psi and probe to 1e-12; float32 E to 1e-5."""
+    from test_blocked import _compare
+    from test_blocked_aligned import gpu_float32_dipole_equals_xla
+
+    monkeypatch.setattr(launches, "MERGE_FACES", True)
+    jax.clear_caches()
+    try:
+        if precision == "double":
+            th, tile, ry = choice.default_tiling(jnp.float64)
+            sim = _cpml_all_faces((48, 48, 64))
+            assert ry == 1
+            _compare(sim, 60, th=th, tile=(48, *tile[1:]), kernel="cuda")
+            return
+        gpu_float32_dipole_equals_xla()
+    finally:
+        jax.clear_caches()
