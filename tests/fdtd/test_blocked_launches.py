@@ -9,23 +9,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_blocked import _setup
 from test_blocked_cuda import _cpml_all_faces
-from test_blocked_wall_windows import _assert_fields_and_psi_equal, _from_random_state
+from test_blocked_wall_windows import _assert_fields_and_psi_equal, _from_random_state, _split
 
 from emjax import fdtd
-from emjax.fdtd.blocked import choice, cuda, cuda_advance, emulation, launches
-from emjax.fdtd.blocked import split as cpml_split
+from emjax.fdtd.blocked import choice, cuda, emulation, launches
 
 
-def _faces(monkeypatch, merge: bool, shape=(12, 30, 26)):
+def _faces(monkeypatch, merge: bool):
+    """(sim, split) of the aligned rows with windows that end at the walls, the faces'
+    kernels merged or not."""
     monkeypatch.setattr(launches, "MERGE_FACES", merge)
-    monkeypatch.setattr(cpml_split, "ALIGNED", True)
-    jax.clear_caches()  # the settings are read while tracing
-    sim = _cpml_all_faces(shape)
-    plan, arrays, _ = _setup(sim, 5)
-    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 6))
-    return sim, cpml_split.split(spec)
+    return _split(monkeypatch, True)
 
 
 def test_the_faces_kernels_in_one_launch(monkeypatch):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -434,7 +433,7 @@ def merged_source(spec: Spec) -> str:
     index. The kernels take the same parameters (checked)."""
     out, cases, first = [], [], 0
     for j, part in enumerate(spec.merged):
-        if kernel_params(part) != kernel_params(replace(spec.merged[0], ntask=part.ntask)):
+        if kernel_params(part) != kernel_params(spec.merged[0]):
             raise ValueError("kernels of one launch must take the same parameters")
         text = source(part, nthreads=spec.threads)
         if _ENTRY not in text:

@@ -41,11 +41,10 @@ def _emulated_library(text: str):
 FLAGS = ("-std=c++20", "-O1", "-fPIC", "-pthread")
 
 
-def _header(cache: Path) -> str | None:
-    """``emulate.h`` as a precompiled header in ``cache`` (its name, to #include; about 0.4 s
-    of the 1 s a kernel takes to build with GCC is its standard headers), or None where the
-    compiler builds none. Keyed on the header's text and the compiler."""
-    text = (HERE / "emulate.h").read_text()
+def _header(cache: Path, text: str) -> str | None:
+    """``emulate.h`` (``text``) as a precompiled header in ``cache`` (its name, to #include;
+    about 0.4 s of the 1 s a kernel takes to build with GCC is its standard headers), or None
+    where the compiler builds none. Keyed on the header's text and the compiler."""
     key = hashlib.sha256((text + _cxx()).encode()).hexdigest()[:16]
     name = f"emjax_emulate_{key}.h"
     if not (cache / f"{name}.gch").exists():
@@ -69,7 +68,7 @@ def _build(cache: Path, text: str, out: Path) -> subprocess.CompletedProcess:
     precompiled header where there is one, else (or where that fails) the whole text."""
     src = cache / f"{out.name}.cpp"
     head = (HERE / "emulate.h").read_text()
-    name = _header(cache) if text.startswith(head) else None
+    name = _header(cache, head) if text.startswith(head) else None
     res = None
     if name is not None:
         src.write_text(f'#include "{name}"\n' + text[len(head) :])

@@ -19,7 +19,7 @@
 // per such axis of CH_SLOTS x 4 values per window cell (a thread's own cells: no barrier):
 // plane p's psi stays in slot (p - X0) mod CH_SLOTS from level 1 to level TH, each level
 // updating it in place (the levels of one iteration are on TH different planes). The
-// caller passes the level's slot, ``ring``: (it - s) mod TH (:func:`chain_slot`), worked
+// caller passes the level's slot, ``ring``: (it - s) mod CH_SLOTS (:func:`chain_slot`), worked
 // out once a level for every chain (a modulo per use took 7 instructions twice a level).
 // With PSI_PREF the ring has CH_SLOTS = TH + 1 slots, and iteration it copies the psi that
 // level 1 takes in iteration it + 1 into slot it (PSI_PREFETCH): no level uses that slot in
