@@ -14,7 +14,7 @@ from test_blocked_cuda import _cpml_all_faces
 from emjax.backend import precision_scope
 from emjax.fdtd import blocked
 from emjax.fdtd import step as engine
-from emjax.fdtd.blocked import cuda, cuda_advance, emulation
+from emjax.fdtd.blocked import cuda, cuda_advance, emulation, launches
 from emjax.fdtd.blocked import split as cpml_split
 
 
@@ -164,12 +164,14 @@ def test_x_rows_one_row_a_thread_with_their_chains_in_local_memory(monkeypatch):
     _assert_fields_and_psi_equal(out, ref)
 
 
-def test_face_rows_chains_only_where_they_fit():
+def test_face_rows_chains_only_where_they_fit(monkeypatch):
     """The face rows keep every axis's psi chains in shared memory where they fit beside the
     buffers (TH = 4); at TH = 8 the y faces keep their own axis's, and where not even that
     fits (the z faces' windows of 40 x 32 cells) every chain goes to local memory; no kernel
     asks for more shared memory than it may, or for more than 1024 threads (the y faces'
-    windows of 26 x 40 cells take two rows a thread there, not one)."""
+    windows of 26 x 40 cells take two rows a thread there, not one). (The faces' kernels
+    apart: in one launch each keeps its own.)"""
+    monkeypatch.setattr(launches, "MERGE_FACES", False)
     walls, kappa, pml = (True,) * 3, (False,) * 3, (10, 10, 10)
     chains = {}
     for th in (4, 8):
