@@ -46,7 +46,9 @@ def test_float64_default_split_is_aligned_with_wider_z_face_windows():
 
 
 @pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
-@pytest.mark.parametrize("trim", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "trim", [False, pytest.param(True, marks=pytest.mark.slow), pytest.param("clamp", marks=pytest.mark.slow)]
+)
 def test_float64_default_tiling_from_a_random_state_equals_the_xla_step(monkeypatch, trim):
     """Also with ``cuda.HALO_TRIM`` (the rows no own cell's cone reaches left unread; the
     z faces' windows too, with TH halo rows on both sides along y)."""

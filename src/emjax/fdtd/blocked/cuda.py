@@ -214,7 +214,9 @@ PSI_PREFETCH = True
 #: (float64's windows of 16 rows: 5.2%); not in the y faces' windows that end at a wall. By
 #: ptxas float64's bulk loop grows 468 -> 490 instructions (the kept values' moves). H200,
 #: 512^3, a CPML, one lease: float32 121.49 against 120.74 G cell/s, float64 49.03 against
-#: 56.59 (not yet profiled: no spills by ptxas). Off
+#: 56.59 (not yet profiled: no spills by ptxas; by nvdisasm the steady loop's loads, 12 in one
+#: group without it, come in two groups with their predicates). "clamp": those loads read the
+#: next row in the window instead, unconditionally. Off
 HALO_TRIM = False
 
 #: in kernels whose curl is the differences alone (:func:`fold_dx`), 1/dx multiplies dt and
@@ -363,7 +365,7 @@ def source(spec: Spec, nthreads: int | None = None) -> str:
     skip = SKIP_SPENT_ROWS if SKIP_SPENT_ROWS is not None else SKIP_SPENT_DEFAULT.get(spec.itemsize, False)
     d["SKIP_SPENT"] = int(skip and not spec.wall)  # (its spent rows assume halos on both sides)
     d["WALLWIN"] = spec.wall
-    d["HALO_TRIM"] = int(bool(HALO_TRIM) and spec.wall != 1)
+    d["HALO_TRIM"] = (2 if HALO_TRIM == "clamp" else 1) if HALO_TRIM and spec.wall != 1 else 0
     d["PROFILE_REGS"] = int(PROFILE_REGS and spec.wall != 0)
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())

@@ -211,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
   // plane i + 1 is read into registers while plane i is worked on
   REAL nxt[RY][6];
   FOR_K {
-#if HALO_TRIM  // (the rows' fields it leaves out)
+#if HALO_TRIM == 1  // (the rows' fields it leaves out)
     for (int c = 0; c < 6; ++c) nxt[k][c] = (REAL)0;
 #endif
     if (active) LOAD_NEXT(k, col[k]);

@@ -115,7 +115,17 @@ struct Mode {
 // both sides in y): no own cell's cone of TH steps reaches the window's last row of Ey, Hx, Hz
 // and Hy, nor its first row of Hy (the y differences: H's forward, E's backward), so those
 // loads are left out (their values, 0 or the plane before, feed only cells no one reads)
-#if HALO_TRIM
+// HALO_TRIM 2: those loads read the row next to theirs in the window instead (a row another
+// load of the CTA reads too: the loads stay unconditional, the L1 may serve them)
+#if HALO_TRIM == 2
+#define LOAD_NEXT(k, at)                                                                      \
+  do {                                                                                        \
+    const IDXT in_ = (at) - (ly[k] == WY - 1 ? (IDXT)NZ : (IDXT)0);                           \
+    const IDXT hy_ = (at) + (ly[k] == 0 ? (IDXT)NZ : ly[k] == WY - 1 ? -(IDXT)NZ : (IDXT)0);  \
+    nxt[k][0] = ex[at]; nxt[k][1] = ey[in_]; nxt[k][2] = ez[at];                              \
+    nxt[k][3] = hx[in_]; nxt[k][4] = hy[hy_]; nxt[k][5] = hz[in_];                            \
+  } while (0)
+#elif HALO_TRIM
 #define LOAD_NEXT(k, at)                                                                      \
   do {                                                                                        \
     const bool far_ = ly[k] == WY - 1, near_ = ly[k] == 0;                                    \
