@@ -219,12 +219,6 @@ PSI_PREFETCH = True
 #: next row in the window instead, unconditionally. Off
 HALO_TRIM = False
 
-#: the bulk kernel and its tail (:func:`.split.split`) copy the next plane's six fields into
-#: shared memory with ``cp.async`` at the start of an iteration (two slots: 12 values a
-#: window cell more), where without it they are read into registers at the level
-#: ``PREFETCH_LEVEL``: the loads get a whole iteration, and the registers they took are free
-FIELD_RING = False
-
 #: in kernels whose curl is the differences alone (:func:`fold_dx`), 1/dx multiplies dt and
 #: cb (literals where those are) instead of each difference: by ptxas (sm_90, float32, 512^3,
 #: a 10-cell CPML, dx = 0.05) the bulk's steady loop takes 996 instructions without it (8
@@ -376,8 +370,6 @@ def source(spec: Spec, nthreads: int | None = None) -> str:
     ring = dict(spec.ring)
     d["NRING"] = sum(ring.values())
     d["RING_OFF"] = 12 + spec.chains
-    d["FRING"] = int(spec.field_ring)
-    d["FRING_OFF"] = 12 + spec.chains + (spec.th + 1) * d["NRING"]
     off = 0
     for key in ("ca", "cb", "pec"):
         d[f"RING_{key.upper()}"] = off if key in ring else -1

@@ -102,9 +102,6 @@ class Spec:
     # rows, one after another in this launch's table (``ntask``: all of them); the CTA takes
     # the most threads and shared memory of any of them. (): this spec's own kernel
     merged: tuple = ()
-    # the next plane's six fields copied into two slots of shared memory an iteration ahead
-    # (``cp.async``), not read into registers (:data:`.cuda.FIELD_RING`)
-    field_ring: bool = False
 
     @property
     def box_cells(self) -> int:
@@ -181,4 +178,4 @@ class Spec:
             return max(m.smem_bytes for m in self.merged)
         w = self.window[0] * self.window[1]
         ring = (self.th + 1) * sum(n for _, n in self.ring)
-        return (12 + self.chains + ring + 12 * self.field_ring) * w * self.itemsize
+        return (12 + self.chains + ring) * w * self.itemsize

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import bulk as bulk_mod
-from . import cuda, launches, xvirtual
+from . import launches, xvirtual
 from .bulk import bulk_tiles, hole, hole_rows, meets_box, tail
 from .cuda import Spec, fit_rows
 from .tiling import (
@@ -555,7 +555,7 @@ def split(spec: Spec, pieces: int | None = None, devices: int = 1) -> tuple | No
     plain = dict(pml=(0, 0, 0), kappa=(False, False, False))
     if BULK_WITHOUT_CPML_WALLS:
         plain["walls"] = tuple(w and not L for w, L in zip(spec.walls, spec.pml))
-    lit = dict(cbox_bg=gap is not None, min_ctas=BULK_MIN_CTAS, field_ring=cuda.FIELD_RING)  # (bulk, tail)
+    lit = dict(cbox_bg=gap is not None, min_ctas=BULK_MIN_CTAS)  # (the bulk and its tail)
     btiles = (*tiles, kept, *(gap or (0, 0, 0, 0)))
     bulk = replace(spec, **plain, **lit, record=rest, tiles=btiles, xmarch=xmarch, xin=xin)
     tail_spec = None

@@ -64,9 +64,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
   REAL *ring = smem + (IDXT)RING_OFF * W;
 #define RING(slot, v, k) ring[((slot) * NRING + (v)) * W + cell[k]]
 #endif
-#if FRING  // the next plane's fields (yee_march.cuh's FR)
-  REAL *fring = smem + (IDXT)FRING_OFF * W;
-#endif
 
   // thread -> one z position and RY rows of the window (rows r, r + WY / RY, ...)
   const int t = threadIdx.x;
@@ -211,12 +208,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
       hprev[s][k][0] = hprev[s][k][1] = (REAL)0;
     }
 
-#if FRING  // plane i + 1 is copied into shared memory as iteration i starts
-  FOR_K {
-    if (active) FRING_FILL(0, k, col[k]);
-  }
-#define NEXT(f, k) FR(i & 1, f, k)
-#else
   // plane i + 1 is read into registers while plane i is worked on
   REAL nxt[RY][6];
   FOR_K {
@@ -226,7 +217,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
     if (active) LOAD_NEXT(k, col[k]);
   }
 #define NEXT(f, k) nxt[k][f]
-#endif
   int task = 0;  // running level count: the shared-memory set alternates with it
   // one iteration of the march; ``Mode`` says whether it is a steady one (every level runs,
   // every cell updates: no guards) and, where known at compile time, the parities of the
@@ -261,12 +251,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
 #if PSI_PREF  // (yee_cpml.cuh)
     PSI_PREFETCH(i, ST, act)
 #endif
-#if FRING
-    FOR_K {
-      if (act && (ST || i + 1 < NXW)) FRING_FILL((i + 1) & 1, k, col[k] + (IDXT)(i + 1) * plane);
-    }
-#endif
-#if NRING || PSI_PREF || FRING
+#if NRING || PSI_PREF
     cp_async_commit_wait1();
 #endif
     REAL ef[RY][3], hin[RY][3];  // level s's inputs: E^{s-1}(q), H^{s-1}(q)
@@ -279,7 +264,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
     }
 #pragma unroll
     for (int s = 1; s <= TH; ++s) {
-#if !FRING
       if (s == PREFETCH_LEVEL) {  // plane i + 1, read while the levels from this one work
         FOR_K {
           if (act && (ST || i + 1 < NXW)) {
@@ -288,7 +272,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_CTAS) yee_blocked(PAR
           }
         }
       }
-#endif
       if (!ST && (i < s - 1 || i > NXW - 1 + s)) continue;  // uniform over the CTA
       const int ql = i - s + 1;                             // the march's own plane count
       const int q = X0 + ql;                                // the grid's plane

@@ -141,16 +141,6 @@ struct Mode {
   } while (0)
 #endif
 
-// FRING: the next plane's fields in two slots of shared memory (plane i's: slot i & 1), each
-// thread's own cells only (no barrier: cp_async_commit_wait1 before they are read)
-#define FR(slot, f, k) fring[((slot) * 6 + (f)) * W + cell[k]]
-#define FRING_FILL(slot, k, at)                                                               \
-  do {                                                                                        \
-    cp_async1(&FR(slot, 0, k), ex + (at)); cp_async1(&FR(slot, 1, k), ey + (at));             \
-    cp_async1(&FR(slot, 2, k), ez + (at)); cp_async1(&FR(slot, 3, k), hx + (at));             \
-    cp_async1(&FR(slot, 4, k), hy + (at)); cp_async1(&FR(slot, 5, k), hz + (at));             \
-  } while (0)
-
 // The march: iterations [STEADY_FIRST, NXW - 2] are steady, but those on planes with point sources,
 // probes or monitor boxes (STEADY_FREE of the planes they work on: their code stays out of
 // the steady ones, and so do its registers); they run STEADY_N at a time (2: the carried
