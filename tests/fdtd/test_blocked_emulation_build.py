@@ -28,3 +28,31 @@ def test_kernels_build_through_the_precompiled_header_or_without(monkeypatch, tm
     emulation._emulated_library(emulation.emulated_source(fixes[0][0]))
     assert len(list(tmp_path.glob("yee_blocked_emu_*.so"))) == 2
     assert not [p for p in tmp_path.iterdir() if p.suffix in (".cpp", ".tmp")]
+
+
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+def test_asynchronous_copies_land_at_the_wait_that_covers_them():
+    """``emulate.h``'s cp.async: the source read when the copy is issued, the slot unchanged
+    until a wait covers the copy's group (after one commit and a wait for all but the newest:
+    not yet; after the next: landed); a new CTA drops what is pending."""
+    probe = r"""
+extern "C" int probe() {
+  double slot = 1.0, src = 2.0;
+  emu_cta_start();
+  emu_cp_async(&slot, &src);
+  src = 3.0;
+  int out = slot == 1.0;
+  emu_commit(); emu_wait(1);
+  out |= (slot == 1.0) << 1;
+  emu_commit(); emu_wait(1);
+  out |= (slot == 2.0) << 2;
+  emu_cp_async(&slot, &src);
+  emu_commit();
+  emu_cta_start();
+  emu_commit(); emu_wait(0);
+  out |= (slot == 2.0) << 3;
+  return out;
+}
+"""
+    lib = emulation._emulated_library((emulation.HERE / "emulate.h").read_text() + probe)
+    assert lib.probe() == 15

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <cstring>
+#include <deque>
 #include <thread>
 #include <vector>
 
@@ -60,3 +62,34 @@ using std::min;
 #define __syncthreads() (++emu_epoch, emu_barrier->arrive_and_wait())
 #define __constant__
 #define __ffsll(x) __builtin_ffsll(x)
+
+// Asynchronous copies (cp.async) as the hardware may do them: a copy reads its source when
+// issued and lands only at a wait that covers its group; copies issued after the last commit
+// join the next commit's group. A copy read before its wait reads what the slot held before.
+struct EmuCopy {
+  unsigned char *dst;
+  unsigned long long bits;
+  int size;
+};
+static thread_local std::vector<EmuCopy> emu_open;               // issued since the last commit
+static thread_local std::deque<std::vector<EmuCopy>> emu_groups;  // committed, not yet waited for
+template <class T>
+inline void emu_cp_async(T *dst, const T *src) {
+  EmuCopy c{reinterpret_cast<unsigned char *>(dst), 0, (int)sizeof(T)};
+  std::memcpy(&c.bits, src, sizeof(T));
+  emu_open.push_back(c);
+}
+inline void emu_commit() {
+  emu_groups.push_back(std::move(emu_open));
+  emu_open.clear();
+}
+inline void emu_wait(size_t newest) {  // every group but the ``newest`` most recent lands
+  while (emu_groups.size() > newest) {
+    for (const EmuCopy &c : emu_groups.front()) std::memcpy(c.dst, &c.bits, c.size);
+    emu_groups.pop_front();
+  }
+}
+inline void emu_cta_start() {  // a CTA's copies never land in the next one's shared memory
+  emu_open.clear();
+  emu_groups.clear();
+}

@@ -1,6 +1,7 @@
 """The blocked pass on the host: :func:`.cuda.source`'s kernel compiled by the host's C++
 compiler with ``emulate.h`` (one thread per CUDA thread, ``__syncthreads`` a barrier, the
-CTAs in turn) and run through ``ctypes``. Slow, and exact: CI checks the kernel's logic
+CTAs in turn, an asynchronous copy landing only at the wait that covers it) and run through
+``ctypes``. Slow, and exact: CI checks the kernel's logic
 against the XLA step on small grids without a GPU. The libraries are kept on disk
 (``$EMJAX_CACHE``, default ``emjax-kernels`` in the temporary folder), keyed on the source."""
 
@@ -128,6 +129,7 @@ extern "C" int emulate_launch({params}) {{
       for (int by = 0; by < {spec.grid[1]}; ++by)
         for (int bx = 0; bx < {spec.grid[0]}; ++bx) {{
           blockIdx = {{bx, by, 0}};
+          emu_cta_start();
           yee_blocked({args});
           ++emu_epoch;
           bar.arrive_and_wait();

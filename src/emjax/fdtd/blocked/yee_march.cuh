@@ -73,10 +73,13 @@ __device__ __forceinline__ void record_boxes(unsigned long long bits, REAL *mrec
 }
 #endif
 
-// an asynchronous copy of one value from global to shared memory (sm_80 and later; the
-// host emulation and older GPUs copy at once), and the waits for them
+// an asynchronous copy of one value from global to shared memory (sm_80 and later; older
+// GPUs copy at once; the host emulation lands it at the wait that covers it: emulate.h), and
+// the waits for them
 __device__ __forceinline__ void cp_async1(REAL *dst, const REAL *src) {
-#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+#if defined(EMJAX_EMULATE)
+  emu_cp_async(dst, src);
+#elif __CUDA_ARCH__ >= 800
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(sizeof(REAL)));
 #else
@@ -84,13 +87,18 @@ __device__ __forceinline__ void cp_async1(REAL *dst, const REAL *src) {
 #endif
 }
 __device__ __forceinline__ void cp_async_commit_wait1() {  // all but the newest group landed
-#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+#if defined(EMJAX_EMULATE)
+  emu_commit();
+  emu_wait(1);
+#elif __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::);
   asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // (no shared load moves above it)
 #endif
 }
 __device__ __forceinline__ void cp_async_commit() {
-#if !defined(EMJAX_EMULATE) && __CUDA_ARCH__ >= 800
+#if defined(EMJAX_EMULATE)
+  emu_commit();
+#elif __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
