@@ -34,7 +34,8 @@ from emjax.fdtd.blocked.cuda import Spec
 
 
 def kernels(n, dtype, th, tile, rows, pml, dipole=None, coef="array"):
-    """(name, spec, task table or None) of each kernel of one pass; ``dipole``: the plane
+    """(name, spec, task table or None) of each kernel of one pass (the parts of a launch
+    of several kernels apart, :mod:`emjax.fdtd.blocked.launches`); ``dipole``: the plane
     of a z dipole and an Ez probe three cells off it, as in the benchmarks' runs (None:
     neither); ``coef``: "array", ca and cb one value each read by the kernel (a vacuum
     run's), or "literal", compiled in."""
@@ -57,9 +58,13 @@ def kernels(n, dtype, th, tile, rows, pml, dipole=None, coef="array"):
     out = [("bulk", bulk, None)]
     if tail is not None:
         out.append(("tail", tail, table[len(rows_) - tail.ntask :]))
-    for sp, idx in fixes:
-        axes = "".join(a for a, L in zip("xyz", sp.pml) if L)
-        out.append((f"cpml {axes} wall {sp.wall}", sp, table[np.asarray(idx)]))
+    for sp, idx in fixes:  # (a launch of several kernels: each of them, on its own rows)
+        first = 0
+        for part in sp.merged or (sp,):
+            axes = "".join(a for a, L in zip("xyz", part.pml) if L)
+            rows_of = np.asarray(idx)[first : first + part.ntask]
+            out.append((f"cpml {axes} wall {part.wall}", part, table[rows_of]))
+            first += part.ntask
     return out
 
 
