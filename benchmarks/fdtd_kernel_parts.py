@@ -1,6 +1,8 @@
 """FDTD: each kernel of one blocked pass timed alone (a GPU). The pass of a 512^3 grid with a
 10-cell CPML (or PEC walls) is cut as the package cuts it (`emjax.fdtd.blocked.split`): the
-bulk kernel, its tail, the CPML's face rows and x rows; each runs ``--reps`` times on zeros
+bulk kernel, its tail, the CPML's face rows and x rows (the parts of a launch of several
+kernels each alone, with its own threads: float32's y and z faces run as one launch in the
+package, so there the sum is not the pass's); each runs ``--reps`` times on zeros
 (its inputs and the buffers it writes, donated so that nothing is copied), and the row gives
 its time, its CTAs and threads. The sum is the pass without what lies between the kernels;
 compare it with `fdtd_kernels.py`'s rate for the whole pass. The coefficients are one value

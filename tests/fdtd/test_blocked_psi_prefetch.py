@@ -1,7 +1,8 @@
 """The CPML's psi that each iteration's first level takes, copied into its chain's slot in
 shared memory an iteration ahead (``cuda.PSI_PREFETCH``: chains of TH + 1 planes) instead of
-read from memory at that level. Emulated on the host (where the copies land at once; when
-they land on a GPU is the GPU test's to check) and run on a GPU, against the XLA step."""
+read from memory at that level. Emulated on the host (where a copy lands at the wait that
+covers it, never earlier: a GPU may land it sooner, which the GPU test runs) and run on a
+GPU, against the XLA step."""
 
 import jax
 import jax.numpy as jnp

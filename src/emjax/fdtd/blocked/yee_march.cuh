@@ -124,12 +124,14 @@ struct Mode {
 // and Hy, nor its first row of Hy (the y differences: H's forward, E's backward), so those
 // loads are left out (their values, 0 or the plane before, feed only cells no one reads)
 // HALO_TRIM 2: those loads read the row next to theirs in the window instead (a row another
-// load of the CTA reads too: the loads stay unconditional, the L1 may serve them)
+// load of the CTA reads too: the loads stay unconditional, the L1 may serve them); their own
+// row where the window wraps around y there (the next row in memory is another plane's)
 #if HALO_TRIM == 2
 #define LOAD_NEXT(k, at)                                                                      \
   do {                                                                                        \
-    const IDXT in_ = (at) - (ly[k] == WY - 1 ? (IDXT)NZ : (IDXT)0);                           \
-    const IDXT hy_ = (at) + (ly[k] == 0 ? (IDXT)NZ : ly[k] == WY - 1 ? -(IDXT)NZ : (IDXT)0);  \
+    const bool dn_ = ly[k] == WY - 1 && gy[k] > 0, up_ = ly[k] == 0 && gy[k] < NY - 1;        \
+    const IDXT in_ = (at) - (dn_ ? (IDXT)NZ : (IDXT)0);                                       \
+    const IDXT hy_ = (at) + (up_ ? (IDXT)NZ : dn_ ? -(IDXT)NZ : (IDXT)0);                     \
     nxt[k][0] = ex[at]; nxt[k][1] = ey[in_]; nxt[k][2] = ez[at];                              \
     nxt[k][3] = hx[in_]; nxt[k][4] = hy[hy_]; nxt[k][5] = hz[in_];                            \
   } while (0)
