@@ -77,7 +77,19 @@ def check(n, split, steps=7, nx=24, th=2, with_probes=True, xwall=False, eps="ra
     assert all(v <= 1e-12 for v in err.values()), (n, split, err)
 
 import sys
-if "more" in sys.argv:
+if "merged" in sys.argv:  # the faces' kernels of each slab in one launch (float32's default)
+    from emjax.fdtd.blocked import launches, split as cpml_split
+    from emjax.fdtd.blocked import cuda_advance
+    cpml_split.ALIGNED, launches.MERGE_FACES = True, True
+    s = sim(24)
+    arrays, pml = engine.coefficients(s, jnp.float64)
+    plan = engine.make_plan(s, 9, jnp.float64, arrays, pml, layout=Layout.of(2))
+    spec = cuda_advance.make_spec(plan, arrays, jnp.float64, 2, (5, 4))
+    assert [f.merged != () for f, _ in cpml_split.split(spec, None, 2)[2]].count(True) == 1
+    check(2, True, steps=9)
+    check(3, True, steps=9, nx=36, eps="block3")
+    cpml_split.ALIGNED = launches.MERGE_FACES = None
+elif "more" in sys.argv:
     check(3, True)
     check(3, True, xwall=True)  # the middle slab marches both its halos
     check(2, False)
@@ -162,6 +174,13 @@ def test_slabs_with_halos_equal_one_device_emulated():
     steps with the CPML's face rows aligned (:data:`.split.ALIGNED`); a scatterer across the
     slabs' boundary, its coefficients (one per component) over their y-z box."""
     assert run_with_devices(3, CASE).strip().endswith("ok")
+
+
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+def test_slabs_with_the_faces_in_one_launch_emulated():
+    """Float32's default on the slabs: each slab's y and z face rows' kernels in one launch
+    (2 and 3 devices; the second with a scatterer's coefficients over their y-z box)."""
+    assert run_with_devices(3, "import sys; sys.argv.append('merged')\n" + CASE).strip().endswith("ok")
 
 
 @pytest.mark.slow
