@@ -216,7 +216,8 @@ PSI_PREFETCH = True
 #: 512^3, a CPML, one lease: float32 121.49 against 120.74 G cell/s, float64 49.03 against
 #: 56.59 (not yet profiled: no spills by ptxas; by nvdisasm the steady loop's loads, 12 in one
 #: group without it, come in two groups with their predicates). "clamp": those loads read the
-#: next row in the window instead, unconditionally (one group again); another H200, one
+#: next row in the window instead (their own where the window wraps around y), unconditionally
+#: (one group again); another H200, one
 #: lease: float32 123.62 against 122.87, float64 54.70, 54.84 against 56.64, 56.52. Fewer
 #: reads from L2 do not help float64's bulk. Off
 HALO_TRIM = False
