@@ -2,9 +2,8 @@
 compiler with ``emulate.h`` (one thread per CUDA thread, ``__syncthreads`` a barrier, the
 CTAs in turn, an asynchronous copy landing only at the wait that covers it) and run through
 ``ctypes``. Slow, and exact: CI checks the kernel's logic against the XLA step on small grids
-without a GPU. The libraries are kept on disk
-(``$EMJAX_CACHE``, default ``emjax-kernels`` in the temporary folder), keyed on the source
-and the build's flags."""
+without a GPU. The libraries are kept on disk (``$EMJAX_CACHE``, default ``emjax-kernels`` in
+the temporary folder), keyed on the source and the build's flags."""
 
 from __future__ import annotations
 
