@@ -259,3 +259,11 @@ def test_mixed_pieces_fill_the_last_wave():
     uniform = tiling.best_pieces(n, length, th, slots)
     assert makespan(ks) < 0.9 * makespan([uniform] * n)
     assert makespan([uniform] * n) == tiling.march_cost(n, uniform, length, th, slots)
+
+
+@emulated
+def test_emulated_box_with_copies_landing_as_issued(monkeypatch):
+    """The coefficients' ring with every asynchronous copy landing as it is issued
+    (``EMJAX_EMULATE_COPIES=early``) rather than at the wait that covers it."""
+    monkeypatch.setenv("EMJAX_EMULATE_COPIES", "early")
+    test_emulated_box_equals_the_xla_step(True, True, monkeypatch)

@@ -56,3 +56,25 @@ extern "C" int probe() {
 """
     lib = emulation._emulated_library((emulation.HERE / "emulate.h").read_text() + probe)
     assert lib.probe() == 15
+
+
+@pytest.mark.skipif(not emulation.available(), reason="no host C++ compiler")
+def test_asynchronous_copies_may_land_as_issued(monkeypatch):
+    """``EMJAX_EMULATE_COPIES=early``: a copy lands as it is issued (a library of its own);
+    a value the variable does not know is refused."""
+    probe = r"""
+extern "C" int probe() {
+  double slot = 1.0, src = 2.0;
+  emu_cta_start();
+  emu_cp_async(&slot, &src);
+  return slot == 2.0;
+}
+"""
+    text = (emulation.HERE / "emulate.h").read_text() + probe
+    monkeypatch.setenv("EMJAX_EMULATE_COPIES", "early")
+    assert emulation._emulated_library(text).probe() == 1
+    monkeypatch.setenv("EMJAX_EMULATE_COPIES", "late")
+    assert emulation._emulated_library(text).probe() == 0
+    monkeypatch.setenv("EMJAX_EMULATE_COPIES", "soon")
+    with pytest.raises(ValueError, match="late or early"):
+        emulation._emulated_library(text)

@@ -82,3 +82,12 @@ def test_gpu_prefetched_psi_equals_the_xla_step(monkeypatch, precision):
         gpu_float32_dipole_equals_xla()
     finally:
         jax.clear_caches()
+
+
+@pytest.mark.parametrize("case", ["aligned", "some axes"])
+def test_emulated_prefetch_with_copies_landing_as_issued(case, monkeypatch):
+    """The same with every asynchronous copy landing as it is issued (``EMJAX_EMULATE_COPIES
+    =early``), the other end of what a GPU may do: no slot's old value is read after a copy
+    into it was issued."""
+    monkeypatch.setenv("EMJAX_EMULATE_COPIES", "early")
+    test_emulated_prefetched_psi_equals_the_xla_step(case, monkeypatch)

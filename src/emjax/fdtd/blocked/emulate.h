@@ -66,6 +66,8 @@ using std::min;
 // Asynchronous copies (cp.async) as the hardware may do them: a copy reads its source when
 // issued and lands only at a wait that covers its group; copies issued after the last commit
 // join the next commit's group. A copy read before its wait reads what the slot held before.
+// EMU_COPIES_EARLY: each lands as it is issued instead (the other end of what the hardware
+// may do: a slot's old value read after a copy into it was issued is gone).
 struct EmuCopy {
   unsigned char *dst;
   unsigned long long bits;
@@ -75,6 +77,10 @@ static thread_local std::vector<EmuCopy> emu_open;               // issued since
 static thread_local std::deque<std::vector<EmuCopy>> emu_groups;  // committed, not yet waited for
 template <class T>
 inline void emu_cp_async(T *dst, const T *src) {
+#ifdef EMU_COPIES_EARLY
+  std::memcpy(dst, src, sizeof(T));
+  return;
+#endif
   EmuCopy c{reinterpret_cast<unsigned char *>(dst), 0, (int)sizeof(T)};
   std::memcpy(&c.bits, src, sizeof(T));
   emu_open.push_back(c);

@@ -36,7 +36,7 @@ _build_lock = threading.Lock()
 
 def _emulated_library(text: str):
     with _build_lock:  # several devices' callbacks may ask at once
-        return _emulated_library_cached(text)
+        return _emulated_library_cached(text, _flags())
 
 
 FLAGS = ("-std=c++20", "-O1", "-fPIC", "-pthread")
@@ -46,8 +46,16 @@ FLAGS = ("-std=c++20", "-O1", "-fPIC", "-pthread")
 SANITIZE = ("-fsanitize=address", "-fno-omit-frame-pointer")
 
 
+#: ``EMJAX_EMULATE_COPIES=early``: an asynchronous copy lands as it is issued, not at the wait
+#: that covers it (emulate.h): the two ends of what a GPU may do
+
+
 def _flags() -> tuple:
-    return FLAGS + (SANITIZE if os.environ.get("EMJAX_EMULATE_SANITIZE") else ())
+    out = FLAGS + (SANITIZE if os.environ.get("EMJAX_EMULATE_SANITIZE") else ())
+    copies = os.environ.get("EMJAX_EMULATE_COPIES", "late")
+    if copies not in ("late", "early"):
+        raise ValueError(f"EMJAX_EMULATE_COPIES={copies!r}: late or early")
+    return out + (("-DEMU_COPIES_EARLY",) if copies == "early" else ())
 
 
 def _header(cache: Path, text: str) -> str | None:
@@ -93,10 +101,10 @@ def _build(cache: Path, text: str, out: Path) -> subprocess.CompletedProcess:
 
 
 @lru_cache(maxsize=16)
-def _emulated_library_cached(text: str):
+def _emulated_library_cached(text: str, flags: tuple):
     cache = Path(os.environ.get("EMJAX_CACHE", Path(tempfile.gettempdir()) / "emjax-kernels"))
     cache.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256((text + " ".join(_flags())).encode()).hexdigest()[:16]
+    key = hashlib.sha256((text + " ".join(flags)).encode()).hexdigest()[:16]
     lib = cache / f"yee_blocked_emu_{key}.so"
     if not lib.exists():  # each process builds from its own files, then renames (atomic)
         tmp = cache / f"{lib.name}.{os.getpid()}.tmp"
