@@ -217,9 +217,8 @@ PSI_PREFETCH = True
 #: 56.59 (not yet profiled: no spills by ptxas; by nvdisasm the steady loop's loads, 12 in one
 #: group without it, come in two groups with their predicates). "clamp": those loads read the
 #: next row in the window instead (their own where the window wraps around y), unconditionally
-#: (one group again); another H200, one
-#: lease: float32 123.62 against 122.87, float64 54.70, 54.84 against 56.64, 56.52. Fewer
-#: reads from L2 do not help float64's bulk. Off
+#: (one group again); another H200, one lease: float32 123.62 against 122.87, float64 54.70,
+#: 54.84 against 56.64, 56.52. Fewer reads from L2 do not help float64's bulk. Off
 HALO_TRIM = False
 
 #: in kernels whose curl is the differences alone (:func:`fold_dx`), 1/dx multiplies dt and

@@ -79,11 +79,11 @@ template <class T>
 inline void emu_cp_async(T *dst, const T *src) {
 #ifdef EMU_COPIES_EARLY
   std::memcpy(dst, src, sizeof(T));
-  return;
-#endif
+#else
   EmuCopy c{reinterpret_cast<unsigned char *>(dst), 0, (int)sizeof(T)};
   std::memcpy(&c.bits, src, sizeof(T));
   emu_open.push_back(c);
+#endif
 }
 inline void emu_commit() {
   emu_groups.push_back(std::move(emu_open));

@@ -46,11 +46,10 @@ FLAGS = ("-std=c++20", "-O1", "-fPIC", "-pthread")
 SANITIZE = ("-fsanitize=address", "-fno-omit-frame-pointer")
 
 
-#: ``EMJAX_EMULATE_COPIES=early``: an asynchronous copy lands as it is issued, not at the wait
-#: that covers it (emulate.h): the two ends of what a GPU may do
-
-
 def _flags() -> tuple:
+    """The build's flags: :data:`FLAGS`, :data:`SANITIZE` with ``EMJAX_EMULATE_SANITIZE``, and
+    with ``EMJAX_EMULATE_COPIES=early`` an asynchronous copy landing as it is issued, not at
+    the wait that covers it (emulate.h): the two ends of what a GPU may do."""
     out = FLAGS + (SANITIZE if os.environ.get("EMJAX_EMULATE_SANITIZE") else ())
     copies = os.environ.get("EMJAX_EMULATE_COPIES", "late")
     if copies not in ("late", "early"):
@@ -58,17 +57,17 @@ def _flags() -> tuple:
     return out + (("-DEMU_COPIES_EARLY",) if copies == "early" else ())
 
 
-def _header(cache: Path, text: str) -> str | None:
+def _header(cache: Path, text: str, flags: tuple) -> str | None:
     """``emulate.h`` (``text``) as a precompiled header in ``cache`` (its name, to #include;
     about 0.4 s of the 1 s a kernel takes to build with GCC is its standard headers), or None
-    where the compiler builds none. Keyed on the header's text, the compiler and its flags."""
-    key = hashlib.sha256((text + _cxx() + " ".join(_flags())).encode()).hexdigest()[:16]
+    where the compiler builds none. Keyed on the header's text, the compiler and ``flags``."""
+    key = hashlib.sha256((text + _cxx() + " ".join(flags)).encode()).hexdigest()[:16]
     name = f"emjax_emulate_{key}.h"
     if not (cache / f"{name}.gch").exists():
         head = cache / f"{name}.{os.getpid()}.tmp"
         head.write_text(text)
         tmp = cache / f"{name}.gch.{os.getpid()}.tmp"
-        cmd = [_cxx(), *_flags(), "-x", "c++-header", str(head), "-o", str(tmp)]
+        cmd = [_cxx(), *flags, "-x", "c++-header", str(head), "-o", str(tmp)]
         ok = subprocess.run(cmd, capture_output=True).returncode == 0 and tmp.exists()
         if ok:  # the header beside its precompiled form (what the compiler falls back on)
             os.replace(head, cache / name)
@@ -80,21 +79,21 @@ def _header(cache: Path, text: str) -> str | None:
     return name
 
 
-def _build(cache: Path, text: str, out: Path) -> subprocess.CompletedProcess:
+def _build(cache: Path, text: str, out: Path, flags: tuple) -> subprocess.CompletedProcess:
     """Compile ``text`` (``emulate.h`` + a kernel) into the library ``out``: through the
     precompiled header where there is one, else (or where that fails) the whole text."""
     src = cache / f"{out.name}.cpp"
     head = (HERE / "emulate.h").read_text()
-    name = _header(cache, head) if text.startswith(head) else None
+    name = _header(cache, head, flags) if text.startswith(head) else None
     res = None
     if name is not None:
         src.write_text(f'#include "{name}"\n' + text[len(head) :])
-        cmd = [_cxx(), *_flags(), "-shared", "-I", str(cache), "-o", str(out), str(src)]
+        cmd = [_cxx(), *flags, "-shared", "-I", str(cache), "-o", str(out), str(src)]
         res = subprocess.run(cmd, capture_output=True, text=True)
     if res is None or res.returncode != 0:
         src.write_text(text)
         res = subprocess.run(
-            [_cxx(), *_flags(), "-shared", "-o", str(out), str(src)], capture_output=True, text=True
+            [_cxx(), *flags, "-shared", "-o", str(out), str(src)], capture_output=True, text=True
         )
     src.unlink(missing_ok=True)
     return res
@@ -108,7 +107,7 @@ def _emulated_library_cached(text: str, flags: tuple):
     lib = cache / f"yee_blocked_emu_{key}.so"
     if not lib.exists():  # each process builds from its own files, then renames (atomic)
         tmp = cache / f"{lib.name}.{os.getpid()}.tmp"
-        res = _build(cache, text, tmp)
+        res = _build(cache, text, tmp, flags)
         if res.returncode != 0:
             raise RuntimeError(
                 "the host compiler could not build the emulated kernel:\n" + res.stderr[-4000:]
